@@ -1,0 +1,194 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RuntimeSettings configure the per-Gateway controller: how it batches
+// changes and what Envoy configuration it generates beyond what the Gateway
+// API expresses. The operator passes them to the controller; applying a
+// change restarts the controller pods, never Envoy.
+//
+// Durations are Go durations ("250ms", "1m30s"); where a timeout can be
+// turned off, "0s" does so.
+type RuntimeSettings struct {
+	// XDS configures how configuration is pushed to Envoy.
+	// +kubebuilder:default={}
+	// +optional
+	XDS XDSSettings `json:"xds,omitempty"`
+
+	// HTTP configures Envoy's HTTP connection managers.
+	// +kubebuilder:default={}
+	// +optional
+	HTTP HTTPSettings `json:"http,omitempty"`
+
+	// Timeouts that apply to every listener and upstream.
+	// +kubebuilder:default={}
+	// +optional
+	Timeouts TimeoutSettings `json:"timeouts,omitempty"`
+
+	// TLS holds the defaults for TLS listeners; a Gateway listener's own
+	// options do not override them.
+	// +kubebuilder:default={}
+	// +optional
+	TLS TLSSettings `json:"tls,omitempty"`
+
+	// AccessLog configures Envoy's access log on standard output.
+	// +kubebuilder:default={}
+	// +optional
+	AccessLog AccessLogSettings `json:"accessLog,omitempty"`
+}
+
+// XDSSettings batch changes into pushes. After a change the controller waits
+// updateDelay for more; under a steady stream of changes it pushes at least
+// every maxUpdateDelay.
+// +kubebuilder:validation:XValidation:rule="!has(self.updateDelay) || !has(self.maxUpdateDelay) || duration(self.updateDelay) <= duration(self.maxUpdateDelay)",message="updateDelay must not be longer than maxUpdateDelay"
+type XDSSettings struct {
+	// +kubebuilder:default="100ms"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	UpdateDelay *metav1.Duration `json:"updateDelay,omitempty"`
+
+	// +kubebuilder:default="1s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('60s')",message="maxUpdateDelay must be at most 60s"
+	// +optional
+	MaxUpdateDelay *metav1.Duration `json:"maxUpdateDelay,omitempty"`
+}
+
+// HTTPSettings configure Envoy's HTTP connection managers.
+type HTTPSettings struct {
+	// NumTrustedHops is how many proxies in front of Envoy append to
+	// X-Forwarded-For; Envoy takes the client address from that position.
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16
+	// +optional
+	NumTrustedHops *int32 `json:"numTrustedHops,omitempty"`
+
+	// ServerHeader is what Envoy does with the Server response header:
+	// Overwrite it with "envoy", AppendIfAbsent, or PassThrough the
+	// backend's.
+	// +kubebuilder:default=Overwrite
+	// +kubebuilder:validation:Enum=Overwrite;AppendIfAbsent;PassThrough
+	// +optional
+	ServerHeader string `json:"serverHeader,omitempty"`
+
+	// MergeSlashes collapses repeated slashes in request paths before
+	// routing.
+	// +optional
+	MergeSlashes bool `json:"mergeSlashes,omitempty"`
+
+	// MaxRequestHeadersKiB is the largest request header block Envoy
+	// accepts.
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8192
+	// +optional
+	MaxRequestHeadersKiB *int32 `json:"maxRequestHeadersKiB,omitempty"`
+}
+
+// TimeoutSettings apply to every listener and upstream.
+type TimeoutSettings struct {
+	// ConnectionIdle closes a downstream connection with no active streams.
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	ConnectionIdle *metav1.Duration `json:"connectionIdle,omitempty"`
+
+	// StreamIdle resets a request that sends or receives nothing for this
+	// long.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	StreamIdle *metav1.Duration `json:"streamIdle,omitempty"`
+
+	// RequestHeaders limits how long a client may take to send its request
+	// headers, against slow-header attacks; 0s turns the limit off.
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	RequestHeaders *metav1.Duration `json:"requestHeaders,omitempty"`
+
+	// MaxConnectionDuration closes downstream connections after this long;
+	// unset, connections may live forever.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	MaxConnectionDuration *metav1.Duration `json:"maxConnectionDuration,omitempty"`
+
+	// ConnectionShutdownGracePeriod is how long Envoy waits between telling
+	// an HTTP/2 client to go away and closing the connection.
+	// +kubebuilder:default="5s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	ConnectionShutdownGracePeriod *metav1.Duration `json:"connectionShutdownGracePeriod,omitempty"`
+
+	// UpstreamConnect limits how long Envoy waits to connect to a backend.
+	// +kubebuilder:default="2s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="upstreamConnect must be greater than zero"
+	// +optional
+	UpstreamConnect *metav1.Duration `json:"upstreamConnect,omitempty"`
+}
+
+// TLSSettings are the defaults for TLS listeners.
+// +kubebuilder:validation:XValidation:rule="!has(self.minimumVersion) || !has(self.maximumVersion) || !(self.minimumVersion == '1.3' && self.maximumVersion == '1.2')",message="minimumVersion must not be greater than maximumVersion"
+type TLSSettings struct {
+	// +kubebuilder:default="1.2"
+	// +kubebuilder:validation:Enum="1.2";"1.3"
+	// +optional
+	MinimumVersion string `json:"minimumVersion,omitempty"`
+
+	// +kubebuilder:default="1.3"
+	// +kubebuilder:validation:Enum="1.2";"1.3"
+	// +optional
+	MaximumVersion string `json:"maximumVersion,omitempty"`
+
+	// CipherSuites for TLS 1.2, in order of preference; unset, Envoy's
+	// defaults. TLS 1.3 suites are not configurable in Envoy.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	// +optional
+	CipherSuites []CipherSuite `json:"cipherSuites,omitempty"`
+}
+
+// CipherSuite is a TLS 1.2 cipher suite in BoringSSL's naming, which Envoy
+// uses; "[A|B]" is an equal-preference group.
+// +kubebuilder:validation:Enum="[ECDHE-ECDSA-AES128-GCM-SHA256|ECDHE-ECDSA-CHACHA20-POLY1305]";"[ECDHE-RSA-AES128-GCM-SHA256|ECDHE-RSA-CHACHA20-POLY1305]";ECDHE-ECDSA-AES128-GCM-SHA256;ECDHE-RSA-AES128-GCM-SHA256;ECDHE-ECDSA-CHACHA20-POLY1305;ECDHE-RSA-CHACHA20-POLY1305;ECDHE-ECDSA-AES256-GCM-SHA384;ECDHE-RSA-AES256-GCM-SHA384
+type CipherSuite string
+
+// AccessLogSettings configure Envoy's access log on standard output.
+// +kubebuilder:validation:XValidation:rule="!has(self.textFormat) || self.format == 'Text'",message="textFormat applies only to format Text"
+// +kubebuilder:validation:XValidation:rule="!has(self.jsonFields) || self.format == 'JSON'",message="jsonFields apply only to format JSON"
+type AccessLogSettings struct {
+	// Format of each line: Text (Envoy's command operators), JSON, or
+	// Disabled for no access log.
+	// +kubebuilder:default=Text
+	// +kubebuilder:validation:Enum=Text;JSON;Disabled
+	// +optional
+	Format string `json:"format,omitempty"`
+
+	// TextFormat overrides the line format of Text, in Envoy's command
+	// operators, e.g. "%REQ(:METHOD)% %REQ(:PATH)% %RESPONSE_CODE%\n".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	TextFormat string `json:"textFormat,omitempty"`
+
+	// JSONFields are the fields of JSON, each a key and a command operator
+	// ("method=%REQ(:METHOD)%").
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z_][A-Za-z0-9_.-]*=.+$`
+	// +listType=atomic
+	// +optional
+	JSONFields []string `json:"jsonFields,omitempty"`
+}

@@ -1,0 +1,50 @@
+// Command isobar-controller is Isobar's per-Gateway control plane. The
+// operator runs one per Gateway; its subcommands share one translator.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+)
+
+const usage = `isobar-controller: Isobar's per-Gateway control plane
+
+Usage:
+  isobar-controller version    print the version and the Go modules it was built from
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "version":
+		return version(stdout)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "isobar-controller: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}
+
+func version(w io.Writer) int {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		fmt.Fprintln(w, "isobar-controller (no build information)")
+		return 0
+	}
+	fmt.Fprintf(w, "isobar-controller %s (%s)\n", info.Main.Version, info.GoVersion)
+	for _, dep := range info.Deps {
+		fmt.Fprintf(w, "  %s %s\n", dep.Path, dep.Version)
+	}
+	return 0
+}

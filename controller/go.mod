@@ -1,0 +1,3 @@
+module isobar.dev/controller
+
+go 1.26.0

@@ -1,0 +1,25 @@
+// Command isobar-operator is Isobar's Gateway provisioner: for every Gateway
+// of a GatewayClass with its controllerName it provisions a fleet, a
+// per-Gateway control plane and its Envoy proxies.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"isobar.dev/operator/manager"
+)
+
+func main() {
+	opts := manager.DefaultOptions()
+	fs := flag.NewFlagSet("isobar-operator", flag.ContinueOnError)
+	opts.Bind(fs)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if err := manager.Run(opts); err != nil {
+		fmt.Fprintln(os.Stderr, "isobar-operator:", err)
+		os.Exit(1)
+	}
+}

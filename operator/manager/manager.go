@@ -1,0 +1,121 @@
+// Package manager wires the operator's reconcilers into a controller-runtime
+// manager: the scheme, leader election, health probes and metrics.
+package manager
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	isobarv1alpha1 "isobar.dev/api/v1alpha1"
+	"isobar.dev/api/logs"
+)
+
+// DefaultControllerName is the GatewayClass controllerName the operator
+// serves unless told otherwise.
+const DefaultControllerName = "isobar.dev/gateway-controller"
+
+// Options are the operator's command-line settings.
+type Options struct {
+	ControllerName     string
+	MetricsAddress     string
+	HealthProbeAddress string
+	LeaderElect        bool
+	LeaderElectionNS   string
+	LogLevel           string
+	LogFormat          string
+}
+
+// DefaultOptions work for a single operator replica in a cluster.
+func DefaultOptions() Options {
+	return Options{
+		ControllerName:     DefaultControllerName,
+		MetricsAddress:     ":8080",
+		HealthProbeAddress: ":8081",
+		LogLevel:           "info",
+		LogFormat:          logs.JSON,
+	}
+}
+
+// Bind registers the options as flags on fs.
+func (o *Options) Bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "GatewayClass spec.controllerName this operator provisions Gateways for")
+	fs.StringVar(&o.MetricsAddress, "metrics-bind-address", o.MetricsAddress, "address of the Prometheus metrics endpoint; 0 turns it off")
+	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", o.HealthProbeAddress, "address of /healthz and /readyz")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas through a Lease, so only one reconciles")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to the pod's")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json or console")
+}
+
+// Scheme holds every type the operator reads or writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		gatewayv1.Install,
+		isobarv1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Run starts the manager and blocks until SIGTERM or SIGINT.
+func Run(o Options) error {
+	log, err := logs.New(o.LogLevel, o.LogFormat)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(log)
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("finding the API server: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddress},
+		HealthProbeBindAddress:  o.HealthProbeAddress,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "isobar-operator.isobar.dev",
+		LeaderElectionNamespace: o.LeaderElectionNS,
+		// Releasing the Lease on a clean stop lets the next replica take
+		// over at once instead of after the lease duration.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	// Ready once the informer caches have synced: before that the operator
+	// would act on an empty view of the cluster.
+	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return fmt.Errorf("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+	log.Info("starting", "controllerName", o.ControllerName)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
