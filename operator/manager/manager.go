@@ -16,8 +16,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	isobarv1alpha1 "isobar.dev/api/v1alpha1"
 	"isobar.dev/api/logs"
+	isobarv1alpha1 "isobar.dev/api/v1alpha1"
 )
 
 // DefaultControllerName is the GatewayClass controllerName the operator

@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"isobar.dev/e2e/harness"
+)
+
+// kube-controller-manager really runs: a Deployment gets Pods, and deleting
+// it garbage-collects them through their ownerReferences.
+func TestControllerManager(t *testing.T) {
+	ns := namespace(t)
+	ctx, cancel := harness.Context()
+	defer cancel()
+	labels := map[string]string{"app": "probe"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.invalid/probe:1"}}},
+			},
+		},
+	}
+	if err := env.Client.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	pods := func() int {
+		var list corev1.PodList
+		if err := env.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	eventually(t, 30*time.Second, "the Deployment's 2 Pods", func() bool { return pods() == 2 })
+	if err := env.Client.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the Pods to be garbage collected", func() bool { return pods() == 0 })
+}
+
+// The harness installs the Gateway API CRDs as released, bundle-version
+// annotation included (the operator reports it as SupportedVersion), and
+// ours with its printer columns.
+func TestInstalledCRDs(t *testing.T) {
+	ctx, cancel := harness.Context()
+	defer cancel()
+	gw := &apiextensionsv1.CustomResourceDefinition{}
+	if err := env.Client.Get(ctx, keyOf("", "gateways.gateway.networking.k8s.io"), gw); err != nil {
+		t.Fatal(err)
+	}
+	if v := gw.Annotations["gateway.networking.k8s.io/bundle-version"]; v != "v1.6.3" {
+		t.Errorf("Gateway CRD bundle-version = %q, want v1.6.3", v)
+	}
+	if ch := gw.Annotations["gateway.networking.k8s.io/channel"]; ch != "experimental" {
+		t.Errorf("Gateway CRD channel = %q, want experimental", ch)
+	}
+	cd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := env.Client.Get(ctx, keyOf("", "contourdeployments.isobar.dev"), cd); err != nil {
+		t.Fatal(err)
+	}
+	var columns []string
+	for _, c := range cd.Spec.Versions[0].AdditionalPrinterColumns {
+		columns = append(columns, c.Name)
+	}
+	if got, want := strings.Join(columns, ","), "Envoy,Publishing,Accepted,Gateways,Age"; got != want {
+		t.Errorf("printer columns = %s, want %s", got, want)
+	}
+	if cd.Spec.Scope != apiextensionsv1.NamespaceScoped {
+		t.Errorf("scope = %s, want Namespaced", cd.Spec.Scope)
+	}
+}
+
+// Every sample a user is pointed at is accepted by the API server as it is.
+func TestSamplesAreAccepted(t *testing.T) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := harness.KustomizeObjects(root + "/config/samples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) < 5 {
+		t.Fatalf("config/samples has %d objects, want at least 5", len(objs))
+	}
+	ctx, cancel := harness.Context()
+	defer cancel()
+	for _, o := range objs {
+		if ns := o.GetNamespace(); ns != "" {
+			nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+			if err := env.Client.Create(ctx, nsObj); err != nil && !strings.Contains(err.Error(), "already exists") {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() {
+			ctx, cancel := harness.Context()
+			defer cancel()
+			_ = env.Client.Delete(ctx, o)
+		})
+		if err := env.Client.Patch(ctx, o, client.Apply, client.FieldOwner("samples-test")); err != nil {
+			t.Errorf("%s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+	}
+}
+
+// The binaries build, start against the API server, report ready, and stop
+// cleanly on SIGTERM, as a kubelet would stop them.
+func TestBinariesRun(t *testing.T) {
+	bin, err := env.Binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin+"/isobar-controller", "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "isobar-controller ") {
+		t.Errorf("isobar-controller version: %v\n%s", err, out)
+	}
+
+	kubeconfig, err := env.Kubeconfig("isobar-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := freePort(t)
+	op, err := harness.StartProcessEnv(env.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-operator",
+		"--health-probe-bind-address=127.0.0.1:"+health,
+		"--metrics-bind-address=0",
+		"--log-format=console",
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Stop(10 * time.Second)
+	eventually(t, 30*time.Second, "isobar-operator /readyz", func() bool {
+		if exited, err := op.Exited(); exited {
+			t.Fatalf("isobar-operator exited: %v\n%s", err, op.Output())
+		}
+		resp, err := http.Get("http://127.0.0.1:" + health + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	code, err := op.Stop(10 * time.Second)
+	if err != nil || code != 0 {
+		t.Errorf("isobar-operator stopped with code %d, %v\n%s", code, err, op.Output())
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+// eventually polls cond until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Fails when a generated file is stale, a Go file is unformatted, or go vet
+# complains. Generated files are regenerated in place, so after a failure
+# the fix is in the working tree.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+fail=0
+
+# The generated files are compared before and after regenerating them, so
+# uncommitted edits elsewhere in the tree do not count as staleness.
+generated() { find config/crd/bases api \( -name '*.yaml' -o -name 'zz_generated*.go' \) | sort; }
+snapshot=$(mktemp -d)
+trap 'rm -rf "$snapshot"' EXIT
+before=$(generated)
+while read -r f; do
+	mkdir -p "$snapshot/$(dirname "$f")" && cp "$f" "$snapshot/$f"
+done <<<"$before"
+make --no-print-directory generate manifests >/dev/null
+after=$(generated)
+stale=()
+[[ $before == "$after" ]] || stale+=("the set of generated files: before [$before] after [$after]")
+while read -r f; do
+	cmp -s "$f" "$snapshot/$f" 2>/dev/null || stale+=("$f")
+done <<<"$after"
+if ((${#stale[@]})); then
+	echo "generated files were stale; 'make generate manifests' has updated them:" >&2
+	printf '  %s\n' "${stale[@]}" >&2
+	fail=1
+fi
+
+unformatted=$(gofmt -l api operator controller e2e hack)
+if [[ -n $unformatted ]]; then
+	echo "gofmt would change:" >&2
+	echo "$unformatted" >&2
+	fail=1
+fi
+
+make --no-print-directory vet || fail=1
+
+# Our modules must not use replace directives (go.work joins them); the
+# envtest wrapper modules are the exception, and are not in the workspace.
+if grep -l '^replace' api/go.mod operator/go.mod controller/go.mod e2e/go.mod hack/go.mod 2>/dev/null; then
+	echo "replace directives found in the modules above" >&2
+	fail=1
+fi
+
+exit $fail
