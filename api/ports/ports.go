@@ -24,14 +24,15 @@ const (
 	XDS = 8001
 	// ControllerHealth serves the controller's /healthz and /readyz.
 	ControllerHealth = 8000
-	// ControllerMetrics serves the controller's Prometheus metrics.
-	ControllerMetrics = 8080
+	// ControllerMetrics serves the controller's Prometheus metrics. (Not
+	// 8080: that is the most common Gateway listener port after 80 and 443.)
+	ControllerMetrics = 8003
 	// EnvoyStats is Envoy's listener for /stats/prometheus and /ready.
 	EnvoyStats = 8002
 	// EnvoyAdmin is Envoy's admin interface, bound to 127.0.0.1 only.
 	EnvoyAdmin = 9001
 	// EnvoyShutdown serves the drain hook that a stopping Envoy pod calls.
-	EnvoyShutdown = 8090
+	EnvoyShutdown = 8004
 )
 
 // reserved names the ports above, for error messages.

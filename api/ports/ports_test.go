@@ -46,8 +46,8 @@ func TestValidate(t *testing.T) {
 }
 
 func TestMap(t *testing.T) {
-	m := Map([]int32{80, 80, 443, 1, 64513, 8001, 8080, 0})
-	wantContainer := map[int32]int32{80: 64592, 443: 64955}
+	m := Map([]int32{80, 80, 443, 8080, 1, 64513, 8001, 8003, 0})
+	wantContainer := map[int32]int32{80: 64592, 443: 64955, 8080: 8080}
 	if len(m.Container) != len(wantContainer) {
 		t.Errorf("Container = %v, want %v", m.Container, wantContainer)
 	}
@@ -60,7 +60,7 @@ func TestMap(t *testing.T) {
 		1:     "ports [1 64513] all map to container port 64513",
 		64513: "ports [1 64513] all map to container port 64513",
 		8001:  "xDS",
-		8080:  "metrics",
+		8003:  "metrics",
 		0:     "outside",
 	} {
 		err, ok := m.Refused[p]

@@ -12,6 +12,8 @@ import (
 const usage = `isobar-controller: Isobar's per-Gateway control plane
 
 Usage:
+  isobar-controller translate -f FILE... [--gateway NS/NAME] [--type TYPE] [-o yaml|json]
+                               translate Gateway API YAML into Envoy configuration offline
   isobar-controller version    print the version and the Go modules it was built from
 `
 
@@ -25,6 +27,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "translate":
+		return translate(args[1:], stdout, stderr)
 	case "version":
 		return version(stdout)
 	case "help", "-h", "--help":

@@ -1,0 +1,236 @@
+package gatewayapi
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// route is what attachment needs to know of any route kind.
+type route struct {
+	kind       gatewayv1.Kind
+	meta       *metav1.ObjectMeta
+	parentRefs []gatewayv1.ParentReference
+	hostnames  []gatewayv1.Hostname
+}
+
+// attachment is a route attached through one parentRef to listeners of this
+// Gateway.
+type attachment struct {
+	ref   gatewayv1.ParentReference
+	conds conditions
+	// hosts are, per accepted listener, the hostnames the route serves on it.
+	listeners []*listener
+	hosts     [][]string
+}
+
+// attach resolves a route's parentRefs that point at this Gateway. It
+// returns one attachment per such parentRef, accepted or not.
+func (t *gatewayTranslator) attach(r route) []*attachment {
+	var out []*attachment
+	for _, ref := range r.parentRefs {
+		if !t.refersToGateway(ref, r.meta.Namespace) {
+			continue
+		}
+		a := &attachment{ref: ref, conds: conditions{generation: r.meta.Generation}}
+		out = append(out, a)
+		t.attachParent(r, a)
+	}
+	return out
+}
+
+func (t *gatewayTranslator) refersToGateway(ref gatewayv1.ParentReference, routeNS string) bool {
+	if ref.Group != nil && *ref.Group != gatewayv1.GroupName {
+		return false
+	}
+	if ref.Kind != nil && *ref.Kind != "Gateway" {
+		return false
+	}
+	ns := routeNS
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	return ns == t.gw.Namespace && string(ref.Name) == t.gw.Name
+}
+
+// attachParent finds the listeners a parentRef selects and applies each
+// listener's allowedRoutes and hostname, in the order the Gateway API
+// reports failures: no listener selected, not allowed, no hostname in common.
+func (t *gatewayTranslator) attachParent(r route, a *attachment) {
+	accepted := string(gatewayv1.RouteConditionAccepted)
+	var selected []*listener
+	for _, l := range t.listeners {
+		if a.ref.SectionName != nil && *a.ref.SectionName != l.spec.Name {
+			continue
+		}
+		if a.ref.Port != nil && *a.ref.Port != l.spec.Port {
+			continue
+		}
+		selected = append(selected, l)
+	}
+	if len(selected) == 0 {
+		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNoMatchingParent), noListenerMessage(a.ref))
+		return
+	}
+	var allowed []*listener
+	var why []string
+	for _, l := range selected {
+		if msg := t.allows(l, r); msg != "" {
+			why = append(why, msg)
+			continue
+		}
+		allowed = append(allowed, l)
+	}
+	if len(allowed) == 0 {
+		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), joinMessages(why))
+		return
+	}
+	for _, l := range allowed {
+		hosts := t.routeHosts(l, r.hostnames)
+		if len(hosts) == 0 {
+			continue
+		}
+		l.attached++
+		if !l.usable() {
+			continue
+		}
+		a.listeners = append(a.listeners, l)
+		a.hosts = append(a.hosts, hosts)
+	}
+	if len(a.listeners) == 0 {
+		if anyAttached(allowed, r.hostnames, t) {
+			a.conds.set(accepted, false, string(gatewayv1.RouteReasonNoMatchingParent), "the listeners this route attaches to are not valid; see the Gateway's listener conditions")
+			return
+		}
+		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNoMatchingListenerHostname),
+			fmt.Sprintf("none of the route's hostnames %v matches a listener hostname", r.hostnames))
+		return
+	}
+	a.conds.set(accepted, true, string(gatewayv1.RouteReasonAccepted), "Route is accepted")
+}
+
+func anyAttached(ls []*listener, hostnames []gatewayv1.Hostname, t *gatewayTranslator) bool {
+	for _, l := range ls {
+		if len(t.routeHosts(l, hostnames)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func noListenerMessage(ref gatewayv1.ParentReference) string {
+	switch {
+	case ref.SectionName != nil && ref.Port != nil:
+		return fmt.Sprintf("the Gateway has no listener named %q on port %d", *ref.SectionName, *ref.Port)
+	case ref.SectionName != nil:
+		return fmt.Sprintf("the Gateway has no listener named %q", *ref.SectionName)
+	case ref.Port != nil:
+		return fmt.Sprintf("the Gateway has no listener on port %d", *ref.Port)
+	default:
+		return "the Gateway has no listeners"
+	}
+}
+
+// allows returns why listener l does not allow route r, or "".
+func (t *gatewayTranslator) allows(l *listener, r route) string {
+	kindOK := false
+	for _, k := range l.kinds {
+		if k.Kind == r.kind {
+			kindOK = true
+		}
+	}
+	if !kindOK {
+		return fmt.Sprintf("listener %q does not allow %s", l.spec.Name, r.kind)
+	}
+	from := gatewayv1.NamespacesFromSame
+	var selector *metav1.LabelSelector
+	if l.spec.AllowedRoutes != nil && l.spec.AllowedRoutes.Namespaces != nil {
+		if l.spec.AllowedRoutes.Namespaces.From != nil {
+			from = *l.spec.AllowedRoutes.Namespaces.From
+		}
+		selector = l.spec.AllowedRoutes.Namespaces.Selector
+	}
+	switch from {
+	case gatewayv1.NamespacesFromAll:
+		return ""
+	case gatewayv1.NamespacesFromSame:
+		if r.meta.Namespace == t.gw.Namespace {
+			return ""
+		}
+		return fmt.Sprintf("listener %q allows routes from namespace %s only", l.spec.Name, t.gw.Namespace)
+	case gatewayv1.NamespacesFromSelector:
+		if selector == nil {
+			return fmt.Sprintf("listener %q selects namespaces with no selector", l.spec.Name)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(selector)
+		if err != nil {
+			return fmt.Sprintf("listener %q has an invalid namespace selector: %v", l.spec.Name, err)
+		}
+		ns, ok := t.idx.namespaces[r.meta.Namespace]
+		if ok && sel.Matches(labels.Set(ns.Labels)) {
+			return ""
+		}
+		return fmt.Sprintf("listener %q does not select namespace %s", l.spec.Name, r.meta.Namespace)
+	default:
+		return fmt.Sprintf("listener %q has unknown allowedRoutes.namespaces.from %q", l.spec.Name, from)
+	}
+}
+
+// routeHosts is the set of hostnames a route serves on listener l: the
+// intersections of its hostnames with the listener's, less those that a more
+// specific listener on the same port claims (listener isolation: a request
+// for the more specific listener's hostname never reaches this one's routes).
+func (t *gatewayTranslator) routeHosts(l *listener, hostnames []gatewayv1.Hostname) []string {
+	var raw []string
+	if len(hostnames) == 0 {
+		raw = []string{""}
+	}
+	for _, h := range hostnames {
+		raw = append(raw, string(h))
+	}
+	var out []string
+	for _, h := range raw {
+		host, ok := intersect(h, l.hostname)
+		if !ok {
+			continue
+		}
+		if t.claimedElsewhere(l, host) {
+			continue
+		}
+		if host == "" {
+			host = "*"
+		}
+		if !contains(out, host) {
+			out = append(out, host)
+		}
+	}
+	return out
+}
+
+// claimedElsewhere reports whether an exact host belongs to a more specific
+// listener on l's port.
+func (t *gatewayTranslator) claimedElsewhere(l *listener, host string) bool {
+	if host == "" || isWildcard(host) {
+		return false
+	}
+	for _, o := range t.listeners {
+		if o == l || o.spec.Port != l.spec.Port || o.family != l.family {
+			continue
+		}
+		if matches(o.hostname, host) && moreSpecific(o.hostname, l.hostname) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

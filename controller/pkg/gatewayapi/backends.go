@@ -1,0 +1,127 @@
+package gatewayapi
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// httpBackends resolves a rule's backendRefs into weighted clusters. A ref
+// that does not resolve keeps its weight, marked invalid, so that its share
+// of requests gets a 500 as the Gateway API asks; the reason goes to
+// resolved.
+func (t *gatewayTranslator) httpBackends(hr *gatewayv1.HTTPRoute, refs []gatewayv1.HTTPBackendRef, resolved *conditions) *ir.Destination {
+	d := &ir.Destination{}
+	for _, ref := range refs {
+		weight := uint32(1)
+		if ref.Weight != nil {
+			weight = uint32(max(*ref.Weight, 0))
+		}
+		name, err := t.resolveBackend(hr.Namespace, "HTTPRoute", ref.BackendObjectReference)
+		if err != nil {
+			resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, err.message)
+			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
+			continue
+		}
+		if len(ref.Filters) > 0 {
+			resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, string(gatewayv1.RouteReasonUnsupportedValue),
+				fmt.Sprintf("filters on backendRef %s are not supported yet", ref.Name))
+			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
+			continue
+		}
+		d.Backends = append(d.Backends, ir.WeightedCluster{Cluster: name, Weight: weight})
+	}
+	return d
+}
+
+// resolveBackend checks a backend reference from a route of kind fromKind in
+// namespace fromNS and returns its cluster name, adding the cluster to the
+// IR on first use.
+func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv1.BackendObjectReference) (string, *refError) {
+	group, kind := "", "Service"
+	if ref.Group != nil {
+		group = string(*ref.Group)
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	if group != "" || kind != "Service" {
+		return "", &refError{string(gatewayv1.RouteReasonInvalidKind),
+			fmt.Sprintf("backendRef %s: kind %s of group %q is not supported; use a core Service", ref.Name, kind, group)}
+	}
+	ns := fromNS
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	if ns != fromNS && !t.idx.granted(gatewayv1.GroupName, fromKind, fromNS, "", "Service", ns, string(ref.Name)) {
+		return "", &refError{string(gatewayv1.RouteReasonRefNotPermitted),
+			fmt.Sprintf("backendRef to Service %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)}
+	}
+	svc, ok := t.idx.services[key(ns, string(ref.Name))]
+	if !ok {
+		return "", &refError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s does not exist", ns, ref.Name)}
+	}
+	if ref.Port == nil {
+		return "", &refError{string(gatewayv1.RouteReasonUnsupportedValue), fmt.Sprintf("backendRef to Service %s/%s needs a port", ns, ref.Name)}
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == int32(*ref.Port) {
+			sp = &svc.Spec.Ports[i]
+		}
+	}
+	if sp == nil {
+		return "", &refError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s has no port %d", ns, ref.Name, *ref.Port)}
+	}
+	name := fmt.Sprintf("%s/%s/%d", ns, ref.Name, *ref.Port)
+	if _, done := t.clusters[name]; !done {
+		t.clusters[name] = t.cluster(name, svc, sp)
+	}
+	return name, nil
+}
+
+// cluster builds a Service port's cluster from its EndpointSlices: the ready
+// endpoints, on the endpoint port whose name matches the Service port's.
+func (t *gatewayTranslator) cluster(name string, svc *corev1.Service, sp *corev1.ServicePort) *ir.Cluster {
+	c := &ir.Cluster{Name: name}
+	if ap := sp.AppProtocol; ap != nil && (*ap == "kubernetes.io/h2c" || *ap == "h2c") {
+		c.HTTP2 = true
+	}
+	seen := map[ir.Endpoint]bool{}
+	for _, s := range t.idx.slices[key(svc.Namespace, svc.Name)] {
+		if s.AddressType == discoveryv1.AddressTypeFQDN {
+			continue
+		}
+		var port int32 = -1
+		for _, p := range s.Ports {
+			if p.Port != nil && deref(p.Name) == sp.Name {
+				port = *p.Port
+			}
+		}
+		if port < 0 {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+				continue
+			}
+			for _, addr := range e.Addresses {
+				ep := ir.Endpoint{Address: addr, Port: uint32(port)}
+				if !seen[ep] {
+					seen[ep] = true
+					c.Endpoints = append(c.Endpoints, ep)
+				}
+			}
+		}
+	}
+	slices.SortFunc(c.Endpoints, func(a, b ir.Endpoint) int {
+		return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
+	})
+	return c
+}

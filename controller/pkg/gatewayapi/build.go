@@ -1,0 +1,177 @@
+package gatewayapi
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// table collects the virtual hosts of one Envoy listener before they are
+// put in order. HTTP listeners have one route table; HTTPS listeners have
+// one per server name, each its own filter chain.
+type table struct {
+	family family
+	port   int32
+	cport  int32
+	hosts  map[string]*vhost // by domain
+}
+
+type vhost struct {
+	domain  string
+	certs   []string
+	entries []entry
+}
+
+// entry is a route with what orders it among its virtual host's routes.
+type entry struct {
+	route     *ir.Route
+	created   metav1.Time
+	namespace string
+	name      string
+	rule      int
+}
+
+func (t *gatewayTranslator) table(l *listener) *table {
+	k := fmt.Sprint(l.spec.Port)
+	tb, ok := t.tables[k]
+	if !ok {
+		tb = &table{family: l.family, port: int32(l.spec.Port), cport: l.containerPort, hosts: map[string]*vhost{}}
+		t.tables[k] = tb
+	}
+	return tb
+}
+
+func (tb *table) host(domain string, certs []string) *vhost {
+	v, ok := tb.hosts[domain]
+	if !ok {
+		v = &vhost{domain: domain, certs: certs}
+		tb.hosts[domain] = v
+	}
+	return v
+}
+
+// addRoutes adds a route's translated rules to the virtual hosts of its
+// hostnames on listener l.
+func (t *gatewayTranslator) addRoutes(l *listener, hosts []string, hr *gatewayv1.HTTPRoute, rules [][]*ir.Route) {
+	tb := t.table(l)
+	for _, h := range hosts {
+		v := tb.host(h, l.certificates)
+		for i, rs := range rules {
+			for _, r := range rs {
+				v.entries = append(v.entries, entry{route: r, created: hr.CreationTimestamp, namespace: hr.Namespace, name: hr.Name, rule: i})
+			}
+		}
+	}
+}
+
+// build assembles the IR. Every usable HTTP or HTTPS listener gets a
+// virtual host for its own hostname even without routes, so that requests
+// for it get a 404 there instead of reaching a less specific listener's
+// routes.
+func (t *gatewayTranslator) build() *ir.Gateway {
+	for _, l := range t.listeners {
+		if l.usable() && l.family == familyHTTP || l.usable() && l.spec.Protocol == gatewayv1.HTTPSProtocolType {
+			h := l.hostname
+			if h == "" {
+				h = "*"
+			}
+			t.table(l).host(h, l.certificates)
+		}
+	}
+	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name}
+	for _, tb := range t.tables {
+		g.Listeners = append(g.Listeners, tb.listener())
+	}
+	slices.SortFunc(g.Listeners, func(a, b *ir.Listener) int { return cmp.Compare(a.Port, b.Port) })
+	for _, c := range t.clusters {
+		g.Clusters = append(g.Clusters, c)
+	}
+	slices.SortFunc(g.Clusters, func(a, b *ir.Cluster) int { return strings.Compare(a.Name, b.Name) })
+	for _, s := range t.secrets {
+		g.Secrets = append(g.Secrets, s)
+	}
+	slices.SortFunc(g.Secrets, func(a, b *ir.Secret) int { return strings.Compare(a.Name, b.Name) })
+	return g
+}
+
+func (tb *table) listener() *ir.Listener {
+	domains := make([]string, 0, len(tb.hosts))
+	for d := range tb.hosts {
+		domains = append(domains, d)
+	}
+	slices.Sort(domains)
+	if tb.family == familyHTTP {
+		name := fmt.Sprintf("http_%d", tb.port)
+		rt := &ir.RouteTable{Name: name}
+		for _, d := range domains {
+			rt.VirtualHosts = append(rt.VirtualHosts, tb.hosts[d].virtualHost())
+		}
+		return &ir.Listener{Name: name, Protocol: ir.HTTP, Port: tb.port, ContainerPort: tb.cport, HTTP: rt}
+	}
+	name := fmt.Sprintf("https_%d", tb.port)
+	l := &ir.Listener{Name: name, Protocol: ir.HTTPS, Port: tb.port, ContainerPort: tb.cport}
+	for _, d := range domains {
+		v := tb.hosts[d]
+		c := &ir.Chain{
+			Certificates: v.certs,
+			HTTP:         &ir.RouteTable{Name: name + "/" + d, VirtualHosts: []*ir.VirtualHost{v.virtualHost()}},
+		}
+		if d != "*" {
+			c.ServerNames = []string{d}
+		}
+		l.Chains = append(l.Chains, c)
+	}
+	return l
+}
+
+func (v *vhost) virtualHost() *ir.VirtualHost {
+	slices.SortStableFunc(v.entries, precedence)
+	vh := &ir.VirtualHost{Name: v.domain, Domains: []string{v.domain}, Routes: make([]*ir.Route, len(v.entries))}
+	for i, e := range v.entries {
+		vh.Routes[i] = e.route
+	}
+	return vh
+}
+
+// precedence orders routes as the Gateway API says (HTTPRouteRule): exact
+// paths, then (an Isobar choice) regular expressions, then prefixes, longer
+// first; then routes with a method; more headers; more query parameters;
+// then the older route, then by namespace and name, then rule order.
+func precedence(a, b entry) int {
+	ma, mb := &a.route.Match, &b.route.Match
+	return cmp.Or(
+		cmp.Compare(pathRank(ma.PathType), pathRank(mb.PathType)),
+		-cmp.Compare(len(ma.Path), len(mb.Path)),
+		-cmp.Compare(boolRank(ma.Method != ""), boolRank(mb.Method != "")),
+		-cmp.Compare(len(ma.Headers), len(mb.Headers)),
+		-cmp.Compare(len(ma.QueryParams), len(mb.QueryParams)),
+		a.created.Compare(b.created.Time),
+		strings.Compare(a.namespace, b.namespace),
+		strings.Compare(a.name, b.name),
+		cmp.Compare(a.rule, b.rule),
+	)
+}
+
+func pathRank(p ir.PathMatchType) int {
+	switch p {
+	case ir.PathExact:
+		return 0
+	case ir.PathRegex:
+		return 1
+	default:
+		return 2
+	}
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,96 @@
+package gatewayapi
+
+import "strings"
+
+// Hostnames follow the Gateway API: a name is exact ("foo.example.com") or a
+// wildcard ("*.example.com", which matches one or more labels in front of
+// "example.com" but not "example.com" itself); an empty hostname matches
+// everything.
+
+// intersect is the set of hosts that both a route hostname and a listener
+// hostname match, expressed as one hostname, or "" and false when they are
+// disjoint. The empty listener hostname matches all, so it keeps the route's.
+func intersect(route, listener string) (string, bool) {
+	switch {
+	case listener == "":
+		return route, true
+	case route == "":
+		return listener, true
+	case route == listener:
+		return route, true
+	}
+	rw, lw := isWildcard(route), isWildcard(listener)
+	switch {
+	case !rw && !lw:
+		return "", false
+	case !rw && lw:
+		return keepIf(route, wildcardMatches(listener, route))
+	case rw && !lw:
+		return keepIf(listener, wildcardMatches(route, listener))
+	default: // both wildcards: the more specific one, if nested
+		if strings.HasSuffix(route[1:], listener[1:]) {
+			return route, true
+		}
+		if strings.HasSuffix(listener[1:], route[1:]) {
+			return listener, true
+		}
+		return "", false
+	}
+}
+
+func keepIf(h string, ok bool) (string, bool) {
+	if !ok {
+		return "", false
+	}
+	return h, true
+}
+
+func isWildcard(h string) bool { return strings.HasPrefix(h, "*.") }
+
+// wildcardMatches reports whether wildcard "*.suffix" matches host, exact or
+// wildcard: host must end in ".suffix" with at least one label before it.
+func wildcardMatches(wildcard, host string) bool {
+	suffix := wildcard[1:] // ".example.com"
+	if isWildcard(host) {
+		host = host[2:]
+		return strings.HasSuffix("."+host, suffix) && len(host)+1 > len(suffix)
+	}
+	return strings.HasSuffix(host, suffix) && len(host) > len(suffix)
+}
+
+// matches reports whether a listener hostname matches host (an exact or
+// wildcard hostname, "" for any).
+func matches(listener, host string) bool {
+	switch {
+	case listener == "":
+		return true
+	case host == "":
+		return false
+	case listener == host:
+		return true
+	case isWildcard(listener):
+		return wildcardMatches(listener, host)
+	default:
+		return false
+	}
+}
+
+// moreSpecific reports whether listener hostname a is more specific than b:
+// an exact name beats a wildcard, a longer wildcard beats a shorter one, and
+// anything beats no hostname.
+func moreSpecific(a, b string) bool {
+	switch {
+	case a == b:
+		return false
+	case b == "":
+		return true
+	case a == "":
+		return false
+	case !isWildcard(a) && isWildcard(b):
+		return true
+	case isWildcard(a) && !isWildcard(b):
+		return false
+	default:
+		return len(a) > len(b)
+	}
+}

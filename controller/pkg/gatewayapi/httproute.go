@@ -1,0 +1,315 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// attachHTTPRoute attaches an HTTPRoute to this Gateway's listeners,
+// translates its rules into the route tables and records its status.
+func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute) {
+	atts := t.attach(route{kind: "HTTPRoute", meta: &hr.ObjectMeta, parentRefs: hr.Spec.ParentRefs, hostnames: hr.Spec.Hostnames})
+	if len(atts) == 0 {
+		return
+	}
+	var rules [][]*ir.Route
+	var problems ruleProblems
+	resolved := conditions{generation: hr.Generation}
+	if anyAccepted(atts) {
+		rules, problems = t.translateHTTPRules(hr, &resolved)
+	}
+	resolved.set(string(gatewayv1.RouteConditionResolvedRefs), true, string(gatewayv1.RouteReasonResolvedRefs), "All references are resolved")
+	k := types.NamespacedName{Namespace: hr.Namespace, Name: hr.Name}
+	for _, a := range atts {
+		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
+			problems.report(&a.conds, len(rules))
+		}
+		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
+			for i, l := range a.listeners {
+				t.addRoutes(l, a.hosts[i], hr, rules)
+			}
+		}
+		c := resolved.get(string(gatewayv1.RouteConditionResolvedRefs))
+		a.conds.set(c.Type, c.Status == "True", c.Reason, c.Message)
+		t.status.HTTPRoutes[k] = append(t.status.HTTPRoutes[k], gatewayv1.RouteParentStatus{
+			ParentRef:      a.ref,
+			ControllerName: t.controller,
+			Conditions:     a.conds.sorted(),
+		})
+	}
+}
+
+// ruleProblems collects the rules a route cannot serve as written.
+type ruleProblems struct {
+	invalid map[int]bool
+	msgs    []string
+}
+
+func (p *ruleProblems) add(rule int, msg string) {
+	if p.invalid == nil {
+		p.invalid = map[int]bool{}
+	}
+	p.invalid[rule] = true
+	p.msgs = append(p.msgs, fmt.Sprintf("rule %d: %s", rule, msg))
+}
+
+// report sets Accepted false when no rule is valid, else PartiallyInvalid
+// when some are not: the valid rules keep working, the invalid ones answer
+// 500.
+func (p *ruleProblems) report(c *conditions, rules int) {
+	if len(p.invalid) == 0 {
+		return
+	}
+	msg := joinMessages(p.msgs)
+	if len(p.invalid) == rules {
+		c.list = nil
+		c.set(string(gatewayv1.RouteConditionAccepted), false, string(gatewayv1.RouteReasonUnsupportedValue), msg)
+		return
+	}
+	c.set(string(gatewayv1.RouteConditionPartiallyInvalid), true, string(gatewayv1.RouteReasonUnsupportedValue), msg)
+}
+
+func anyAccepted(atts []*attachment) bool {
+	for _, a := range atts {
+		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
+			return true
+		}
+	}
+	return false
+}
+
+// translateHTTPRules turns each rule and match into an IR route. Problems
+// with references go to resolved; rules that cannot be served as written
+// are returned as problems and answer 500, so that their requests never fall
+// through to a less specific route.
+func (t *gatewayTranslator) translateHTTPRules(hr *gatewayv1.HTTPRoute, resolved *conditions) ([][]*ir.Route, ruleProblems) {
+	var problems ruleProblems
+	out := make([][]*ir.Route, len(hr.Spec.Rules))
+	for i := range hr.Spec.Rules {
+		rule := &hr.Spec.Rules[i]
+		action, problem := t.httpAction(hr, rule, resolved)
+		if problem != "" {
+			problems.add(i, problem)
+		}
+		matches := rule.Matches
+		if len(matches) == 0 {
+			matches = []gatewayv1.HTTPRouteMatch{{}}
+		}
+		for j := range matches {
+			m, err := httpMatch(&matches[j])
+			if err != nil {
+				problems.add(i, fmt.Sprintf("match %d: %v", j, err))
+				continue
+			}
+			r := *action
+			r.Name = fmt.Sprintf("httproute/%s/%s/rule/%d/match/%d", hr.Namespace, hr.Name, i, j)
+			r.Match = m
+			out[i] = append(out[i], &r)
+		}
+	}
+	return out, problems
+}
+
+// httpAction is what a rule does, shared by its matches, and why it cannot
+// do what the rule says, if it cannot.
+func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.HTTPRouteRule, resolved *conditions) (*ir.Route, string) {
+	r := &ir.Route{}
+	for _, f := range rule.Filters {
+		if err := applyFilter(r, f); err != nil {
+			if f.Type == gatewayv1.HTTPRouteFilterExtensionRef {
+				resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, string(gatewayv1.RouteReasonInvalidKind), err.Error())
+				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, ""
+			}
+			return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()
+		}
+	}
+	if r.Redirect != nil {
+		return r, ""
+	}
+	r.Destination = t.httpBackends(hr, rule.BackendRefs, resolved)
+	if allInvalid(r.Destination) {
+		r.Destination = nil
+		r.DirectResponse = &ir.DirectResponse{Status: 500}
+	}
+	return r, ""
+}
+
+func allInvalid(d *ir.Destination) bool {
+	for _, b := range d.Backends {
+		if !b.Invalid && b.Weight > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// applyFilter adds one filter to r.
+func applyFilter(r *ir.Route, f gatewayv1.HTTPRouteFilter) error {
+	switch f.Type {
+	case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
+		if f.RequestHeaderModifier == nil {
+			return fmt.Errorf("filter RequestHeaderModifier has no requestHeaderModifier")
+		}
+		r.RequestHeaders = mergeHeaders(r.RequestHeaders, f.RequestHeaderModifier)
+	case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
+		if f.ResponseHeaderModifier == nil {
+			return fmt.Errorf("filter ResponseHeaderModifier has no responseHeaderModifier")
+		}
+		r.ResponseHeaders = mergeHeaders(r.ResponseHeaders, f.ResponseHeaderModifier)
+	case gatewayv1.HTTPRouteFilterRequestRedirect:
+		if f.RequestRedirect == nil {
+			return fmt.Errorf("filter RequestRedirect has no requestRedirect")
+		}
+		return redirect(r, f.RequestRedirect)
+	case gatewayv1.HTTPRouteFilterURLRewrite:
+		if f.URLRewrite == nil {
+			return fmt.Errorf("filter URLRewrite has no urlRewrite")
+		}
+		return rewrite(r, f.URLRewrite)
+	case gatewayv1.HTTPRouteFilterExtensionRef:
+		ref := f.ExtensionRef
+		if ref == nil {
+			return fmt.Errorf("filter ExtensionRef has no extensionRef")
+		}
+		return fmt.Errorf("filter ExtensionRef %s/%s %s: Isobar supports no extension filters", ref.Group, ref.Kind, ref.Name)
+	default:
+		return fmt.Errorf("filter type %s is not supported yet", f.Type)
+	}
+	return nil
+}
+
+func mergeHeaders(h *ir.HeaderModifier, f *gatewayv1.HTTPHeaderFilter) *ir.HeaderModifier {
+	if h == nil {
+		h = &ir.HeaderModifier{}
+	}
+	for _, s := range f.Set {
+		h.Set = append(h.Set, ir.Header{Name: string(s.Name), Value: s.Value})
+	}
+	for _, a := range f.Add {
+		h.Add = append(h.Add, ir.Header{Name: string(a.Name), Value: a.Value})
+	}
+	h.Remove = append(h.Remove, f.Remove...)
+	return h
+}
+
+func redirect(r *ir.Route, f *gatewayv1.HTTPRequestRedirectFilter) error {
+	if r.Rewrite != nil {
+		return fmt.Errorf("a rule cannot have both RequestRedirect and URLRewrite")
+	}
+	rd := &ir.Redirect{StatusCode: 302}
+	if f.StatusCode != nil {
+		rd.StatusCode = *f.StatusCode
+	}
+	if f.Scheme != nil {
+		rd.Scheme = *f.Scheme
+	}
+	if f.Hostname != nil {
+		rd.Hostname = string(*f.Hostname)
+	}
+	if f.Port != nil {
+		rd.Port = uint32(*f.Port)
+	}
+	if f.Path != nil {
+		rd.HasPath = true
+		switch f.Path.Type {
+		case gatewayv1.FullPathHTTPPathModifier:
+			rd.FullPath = deref(f.Path.ReplaceFullPath)
+		case gatewayv1.PrefixMatchHTTPPathModifier:
+			rd.PrefixPath = deref(f.Path.ReplacePrefixMatch)
+		default:
+			return fmt.Errorf("redirect path type %q is not supported", f.Path.Type)
+		}
+	}
+	r.Redirect = rd
+	return nil
+}
+
+func rewrite(r *ir.Route, f *gatewayv1.HTTPURLRewriteFilter) error {
+	if r.Redirect != nil {
+		return fmt.Errorf("a rule cannot have both RequestRedirect and URLRewrite")
+	}
+	rw := &ir.Rewrite{}
+	if f.Hostname != nil {
+		rw.Hostname = string(*f.Hostname)
+	}
+	if f.Path != nil {
+		rw.HasPath = true
+		switch f.Path.Type {
+		case gatewayv1.FullPathHTTPPathModifier:
+			rw.FullPath = deref(f.Path.ReplaceFullPath)
+		case gatewayv1.PrefixMatchHTTPPathModifier:
+			rw.PrefixPath = deref(f.Path.ReplacePrefixMatch)
+		default:
+			return fmt.Errorf("rewrite path type %q is not supported", f.Path.Type)
+		}
+	}
+	r.Rewrite = rw
+	return nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// httpMatch translates a match, checking what the API server's schema
+// cannot: regular expressions must compile (RE2, as Envoy's).
+func httpMatch(m *gatewayv1.HTTPRouteMatch) (ir.Match, error) {
+	out := ir.Match{PathType: ir.PathPrefix, Path: "/"}
+	if m.Path != nil {
+		if m.Path.Value != nil {
+			out.Path = *m.Path.Value
+		}
+		if m.Path.Type != nil {
+			switch *m.Path.Type {
+			case gatewayv1.PathMatchExact:
+				out.PathType = ir.PathExact
+			case gatewayv1.PathMatchPathPrefix:
+				out.PathType = ir.PathPrefix
+			case gatewayv1.PathMatchRegularExpression:
+				out.PathType = ir.PathRegex
+				if _, err := regexp.Compile(out.Path); err != nil {
+					return out, fmt.Errorf("path regular expression %q: %v", out.Path, err)
+				}
+			default:
+				return out, fmt.Errorf("path match type %q is not supported", *m.Path.Type)
+			}
+		}
+		if out.PathType != ir.PathRegex && !strings.HasPrefix(out.Path, "/") {
+			return out, fmt.Errorf("path %q must start with /", out.Path)
+		}
+	}
+	if m.Method != nil {
+		out.Method = string(*m.Method)
+	}
+	for _, h := range m.Headers {
+		sm := ir.StringMatch{Name: strings.ToLower(string(h.Name)), Value: h.Value}
+		if h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression {
+			sm.Regex = true
+			if _, err := regexp.Compile(h.Value); err != nil {
+				return out, fmt.Errorf("header %s regular expression %q: %v", h.Name, h.Value, err)
+			}
+		}
+		out.Headers = append(out.Headers, sm)
+	}
+	for _, q := range m.QueryParams {
+		sm := ir.StringMatch{Name: string(q.Name), Value: q.Value}
+		if q.Type != nil && *q.Type == gatewayv1.QueryParamMatchRegularExpression {
+			sm.Regex = true
+			if _, err := regexp.Compile(q.Value); err != nil {
+				return out, fmt.Errorf("query parameter %s regular expression %q: %v", q.Name, q.Value, err)
+			}
+		}
+		out.QueryParams = append(out.QueryParams, sm)
+	}
+	return out, nil
+}

@@ -1,0 +1,260 @@
+package gatewayapi
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/api/ports"
+	"isobar.dev/controller/pkg/ir"
+)
+
+// listener is a Gateway listener being translated, with its status.
+type listener struct {
+	spec          *gatewayv1.Listener
+	hostname      string // "" for any
+	containerPort int32
+	family        family
+	kinds         []gatewayv1.RouteGroupKind // supported and allowed
+	certificates  []string                   // ir.Secret names
+	// badCertificates says a certificateRef did not resolve.
+	badCertificates bool
+	conds           conditions
+	attached        int32
+}
+
+// usable reports whether routes may attach and traffic may flow. Route
+// kinds it does not support make ResolvedRefs false but leave the listener
+// serving the kinds it does; a certificate it cannot use does not.
+func (l *listener) usable() bool {
+	return l.conds.isTrue(string(gatewayv1.ListenerConditionAccepted)) &&
+		!l.badCertificates && len(l.kinds) > 0 &&
+		!l.conds.isTrue(string(gatewayv1.ListenerConditionConflicted))
+}
+
+// family groups protocols that can share an Envoy listener: HTTPS and TLS
+// both select a filter chain by SNI.
+type family int
+
+const (
+	familyNone family = iota
+	familyHTTP
+	familyTLS
+	familyTCP
+	familyUDP
+)
+
+var protocolFamilies = map[gatewayv1.ProtocolType]family{
+	gatewayv1.HTTPProtocolType:  familyHTTP,
+	gatewayv1.HTTPSProtocolType: familyTLS,
+	gatewayv1.TLSProtocolType:   familyTLS,
+	gatewayv1.TCPProtocolType:   familyTCP,
+	gatewayv1.UDPProtocolType:   familyUDP,
+}
+
+// routeKinds are the route kinds each protocol supports, in the order they
+// are reported. Only what is translated end to end is listed: TLS, TCP and
+// UDP listeners (and GRPCRoute) are refused until their routes are.
+var routeKinds = map[gatewayv1.ProtocolType][]gatewayv1.Kind{
+	gatewayv1.HTTPProtocolType:  {"HTTPRoute"},
+	gatewayv1.HTTPSProtocolType: {"HTTPRoute"},
+}
+
+// validateListeners checks every listener of the Gateway on its own and
+// against the others. A listener that fails keeps a condition saying why;
+// the others are translated as usual.
+func (t *gatewayTranslator) validateListeners() []*listener {
+	var all []int32
+	for i := range t.gw.Spec.Listeners {
+		all = append(all, int32(t.gw.Spec.Listeners[i].Port))
+	}
+	mapping := ports.Map(all)
+
+	ls := make([]*listener, len(t.gw.Spec.Listeners))
+	for i := range t.gw.Spec.Listeners {
+		spec := &t.gw.Spec.Listeners[i]
+		l := &listener{spec: spec, conds: conditions{generation: t.gw.Generation}}
+		if spec.Hostname != nil {
+			l.hostname = string(*spec.Hostname)
+		}
+		ls[i] = l
+		t.checkProtocol(l)
+		if err, refused := mapping.Refused[int32(spec.Port)]; refused {
+			l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonPortUnavailable), err.Error())
+		} else {
+			l.containerPort = mapping.Container[int32(spec.Port)]
+		}
+		t.checkTLS(l)
+	}
+	checkConflicts(ls)
+	for _, l := range ls {
+		l.conds.set(string(gatewayv1.ListenerConditionAccepted), true, string(gatewayv1.ListenerReasonAccepted), "Listener is valid")
+		l.conds.set(string(gatewayv1.ListenerConditionResolvedRefs), true, string(gatewayv1.ListenerReasonResolvedRefs), "All references are resolved")
+		l.conds.set(string(gatewayv1.ListenerConditionConflicted), false, string(gatewayv1.ListenerReasonNoConflicts), "No conflicts")
+		if l.usable() {
+			l.conds.set(string(gatewayv1.ListenerConditionProgrammed), true, string(gatewayv1.ListenerReasonProgrammed), "Listener is programmed")
+		} else {
+			l.conds.set(string(gatewayv1.ListenerConditionProgrammed), false, string(gatewayv1.ListenerReasonInvalid), "Listener is not programmed: see its other conditions")
+		}
+	}
+	return ls
+}
+
+// checkProtocol checks the protocol and the allowed route kinds.
+func (t *gatewayTranslator) checkProtocol(l *listener) {
+	kinds, ok := routeKinds[l.spec.Protocol]
+	if !ok {
+		l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedProtocol),
+			fmt.Sprintf("protocol %q is not supported yet; use HTTP or HTTPS", l.spec.Protocol))
+		return
+	}
+	l.family = protocolFamilies[l.spec.Protocol]
+	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
+		for _, k := range kinds {
+			l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptrTo(gatewayv1.Group(gatewayv1.GroupName)), Kind: k})
+		}
+		return
+	}
+	var invalid []string
+	for _, rk := range l.spec.AllowedRoutes.Kinds {
+		group := gatewayv1.GroupName
+		if rk.Group != nil {
+			group = string(*rk.Group)
+		}
+		supported := false
+		for _, k := range kinds {
+			if group == gatewayv1.GroupName && rk.Kind == k {
+				supported = true
+			}
+		}
+		if !supported {
+			invalid = append(invalid, fmt.Sprintf("%s/%s", group, rk.Kind))
+			continue
+		}
+		l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptrTo(gatewayv1.Group(group)), Kind: rk.Kind})
+	}
+	if len(invalid) > 0 {
+		l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, string(gatewayv1.ListenerReasonInvalidRouteKinds),
+			fmt.Sprintf("route kinds %v are not supported on a %s listener; supported: %v", invalid, l.spec.Protocol, kinds))
+	}
+}
+
+// checkConflicts applies the Gateway API's listener compatibility rules:
+// listeners on one port must be of one protocol family, and within it have
+// distinct hostnames (TCP and UDP, which have none, one listener per port).
+// The first listener in the Gateway's list wins, so adding a listener never
+// breaks one that already works.
+func checkConflicts(ls []*listener) {
+	type seen struct {
+		family    family
+		hostnames map[string]bool
+	}
+	byPort := map[gatewayv1.PortNumber]*seen{}
+	for _, l := range ls {
+		if l.family == familyNone {
+			continue
+		}
+		s, ok := byPort[l.spec.Port]
+		if !ok {
+			byPort[l.spec.Port] = &seen{family: l.family, hostnames: map[string]bool{l.hostname: true}}
+			continue
+		}
+		if s.family != l.family {
+			l.conds.set(string(gatewayv1.ListenerConditionConflicted), true, string(gatewayv1.ListenerReasonProtocolConflict),
+				fmt.Sprintf("port %d is already used by a listener of another protocol", l.spec.Port))
+			continue
+		}
+		if s.hostnames[l.hostname] || l.family == familyTCP || l.family == familyUDP {
+			l.conds.set(string(gatewayv1.ListenerConditionConflicted), true, string(gatewayv1.ListenerReasonHostnameConflict),
+				fmt.Sprintf("another listener on port %d has the same hostname %q", l.spec.Port, l.hostname))
+			continue
+		}
+		s.hostnames[l.hostname] = true
+	}
+}
+
+// checkTLS resolves the certificates of HTTPS and terminating TLS listeners.
+func (t *gatewayTranslator) checkTLS(l *listener) {
+	p := l.spec.Protocol
+	if p != gatewayv1.HTTPSProtocolType && p != gatewayv1.TLSProtocolType {
+		return
+	}
+	if l.spec.TLS == nil {
+		l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonInvalid),
+			fmt.Sprintf("a %s listener needs tls", p))
+		return
+	}
+	mode := gatewayv1.TLSModeTerminate
+	if l.spec.TLS.Mode != nil {
+		mode = *l.spec.TLS.Mode
+	}
+	if mode == gatewayv1.TLSModePassthrough {
+		if p == gatewayv1.HTTPSProtocolType {
+			l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedValue),
+				"tls.mode Passthrough is not allowed on an HTTPS listener; use protocol TLS")
+		}
+		return
+	}
+	if len(l.spec.TLS.CertificateRefs) == 0 {
+		l.badCertificates = true
+		l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, string(gatewayv1.ListenerReasonInvalidCertificateRef),
+			"tls.certificateRefs is empty; a terminating listener needs a certificate")
+		return
+	}
+	for _, ref := range l.spec.TLS.CertificateRefs {
+		name, err := t.resolveCertificate(ref)
+		if err != nil {
+			l.badCertificates = true
+			l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, err.reason, err.message)
+			continue
+		}
+		l.certificates = append(l.certificates, name)
+	}
+}
+
+type refError struct{ reason, message string }
+
+// resolveCertificate checks one certificateRef and adds its Secret to the
+// IR, returning the Secret's IR name.
+func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReference) (string, *refError) {
+	group, kind := "", "Secret"
+	if ref.Group != nil {
+		group = string(*ref.Group)
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	ns := t.gw.Namespace
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	if group != "" || kind != "Secret" {
+		return "", &refError{string(gatewayv1.ListenerReasonInvalidCertificateRef),
+			fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name)}
+	}
+	if ns != t.gw.Namespace && !t.idx.granted(gatewayv1.GroupName, "Gateway", t.gw.Namespace, "", "Secret", ns, string(ref.Name)) {
+		return "", &refError{string(gatewayv1.ListenerReasonRefNotPermitted),
+			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)}
+	}
+	secret, ok := t.idx.secrets[key(ns, string(ref.Name))]
+	if !ok {
+		return "", &refError{string(gatewayv1.ListenerReasonInvalidCertificateRef),
+			fmt.Sprintf("Secret %s/%s does not exist", ns, ref.Name)}
+	}
+	name := ns + "/" + string(ref.Name)
+	if _, done := t.secrets[name]; done {
+		return name, nil
+	}
+	crt, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
+	if _, err := tls.X509KeyPair(crt, key); err != nil {
+		// The error names what is wrong, never the key material.
+		return "", &refError{string(gatewayv1.ListenerReasonInvalidCertificateRef),
+			fmt.Sprintf("Secret %s/%s does not hold a usable certificate and key in tls.crt and tls.key: %v", ns, ref.Name, err)}
+	}
+	t.secrets[name] = &ir.Secret{Name: name, Certificate: crt, PrivateKey: key}
+	return name, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,95 @@
+package gatewayapi
+
+import (
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// Status is what the controller writes: the Gateways' status, and for each
+// route the status.parents entries that are Isobar's. Conditions carry no
+// lastTransitionTime; the status writer sets it when a condition changes.
+type Status struct {
+	Gateways   map[types.NamespacedName]*gatewayv1.GatewayStatus
+	HTTPRoutes map[types.NamespacedName][]gatewayv1.RouteParentStatus
+}
+
+func newStatus() *Status {
+	return &Status{
+		Gateways:   map[types.NamespacedName]*gatewayv1.GatewayStatus{},
+		HTTPRoutes: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+	}
+}
+
+// conditions accumulates the conditions of one object. The first condition
+// set of a type stays: translation records problems as it finds them and
+// fills in the healthy defaults last, so the first problem found is the one
+// reported.
+type conditions struct {
+	generation int64
+	list       []metav1.Condition
+}
+
+func (c *conditions) set(typ string, status bool, reason, message string) {
+	if c.get(typ) != nil {
+		return
+	}
+	c.add(typ, status, reason, message)
+}
+
+// problem records a problem under a condition type. Problems of a type
+// after the first keep its status and reason and add their messages, so a
+// person sees every problem at once.
+func (c *conditions) problem(typ string, status bool, reason, message string) {
+	cond := c.get(typ)
+	if cond == nil {
+		c.add(typ, status, reason, message)
+		return
+	}
+	if !strings.Contains(cond.Message, message) {
+		cond.Message += "; " + message
+	}
+}
+
+func (c *conditions) add(typ string, status bool, reason, message string) {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	c.list = append(c.list, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: c.generation})
+}
+
+func (c *conditions) get(typ string) *metav1.Condition {
+	for i := range c.list {
+		if c.list[i].Type == typ {
+			return &c.list[i]
+		}
+	}
+	return nil
+}
+
+func (c *conditions) isTrue(typ string) bool {
+	cond := c.get(typ)
+	return cond != nil && cond.Status == metav1.ConditionTrue
+}
+
+// sorted returns the conditions ordered by type, for stable output.
+func (c *conditions) sorted() []metav1.Condition {
+	out := slices.Clone(c.list)
+	slices.SortFunc(out, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
+	return out
+}
+
+// joinMessages joins distinct messages into one sentence list.
+func joinMessages(msgs []string) string {
+	var out []string
+	for _, m := range msgs {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, "; ")
+}

@@ -1,0 +1,191 @@
+// Package ir is the intermediate representation between the two translation
+// stages: what Envoy must do for one Gateway, in terms of listeners, virtual
+// hosts, routes and backends, with every Gateway API rule (precedence,
+// hostname intersection, listener isolation, reference checks) already
+// applied. The xds package turns it into Envoy resources without knowing
+// the Gateway API.
+//
+// IR values are plain data, compared and printed as they are in golden tests.
+package ir
+
+// Gateway is one Gateway's data plane configuration.
+type Gateway struct {
+	// Name is "namespace/name" of the Gateway.
+	Name      string      `json:"name"`
+	Listeners []*Listener `json:"listeners,omitempty"` // ordered by port
+	// Clusters are the backends the routes use, by name.
+	Clusters []*Cluster `json:"clusters,omitempty"` // ordered by name
+	// Secrets are the TLS certificates the listeners serve, by name.
+	Secrets []*Secret `json:"secrets,omitempty"` // ordered by name
+}
+
+// Protocol is what an Envoy listener speaks.
+type Protocol string
+
+const (
+	HTTP  Protocol = "HTTP"
+	HTTPS Protocol = "HTTPS" // TLS terminated, then HTTP
+	TLS   Protocol = "TLS"   // TLS passthrough or terminated, then TCP
+	TCP   Protocol = "TCP"
+	UDP   Protocol = "UDP"
+)
+
+// Listener is one Envoy listener: all the Gateway listeners that share a
+// port.
+type Listener struct {
+	// Name is http_<port>, https_<port>, tls_<port>, tcp_<port> or udp_<port>,
+	// with the Gateway listener port.
+	Name     string   `json:"name"`
+	Protocol Protocol `json:"protocol"`
+	// Port is the Gateway listener port; ContainerPort the port Envoy binds.
+	Port          int32 `json:"port"`
+	ContainerPort int32 `json:"containerPort"`
+	// HTTP is set for protocol HTTP.
+	HTTP *RouteTable `json:"http,omitempty"`
+	// Chains are the TLS filter chains of HTTPS and TLS listeners, by server
+	// name; a chain with no server names matches any.
+	Chains []*Chain `json:"chains,omitempty"`
+}
+
+// Chain is a TLS filter chain: the server names (SNI) it matches, and what
+// it does with the connection.
+type Chain struct {
+	ServerNames []string `json:"serverNames,omitempty"`
+	// Certificates name Secrets in Gateway.Secrets; empty for passthrough.
+	Certificates []string `json:"certificates,omitempty"`
+	// HTTP is set when the chain terminates TLS and routes HTTP.
+	HTTP *RouteTable `json:"http,omitempty"`
+	// TCP is set when the chain forwards the connection (TLS passthrough, or
+	// terminated TLS to a TCP backend).
+	TCP *Destination `json:"tcp,omitempty"`
+}
+
+// RouteTable becomes one RouteConfiguration.
+type RouteTable struct {
+	Name         string         `json:"name"`
+	VirtualHosts []*VirtualHost `json:"virtualHosts,omitempty"` // ordered by name
+}
+
+// VirtualHost serves a set of domains; its routes are in match order.
+type VirtualHost struct {
+	Name    string   `json:"name"`
+	Domains []string `json:"domains"`
+	Routes  []*Route `json:"routes,omitempty"`
+}
+
+// Route is one match and what to do with requests that match it.
+type Route struct {
+	// Name identifies the Gateway API rule and match it came from.
+	Name  string `json:"name"`
+	Match Match  `json:"match"`
+
+	// Exactly one of Destination, Redirect and DirectResponse is set.
+	Destination    *Destination    `json:"destination,omitempty"`
+	Redirect       *Redirect       `json:"redirect,omitempty"`
+	DirectResponse *DirectResponse `json:"directResponse,omitempty"`
+
+	RequestHeaders  *HeaderModifier `json:"requestHeaders,omitempty"`
+	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`
+	Rewrite         *Rewrite        `json:"rewrite,omitempty"`
+}
+
+// PathMatchType is how a path is compared.
+type PathMatchType string
+
+const (
+	PathExact  PathMatchType = "Exact"
+	PathPrefix PathMatchType = "Prefix" // by path segments, as the Gateway API defines it
+	PathRegex  PathMatchType = "Regex"
+)
+
+// Match is a conjunction: every part must match.
+type Match struct {
+	PathType    PathMatchType `json:"pathType"`
+	Path        string        `json:"path"`
+	Method      string        `json:"method,omitempty"`
+	Headers     []StringMatch `json:"headers,omitempty"`
+	QueryParams []StringMatch `json:"queryParams,omitempty"`
+}
+
+// StringMatch matches a named header or query parameter.
+type StringMatch struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Regex bool   `json:"regex,omitempty"`
+}
+
+// Destination splits traffic between weighted backends.
+type Destination struct {
+	Backends []WeightedCluster `json:"backends"`
+}
+
+// WeightedCluster is a share of traffic. An Invalid share (its backendRef
+// did not resolve) is answered with HTTP 500, as the Gateway API asks.
+type WeightedCluster struct {
+	Cluster string `json:"cluster,omitempty"`
+	Weight  uint32 `json:"weight"`
+	Invalid bool   `json:"invalid,omitempty"`
+}
+
+// Redirect answers with a redirect; unset fields keep the request's value.
+type Redirect struct {
+	Scheme     string `json:"scheme,omitempty"`
+	Hostname   string `json:"hostname,omitempty"`
+	Port       uint32 `json:"port,omitempty"`
+	FullPath   string `json:"fullPath,omitempty"`
+	PrefixPath string `json:"prefixPath,omitempty"` // replaces the matched prefix
+	// HasPath says FullPath or PrefixPath is set (either may be empty or "/").
+	HasPath    bool `json:"hasPath,omitempty"`
+	StatusCode int  `json:"statusCode"`
+}
+
+// DirectResponse answers without a backend.
+type DirectResponse struct {
+	Status uint32 `json:"status"`
+	Body   string `json:"body,omitempty"`
+}
+
+// HeaderModifier changes headers: Set replaces, Add appends, Remove removes.
+type HeaderModifier struct {
+	Set    []Header `json:"set,omitempty"`
+	Add    []Header `json:"add,omitempty"`
+	Remove []string `json:"remove,omitempty"`
+}
+
+// Header is a name and value.
+type Header struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Rewrite changes the request before it is forwarded.
+type Rewrite struct {
+	Hostname   string `json:"hostname,omitempty"`
+	FullPath   string `json:"fullPath,omitempty"`
+	PrefixPath string `json:"prefixPath,omitempty"`
+	HasPath    bool   `json:"hasPath,omitempty"`
+}
+
+// Cluster is a backend: a Service port and its ready endpoints.
+type Cluster struct {
+	// Name is "<namespace>/<service>/<port>".
+	Name string `json:"name"`
+	// HTTP2 says the backend speaks cleartext HTTP/2 (appProtocol h2c or
+	// kubernetes.io/h2c), so Envoy must too.
+	HTTP2     bool       `json:"http2,omitempty"`
+	Endpoints []Endpoint `json:"endpoints,omitempty"` // ordered
+}
+
+// Endpoint is an address and port of a ready backend.
+type Endpoint struct {
+	Address string `json:"address"`
+	Port    uint32 `json:"port"`
+}
+
+// Secret is a certificate chain and its private key, in PEM.
+type Secret struct {
+	// Name is "<namespace>/<secret>".
+	Name        string `json:"name"`
+	Certificate []byte `json:"-"`
+	PrivateKey  []byte `json:"-"`
+}

@@ -1,0 +1,92 @@
+package offline
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"isobar.dev/controller/pkg/xds"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the current output")
+
+// TestGolden translates every testdata/*.in.yaml and compares the statuses
+// and IR with *.out.yaml, and the Envoy resources with *.xds.yaml. Run with
+// -update to rewrite them, then review the diff.
+func TestGolden(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/*.in.yaml")
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no golden inputs: %v", err)
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
+		t.Run(name, func(t *testing.T) {
+			res, _, err := LoadFiles([]string{in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			result, err := Translate(res, Options{Settings: xds.DefaultSettings()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out, envoy bytes.Buffer
+			for _, part := range []struct {
+				buf   *bytes.Buffer
+				types []string
+			}{
+				{&out, []string{"status", "ir"}},
+				{&envoy, []string{"listeners", "routes", "clusters", "endpoints", "secrets"}},
+			} {
+				for _, typ := range part.types {
+					rendered, err := Render(result, typ, "yaml")
+					if err != nil {
+						t.Fatal(err)
+					}
+					part.buf.WriteString("# " + typ + "\n")
+					part.buf.Write(rendered)
+				}
+			}
+			compare(t, "testdata/"+name+".out.yaml", out.Bytes())
+			compare(t, "testdata/"+name+".xds.yaml", envoy.Bytes())
+		})
+	}
+}
+
+func compare(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the output; run go test -update and review the diff.\n%s", path, firstDifference(want, got))
+	}
+}
+
+// firstDifference shows the first line that differs, with context.
+func firstDifference(want, got []byte) string {
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return fmt.Sprintf("line %d:\n  want: %s\n  got:  %s", i+1, wl, gl)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,87 @@
+// Package offline translates Gateway API YAML files without a cluster, as
+// `isobar-controller translate` and the golden tests do: load, run both
+// translation stages, check the Envoy resources, and render any part of the
+// result for a person.
+package offline
+
+import (
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/xds"
+	"isobar.dev/controller/pkg/xdscheck"
+)
+
+// DefaultControllerName is the controllerName Isobar serves by default.
+const DefaultControllerName = "isobar.dev/gateway-controller"
+
+// Options configure a translation.
+type Options struct {
+	ControllerName string
+	Gateways       []types.NamespacedName
+	Settings       xds.Settings
+}
+
+// Result is everything a translation produced.
+type Result struct {
+	Input    *resources.Resources
+	Skipped  []resources.Skipped
+	Gateways *gatewayapi.Result
+	// XDS holds each Gateway's Envoy resources, in the order of
+	// Gateways.Gateways.
+	XDS []*xds.Resources
+}
+
+// LoadFiles reads YAML files ("-" is standard input) into one snapshot.
+func LoadFiles(paths []string) (*resources.Resources, []resources.Skipped, error) {
+	res := &resources.Resources{}
+	var skipped []resources.Skipped
+	for _, p := range paths {
+		f := os.Stdin
+		if p != "-" {
+			var err error
+			if f, err = os.Open(p); err != nil {
+				return nil, nil, fmt.Errorf("reading input: %w", err)
+			}
+		}
+		s, err := res.Load(p, f)
+		if p != "-" {
+			f.Close()
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		skipped = append(skipped, s...)
+	}
+	return res, skipped, nil
+}
+
+// Translate runs both stages on res and checks the Envoy resources. An
+// error means the translator produced resources Envoy would reject: a bug,
+// never a user's mistake, which status reports instead.
+func Translate(res *resources.Resources, opts Options) (*Result, error) {
+	if opts.ControllerName == "" {
+		opts.ControllerName = DefaultControllerName
+	}
+	out := &Result{Input: res}
+	out.Gateways = gatewayapi.Translate(res, gatewayapi.Options{
+		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
+		Gateways:       opts.Gateways,
+	})
+	for _, g := range out.Gateways.Gateways {
+		r, err := xds.Translate(g, opts.Settings)
+		if err != nil {
+			return nil, fmt.Errorf("gateway %s: %w", g.Name, err)
+		}
+		if err := xdscheck.Check(r); err != nil {
+			return nil, fmt.Errorf("gateway %s: generated Envoy configuration is invalid: %w", g.Name, err)
+		}
+		out.XDS = append(out.XDS, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,188 @@
+package offline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	"isobar.dev/controller/pkg/xds"
+)
+
+// Types are the parts of a result Render can show.
+var Types = []string{"status", "ir", "listeners", "routes", "clusters", "endpoints", "secrets", "all"}
+
+// Render shows part of a result as YAML or JSON.
+func Render(r *Result, typ, format string) ([]byte, error) {
+	if !slices.Contains(Types, typ) {
+		return nil, fmt.Errorf("unknown type %q: want one of %s", typ, strings.Join(Types, ", "))
+	}
+	var v any
+	var err error
+	switch typ {
+	case "status":
+		v = statusObjects(r)
+	case "ir":
+		v = r.Gateways.Gateways
+	case "all":
+		all := map[string]any{"status": statusObjects(r), "ir": r.Gateways.Gateways}
+		for _, t := range []string{"listeners", "routes", "clusters", "endpoints", "secrets"} {
+			if all[t], err = envoyResources(r, t); err != nil {
+				return nil, err
+			}
+		}
+		v = all
+	default:
+		if v, err = envoyResources(r, typ); err != nil {
+			return nil, err
+		}
+	}
+	js, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("rendering %s: %w", typ, err)
+	}
+	if js, err = dropNullTimes(js); err != nil {
+		return nil, fmt.Errorf("rendering %s: %w", typ, err)
+	}
+	switch format {
+	case "json":
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, js, "", "  "); err != nil {
+			return nil, err
+		}
+		buf.WriteByte('\n')
+		return buf.Bytes(), nil
+	case "yaml", "":
+		return yaml.JSONToYAML(js)
+	default:
+		return nil, fmt.Errorf("unknown output format %q: want yaml or json", format)
+	}
+}
+
+// object is a Kubernetes object as `kubectl get -o yaml` shows it, with only
+// the status the controller writes.
+type object struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Status     any               `json:"status"`
+}
+
+func statusObjects(r *Result) []object {
+	var out []object
+	for _, k := range sortedKeys(r.Gateways.Status.Gateways) {
+		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway",
+			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}, Status: r.Gateways.Status.Gateways[k]})
+	}
+	for _, k := range sortedKeys(r.Gateways.Status.HTTPRoutes) {
+		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute",
+			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
+			Status:   gatewayv1.HTTPRouteStatus{RouteStatus: gatewayv1.RouteStatus{Parents: r.Gateways.Status.HTTPRoutes[k]}}})
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[types.NamespacedName]V) []types.NamespacedName {
+	keys := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return keys
+}
+
+// gatewayResources are one Gateway's Envoy resources of one type.
+type gatewayResources struct {
+	Gateway   string            `json:"gateway"`
+	Resources []json.RawMessage `json:"resources"`
+}
+
+func envoyResources(r *Result, typ string) ([]gatewayResources, error) {
+	var out []gatewayResources
+	for i, g := range r.Gateways.Gateways {
+		gr := gatewayResources{Gateway: g.Name, Resources: []json.RawMessage{}}
+		for _, m := range pick(r.XDS[i], typ) {
+			js, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+			if err != nil {
+				return nil, fmt.Errorf("rendering %s: %w", typ, err)
+			}
+			gr.Resources = append(gr.Resources, js)
+		}
+		out = append(out, gr)
+	}
+	return out, nil
+}
+
+// pick returns the resources of one type; secrets lose their private keys,
+// which must never be printed.
+func pick(x *xds.Resources, typ string) []proto.Message {
+	var out []proto.Message
+	switch typ {
+	case "listeners":
+		for _, m := range x.Listeners {
+			out = append(out, m)
+		}
+	case "routes":
+		for _, m := range x.Routes {
+			out = append(out, m)
+		}
+	case "clusters":
+		for _, m := range x.Clusters {
+			out = append(out, m)
+		}
+	case "endpoints":
+		for _, m := range x.Endpoints {
+			out = append(out, m)
+		}
+	case "secrets":
+		for _, m := range x.Secrets {
+			redacted := proto.Clone(m).(*tlsv3.Secret)
+			if c := redacted.GetTlsCertificate(); c != nil && c.PrivateKey != nil {
+				c.PrivateKey = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "[redacted]"}}
+			}
+			out = append(out, redacted)
+		}
+	}
+	return out
+}
+
+// dropNullTimes removes the null lastTransitionTime of conditions: the
+// status writer sets it when a condition changes, which offline never
+// happens.
+func dropNullTimes(js []byte) ([]byte, error) {
+	if !bytes.Contains(js, []byte(`"lastTransitionTime":null`)) {
+		return js, nil
+	}
+	var v any
+	if err := json.Unmarshal(js, &v); err != nil {
+		return nil, err
+	}
+	var drop func(any)
+	drop = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if t, ok := x["lastTransitionTime"]; ok && t == nil {
+				delete(x, "lastTransitionTime")
+			}
+			for _, e := range x {
+				drop(e)
+			}
+		case []any:
+			for _, e := range x {
+				drop(e)
+			}
+		}
+	}
+	drop(v)
+	return json.Marshal(v)
+}

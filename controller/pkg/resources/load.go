@@ -1,0 +1,177 @@
+package resources
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	"sigs.k8s.io/yaml"
+)
+
+// Skipped is an object that Load read but does not translate, such as a
+// Deployment in the same file as a Gateway.
+type Skipped struct {
+	Source   string // file name and document index
+	TypeMeta metav1.TypeMeta
+}
+
+// Load adds the objects of a multi-document YAML (or JSON) stream to r.
+// name names the stream in errors, which also give the document's index
+// (from 1). List kinds (v1 List, and any *List) are unpacked. Objects of
+// kinds the translator does not read are returned, not added.
+func (r *Resources) Load(name string, in io.Reader) ([]Skipped, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReaderSize(in, 1<<16))
+	var skipped []Skipped
+	for doc := 1; ; doc++ {
+		data, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return skipped, nil
+		}
+		if err != nil {
+			return skipped, fmt.Errorf("%s: document %d: %w", name, doc, err)
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		js, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return skipped, fmt.Errorf("%s: document %d: not YAML: %w", name, doc, err)
+		}
+		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+			continue // a document holding only comments
+		}
+		s, err := r.add(js)
+		if err != nil {
+			return skipped, fmt.Errorf("%s: document %d: %w", name, doc, err)
+		}
+		for _, tm := range s {
+			skipped = append(skipped, Skipped{Source: fmt.Sprintf("%s: document %d", name, doc), TypeMeta: tm})
+		}
+	}
+}
+
+// add decodes one JSON object (or list) into r.
+func (r *Resources) add(js []byte) ([]metav1.TypeMeta, error) {
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(js, &tm); err != nil {
+		return nil, fmt.Errorf("not a Kubernetes object: %w", err)
+	}
+	if tm.APIVersion == "" || tm.Kind == "" {
+		return nil, fmt.Errorf("not a Kubernetes object: apiVersion and kind are required")
+	}
+	if tm.APIVersion == "v1" && tm.Kind == "List" || len(tm.Kind) > 4 && tm.Kind[len(tm.Kind)-4:] == "List" {
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(js, &list); err != nil {
+			return nil, fmt.Errorf("%s: %w", tm.Kind, err)
+		}
+		var skipped []metav1.TypeMeta
+		for i, item := range list.Items {
+			s, err := r.add(item)
+			if err != nil {
+				return skipped, fmt.Errorf("%s item %d: %w", tm.Kind, i, err)
+			}
+			skipped = append(skipped, s...)
+		}
+		return skipped, nil
+	}
+	decode, ok := decoders[tm.GroupVersionKind().GroupKind().String()]
+	if !ok || !decode.versions[tm.GroupVersionKind().Version] {
+		return []metav1.TypeMeta{tm}, nil
+	}
+	if err := decode.into(r, js); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)
+	}
+	return nil, nil
+}
+
+type decoder struct {
+	versions map[string]bool
+	into     func(r *Resources, js []byte) error
+}
+
+// decodeAs returns a function that decodes JSON into a new T and appends it
+// to the slice field returns.
+func decodeAs[T any](field func(*Resources) *[]*T) func(*Resources, []byte) error {
+	return func(r *Resources, js []byte) error {
+		obj := new(T)
+		if err := json.Unmarshal(js, obj); err != nil {
+			return err
+		}
+		p := field(r)
+		*p = append(*p, obj)
+		return nil
+	}
+}
+
+func versions(vs ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, v := range vs {
+		m[v] = true
+	}
+	return m
+}
+
+// decoders are keyed by "Kind.group" (GroupKind's String form). The Gateway
+// API's served versions share one schema per kind, so each decodes into the
+// type of its newest version.
+var decoders = map[string]decoder{
+	"GatewayClass.gateway.networking.k8s.io": {versions("v1", "v1beta1"),
+		decodeAs(func(r *Resources) *[]*gatewayv1.GatewayClass { return &r.GatewayClasses })},
+	"Gateway.gateway.networking.k8s.io": {versions("v1", "v1beta1"),
+		decodeAs(func(r *Resources) *[]*gatewayv1.Gateway { return &r.Gateways })},
+	"HTTPRoute.gateway.networking.k8s.io": {versions("v1", "v1beta1"),
+		decodeAs(func(r *Resources) *[]*gatewayv1.HTTPRoute { return &r.HTTPRoutes })},
+	"GRPCRoute.gateway.networking.k8s.io": {versions("v1", "v1alpha2"),
+		decodeAs(func(r *Resources) *[]*gatewayv1.GRPCRoute { return &r.GRPCRoutes })},
+	"TLSRoute.gateway.networking.k8s.io": {versions("v1", "v1alpha2", "v1alpha3"),
+		decodeAs(func(r *Resources) *[]*gatewayv1.TLSRoute { return &r.TLSRoutes })},
+	"TCPRoute.gateway.networking.k8s.io": {versions("v1alpha2"),
+		decodeAs(func(r *Resources) *[]*gatewayv1alpha2.TCPRoute { return &r.TCPRoutes })},
+	"UDPRoute.gateway.networking.k8s.io": {versions("v1alpha2"),
+		decodeAs(func(r *Resources) *[]*gatewayv1alpha2.UDPRoute { return &r.UDPRoutes })},
+	"ReferenceGrant.gateway.networking.k8s.io": {versions("v1beta1", "v1alpha2", "v1"),
+		decodeAs(func(r *Resources) *[]*gatewayv1beta1.ReferenceGrant { return &r.ReferenceGrants })},
+	"BackendTLSPolicy.gateway.networking.k8s.io": {versions("v1", "v1alpha3"),
+		decodeAs(func(r *Resources) *[]*gatewayv1.BackendTLSPolicy { return &r.BackendTLSPolicies })},
+	"Service": {versions("v1"),
+		decodeAs(func(r *Resources) *[]*corev1.Service { return &r.Services })},
+	"EndpointSlice.discovery.k8s.io": {versions("v1"),
+		decodeAs(func(r *Resources) *[]*discoveryv1.EndpointSlice { return &r.EndpointSlices })},
+	"Secret": {versions("v1"), decodeSecret},
+	"ConfigMap": {versions("v1"),
+		decodeAs(func(r *Resources) *[]*corev1.ConfigMap { return &r.ConfigMaps })},
+	"Namespace": {versions("v1"),
+		decodeAs(func(r *Resources) *[]*corev1.Namespace { return &r.Namespaces })},
+}
+
+// decodeSecret merges stringData into data, as the API server does on write,
+// so a Secret written by hand translates as it would in a cluster.
+func decodeSecret(r *Resources, js []byte) error {
+	s := &corev1.Secret{}
+	if err := json.Unmarshal(js, s); err != nil {
+		return err
+	}
+	if len(s.StringData) > 0 {
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		for k, v := range s.StringData {
+			s.Data[k] = []byte(v)
+		}
+		s.StringData = nil
+	}
+	r.Secrets = append(r.Secrets, s)
+	return nil
+}

@@ -1,0 +1,32 @@
+// Package resources is the input of translation: a snapshot of the
+// Kubernetes objects that can affect one or more Gateways. The live
+// controller fills it from its informer caches, `isobar-controller translate`
+// from YAML files; the translator sees no difference.
+package resources
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+)
+
+// Resources holds pointers to objects the translator must treat as read-only:
+// they may be shared with an informer cache.
+type Resources struct {
+	GatewayClasses     []*gatewayv1.GatewayClass
+	Gateways           []*gatewayv1.Gateway
+	HTTPRoutes         []*gatewayv1.HTTPRoute
+	GRPCRoutes         []*gatewayv1.GRPCRoute
+	TLSRoutes          []*gatewayv1.TLSRoute
+	TCPRoutes          []*gatewayv1alpha2.TCPRoute
+	UDPRoutes          []*gatewayv1alpha2.UDPRoute
+	ReferenceGrants    []*gatewayv1beta1.ReferenceGrant
+	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
+	Services           []*corev1.Service
+	EndpointSlices     []*discoveryv1.EndpointSlice
+	Secrets            []*corev1.Secret
+	ConfigMaps         []*corev1.ConfigMap
+	Namespaces         []*corev1.Namespace
+}

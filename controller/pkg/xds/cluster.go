@@ -1,0 +1,87 @@
+package xds
+
+import (
+	"cmp"
+	"slices"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// cluster is an EDS cluster: its endpoints come as a ClusterLoadAssignment of
+// the same name, so that an endpoint change does not touch the cluster.
+func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
+	out := &clusterv3.Cluster{
+		Name:                 c.Name,
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
+		EdsClusterConfig:     &clusterv3.Cluster_EdsClusterConfig{EdsConfig: ads(), ServiceName: c.Name},
+		ConnectTimeout:       duration(s.UpstreamConnectTimeout),
+	}
+	if c.HTTP2 {
+		out.TypedExtensionProtocolOptions = map[string]*anypb.Any{
+			"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": typed(&httpv3.HttpProtocolOptions{
+				UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+					ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}},
+				}},
+			}),
+		}
+	}
+	return out
+}
+
+func invalidBackendCluster(s Settings) *clusterv3.Cluster {
+	return &clusterv3.Cluster{
+		Name:                 InvalidBackendCluster,
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
+		ConnectTimeout:       duration(s.UpstreamConnectTimeout),
+		LoadAssignment:       &endpointv3.ClusterLoadAssignment{ClusterName: InvalidBackendCluster},
+	}
+}
+
+func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
+	out := &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
+	if len(c.Endpoints) == 0 {
+		return out
+	}
+	lle := &endpointv3.LocalityLbEndpoints{LbEndpoints: make([]*endpointv3.LbEndpoint, len(c.Endpoints))}
+	for i, e := range c.Endpoints {
+		lle.LbEndpoints[i] = &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+				Protocol:      corev3.SocketAddress_TCP,
+				Address:       e.Address,
+				PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: e.Port},
+			}}},
+		}}}
+	}
+	out.Endpoints = []*endpointv3.LocalityLbEndpoints{lle}
+	return out
+}
+
+func secret(s *ir.Secret) *tlsv3.Secret {
+	return &tlsv3.Secret{Name: s.Name, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
+		CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: s.Certificate}},
+		PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: s.PrivateKey}},
+	}}}
+}
+
+type named interface{ GetName() string }
+
+func byName[T named](s []T) {
+	slices.SortFunc(s, func(a, b T) int { return cmp.Compare(a.GetName(), b.GetName()) })
+}
+
+func sortByName(r *Resources) {
+	byName(r.Listeners)
+	byName(r.Routes)
+	byName(r.Clusters)
+	byName(r.Secrets)
+	slices.SortFunc(r.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
+		return cmp.Compare(a.GetClusterName(), b.GetClusterName())
+	})
+}

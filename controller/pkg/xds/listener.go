@@ -1,0 +1,150 @@
+package xds
+
+import (
+	"fmt"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// ads is the config source of every dynamic resource: the ADS stream Envoy
+// already has to the controller.
+func ads() *corev3.ConfigSource {
+	return &corev3.ConfigSource{
+		ResourceApiVersion:    corev3.ApiVersion_V3,
+		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+	}
+}
+
+func translateListener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*routev3.RouteConfiguration, bool, error) {
+	out := &listenerv3.Listener{
+		Name: l.Name,
+		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Protocol:      corev3.SocketAddress_TCP,
+			Address:       "0.0.0.0",
+			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(l.ContainerPort)},
+		}}},
+		// Envoy's default buffer limit is 1 MiB per connection; large
+		// headers and uploads stream through it.
+		PerConnectionBufferLimitBytes: wrapperspb.UInt32(32768),
+	}
+	var routes []*routev3.RouteConfiguration
+	invalid := false
+	switch l.Protocol {
+	case ir.HTTP:
+		rc, usesInvalid := routeConfiguration(l.HTTP)
+		invalid = usesInvalid
+		routes = append(routes, rc)
+		out.FilterChains = []*listenerv3.FilterChain{{
+			Filters: []*listenerv3.Filter{httpConnectionManager(l.Name, l.HTTP.Name, s)},
+		}}
+	case ir.HTTPS:
+		out.ListenerFilters = []*listenerv3.ListenerFilter{{
+			Name:       "envoy.filters.listener.tls_inspector",
+			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(&tlsinspectorv3.TlsInspector{})},
+		}}
+		for _, c := range l.Chains {
+			if c.HTTP == nil {
+				return nil, nil, false, fmt.Errorf("listener %s: only HTTP chains are supported so far", l.Name)
+			}
+			rc, usesInvalid := routeConfiguration(c.HTTP)
+			invalid = invalid || usesInvalid
+			routes = append(routes, rc)
+			fc := &listenerv3.FilterChain{
+				Filters:         []*listenerv3.Filter{httpConnectionManager(l.Name, c.HTTP.Name, s)},
+				TransportSocket: downstreamTLS(c.Certificates, []string{"h2", "http/1.1"}, s),
+			}
+			if len(c.ServerNames) > 0 {
+				fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: c.ServerNames}
+			}
+			out.FilterChains = append(out.FilterChains, fc)
+		}
+	default:
+		return nil, nil, false, fmt.Errorf("listener %s: protocol %s is not supported so far", l.Name, l.Protocol)
+	}
+	return out, routes, invalid, nil
+}
+
+// httpConnectionManager routes through RDS; its stats prefix is the
+// listener's name so that Envoy's stats name the Gateway port.
+func httpConnectionManager(listener, routeConfig string, s Settings) *listenerv3.Filter {
+	hcm := &hcmv3.HttpConnectionManager{
+		StatPrefix: listener,
+		CodecType:  hcmv3.HttpConnectionManager_AUTO,
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+			RouteConfigName: routeConfig,
+			ConfigSource:    ads(),
+		}},
+		HttpFilters: []*hcmv3.HttpFilter{{
+			Name:       "envoy.filters.http.router",
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&routerv3.Router{})},
+		}},
+		UseRemoteAddress:  wrapperspb.Bool(true),
+		XffNumTrustedHops: s.NumTrustedHops,
+		NormalizePath:     wrapperspb.Bool(true),
+		MergeSlashes:      s.MergeSlashes,
+		// The Host header may carry a port; virtual hosts list names only.
+		StripPortMode:  &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
+		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{
+			IdleTimeout:           duration(s.ConnectionIdleTimeout),
+			MaxConnectionDuration: duration(s.MaxConnectionDuration),
+		},
+		StreamIdleTimeout:     duration(s.StreamIdleTimeout),
+		RequestHeadersTimeout: duration(s.RequestHeadersTimeout),
+		DrainTimeout:          duration(s.ConnectionShutdownGracePeriod),
+		MaxRequestHeadersKb:   wrapperspb.UInt32(s.MaxRequestHeadersKiB),
+	}
+	return &listenerv3.Filter{
+		Name:       "envoy.filters.network.http_connection_manager",
+		ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: typed(hcm)},
+	}
+}
+
+func downstreamTLS(certs []string, alpn []string, s Settings) *corev3.TransportSocket {
+	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsParams: &tlsv3.TlsParameters{
+			TlsMinimumProtocolVersion: tlsVersion(s.TLSMinimumVersion),
+			TlsMaximumProtocolVersion: tlsVersion(s.TLSMaximumVersion),
+			CipherSuites:              s.CipherSuites,
+		},
+		AlpnProtocols: alpn,
+	}}
+	for _, c := range certs {
+		ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = append(ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs,
+			&tlsv3.SdsSecretConfig{Name: c, SdsConfig: ads()})
+	}
+	return &corev3.TransportSocket{
+		Name:       "envoy.transport_sockets.tls",
+		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: typed(ctx)},
+	}
+}
+
+func tlsVersion(v string) tlsv3.TlsParameters_TlsProtocol {
+	switch v {
+	case "1.3":
+		return tlsv3.TlsParameters_TLSv1_3
+	case "1.2":
+		return tlsv3.TlsParameters_TLSv1_2
+	default:
+		return tlsv3.TlsParameters_TLS_AUTO
+	}
+}
+
+// duration is nil for zero, leaving Envoy's default.
+func duration(d time.Duration) *durationpb.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return durationpb.New(d)
+}

@@ -1,0 +1,236 @@
+package xds
+
+import (
+	"regexp"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// routeConfiguration translates a route table; it also reports whether a
+// route sends traffic to InvalidBackendCluster.
+func routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfiguration, bool) {
+	rc := &routev3.RouteConfiguration{
+		Name: t.Name,
+		// Clusters are served by CDS before routes refer to them; Envoy need
+		// not check, and skipping the check keeps route updates cheap.
+		ValidateClusters: wrapperspb.Bool(false),
+	}
+	invalid := false
+	for _, v := range t.VirtualHosts {
+		vh := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains}
+		for _, r := range v.Routes {
+			er, usesInvalid := route(r)
+			invalid = invalid || usesInvalid
+			vh.Routes = append(vh.Routes, er)
+		}
+		rc.VirtualHosts = append(rc.VirtualHosts, vh)
+	}
+	return rc, invalid
+}
+
+func route(r *ir.Route) (*routev3.Route, bool) {
+	out := &routev3.Route{Name: r.Name, Match: match(&r.Match)}
+	invalid := false
+	switch {
+	case r.Redirect != nil:
+		out.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect, &r.Match)}
+	case r.DirectResponse != nil:
+		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: r.DirectResponse.Status}}
+	case r.Destination != nil:
+		var action *routev3.RouteAction
+		action, invalid = routeAction(r)
+		out.Action = &routev3.Route_Route{Route: action}
+	default:
+		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 500}}
+	}
+	if h := r.RequestHeaders; h != nil {
+		out.RequestHeadersToAdd = headerOptions(h)
+		out.RequestHeadersToRemove = h.Remove
+	}
+	if h := r.ResponseHeaders; h != nil {
+		out.ResponseHeadersToAdd = headerOptions(h)
+		out.ResponseHeadersToRemove = h.Remove
+	}
+	return out, invalid
+}
+
+// match translates a Gateway API match. A path prefix matches whole path
+// segments ("/foo" matches "/foo" and "/foo/bar", not "/foobar"), which is
+// Envoy's path_separated_prefix; a trailing slash in the prefix is ignored.
+func match(m *ir.Match) *routev3.RouteMatch {
+	out := &routev3.RouteMatch{}
+	switch m.PathType {
+	case ir.PathExact:
+		out.PathSpecifier = &routev3.RouteMatch_Path{Path: m.Path}
+	case ir.PathRegex:
+		out.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: m.Path}}
+	default:
+		p := strings.TrimRight(m.Path, "/")
+		if p == "" {
+			out.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: "/"}
+		} else {
+			out.PathSpecifier = &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: p}
+		}
+	}
+	if m.Method != "" {
+		out.Headers = append(out.Headers, &routev3.HeaderMatcher{
+			Name:                 ":method",
+			HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: exact(m.Method)},
+		})
+	}
+	for _, h := range m.Headers {
+		out.Headers = append(out.Headers, &routev3.HeaderMatcher{
+			Name:                 h.Name,
+			HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: stringMatch(h)},
+		})
+	}
+	for _, q := range m.QueryParams {
+		out.QueryParameters = append(out.QueryParameters, &routev3.QueryParameterMatcher{
+			Name:                         q.Name,
+			QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_StringMatch{StringMatch: stringMatch(q)},
+		})
+	}
+	return out
+}
+
+func exact(v string) *matcherv3.StringMatcher {
+	return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v}}
+}
+
+func stringMatch(s ir.StringMatch) *matcherv3.StringMatcher {
+	if s.Regex {
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: s.Value}}}
+	}
+	return exact(s.Value)
+}
+
+func routeAction(r *ir.Route) (*routev3.RouteAction, bool) {
+	a := &routev3.RouteAction{}
+	invalid := false
+	var live []ir.WeightedCluster
+	for _, b := range r.Destination.Backends {
+		if b.Weight > 0 {
+			live = append(live, b)
+		}
+	}
+	if len(live) == 1 && !live[0].Invalid {
+		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: live[0].Cluster}
+	} else {
+		wc := &routev3.WeightedCluster{}
+		for _, b := range live {
+			name := b.Cluster
+			if b.Invalid {
+				name, invalid = InvalidBackendCluster, true
+			}
+			wc.Clusters = append(wc.Clusters, &routev3.WeightedCluster_ClusterWeight{Name: name, Weight: wrapperspb.UInt32(b.Weight)})
+		}
+		a.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
+	}
+	if rw := r.Rewrite; rw != nil {
+		if rw.Hostname != "" {
+			a.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: rw.Hostname}
+		}
+		if rw.HasPath {
+			if rw.FullPath != "" || rw.PrefixPath == "" && r.Match.PathType != ir.PathPrefix {
+				a.RegexRewrite = fullPathRewrite(rw.FullPath)
+			} else {
+				a.PrefixRewrite, a.RegexRewrite = prefixRewrite(r.Match.Path, rw.PrefixPath)
+			}
+		}
+	}
+	// Upgrades (websocket) are enabled on the connection manager; a route
+	// must not time out a long-lived upgraded stream.
+	return a, invalid
+}
+
+// fullPathRewrite replaces the whole path, keeping the query string.
+func fullPathRewrite(path string) *matcherv3.RegexMatchAndSubstitute {
+	if path == "" {
+		path = "/"
+	}
+	return &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: "^/.*$"}, Substitution: path}
+}
+
+// prefixRewrite replaces the matched path prefix. Replacing "/foo" with "/"
+// must turn "/foo/bar" into "/bar", not "//bar", so that case is a regular
+// expression that also eats the separator.
+func prefixRewrite(prefix, replacement string) (string, *matcherv3.RegexMatchAndSubstitute) {
+	prefix = strings.TrimRight(prefix, "/")
+	if replacement == "" || replacement == "/" {
+		return "", &matcherv3.RegexMatchAndSubstitute{
+			Pattern:      &matcherv3.RegexMatcher{Regex: "^" + regexp.QuoteMeta(prefix) + `/*`},
+			Substitution: "/",
+		}
+	}
+	return strings.TrimRight(replacement, "/"), nil
+}
+
+func redirect(rd *ir.Redirect, m *ir.Match) *routev3.RedirectAction {
+	out := &routev3.RedirectAction{SchemeRewriteSpecifier: nil}
+	if rd.Scheme != "" {
+		out.SchemeRewriteSpecifier = &routev3.RedirectAction_SchemeRedirect{SchemeRedirect: rd.Scheme}
+	}
+	if rd.Hostname != "" {
+		out.HostRedirect = rd.Hostname
+	}
+	if rd.Port != 0 {
+		out.PortRedirect = rd.Port
+	}
+	if rd.HasPath {
+		if rd.FullPath != "" || rd.PrefixPath == "" && m.PathType != ir.PathPrefix {
+			p := rd.FullPath
+			if p == "" {
+				p = "/"
+			}
+			out.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: p}
+		} else {
+			prefix, re := prefixRewrite(m.Path, rd.PrefixPath)
+			if re != nil {
+				out.PathRewriteSpecifier = &routev3.RedirectAction_RegexRewrite{RegexRewrite: re}
+			} else {
+				out.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: prefix}
+			}
+		}
+	}
+	out.ResponseCode = redirectCode(rd.StatusCode)
+	return out
+}
+
+func redirectCode(code int) routev3.RedirectAction_RedirectResponseCode {
+	switch code {
+	case 301:
+		return routev3.RedirectAction_MOVED_PERMANENTLY
+	case 303:
+		return routev3.RedirectAction_SEE_OTHER
+	case 307:
+		return routev3.RedirectAction_TEMPORARY_REDIRECT
+	case 308:
+		return routev3.RedirectAction_PERMANENT_REDIRECT
+	default:
+		return routev3.RedirectAction_FOUND
+	}
+}
+
+// headerOptions translates Set (replace) and Add (append) in that order.
+func headerOptions(h *ir.HeaderModifier) []*corev3.HeaderValueOption {
+	var out []*corev3.HeaderValueOption
+	for _, s := range h.Set {
+		out = append(out, &corev3.HeaderValueOption{
+			Header:       &corev3.HeaderValue{Key: s.Name, Value: s.Value},
+			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+		})
+	}
+	for _, a := range h.Add {
+		out = append(out, &corev3.HeaderValueOption{
+			Header:       &corev3.HeaderValue{Key: a.Name, Value: a.Value},
+			AppendAction: corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD,
+		})
+	}
+	return out
+}

@@ -1,0 +1,35 @@
+package xds
+
+import "time"
+
+// Settings are the parts of the Envoy configuration that come from the
+// ContourDeployment's runtimeSettings rather than from the Gateway API.
+type Settings struct {
+	ConnectionIdleTimeout         time.Duration
+	StreamIdleTimeout             time.Duration
+	RequestHeadersTimeout         time.Duration
+	MaxConnectionDuration         time.Duration
+	ConnectionShutdownGracePeriod time.Duration
+	UpstreamConnectTimeout        time.Duration
+	NumTrustedHops                uint32
+	MergeSlashes                  bool
+	MaxRequestHeadersKiB          uint32
+	// TLSMinimumVersion and TLSMaximumVersion are "1.2" or "1.3".
+	TLSMinimumVersion string
+	TLSMaximumVersion string
+	CipherSuites      []string
+}
+
+// DefaultSettings are the ContourDeployment's defaults.
+func DefaultSettings() Settings {
+	return Settings{
+		ConnectionIdleTimeout:         60 * time.Second,
+		StreamIdleTimeout:             5 * time.Minute,
+		RequestHeadersTimeout:         10 * time.Second,
+		ConnectionShutdownGracePeriod: 5 * time.Second,
+		UpstreamConnectTimeout:        2 * time.Second,
+		MaxRequestHeadersKiB:          60,
+		TLSMinimumVersion:             "1.2",
+		TLSMaximumVersion:             "1.3",
+	}
+}

@@ -1,0 +1,71 @@
+// Package xds is the second translation stage: one Gateway's IR in, the
+// Envoy resources that implement it out (Listeners, RouteConfigurations,
+// Clusters, ClusterLoadAssignments, Secrets). It knows Envoy, not the Gateway
+// API. Like the first stage it is pure and deterministic: the same IR gives
+// the same resources, in the same order.
+package xds
+
+import (
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// Resources are the Envoy resources of one Gateway, each kind ordered by
+// name.
+type Resources struct {
+	Listeners []*listenerv3.Listener
+	Routes    []*routev3.RouteConfiguration
+	Clusters  []*clusterv3.Cluster
+	Endpoints []*endpointv3.ClusterLoadAssignment
+	Secrets   []*tlsv3.Secret
+}
+
+// InvalidBackendCluster receives the share of traffic of backendRefs that
+// did not resolve. It has no endpoints, so Envoy answers those requests
+// itself (503, "no healthy upstream"); when every backend of a rule is
+// invalid the route answers 500 directly instead.
+const InvalidBackendCluster = "isobar/invalid-backend"
+
+// Translate builds the Envoy resources of g.
+func Translate(g *ir.Gateway, s Settings) (*Resources, error) {
+	out := &Resources{}
+	invalidUsed := false
+	for _, l := range g.Listeners {
+		listener, routes, usesInvalid, err := translateListener(l, s)
+		if err != nil {
+			return nil, err
+		}
+		invalidUsed = invalidUsed || usesInvalid
+		out.Listeners = append(out.Listeners, listener)
+		out.Routes = append(out.Routes, routes...)
+	}
+	for _, c := range g.Clusters {
+		out.Clusters = append(out.Clusters, cluster(c, s))
+		out.Endpoints = append(out.Endpoints, loadAssignment(c))
+	}
+	if invalidUsed {
+		out.Clusters = append(out.Clusters, invalidBackendCluster(s))
+	}
+	for _, sec := range g.Secrets {
+		out.Secrets = append(out.Secrets, secret(sec))
+	}
+	sortByName(out)
+	return out, nil
+}
+
+// typed packs a message into an Any; the messages packed here are always
+// valid, so an error is a programming mistake.
+func typed(m proto.Message) *anypb.Any {
+	a, err := anypb.New(m)
+	if err != nil {
+		panic("packing " + string(m.ProtoReflect().Descriptor().FullName()) + ": " + err.Error())
+	}
+	return a
+}

@@ -1,0 +1,198 @@
+// Package xdscheck checks generated Envoy resources the way Envoy would on
+// receipt, as far as can be done without Envoy: every message passes its
+// protoc-gen-validate rules (ValidateAll), including the messages packed in
+// Any fields, which ValidateAll does not open; and every name one resource
+// refers to (RDS route configurations, clusters, EDS assignments, SDS
+// secrets) exists.
+package xdscheck
+
+import (
+	"errors"
+	"fmt"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	// Register the extension types that Any fields may hold.
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+
+	"isobar.dev/controller/pkg/xds"
+)
+
+type validator interface{ ValidateAll() error }
+
+// Validate runs ValidateAll on m and on every message packed in an Any
+// below it, at any depth.
+func Validate(m proto.Message) error {
+	var errs []error
+	walk(m.ProtoReflect(), func(msg protoreflect.Message) {
+		if v, ok := msg.Interface().(validator); ok {
+			if err := v.ValidateAll(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", msg.Descriptor().FullName(), err))
+			}
+		}
+	}, &errs)
+	return errors.Join(errs...)
+}
+
+// walk calls visit on m and on every Any-packed message below it. m's own
+// ValidateAll covers its ordinary sub-messages, so only unpacked Anys are
+// visited besides it.
+func walk(m protoreflect.Message, visit func(protoreflect.Message), errs *[]error) {
+	visit(m)
+	descend(m, visit, errs)
+}
+
+// descend finds the Any fields below m.
+func descend(m protoreflect.Message, visit func(protoreflect.Message), errs *[]error) {
+	sub := func(sm protoreflect.Message) {
+		a, ok := sm.Interface().(*anypb.Any)
+		if !ok {
+			descend(sm, visit, errs)
+			return
+		}
+		unpacked, err := a.UnmarshalNew()
+		if err != nil {
+			*errs = append(*errs, fmt.Errorf("unpacking %s: %w", a.GetTypeUrl(), err))
+			return
+		}
+		walk(unpacked.ProtoReflect(), visit, errs)
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList():
+			if fd.Message() != nil {
+				for i := 0; i < v.List().Len(); i++ {
+					sub(v.List().Get(i).Message())
+				}
+			}
+		case fd.IsMap():
+			if fd.MapValue().Message() != nil {
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+					sub(mv.Message())
+					return true
+				})
+			}
+		case fd.Message() != nil:
+			sub(v.Message())
+		}
+		return true
+	})
+}
+
+// Check validates every resource and every reference between them.
+func Check(r *xds.Resources) error {
+	var errs []error
+	each := func(kind, name string, m proto.Message) {
+		if err := Validate(m); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", kind, name, err))
+		}
+	}
+	routes := map[string]bool{}
+	clusters := map[string]*clusterv3.Cluster{}
+	endpoints := map[string]bool{}
+	secrets := map[string]bool{}
+	for _, x := range r.Listeners {
+		each("listener", x.Name, x)
+	}
+	for _, x := range r.Routes {
+		each("route configuration", x.Name, x)
+		routes[x.Name] = true
+	}
+	for _, x := range r.Clusters {
+		each("cluster", x.Name, x)
+		clusters[x.Name] = x
+	}
+	for _, x := range r.Endpoints {
+		each("cluster load assignment", x.ClusterName, x)
+		endpoints[x.ClusterName] = true
+	}
+	for _, x := range r.Secrets {
+		each("secret", x.Name, x)
+		secrets[x.Name] = true
+	}
+	for _, l := range r.Listeners {
+		errs = append(errs, listenerRefs(l, routes, secrets)...)
+	}
+	for _, rc := range r.Routes {
+		errs = append(errs, routeRefs(rc, clusters)...)
+	}
+	for _, c := range r.Clusters {
+		if c.GetType() == clusterv3.Cluster_EDS {
+			name := c.GetEdsClusterConfig().GetServiceName()
+			if name == "" {
+				name = c.Name
+			}
+			if !endpoints[name] {
+				errs = append(errs, fmt.Errorf("cluster %q: EDS assignment %q does not exist", c.Name, name))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func listenerRefs(l *listenerv3.Listener, routes, secrets map[string]bool) []error {
+	var errs []error
+	for _, fc := range l.FilterChains {
+		for _, f := range fc.Filters {
+			hcm := &hcmv3.HttpConnectionManager{}
+			if f.GetTypedConfig().MessageIs(hcm) {
+				if err := f.GetTypedConfig().UnmarshalTo(hcm); err != nil {
+					errs = append(errs, fmt.Errorf("listener %q: %w", l.Name, err))
+					continue
+				}
+				if name := hcm.GetRds().GetRouteConfigName(); name != "" && !routes[name] {
+					errs = append(errs, fmt.Errorf("listener %q: route configuration %q does not exist", l.Name, name))
+				}
+			}
+		}
+		if ts := fc.GetTransportSocket(); ts != nil {
+			ctx := &tlsv3.DownstreamTlsContext{}
+			if ts.GetTypedConfig().MessageIs(ctx) {
+				if err := ts.GetTypedConfig().UnmarshalTo(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("listener %q: %w", l.Name, err))
+					continue
+				}
+				for _, sds := range ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
+					if !secrets[sds.Name] {
+						errs = append(errs, fmt.Errorf("listener %q: secret %q does not exist", l.Name, sds.Name))
+					}
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func routeRefs(rc *routev3.RouteConfiguration, clusters map[string]*clusterv3.Cluster) []error {
+	var errs []error
+	for _, vh := range rc.VirtualHosts {
+		for _, r := range vh.Routes {
+			a := r.GetRoute()
+			if a == nil {
+				continue
+			}
+			names := []string{}
+			if c := a.GetCluster(); c != "" {
+				names = append(names, c)
+			}
+			for _, w := range a.GetWeightedClusters().GetClusters() {
+				names = append(names, w.Name)
+			}
+			for _, n := range names {
+				if clusters[n] == nil {
+					errs = append(errs, fmt.Errorf("route configuration %q, route %q: cluster %q does not exist", rc.Name, r.Name, n))
+				}
+			}
+		}
+	}
+	return errs
+}
