@@ -29,6 +29,13 @@ type attachment struct {
 // attach resolves a route's parentRefs that point at this Gateway. It
 // returns one attachment per such parentRef, accepted or not.
 func (t *gatewayTranslator) attach(r route) []*attachment {
+	var invalid error
+	for _, h := range r.hostnames {
+		if err := checkHostname(string(h), true); err != nil {
+			invalid = err
+			break
+		}
+	}
 	var out []*attachment
 	for _, ref := range r.parentRefs {
 		if !t.refersToGateway(ref, r.meta.Namespace) {
@@ -36,6 +43,10 @@ func (t *gatewayTranslator) attach(r route) []*attachment {
 		}
 		a := &attachment{ref: ref, conds: conditions{generation: r.meta.Generation}}
 		out = append(out, a)
+		if invalid != nil {
+			a.conds.set(string(gatewayv1.RouteConditionAccepted), false, string(gatewayv1.RouteReasonUnsupportedValue), invalid.Error())
+			continue
+		}
 		t.attachParent(r, a)
 	}
 	return out

@@ -21,7 +21,8 @@ func (t *gatewayTranslator) httpBackends(hr *gatewayv1.HTTPRoute, refs []gateway
 	for _, ref := range refs {
 		weight := uint32(1)
 		if ref.Weight != nil {
-			weight = uint32(max(*ref.Weight, 0))
+			// The schema allows 0 to 1,000,000; out of range is clamped.
+			weight = uint32(min(max(*ref.Weight, 0), 1000000))
 		}
 		name, err := t.resolveBackend(hr.Namespace, "HTTPRoute", ref.BackendObjectReference)
 		if err != nil {

@@ -2,7 +2,6 @@ package gatewayapi
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -156,12 +155,20 @@ func applyFilter(r *ir.Route, f gatewayv1.HTTPRouteFilter) error {
 		if f.RequestHeaderModifier == nil {
 			return fmt.Errorf("filter RequestHeaderModifier has no requestHeaderModifier")
 		}
-		r.RequestHeaders = mergeHeaders(r.RequestHeaders, f.RequestHeaderModifier)
+		h, err := mergeHeaders(r.RequestHeaders, f.RequestHeaderModifier)
+		if err != nil {
+			return err
+		}
+		r.RequestHeaders = h
 	case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
 		if f.ResponseHeaderModifier == nil {
 			return fmt.Errorf("filter ResponseHeaderModifier has no responseHeaderModifier")
 		}
-		r.ResponseHeaders = mergeHeaders(r.ResponseHeaders, f.ResponseHeaderModifier)
+		h, err := mergeHeaders(r.ResponseHeaders, f.ResponseHeaderModifier)
+		if err != nil {
+			return err
+		}
+		r.ResponseHeaders = h
 	case gatewayv1.HTTPRouteFilterRequestRedirect:
 		if f.RequestRedirect == nil {
 			return fmt.Errorf("filter RequestRedirect has no requestRedirect")
@@ -184,18 +191,31 @@ func applyFilter(r *ir.Route, f gatewayv1.HTTPRouteFilter) error {
 	return nil
 }
 
-func mergeHeaders(h *ir.HeaderModifier, f *gatewayv1.HTTPHeaderFilter) *ir.HeaderModifier {
+func mergeHeaders(h *ir.HeaderModifier, f *gatewayv1.HTTPHeaderFilter) (*ir.HeaderModifier, error) {
 	if h == nil {
 		h = &ir.HeaderModifier{}
 	}
-	for _, s := range f.Set {
-		h.Set = append(h.Set, ir.Header{Name: string(s.Name), Value: s.Value})
+	for _, list := range []struct {
+		in  []gatewayv1.HTTPHeader
+		out *[]ir.Header
+	}{{f.Set, &h.Set}, {f.Add, &h.Add}} {
+		for _, x := range list.in {
+			if err := checkToken("header name", string(x.Name)); err != nil {
+				return nil, err
+			}
+			if err := checkValue("header "+string(x.Name)+" value", x.Value); err != nil {
+				return nil, err
+			}
+			*list.out = append(*list.out, ir.Header{Name: string(x.Name), Value: x.Value})
+		}
 	}
-	for _, a := range f.Add {
-		h.Add = append(h.Add, ir.Header{Name: string(a.Name), Value: a.Value})
+	for _, name := range f.Remove {
+		if err := checkToken("header name", name); err != nil {
+			return nil, err
+		}
 	}
 	h.Remove = append(h.Remove, f.Remove...)
-	return h
+	return h, nil
 }
 
 func redirect(r *ir.Route, f *gatewayv1.HTTPRequestRedirectFilter) error {
@@ -205,14 +225,28 @@ func redirect(r *ir.Route, f *gatewayv1.HTTPRequestRedirectFilter) error {
 	rd := &ir.Redirect{StatusCode: 302}
 	if f.StatusCode != nil {
 		rd.StatusCode = *f.StatusCode
+		switch rd.StatusCode {
+		case 301, 302, 303, 307, 308:
+		default:
+			return fmt.Errorf("redirect status code %d is not one of 301, 302, 303, 307 and 308", rd.StatusCode)
+		}
 	}
 	if f.Scheme != nil {
 		rd.Scheme = *f.Scheme
+		if rd.Scheme != "http" && rd.Scheme != "https" {
+			return fmt.Errorf("redirect scheme %q is not http or https", rd.Scheme)
+		}
 	}
 	if f.Hostname != nil {
 		rd.Hostname = string(*f.Hostname)
+		if err := checkHostname(rd.Hostname, false); err != nil {
+			return fmt.Errorf("redirect: %w", err)
+		}
 	}
 	if f.Port != nil {
+		if *f.Port < 1 || *f.Port > 65535 {
+			return fmt.Errorf("redirect port %d is outside 1-65535", *f.Port)
+		}
 		rd.Port = uint32(*f.Port)
 	}
 	if f.Path != nil {
@@ -224,6 +258,9 @@ func redirect(r *ir.Route, f *gatewayv1.HTTPRequestRedirectFilter) error {
 			rd.PrefixPath = deref(f.Path.ReplacePrefixMatch)
 		default:
 			return fmt.Errorf("redirect path type %q is not supported", f.Path.Type)
+		}
+		if err := checkReplacement("redirect", rd.FullPath+rd.PrefixPath); err != nil {
+			return err
 		}
 	}
 	r.Redirect = rd
@@ -237,6 +274,9 @@ func rewrite(r *ir.Route, f *gatewayv1.HTTPURLRewriteFilter) error {
 	rw := &ir.Rewrite{}
 	if f.Hostname != nil {
 		rw.Hostname = string(*f.Hostname)
+		if err := checkHostname(rw.Hostname, false); err != nil {
+			return fmt.Errorf("rewrite: %w", err)
+		}
 	}
 	if f.Path != nil {
 		rw.HasPath = true
@@ -247,6 +287,9 @@ func rewrite(r *ir.Route, f *gatewayv1.HTTPURLRewriteFilter) error {
 			rw.PrefixPath = deref(f.Path.ReplacePrefixMatch)
 		default:
 			return fmt.Errorf("rewrite path type %q is not supported", f.Path.Type)
+		}
+		if err := checkReplacement("rewrite", rw.FullPath+rw.PrefixPath); err != nil {
+			return err
 		}
 	}
 	r.Rewrite = rw
@@ -277,39 +320,58 @@ func httpMatch(m *gatewayv1.HTTPRouteMatch) (ir.Match, error) {
 				out.PathType = ir.PathPrefix
 			case gatewayv1.PathMatchRegularExpression:
 				out.PathType = ir.PathRegex
-				if _, err := regexp.Compile(out.Path); err != nil {
-					return out, fmt.Errorf("path regular expression %q: %v", out.Path, err)
+				if err := checkRegex("path regular expression", out.Path); err != nil {
+					return out, err
 				}
 			default:
 				return out, fmt.Errorf("path match type %q is not supported", *m.Path.Type)
 			}
 		}
-		if out.PathType != ir.PathRegex && !strings.HasPrefix(out.Path, "/") {
-			return out, fmt.Errorf("path %q must start with /", out.Path)
+		if out.PathType != ir.PathRegex {
+			if err := checkPath("path", out.Path); err != nil {
+				return out, err
+			}
 		}
 	}
 	if m.Method != nil {
 		out.Method = string(*m.Method)
+		if !methods[out.Method] {
+			return out, fmt.Errorf("method %q is not an HTTP method", out.Method)
+		}
 	}
 	for _, h := range m.Headers {
-		sm := ir.StringMatch{Name: strings.ToLower(string(h.Name)), Value: h.Value}
-		if h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression {
-			sm.Regex = true
-			if _, err := regexp.Compile(h.Value); err != nil {
-				return out, fmt.Errorf("header %s regular expression %q: %v", h.Name, h.Value, err)
-			}
+		sm, err := stringMatch("header", string(h.Name), h.Value, h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression)
+		if err != nil {
+			return out, err
 		}
+		sm.Name = strings.ToLower(sm.Name)
 		out.Headers = append(out.Headers, sm)
 	}
 	for _, q := range m.QueryParams {
-		sm := ir.StringMatch{Name: string(q.Name), Value: q.Value}
-		if q.Type != nil && *q.Type == gatewayv1.QueryParamMatchRegularExpression {
-			sm.Regex = true
-			if _, err := regexp.Compile(q.Value); err != nil {
-				return out, fmt.Errorf("query parameter %s regular expression %q: %v", q.Name, q.Value, err)
-			}
+		sm, err := stringMatch("query parameter", string(q.Name), q.Value, q.Type != nil && *q.Type == gatewayv1.QueryParamMatchRegularExpression)
+		if err != nil {
+			return out, err
 		}
 		out.QueryParams = append(out.QueryParams, sm)
 	}
 	return out, nil
+}
+
+func stringMatch(what, name, value string, regex bool) (ir.StringMatch, error) {
+	sm := ir.StringMatch{Name: name, Value: value, Regex: regex}
+	if err := checkToken(what+" name", name); err != nil {
+		return sm, err
+	}
+	if regex {
+		return sm, checkRegex(what+" "+name+" regular expression", value)
+	}
+	return sm, checkValue(what+" "+name+" value", value)
+}
+
+// checkReplacement checks a replacement path; empty means "/".
+func checkReplacement(what, p string) error {
+	if p == "" {
+		return nil
+	}
+	return checkPath(what+" path", p)
 }

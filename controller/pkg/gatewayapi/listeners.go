@@ -78,6 +78,9 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 		l := &listener{spec: spec, conds: conditions{generation: t.gw.Generation}}
 		if spec.Hostname != nil {
 			l.hostname = string(*spec.Hostname)
+			if err := checkHostname(l.hostname, true); err != nil {
+				l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedValue), err.Error())
+			}
 		}
 		ls[i] = l
 		t.checkProtocol(l)
@@ -182,7 +185,7 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 		return
 	}
 	if l.spec.TLS == nil {
-		l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonInvalid),
+		l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedValue),
 			fmt.Sprintf("a %s listener needs tls", p))
 		return
 	}

@@ -1,0 +1,92 @@
+package offline
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/xds"
+)
+
+// workload runs shared/bench/gen-routes.py (beside the repository, or at
+// $ISOBAR_GEN_ROUTES) for n routes, or skips the benchmark without it.
+func workload(b *testing.B, n int) []byte {
+	b.Helper()
+	script := os.Getenv("ISOBAR_GEN_ROUTES")
+	if script == "" {
+		out, err := exec.Command("go", "env", "GOWORK").Output()
+		if err != nil {
+			b.Skip("no workspace:", err)
+		}
+		script = filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "..", "shared", "bench", "gen-routes.py")
+	}
+	if _, err := os.Stat(script); err != nil {
+		b.Skipf("workload generator not found: %v", err)
+	}
+	out, err := exec.Command("python3", script, "--routes", fmt.Sprint(n), "--controller-name", DefaultControllerName).Output()
+	if err != nil {
+		b.Fatalf("gen-routes.py: %v", err)
+	}
+	return out
+}
+
+var sizes = []int{100, 1000, 10000}
+
+func BenchmarkLoad(b *testing.B) {
+	for _, n := range sizes {
+		data := workload(b, n)
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r := &resources.Resources{}
+				if _, err := r.Load("bench", bytes.NewReader(data)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTranslate is a full translation, both stages and the check, of
+// a loaded snapshot.
+func BenchmarkTranslate(b *testing.B) {
+	for _, n := range sizes {
+		data := workload(b, n)
+		res := &resources.Resources{}
+		if _, err := res.Load("bench", bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+		for _, check := range []bool{false, true} {
+			b.Run(fmt.Sprintf("routes=%d/check=%v", n, check), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if check {
+						if _, err := Translate(res, Options{Settings: xds.DefaultSettings()}); err != nil {
+							b.Fatal(err)
+						}
+					} else {
+						translateUnchecked(b, res)
+					}
+				}
+			})
+		}
+	}
+}
+
+// translateUnchecked is what the controller does on every change: both
+// stages, without the validation that tests and translate add.
+func translateUnchecked(b *testing.B, res *resources.Resources) {
+	g := gatewayapi.Translate(res, gatewayapi.Options{ControllerName: DefaultControllerName})
+	for _, gw := range g.Gateways {
+		if _, err := xds.Translate(gw, xds.DefaultSettings()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
