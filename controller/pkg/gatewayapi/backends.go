@@ -71,26 +71,37 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 	if ref.Port == nil {
 		return "", &refError{string(gatewayv1.RouteReasonUnsupportedValue), fmt.Sprintf("backendRef to Service %s/%s needs a port", ns, ref.Name)}
 	}
+	// UDPRoutes need the Service's UDP port of that number, every other
+	// route its TCP port.
+	want, suffix := corev1.ProtocolTCP, ""
+	if fromKind == "UDPRoute" {
+		want, suffix = corev1.ProtocolUDP, "/udp"
+	}
 	var sp *corev1.ServicePort
 	for i := range svc.Spec.Ports {
-		if svc.Spec.Ports[i].Port == int32(*ref.Port) {
-			sp = &svc.Spec.Ports[i]
+		p := &svc.Spec.Ports[i]
+		proto := p.Protocol
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		if p.Port == int32(*ref.Port) && proto == want {
+			sp = p
 		}
 	}
 	if sp == nil {
-		return "", &refError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s has no port %d", ns, ref.Name, *ref.Port)}
+		return "", &refError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s has no %s port %d", ns, ref.Name, want, *ref.Port)}
 	}
-	name := fmt.Sprintf("%s/%s/%d", ns, ref.Name, *ref.Port)
+	name := fmt.Sprintf("%s/%s/%d%s", ns, ref.Name, *ref.Port, suffix)
 	if _, done := t.clusters[name]; !done {
-		t.clusters[name] = t.cluster(name, svc, sp)
+		t.clusters[name] = t.cluster(name, svc, sp, want)
 	}
 	return name, nil
 }
 
 // cluster builds a Service port's cluster from its EndpointSlices: the ready
 // endpoints, on the endpoint port whose name matches the Service port's.
-func (t *gatewayTranslator) cluster(name string, svc *corev1.Service, sp *corev1.ServicePort) *ir.Cluster {
-	c := &ir.Cluster{Name: name}
+func (t *gatewayTranslator) cluster(name string, svc *corev1.Service, sp *corev1.ServicePort, want corev1.Protocol) *ir.Cluster {
+	c := &ir.Cluster{Name: name, UDP: want == corev1.ProtocolUDP}
 	if ap := sp.AppProtocol; ap != nil && (*ap == "kubernetes.io/h2c" || *ap == "h2c") {
 		c.HTTP2 = true
 	}
@@ -101,7 +112,11 @@ func (t *gatewayTranslator) cluster(name string, svc *corev1.Service, sp *corev1
 		}
 		var port int32 = -1
 		for _, p := range s.Ports {
-			if p.Port != nil && deref(p.Name) == sp.Name {
+			proto := deref(p.Protocol)
+			if proto == "" {
+				proto = corev1.ProtocolTCP
+			}
+			if p.Port != nil && deref(p.Name) == sp.Name && proto == want {
 				port = *p.Port
 			}
 		}

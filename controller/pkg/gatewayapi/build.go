@@ -16,10 +16,12 @@ import (
 // put in order. HTTP listeners have one route table; HTTPS listeners have
 // one per server name, each its own filter chain.
 type table struct {
-	family family
-	port   int32
-	cport  int32
-	hosts  map[string]*vhost // by domain
+	family  family
+	port    int32
+	cport   int32
+	hosts   map[string]*vhost  // by domain
+	streams map[string]*stream // by server name; "" for TCP and UDP
+	https   bool               // an HTTPS listener shares the port
 }
 
 type vhost struct {
@@ -41,8 +43,11 @@ func (t *gatewayTranslator) table(l *listener) *table {
 	k := fmt.Sprint(l.spec.Port)
 	tb, ok := t.tables[k]
 	if !ok {
-		tb = &table{family: l.family, port: int32(l.spec.Port), cport: l.containerPort, hosts: map[string]*vhost{}}
+		tb = &table{family: l.family, port: int32(l.spec.Port), cport: l.containerPort, hosts: map[string]*vhost{}, streams: map[string]*stream{}}
 		t.tables[k] = tb
+	}
+	if l.spec.Protocol == gatewayv1.HTTPSProtocolType {
+		tb.https = true
 	}
 	return tb
 }
@@ -101,22 +106,33 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 }
 
 func (tb *table) listener() *ir.Listener {
-	domains := make([]string, 0, len(tb.hosts))
-	for d := range tb.hosts {
-		domains = append(domains, d)
-	}
-	slices.Sort(domains)
-	if tb.family == familyHTTP {
+	switch tb.family {
+	case familyHTTP:
 		name := fmt.Sprintf("http_%d", tb.port)
 		rt := &ir.RouteTable{Name: name}
-		for _, d := range domains {
+		for _, d := range sortedKeys(tb.hosts) {
 			rt.VirtualHosts = append(rt.VirtualHosts, tb.hosts[d].virtualHost())
 		}
 		return &ir.Listener{Name: name, Protocol: ir.HTTP, Port: tb.port, ContainerPort: tb.cport, HTTP: rt}
+	case familyTCP, familyUDP:
+		dest := &ir.Destination{}
+		if s, ok := tb.streams[""]; ok {
+			dest = s.dest
+		}
+		if tb.family == familyTCP {
+			return &ir.Listener{Name: fmt.Sprintf("tcp_%d", tb.port), Protocol: ir.TCP, Port: tb.port, ContainerPort: tb.cport, TCP: dest}
+		}
+		return &ir.Listener{Name: fmt.Sprintf("udp_%d", tb.port), Protocol: ir.UDP, Port: tb.port, ContainerPort: tb.cport, UDP: dest}
 	}
-	name := fmt.Sprintf("https_%d", tb.port)
-	l := &ir.Listener{Name: name, Protocol: ir.HTTPS, Port: tb.port, ContainerPort: tb.cport}
-	for _, d := range domains {
+	// HTTPS and TLS: a filter chain per server name. An HTTP virtual host
+	// and a TLS route for the same name cannot share a chain; the HTTPS
+	// listener's routes keep it.
+	name, proto := fmt.Sprintf("tls_%d", tb.port), ir.TLS
+	if tb.https {
+		name, proto = fmt.Sprintf("https_%d", tb.port), ir.HTTPS
+	}
+	l := &ir.Listener{Name: name, Protocol: proto, Port: tb.port, ContainerPort: tb.cport}
+	for _, d := range sortedKeys(tb.hosts) {
 		v := tb.hosts[d]
 		c := &ir.Chain{
 			Certificates: v.certs,
@@ -127,7 +143,27 @@ func (tb *table) listener() *ir.Listener {
 		}
 		l.Chains = append(l.Chains, c)
 	}
+	for _, d := range sortedKeys(tb.streams) {
+		if _, taken := tb.hosts[d]; taken || d == "*" && tb.hosts["*"] != nil {
+			continue
+		}
+		s := tb.streams[d]
+		c := &ir.Chain{Certificates: s.certs, TCP: s.dest}
+		if d != "*" && d != "" {
+			c.ServerNames = []string{d}
+		}
+		l.Chains = append(l.Chains, c)
+	}
 	return l
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func (v *vhost) virtualHost() *ir.VirtualHost {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ir"
@@ -24,7 +23,6 @@ func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute) {
 		rules, problems = t.translateHTTPRules(hr, &resolved)
 	}
 	resolved.set(string(gatewayv1.RouteConditionResolvedRefs), true, string(gatewayv1.RouteReasonResolvedRefs), "All references are resolved")
-	k := types.NamespacedName{Namespace: hr.Namespace, Name: hr.Name}
 	for _, a := range atts {
 		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
 			problems.report(&a.conds, len(rules))
@@ -36,7 +34,7 @@ func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute) {
 		}
 		c := resolved.get(string(gatewayv1.RouteConditionResolvedRefs))
 		a.conds.set(c.Type, c.Status == "True", c.Reason, c.Message)
-		t.status.HTTPRoutes[k] = append(t.status.HTTPRoutes[k], gatewayv1.RouteParentStatus{
+		t.status.addRoute("HTTPRoute", &hr.ObjectMeta, gatewayv1.RouteParentStatus{
 			ParentRef:      a.ref,
 			ControllerName: t.controller,
 			Conditions:     a.conds.sorted(),

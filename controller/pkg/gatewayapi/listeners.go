@@ -55,11 +55,14 @@ var protocolFamilies = map[gatewayv1.ProtocolType]family{
 }
 
 // routeKinds are the route kinds each protocol supports, in the order they
-// are reported. Only what is translated end to end is listed: TLS, TCP and
-// UDP listeners (and GRPCRoute) are refused until their routes are.
+// are reported. Only what is translated end to end is listed (GRPCRoute is
+// not yet).
 var routeKinds = map[gatewayv1.ProtocolType][]gatewayv1.Kind{
 	gatewayv1.HTTPProtocolType:  {"HTTPRoute"},
 	gatewayv1.HTTPSProtocolType: {"HTTPRoute"},
+	gatewayv1.TLSProtocolType:   {"TLSRoute"},
+	gatewayv1.TCPProtocolType:   {"TCPRoute"},
+	gatewayv1.UDPProtocolType:   {"UDPRoute"},
 }
 
 // validateListeners checks every listener of the Gateway on its own and
@@ -110,7 +113,7 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 	kinds, ok := routeKinds[l.spec.Protocol]
 	if !ok {
 		l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedProtocol),
-			fmt.Sprintf("protocol %q is not supported yet; use HTTP or HTTPS", l.spec.Protocol))
+			fmt.Sprintf("protocol %q is not supported; use HTTP, HTTPS, TLS, TCP or UDP", l.spec.Protocol))
 		return
 	}
 	l.family = protocolFamilies[l.spec.Protocol]

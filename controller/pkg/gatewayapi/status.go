@@ -13,15 +13,27 @@ import (
 // route the status.parents entries that are Isobar's. Conditions carry no
 // lastTransitionTime; the status writer sets it when a condition changes.
 type Status struct {
-	Gateways   map[types.NamespacedName]*gatewayv1.GatewayStatus
-	HTTPRoutes map[types.NamespacedName][]gatewayv1.RouteParentStatus
+	Gateways map[types.NamespacedName]*gatewayv1.GatewayStatus
+	Routes   map[RouteKey][]gatewayv1.RouteParentStatus
+}
+
+// RouteKey names a route of any kind.
+type RouteKey struct {
+	Kind      string // HTTPRoute, TLSRoute, TCPRoute, UDPRoute
+	Namespace string
+	Name      string
 }
 
 func newStatus() *Status {
 	return &Status{
-		Gateways:   map[types.NamespacedName]*gatewayv1.GatewayStatus{},
-		HTTPRoutes: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+		Gateways: map[types.NamespacedName]*gatewayv1.GatewayStatus{},
+		Routes:   map[RouteKey][]gatewayv1.RouteParentStatus{},
 	}
+}
+
+func (s *Status) addRoute(kind string, meta *metav1.ObjectMeta, p gatewayv1.RouteParentStatus) {
+	k := RouteKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
+	s.Routes[k] = append(s.Routes[k], p)
 }
 
 // conditions accumulates the conditions of one object. The first condition

@@ -44,8 +44,9 @@ func Translate(res *resources.Resources, opts Options) *Result {
 	idx := newIndex(res)
 	st := newStatus()
 	out := &Result{Status: st}
+	streams := streamRoutes(res)
 	for _, gw := range selectGateways(res, idx, opts) {
-		t := &gatewayTranslator{idx: idx, status: st, gw: gw, controller: opts.ControllerName}
+		t := &gatewayTranslator{idx: idx, status: st, gw: gw, controller: opts.ControllerName, streams: streams}
 		out.Gateways = append(out.Gateways, t.translate(res))
 	}
 	return out
@@ -79,6 +80,8 @@ type gatewayTranslator struct {
 	gw         *gatewayv1.Gateway
 	controller gatewayv1.GatewayController
 
+	streams []streamRoute // TLS, TCP and UDP routes, oldest first
+
 	listeners []*listener
 	clusters  map[string]*ir.Cluster
 	secrets   map[string]*ir.Secret
@@ -94,6 +97,9 @@ func (t *gatewayTranslator) translate(res *resources.Resources) *ir.Gateway {
 	t.listeners = t.validateListeners()
 	for _, r := range res.HTTPRoutes {
 		t.attachHTTPRoute(r)
+	}
+	for _, r := range t.streams {
+		t.attachStreamRoute(r)
 	}
 	g := t.build()
 	t.writeGatewayStatus()

@@ -45,6 +45,10 @@ type Listener struct {
 	// Chains are the TLS filter chains of HTTPS and TLS listeners, by server
 	// name; a chain with no server names matches any.
 	Chains []*Chain `json:"chains,omitempty"`
+	// TCP is set for protocol TCP, UDP for protocol UDP: every connection
+	// or datagram goes to this destination.
+	TCP *Destination `json:"tcp,omitempty"`
+	UDP *Destination `json:"udp,omitempty"`
 }
 
 // Chain is a TLS filter chain: the server names (SNI) it matches, and what
@@ -172,7 +176,9 @@ type Cluster struct {
 	Name string `json:"name"`
 	// HTTP2 says the backend speaks cleartext HTTP/2 (appProtocol h2c or
 	// kubernetes.io/h2c), so Envoy must too.
-	HTTP2     bool       `json:"http2,omitempty"`
+	HTTP2 bool `json:"http2,omitempty"`
+	// UDP says the Service port is UDP.
+	UDP       bool       `json:"udp,omitempty"`
 	Endpoints []Endpoint `json:"endpoints,omitempty"` // ordered
 }
 

@@ -13,7 +13,6 @@ import (
 	"isobar.dev/controller/pkg/xds"
 )
 
-
 // FuzzLoadAndTranslate feeds arbitrary YAML through the loader and both
 // stages: nothing may panic, and whatever translates must pass the Envoy
 // checks (Translate runs them). Seeded with the golden inputs.
@@ -85,7 +84,7 @@ func fuzzResources(path, header, value, hostname, query, regex string, weight in
 							Remove: []string{header},
 						},
 					}, {
-						Type: gatewayv1.HTTPRouteFilterURLRewrite,
+						Type:       gatewayv1.HTTPRouteFilterURLRewrite,
 						URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Hostname: &rh, Path: &gatewayv1.HTTPPathModifier{Type: pfx, ReplacePrefixMatch: &replace}},
 					}},
 					BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{

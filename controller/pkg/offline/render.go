@@ -2,6 +2,7 @@ package offline
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
+	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/xds"
 )
 
@@ -84,10 +86,22 @@ func statusObjects(r *Result) []object {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}, Status: r.Gateways.Status.Gateways[k]})
 	}
-	for _, k := range sortedKeys(r.Gateways.Status.HTTPRoutes) {
-		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute",
+	routes := r.Gateways.Status.Routes
+	keys := make([]gatewayapi.RouteKey, 0, len(routes))
+	for k := range routes {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b gatewayapi.RouteKey) int {
+		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	for _, k := range keys {
+		version := gatewayv1.GroupVersion.String()
+		if k.Kind == "TCPRoute" || k.Kind == "UDPRoute" {
+			version = gatewayv1.GroupName + "/v1alpha2"
+		}
+		out = append(out, object{APIVersion: version, Kind: k.Kind,
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
-			Status:   gatewayv1.HTTPRouteStatus{RouteStatus: gatewayv1.RouteStatus{Parents: r.Gateways.Status.HTTPRoutes[k]}}})
+			Status:   gatewayv1.RouteStatus{Parents: routes[k]}})
 	}
 	return out
 }

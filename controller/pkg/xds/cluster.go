@@ -46,6 +46,10 @@ func invalidBackendCluster(s Settings) *clusterv3.Cluster {
 
 func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 	out := &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
+	proto := corev3.SocketAddress_TCP
+	if c.UDP {
+		proto = corev3.SocketAddress_UDP
+	}
 	if len(c.Endpoints) == 0 {
 		return out
 	}
@@ -53,7 +57,7 @@ func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 	for i, e := range c.Endpoints {
 		lle.LbEndpoints[i] = &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
 			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-				Protocol:      corev3.SocketAddress_TCP,
+				Protocol:      proto,
 				Address:       e.Address,
 				PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: e.Port},
 			}}},

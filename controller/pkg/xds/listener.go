@@ -48,27 +48,39 @@ func translateListener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*rou
 		out.FilterChains = []*listenerv3.FilterChain{{
 			Filters: []*listenerv3.Filter{httpConnectionManager(l.Name, l.HTTP.Name, s)},
 		}}
-	case ir.HTTPS:
+	case ir.HTTPS, ir.TLS:
 		out.ListenerFilters = []*listenerv3.ListenerFilter{{
 			Name:       "envoy.filters.listener.tls_inspector",
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(&tlsinspectorv3.TlsInspector{})},
 		}}
 		for _, c := range l.Chains {
-			if c.HTTP == nil {
-				return nil, nil, false, fmt.Errorf("listener %s: only HTTP chains are supported so far", l.Name)
-			}
-			rc, usesInvalid := routeConfiguration(c.HTTP)
-			invalid = invalid || usesInvalid
-			routes = append(routes, rc)
-			fc := &listenerv3.FilterChain{
-				Filters:         []*listenerv3.Filter{httpConnectionManager(l.Name, c.HTTP.Name, s)},
-				TransportSocket: downstreamTLS(c.Certificates, []string{"h2", "http/1.1"}, s),
+			fc := &listenerv3.FilterChain{}
+			switch {
+			case c.HTTP != nil:
+				rc, usesInvalid := routeConfiguration(c.HTTP)
+				invalid = invalid || usesInvalid
+				routes = append(routes, rc)
+				fc.Filters = []*listenerv3.Filter{httpConnectionManager(l.Name, c.HTTP.Name, s)}
+				fc.TransportSocket = downstreamTLS(c.Certificates, []string{"h2", "http/1.1"}, s)
+			case c.TCP != nil:
+				fc.Filters = []*listenerv3.Filter{tcpProxy(l.Name, c.TCP)}
+				if len(c.Certificates) > 0 {
+					fc.TransportSocket = downstreamTLS(c.Certificates, nil, s)
+				}
+			default:
+				return nil, nil, false, fmt.Errorf("listener %s: a filter chain without HTTP or TCP", l.Name)
 			}
 			if len(c.ServerNames) > 0 {
 				fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: c.ServerNames}
 			}
 			out.FilterChains = append(out.FilterChains, fc)
 		}
+	case ir.TCP:
+		out.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxy(l.Name, l.TCP)}}}
+	case ir.UDP:
+		out.Address.GetSocketAddress().Protocol = corev3.SocketAddress_UDP
+		out.PerConnectionBufferLimitBytes = nil
+		out.ListenerFilters = []*listenerv3.ListenerFilter{udpProxy(l.Name, l.UDP)}
 	default:
 		return nil, nil, false, fmt.Errorf("listener %s: protocol %s is not supported so far", l.Name, l.Protocol)
 	}

@@ -42,7 +42,7 @@ func Translate(g *ir.Gateway, s Settings) (*Resources, error) {
 		if err != nil {
 			return nil, err
 		}
-		invalidUsed = invalidUsed || usesInvalid
+		invalidUsed = invalidUsed || usesInvalid || needsNoBackend(l)
 		out.Listeners = append(out.Listeners, listener)
 		out.Routes = append(out.Routes, routes...)
 	}
@@ -68,4 +68,19 @@ func typed(m proto.Message) *anypb.Any {
 		panic("packing " + string(m.ProtoReflect().Descriptor().FullName()) + ": " + err.Error())
 	}
 	return a
+}
+
+// needsNoBackend reports whether a TCP, UDP or TLS destination has no
+// backend and so forwards to NoBackendCluster.
+func needsNoBackend(l *ir.Listener) bool {
+	empty := func(d *ir.Destination) bool { return d != nil && len(d.Backends) == 0 }
+	if empty(l.TCP) || empty(l.UDP) {
+		return true
+	}
+	for _, c := range l.Chains {
+		if empty(c.TCP) {
+			return true
+		}
+	}
+	return false
 }

@@ -14,6 +14,8 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -22,6 +24,7 @@ import (
 	// Register the extension types that Any fields may hold.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
 	"isobar.dev/controller/pkg/xds"
@@ -121,6 +124,11 @@ func Check(r *xds.Resources) error {
 	}
 	for _, l := range r.Listeners {
 		errs = append(errs, listenerRefs(l, routes, secrets)...)
+		for _, c := range streamClusters(l) {
+			if clusters[c] == nil {
+				errs = append(errs, fmt.Errorf("listener %q: cluster %q does not exist", l.Name, c))
+			}
+		}
 	}
 	for _, rc := range r.Routes {
 		errs = append(errs, routeRefs(rc, clusters)...)
@@ -195,4 +203,32 @@ func routeRefs(rc *routev3.RouteConfiguration, clusters map[string]*clusterv3.Cl
 		}
 	}
 	return errs
+}
+
+// streamClusters are the clusters a listener's TCP and UDP proxies use.
+func streamClusters(l *listenerv3.Listener) []string {
+	var out []string
+	for _, fc := range l.FilterChains {
+		for _, f := range fc.Filters {
+			p := &tcpproxyv3.TcpProxy{}
+			if f.GetTypedConfig().MessageIs(p) && f.GetTypedConfig().UnmarshalTo(p) == nil {
+				if c := p.GetCluster(); c != "" {
+					out = append(out, c)
+				}
+				for _, w := range p.GetWeightedClusters().GetClusters() {
+					out = append(out, w.Name)
+				}
+			}
+		}
+	}
+	for _, lf := range l.ListenerFilters {
+		p := &udpproxyv3.UdpProxyConfig{}
+		if lf.GetTypedConfig().MessageIs(p) && lf.GetTypedConfig().UnmarshalTo(p) == nil {
+			route := &udpproxyv3.Route{}
+			if a := p.GetMatcher().GetOnNoMatch().GetAction().GetTypedConfig(); a.MessageIs(route) && a.UnmarshalTo(route) == nil {
+				out = append(out, route.Cluster)
+			}
+		}
+	}
+	return out
 }

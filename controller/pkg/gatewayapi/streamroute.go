@@ -1,0 +1,147 @@
+package gatewayapi
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+
+	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/resources"
+)
+
+// streamRoute is a TLSRoute, TCPRoute or UDPRoute: it forwards whole
+// connections (or datagrams) to its backends.
+type streamRoute struct {
+	route
+	backendRefs []gatewayv1.BackendRef
+}
+
+// stream is where one Envoy filter chain (TLS, by server name) or listener
+// (TCP, UDP) forwards connections, and the route that said so.
+type stream struct {
+	certs []string
+	owner string // "namespace/name" of the route
+	dest  *ir.Destination
+}
+
+// streamRoutes collects the TLS, TCP and UDP routes, oldest first: when two
+// claim the same listener and server name, the older one keeps it, so a new
+// route never takes traffic from one that works.
+func streamRoutes(res *resources.Resources) []streamRoute {
+	var out []streamRoute
+	for _, r := range res.TLSRoutes {
+		var refs []gatewayv1.BackendRef
+		for _, rule := range r.Spec.Rules {
+			refs = append(refs, rule.BackendRefs...)
+		}
+		out = append(out, streamRoute{route{kind: "TLSRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}, refs})
+	}
+	for _, r := range res.TCPRoutes {
+		out = append(out, streamRoute{route{kind: "TCPRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs}, rulesRefs(r.Spec.Rules)})
+	}
+	for _, r := range res.UDPRoutes {
+		var refs []gatewayv1.BackendRef
+		for _, rule := range r.Spec.Rules {
+			refs = append(refs, rule.BackendRefs...)
+		}
+		out = append(out, streamRoute{route{kind: "UDPRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs}, refs})
+	}
+	slices.SortStableFunc(out, func(a, b streamRoute) int {
+		return cmp.Or(
+			a.meta.CreationTimestamp.Compare(b.meta.CreationTimestamp.Time),
+			strings.Compare(a.meta.Namespace, b.meta.Namespace),
+			strings.Compare(a.meta.Name, b.meta.Name),
+			strings.Compare(string(a.kind), string(b.kind)),
+		)
+	})
+	return out
+}
+
+func rulesRefs(rules []gatewayv1alpha2.TCPRouteRule) []gatewayv1.BackendRef {
+	var refs []gatewayv1.BackendRef
+	for _, rule := range rules {
+		refs = append(refs, rule.BackendRefs...)
+	}
+	return refs
+}
+
+// attachStreamRoute attaches a TLS, TCP or UDP route and records its status.
+func (t *gatewayTranslator) attachStreamRoute(r streamRoute) {
+	atts := t.attach(r.route)
+	if len(atts) == 0 {
+		return
+	}
+	resolved := conditions{generation: r.meta.Generation}
+	var dest *ir.Destination
+	if anyAccepted(atts) {
+		dest = t.streamBackends(r, &resolved)
+	}
+	resolved.set(string(gatewayv1.RouteConditionResolvedRefs), true, string(gatewayv1.RouteReasonResolvedRefs), "All references are resolved")
+	owner := r.meta.Namespace + "/" + r.meta.Name
+	for _, a := range atts {
+		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
+			var taken []string
+			for i, l := range a.listeners {
+				taken = append(taken, t.addStream(l, a.hosts[i], owner, dest)...)
+			}
+			if len(taken) > 0 {
+				a.conds.list = nil
+				a.conds.set(string(gatewayv1.RouteConditionAccepted), false, string(gatewayv1.RouteReasonUnsupportedValue),
+					fmt.Sprintf("an older route already forwards %s", strings.Join(taken, ", ")))
+			}
+		}
+		c := resolved.get(string(gatewayv1.RouteConditionResolvedRefs))
+		a.conds.set(c.Type, c.Status == metav1.ConditionTrue, c.Reason, c.Message)
+		t.status.addRoute(string(r.kind), r.meta, gatewayv1.RouteParentStatus{
+			ParentRef: a.ref, ControllerName: t.controller, Conditions: a.conds.sorted(),
+		})
+	}
+}
+
+// streamBackends resolves the backends. A connection cannot be answered
+// with an error the way a request can, so invalid backends are left out; with
+// none left the destination is empty and Envoy refuses the connections.
+func (t *gatewayTranslator) streamBackends(r streamRoute, resolved *conditions) *ir.Destination {
+	d := &ir.Destination{}
+	for _, ref := range r.backendRefs {
+		weight := uint32(1)
+		if ref.Weight != nil {
+			weight = uint32(min(max(*ref.Weight, 0), 1000000))
+		}
+		name, err := t.resolveBackend(r.meta.Namespace, string(r.kind), ref.BackendObjectReference)
+		if err != nil {
+			resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, err.message)
+			continue
+		}
+		if weight > 0 {
+			d.Backends = append(d.Backends, ir.WeightedCluster{Cluster: name, Weight: weight})
+		}
+	}
+	return d
+}
+
+// addStream claims the listener's server names (TLS) or the listener (TCP,
+// UDP) for a route, and returns what an older route had already claimed.
+func (t *gatewayTranslator) addStream(l *listener, hosts []string, owner string, dest *ir.Destination) []string {
+	tb := t.table(l)
+	if l.family != familyTLS {
+		hosts = []string{""}
+	}
+	var taken []string
+	for _, h := range hosts {
+		if s, ok := tb.streams[h]; ok && s.owner != owner {
+			if h == "" {
+				h = fmt.Sprintf("port %d", l.spec.Port)
+			}
+			taken = append(taken, h)
+			continue
+		}
+		tb.streams[h] = &stream{certs: l.certificates, owner: owner, dest: dest}
+	}
+	return taken
+}
