@@ -12,27 +12,34 @@ import (
 	"isobar.dev/controller/pkg/ir"
 )
 
+// backendRef is what weighting needs of an HTTP or gRPC backendRef.
+type backendRef struct {
+	ref     gatewayv1.BackendObjectReference
+	weight  *int32
+	filters int
+}
+
 // httpBackends resolves a rule's backendRefs into weighted clusters. A ref
 // that does not resolve keeps its weight, marked invalid, so that its share
 // of requests gets a 500 as the Gateway API asks; the reason goes to
 // resolved.
-func (t *gatewayTranslator) httpBackends(hr *gatewayv1.HTTPRoute, refs []gatewayv1.HTTPBackendRef, resolved *conditions) *ir.Destination {
+func (t *gatewayTranslator) httpBackends(fromNS, fromKind string, refs []backendRef, resolved *conditions) *ir.Destination {
 	d := &ir.Destination{}
 	for _, ref := range refs {
 		weight := uint32(1)
-		if ref.Weight != nil {
+		if ref.weight != nil {
 			// The schema allows 0 to 1,000,000; out of range is clamped.
-			weight = uint32(min(max(*ref.Weight, 0), 1000000))
+			weight = uint32(min(max(*ref.weight, 0), 1000000))
 		}
-		name, err := t.resolveBackend(hr.Namespace, "HTTPRoute", ref.BackendObjectReference)
+		name, err := t.resolveBackend(fromNS, fromKind, ref.ref)
 		if err != nil {
 			resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, err.message)
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
-		if len(ref.Filters) > 0 {
+		if ref.filters > 0 {
 			resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, string(gatewayv1.RouteReasonUnsupportedValue),
-				fmt.Sprintf("filters on backendRef %s are not supported yet", ref.Name))
+				fmt.Sprintf("filters on backendRef %s are not supported yet", ref.ref.Name))
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
@@ -91,9 +98,14 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 	if sp == nil {
 		return "", &refError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s has no %s port %d", ns, ref.Name, want, *ref.Port)}
 	}
+	if fromKind == "GRPCRoute" {
+		suffix = "/grpc" // gRPC needs HTTP/2 whatever the Service says
+	}
 	name := fmt.Sprintf("%s/%s/%d%s", ns, ref.Name, *ref.Port, suffix)
 	if _, done := t.clusters[name]; !done {
-		t.clusters[name] = t.cluster(name, svc, sp, want)
+		c := t.cluster(name, svc, sp, want)
+		c.HTTP2 = c.HTTP2 || fromKind == "GRPCRoute"
+		t.clusters[name] = c
 	}
 	return name, nil
 }

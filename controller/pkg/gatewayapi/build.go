@@ -63,13 +63,13 @@ func (tb *table) host(domain string, certs []string) *vhost {
 
 // addRoutes adds a route's translated rules to the virtual hosts of its
 // hostnames on listener l.
-func (t *gatewayTranslator) addRoutes(l *listener, hosts []string, hr *gatewayv1.HTTPRoute, rules [][]*ir.Route) {
+func (t *gatewayTranslator) addRoutes(l *listener, hosts []string, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
 	tb := t.table(l)
 	for _, h := range hosts {
 		v := tb.host(h, l.certificates)
 		for i, rs := range rules {
 			for _, r := range rs {
-				v.entries = append(v.entries, entry{route: r, created: hr.CreationTimestamp, namespace: hr.Namespace, name: hr.Name, rule: i})
+				v.entries = append(v.entries, entry{route: r, created: meta.CreationTimestamp, namespace: meta.Namespace, name: meta.Name, rule: i})
 			}
 		}
 	}

@@ -12,29 +12,38 @@ import (
 // attachHTTPRoute attaches an HTTPRoute to this Gateway's listeners,
 // translates its rules into the route tables and records its status.
 func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute) {
-	atts := t.attach(route{kind: "HTTPRoute", meta: &hr.ObjectMeta, parentRefs: hr.Spec.ParentRefs, hostnames: hr.Spec.Hostnames})
+	r := route{kind: "HTTPRoute", meta: &hr.ObjectMeta, parentRefs: hr.Spec.ParentRefs, hostnames: hr.Spec.Hostnames}
+	t.attachRequestRoute(r, len(hr.Spec.Rules), func(resolved *conditions) ([][]*ir.Route, ruleProblems) {
+		return t.translateHTTPRules(hr, resolved)
+	})
+}
+
+// attachRequestRoute attaches an HTTPRoute or GRPCRoute, whose rules become
+// HTTP routes in the virtual hosts of its hostnames, and records its status.
+func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) {
+	atts := t.attach(r)
 	if len(atts) == 0 {
 		return
 	}
-	var rules [][]*ir.Route
+	var routes [][]*ir.Route
 	var problems ruleProblems
-	resolved := conditions{generation: hr.Generation}
+	resolved := conditions{generation: r.meta.Generation}
 	if anyAccepted(atts) {
-		rules, problems = t.translateHTTPRules(hr, &resolved)
+		routes, problems = translate(&resolved)
 	}
 	resolved.set(string(gatewayv1.RouteConditionResolvedRefs), true, string(gatewayv1.RouteReasonResolvedRefs), "All references are resolved")
 	for _, a := range atts {
 		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
-			problems.report(&a.conds, len(rules))
+			problems.report(&a.conds, rules)
 		}
 		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
 			for i, l := range a.listeners {
-				t.addRoutes(l, a.hosts[i], hr, rules)
+				t.addRoutes(l, a.hosts[i], r.meta, routes)
 			}
 		}
 		c := resolved.get(string(gatewayv1.RouteConditionResolvedRefs))
 		a.conds.set(c.Type, c.Status == "True", c.Reason, c.Message)
-		t.status.addRoute("HTTPRoute", &hr.ObjectMeta, gatewayv1.RouteParentStatus{
+		t.status.addRoute(string(r.kind), r.meta, gatewayv1.RouteParentStatus{
 			ParentRef:      a.ref,
 			ControllerName: t.controller,
 			Conditions:     a.conds.sorted(),
@@ -129,7 +138,11 @@ func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.
 	if r.Redirect != nil {
 		return r, ""
 	}
-	r.Destination = t.httpBackends(hr, rule.BackendRefs, resolved)
+	refs := make([]backendRef, len(rule.BackendRefs))
+	for i, b := range rule.BackendRefs {
+		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: len(b.Filters)}
+	}
+	r.Destination = t.httpBackends(hr.Namespace, "HTTPRoute", refs, resolved)
 	if allInvalid(r.Destination) {
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}

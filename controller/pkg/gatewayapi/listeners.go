@@ -55,11 +55,10 @@ var protocolFamilies = map[gatewayv1.ProtocolType]family{
 }
 
 // routeKinds are the route kinds each protocol supports, in the order they
-// are reported. Only what is translated end to end is listed (GRPCRoute is
-// not yet).
+// are reported.
 var routeKinds = map[gatewayv1.ProtocolType][]gatewayv1.Kind{
-	gatewayv1.HTTPProtocolType:  {"HTTPRoute"},
-	gatewayv1.HTTPSProtocolType: {"HTTPRoute"},
+	gatewayv1.HTTPProtocolType:  {"HTTPRoute", "GRPCRoute"},
+	gatewayv1.HTTPSProtocolType: {"HTTPRoute", "GRPCRoute"},
 	gatewayv1.TLSProtocolType:   {"TLSRoute"},
 	gatewayv1.TCPProtocolType:   {"TCPRoute"},
 	gatewayv1.UDPProtocolType:   {"UDPRoute"},

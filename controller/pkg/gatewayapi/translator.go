@@ -98,6 +98,9 @@ func (t *gatewayTranslator) translate(res *resources.Resources) *ir.Gateway {
 	for _, r := range res.HTTPRoutes {
 		t.attachHTTPRoute(r)
 	}
+	for _, r := range res.GRPCRoutes {
+		t.attachGRPCRoute(r)
+	}
 	for _, r := range t.streams {
 		t.attachStreamRoute(r)
 	}

@@ -1,0 +1,130 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"regexp"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// attachGRPCRoute attaches a GRPCRoute. gRPC is HTTP/2 with the method in
+// the path ("/package.Service/Method"), so its rules become HTTP routes on
+// the same virtual hosts as HTTPRoutes, to clusters that speak HTTP/2.
+func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute) {
+	r := route{kind: "GRPCRoute", meta: &gr.ObjectMeta, parentRefs: gr.Spec.ParentRefs, hostnames: gr.Spec.Hostnames}
+	t.attachRequestRoute(r, len(gr.Spec.Rules), func(resolved *conditions) ([][]*ir.Route, ruleProblems) {
+		var problems ruleProblems
+		out := make([][]*ir.Route, len(gr.Spec.Rules))
+		for i := range gr.Spec.Rules {
+			rule := &gr.Spec.Rules[i]
+			action, problem := t.grpcAction(gr, rule, resolved)
+			if problem != "" {
+				problems.add(i, problem)
+			}
+			matches := rule.Matches
+			if len(matches) == 0 {
+				matches = []gatewayv1.GRPCRouteMatch{{}}
+			}
+			for j := range matches {
+				m, err := grpcMatch(&matches[j])
+				if err != nil {
+					problems.add(i, fmt.Sprintf("match %d: %v", j, err))
+					continue
+				}
+				r := *action
+				r.Name = fmt.Sprintf("grpcroute/%s/%s/rule/%d/match/%d", gr.Namespace, gr.Name, i, j)
+				r.Match = m
+				out[i] = append(out[i], &r)
+			}
+		}
+		return out, problems
+	})
+}
+
+func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.GRPCRouteRule, resolved *conditions) (*ir.Route, string) {
+	r := &ir.Route{}
+	for _, f := range rule.Filters {
+		// The filter types GRPCRoute shares with HTTPRoute have the same
+		// fields and meaning.
+		hf := gatewayv1.HTTPRouteFilter{
+			Type:                   gatewayv1.HTTPRouteFilterType(f.Type),
+			RequestHeaderModifier:  f.RequestHeaderModifier,
+			ResponseHeaderModifier: f.ResponseHeaderModifier,
+			RequestMirror:          f.RequestMirror,
+			ExtensionRef:           f.ExtensionRef,
+		}
+		if err := applyFilter(r, hf); err != nil {
+			if f.Type == gatewayv1.GRPCRouteFilterExtensionRef {
+				resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, string(gatewayv1.RouteReasonInvalidKind), err.Error())
+				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, ""
+			}
+			return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()
+		}
+	}
+	refs := make([]backendRef, len(rule.BackendRefs))
+	for i, b := range rule.BackendRefs {
+		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: len(b.Filters)}
+	}
+	r.Destination = t.httpBackends(gr.Namespace, "GRPCRoute", refs, resolved)
+	if allInvalid(r.Destination) {
+		r.Destination = nil
+		r.DirectResponse = &ir.DirectResponse{Status: 500}
+	}
+	return r, ""
+}
+
+// grpcName is a gRPC service or method name as the schema allows them.
+var grpcName = regexp.MustCompile(`^[A-Za-z_][A-Za-z_0-9]*(\.[A-Za-z_][A-Za-z_0-9]*)*$`)
+
+// grpcMatch turns a service and method match into a path match: both given
+// is the exact path; a service alone, every method of it; a method alone, that
+// method of any service. Regular expressions match the same segments.
+func grpcMatch(m *gatewayv1.GRPCRouteMatch) (ir.Match, error) {
+	out := ir.Match{PathType: ir.PathPrefix, Path: "/"}
+	if mm := m.Method; mm != nil {
+		service, method := deref(mm.Service), deref(mm.Method)
+		regex := mm.Type != nil && *mm.Type == gatewayv1.GRPCMethodMatchRegularExpression
+		switch {
+		case regex:
+			for _, part := range []string{service, method} {
+				if part != "" {
+					if err := checkRegex("gRPC method regular expression", part); err != nil {
+						return out, err
+					}
+				}
+			}
+			out.PathType, out.Path = ir.PathRegex, "/"+orAny(service)+"/"+orAny(method)
+		default:
+			for what, part := range map[string]string{"service": service, "method": method} {
+				if part != "" && !grpcName.MatchString(part) {
+					return out, fmt.Errorf("gRPC %s %q is not a valid name", what, part)
+				}
+			}
+			switch {
+			case service != "" && method != "":
+				out.PathType, out.Path = ir.PathExact, "/"+service+"/"+method
+			case service != "":
+				out.Path = "/" + service
+			case method != "":
+				out.PathType, out.Path = ir.PathRegex, "/[^/]+/"+regexp.QuoteMeta(method)
+			}
+		}
+	}
+	for _, h := range m.Headers {
+		sm, err := stringMatch("header", string(h.Name), h.Value, h.Type != nil && *h.Type == gatewayv1.GRPCHeaderMatchRegularExpression)
+		if err != nil {
+			return out, err
+		}
+		out.Headers = append(out.Headers, sm)
+	}
+	return out, nil
+}
+
+func orAny(re string) string {
+	if re == "" {
+		return "[^/]+"
+	}
+	return "(?:" + re + ")"
+}
