@@ -63,6 +63,13 @@ func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.
 			return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()
 		}
 	}
+	for _, f := range rule.Filters {
+		if f.Type == gatewayv1.GRPCRouteFilterRequestMirror && f.RequestMirror != nil {
+			if problem := t.mirror(r, gr.Namespace, "GRPCRoute", f.RequestMirror, resolved); problem != "" {
+				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, problem
+			}
+		}
+	}
 	refs := make([]backendRef, len(rule.BackendRefs))
 	for i, b := range rule.BackendRefs {
 		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: len(b.Filters)}

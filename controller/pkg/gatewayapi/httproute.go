@@ -138,6 +138,16 @@ func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.
 	if r.Redirect != nil {
 		return r, ""
 	}
+	for _, f := range rule.Filters {
+		if f.Type == gatewayv1.HTTPRouteFilterRequestMirror && f.RequestMirror != nil {
+			if problem := t.mirror(r, hr.Namespace, "HTTPRoute", f.RequestMirror, resolved); problem != "" {
+				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, problem
+			}
+		}
+	}
+	if err := timeouts(r, rule.Timeouts, rule.Retry); err != nil {
+		return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()
+	}
 	refs := make([]backendRef, len(rule.BackendRefs))
 	for i, b := range rule.BackendRefs {
 		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: len(b.Filters)}
@@ -190,6 +200,11 @@ func applyFilter(r *ir.Route, f gatewayv1.HTTPRouteFilter) error {
 			return fmt.Errorf("filter URLRewrite has no urlRewrite")
 		}
 		return rewrite(r, f.URLRewrite)
+	case gatewayv1.HTTPRouteFilterRequestMirror:
+		// Resolved with the backends, by mirror.
+		if f.RequestMirror == nil {
+			return fmt.Errorf("filter RequestMirror has no requestMirror")
+		}
 	case gatewayv1.HTTPRouteFilterExtensionRef:
 		ref := f.ExtensionRef
 		if ref == nil {

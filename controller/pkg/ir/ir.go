@@ -8,6 +8,8 @@
 // IR values are plain data, compared and printed as they are in golden tests.
 package ir
 
+import "time"
+
 // Gateway is one Gateway's data plane configuration.
 type Gateway struct {
 	// Name is "namespace/name" of the Gateway.
@@ -91,6 +93,29 @@ type Route struct {
 	RequestHeaders  *HeaderModifier `json:"requestHeaders,omitempty"`
 	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`
 	Rewrite         *Rewrite        `json:"rewrite,omitempty"`
+	// Mirrors receive a copy of a share of the requests; their responses
+	// are discarded.
+	Mirrors []Mirror `json:"mirrors,omitempty"`
+	// Timeout bounds the whole request, retries included; BackendTimeout
+	// each attempt. Zero leaves Envoy's default; Disabled turns the route
+	// timeout off.
+	Timeout         time.Duration `json:"timeout,omitempty"`
+	TimeoutDisabled bool          `json:"timeoutDisabled,omitempty"`
+	BackendTimeout  time.Duration `json:"backendTimeout,omitempty"`
+	Retry           *Retry        `json:"retry,omitempty"`
+}
+
+// Mirror is a cluster that gets a copy of Percent per cent of the requests.
+type Mirror struct {
+	Cluster string  `json:"cluster"`
+	Percent float64 `json:"percent"`
+}
+
+// Retry retries failed requests.
+type Retry struct {
+	Attempts int           `json:"attempts"`
+	Codes    []uint32      `json:"codes,omitempty"`
+	Backoff  time.Duration `json:"backoff,omitempty"`
 }
 
 // PathMatchType is how a path is compared.

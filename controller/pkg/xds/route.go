@@ -7,6 +7,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"isobar.dev/controller/pkg/ir"
@@ -144,8 +146,36 @@ func routeAction(r *ir.Route) (*routev3.RouteAction, bool) {
 			}
 		}
 	}
-	// Upgrades (websocket) are enabled on the connection manager; a route
-	// must not time out a long-lived upgraded stream.
+	for _, m := range r.Mirrors {
+		a.RequestMirrorPolicies = append(a.RequestMirrorPolicies, &routev3.RouteAction_RequestMirrorPolicy{
+			Cluster:         m.Cluster,
+			RuntimeFraction: percent(m.Percent),
+		})
+	}
+	switch {
+	case r.TimeoutDisabled:
+		a.Timeout = durationpb.New(0)
+	case r.Timeout > 0:
+		a.Timeout = durationpb.New(r.Timeout)
+	}
+	if r.Retry != nil || r.BackendTimeout > 0 {
+		rp := &routev3.RetryPolicy{PerTryTimeout: duration(r.BackendTimeout)}
+		if rt := r.Retry; rt != nil {
+			rp.NumRetries = wrapperspb.UInt32(uint32(rt.Attempts))
+			rp.RetryOn = "connect-failure,refused-stream,reset"
+			if len(rt.Codes) > 0 {
+				rp.RetryOn += ",retriable-status-codes"
+				rp.RetriableStatusCodes = rt.Codes
+			}
+			if rt.Backoff > 0 {
+				rp.RetryBackOff = &routev3.RetryPolicy_RetryBackOff{BaseInterval: durationpb.New(rt.Backoff)}
+			}
+		} else {
+			rp.NumRetries = wrapperspb.UInt32(0)
+			rp.RetryOn = "reset"
+		}
+		a.RetryPolicy = rp
+	}
 	return a, invalid
 }
 
@@ -233,4 +263,13 @@ func headerOptions(h *ir.HeaderModifier) []*corev3.HeaderValueOption {
 		})
 	}
 	return out
+}
+
+// percent is a runtime fraction of requests, in millionths so that
+// fractions such as 1/3 keep their precision.
+func percent(p float64) *corev3.RuntimeFractionalPercent {
+	return &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{
+		Numerator:   uint32(p * 10000),
+		Denominator: typev3.FractionalPercent_MILLION,
+	}}
 }

@@ -195,6 +195,9 @@ func routeRefs(rc *routev3.RouteConfiguration, clusters map[string]*clusterv3.Cl
 			for _, w := range a.GetWeightedClusters().GetClusters() {
 				names = append(names, w.Name)
 			}
+			for _, m := range a.GetRequestMirrorPolicies() {
+				names = append(names, m.Cluster)
+			}
 			for _, n := range names {
 				if clusters[n] == nil {
 					errs = append(errs, fmt.Errorf("route configuration %q, route %q: cluster %q does not exist", rc.Name, r.Name, n))
