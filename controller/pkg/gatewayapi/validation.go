@@ -12,16 +12,78 @@ import (
 // through. These checks follow the Gateway API v1 schema; what fails them is
 // reported in status instead of reaching Envoy.
 
-var (
-	// hostnamePattern is the schema's Hostname: a DNS name, optionally with
-	// a leading "*." label.
-	hostnamePattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	// tokenPattern is an HTTP header or query parameter name (RFC 7230 token).
-	tokenPattern = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$")
-	// pathPattern is a path of the characters RFC 3986 allows, %-escapes
-	// included.
-	pathPattern = regexp.MustCompile(`^/(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|%[0-9a-fA-F]{2})*$`)
-)
+// The checks below are byte loops rather than regular expressions: they run
+// for every route on every translation.
+
+// tokenChars are the characters of an HTTP token (RFC 7230), the name of a
+// header or query parameter.
+var tokenChars = charSet("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~")
+
+// pathChars are the characters RFC 3986 allows in a path besides
+// %-escapes.
+var pathChars = charSet("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-/._~!$&'()*+,;=:@")
+
+func charSet(s string) (set [256]bool) {
+	for i := 0; i < len(s); i++ {
+		set[s[i]] = true
+	}
+	return set
+}
+
+// validHostname is the schema's Hostname: DNS labels of lowercase letters,
+// digits and inner hyphens, optionally after a leading "*." label.
+func validHostname(h string) bool {
+	h = strings.TrimPrefix(h, "*.")
+	if h == "" {
+		return false
+	}
+	for label := range strings.SplitSeq(h, ".") {
+		if label == "" || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !tokenChars[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+func validPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c == '%' {
+			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+				return false
+			}
+			i += 2
+			continue
+		}
+		if !pathChars[c] {
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
 var methods = map[string]bool{
 	"GET": true, "HEAD": true, "POST": true, "PUT": true, "DELETE": true,
@@ -29,7 +91,7 @@ var methods = map[string]bool{
 }
 
 func checkHostname(h string, wildcardOK bool) error {
-	if len(h) > 253 || !hostnamePattern.MatchString(h) {
+	if len(h) > 253 || !validHostname(h) {
 		return fmt.Errorf("hostname %q is not a valid DNS name", h)
 	}
 	if !wildcardOK && isWildcard(h) {
@@ -39,7 +101,7 @@ func checkHostname(h string, wildcardOK bool) error {
 }
 
 func checkToken(what, v string) error {
-	if len(v) > 256 || !tokenPattern.MatchString(v) {
+	if len(v) > 256 || !validToken(v) {
 		return fmt.Errorf("%s %q is not a valid HTTP token", what, v)
 	}
 	return nil
@@ -56,7 +118,7 @@ func checkValue(what, v string) error {
 // checkPath checks a path match value or replacement: absolute, of URL path
 // characters, without "//" or dot segments that normalization would change.
 func checkPath(what, p string) error {
-	if len(p) > 1024 || !pathPattern.MatchString(p) {
+	if len(p) > 1024 || !validPath(p) {
 		return fmt.Errorf("%s %q must be an absolute path of URL path characters", what, p)
 	}
 	for _, bad := range []string{"//", "/./", "/../", "%2f", "%2F"} {
