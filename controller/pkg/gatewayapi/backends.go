@@ -101,13 +101,35 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 	if fromKind == "GRPCRoute" {
 		suffix = "/grpc" // gRPC needs HTTP/2 whatever the Service says
 	}
-	name := fmt.Sprintf("%s/%s/%d%s", ns, ref.Name, *ref.Port, suffix)
-	if _, done := t.clusters[name]; !done {
-		c := t.cluster(name, svc, sp, want)
-		c.HTTP2 = c.HTTP2 || fromKind == "GRPCRoute"
-		t.clusters[name] = c
+	spec := clusterSpec{
+		name: fmt.Sprintf("%s/%s/%d%s", ns, ref.Name, *ref.Port, suffix),
+		svc:  svc, port: sp, want: want, grpc: fromKind == "GRPCRoute",
 	}
-	return name, nil
+	t.ensureCluster(spec)
+	if t.recording != nil {
+		*t.recording = append(*t.recording, spec)
+	}
+	return spec.name, nil
+}
+
+// clusterSpec is what a cluster is built from, kept with cached rules so
+// that a cache hit still builds the clusters, with this snapshot's
+// endpoints.
+type clusterSpec struct {
+	name string
+	svc  *corev1.Service
+	port *corev1.ServicePort
+	want corev1.Protocol
+	grpc bool
+}
+
+func (t *gatewayTranslator) ensureCluster(s clusterSpec) {
+	if _, done := t.clusters[s.name]; done {
+		return
+	}
+	c := t.cluster(s.name, s.svc, s.port, s.want)
+	c.HTTP2 = c.HTTP2 || s.grpc
+	t.clusters[s.name] = c
 }
 
 // cluster builds a Service port's cluster from its EndpointSlices: the ready

@@ -13,14 +13,14 @@ import (
 // translates its rules into the route tables and records its status.
 func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute) {
 	r := route{kind: "HTTPRoute", meta: &hr.ObjectMeta, parentRefs: hr.Spec.ParentRefs, hostnames: hr.Spec.Hostnames}
-	t.attachRequestRoute(r, len(hr.Spec.Rules), func(resolved *conditions) ([][]*ir.Route, ruleProblems) {
+	t.attachRequestRoute(hr, r, len(hr.Spec.Rules), func(resolved *conditions) ([][]*ir.Route, ruleProblems) {
 		return t.translateHTTPRules(hr, resolved)
 	})
 }
 
 // attachRequestRoute attaches an HTTPRoute or GRPCRoute, whose rules become
 // HTTP routes in the virtual hosts of its hostnames, and records its status.
-func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) {
+func (t *gatewayTranslator) attachRequestRoute(key any, r route, rules int, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) {
 	atts := t.attach(r)
 	if len(atts) == 0 {
 		return
@@ -29,7 +29,7 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate fun
 	var problems ruleProblems
 	resolved := conditions{generation: r.meta.Generation}
 	if anyAccepted(atts) {
-		routes, problems = translate(&resolved)
+		routes, problems, resolved = t.cachedRules(key, r.meta.Generation, translate)
 	}
 	resolved.set(string(gatewayv1.RouteConditionResolvedRefs), true, string(gatewayv1.RouteReasonResolvedRefs), "All references are resolved")
 	for _, a := range atts {

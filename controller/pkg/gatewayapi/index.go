@@ -1,6 +1,9 @@
 package gatewayapi
 
 import (
+	"hash/fnv"
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +21,9 @@ type index struct {
 	secrets    map[types.NamespacedName]*corev1.Secret
 	namespaces map[string]*corev1.Namespace
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
+	// world fingerprints what translated rules depend on besides the
+	// route itself: Services (their ports) and ReferenceGrants.
+	world uint64
 }
 
 func newIndex(res *resources.Resources) *index {
@@ -52,7 +58,36 @@ func newIndex(res *resources.Resources) *index {
 	for _, g := range res.ReferenceGrants {
 		idx.grants[g.Namespace] = append(idx.grants[g.Namespace], g)
 	}
+	idx.world = fingerprint(res)
 	return idx
+}
+
+// fingerprint hashes the Services' ports and the ReferenceGrants. It is
+// order-sensitive, which is safe: a different order only costs a cache miss.
+func fingerprint(res *resources.Resources) uint64 {
+	h := fnv.New64a()
+	w := func(ss ...string) {
+		for _, s := range ss {
+			h.Write([]byte(s))
+			h.Write([]byte{0})
+		}
+	}
+	for _, s := range res.Services {
+		w("svc", s.Namespace, s.Name, string(s.UID))
+		for _, p := range s.Spec.Ports {
+			w(p.Name, strconv.Itoa(int(p.Port)), string(p.Protocol), deref(p.AppProtocol))
+		}
+	}
+	for _, g := range res.ReferenceGrants {
+		w("grant", g.Namespace, g.Name)
+		for _, f := range g.Spec.From {
+			w(string(f.Group), string(f.Kind), string(f.Namespace))
+		}
+		for _, to := range g.Spec.To {
+			w(string(to.Group), string(to.Kind), string(deref(to.Name)))
+		}
+	}
+	return h.Sum64()
 }
 
 func key(ns, name string) types.NamespacedName {

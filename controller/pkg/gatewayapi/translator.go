@@ -12,6 +12,8 @@ package gatewayapi
 
 import (
 	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -38,18 +40,86 @@ type Result struct {
 	Status *Status
 }
 
+// Translate translates res once. A Translator does the same, faster when
+// it translates snapshot after snapshot.
+func Translate(res *resources.Resources, opts Options) *Result {
+	return NewTranslator(opts).Translate(res)
+}
+
+// Translator translates snapshots and remembers what it can reuse: the
+// translated rules of each route, valid while the route object and every
+// Service and ReferenceGrant stay the same. Objects in a snapshot must not
+// be changed in place (informer caches replace an object when it changes),
+// since the cache recognises a route by its pointer.
+type Translator struct {
+	opts  Options
+	rules map[any]*cachedRules
+}
+
+// cachedRules is a route's translated rules and what translating them
+// found.
+type cachedRules struct {
+	world    uint64
+	routes   [][]*ir.Route
+	problems ruleProblems
+	resolved []metav1.Condition
+	clusters []clusterSpec
+}
+
+// NewTranslator returns a Translator with an empty cache.
+func NewTranslator(opts Options) *Translator {
+	return &Translator{opts: opts, rules: map[any]*cachedRules{}}
+}
+
 // Translate translates res. It never fails: what cannot be translated is
 // reported in the status of the object at fault, and the rest is translated.
-func Translate(res *resources.Resources, opts Options) *Result {
+func (tr *Translator) Translate(res *resources.Resources) *Result {
 	idx := newIndex(res)
 	st := newStatus()
 	out := &Result{Status: st}
 	streams := streamRoutes(res)
-	for _, gw := range selectGateways(res, idx, opts) {
-		t := &gatewayTranslator{idx: idx, status: st, gw: gw, controller: opts.ControllerName, streams: streams}
+	c := &cache{rules: tr.rules, fresh: map[any]*cachedRules{}, world: idx.world}
+	for _, gw := range selectGateways(res, idx, tr.opts) {
+		t := &gatewayTranslator{idx: idx, status: st, gw: gw, controller: tr.opts.ControllerName, streams: streams, cache: c}
 		out.Gateways = append(out.Gateways, t.translate(res))
 	}
+	// Keep only what this snapshot used, so deleted routes are forgotten.
+	tr.rules = c.fresh
 	return out
+}
+
+// cache is a Translator's rule cache during one translation.
+type cache struct {
+	rules map[any]*cachedRules // from the previous translation
+	fresh map[any]*cachedRules // used by this one
+	world uint64
+}
+
+// cachedRules returns the translated rules of route key, translating them
+// with translate on a miss.
+func (t *gatewayTranslator) cachedRules(key any, generation int64, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) ([][]*ir.Route, ruleProblems, conditions) {
+	c := t.cache
+	hit, ok := c.fresh[key]
+	if !ok {
+		hit, ok = c.rules[key]
+		if ok && hit.world != c.world {
+			ok = false
+		}
+	}
+	if ok {
+		c.fresh[key] = hit
+		for _, s := range hit.clusters {
+			t.ensureCluster(s)
+		}
+		return hit.routes, hit.problems, conditions{generation: generation, list: slices.Clone(hit.resolved)}
+	}
+	resolved := conditions{generation: generation}
+	var specs []clusterSpec
+	t.recording = &specs
+	routes, problems := translate(&resolved)
+	t.recording = nil
+	c.fresh[key] = &cachedRules{world: c.world, routes: routes, problems: problems, resolved: slices.Clone(resolved.list), clusters: specs}
+	return routes, problems, resolved
 }
 
 // selectGateways returns the Gateways to translate, ordered by namespace and
@@ -81,6 +151,9 @@ type gatewayTranslator struct {
 	controller gatewayv1.GatewayController
 
 	streams []streamRoute // TLS, TCP and UDP routes, oldest first
+	cache   *cache
+	// recording collects the clusters that rules being translated use.
+	recording *[]clusterSpec
 
 	listeners []*listener
 	clusters  map[string]*ir.Cluster

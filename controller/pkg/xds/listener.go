@@ -26,7 +26,7 @@ func ads() *corev3.ConfigSource {
 	}
 }
 
-func translateListener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*routev3.RouteConfiguration, bool, error) {
+func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*routev3.RouteConfiguration, bool, error) {
 	out := &listenerv3.Listener{
 		Name: l.Name,
 		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
@@ -42,7 +42,7 @@ func translateListener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*rou
 	invalid := false
 	switch l.Protocol {
 	case ir.HTTP:
-		rc, usesInvalid := routeConfiguration(l.HTTP)
+		rc, usesInvalid := x.routeConfiguration(l.HTTP)
 		invalid = usesInvalid
 		routes = append(routes, rc)
 		out.FilterChains = []*listenerv3.FilterChain{{
@@ -57,7 +57,7 @@ func translateListener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*rou
 			fc := &listenerv3.FilterChain{}
 			switch {
 			case c.HTTP != nil:
-				rc, usesInvalid := routeConfiguration(c.HTTP)
+				rc, usesInvalid := x.routeConfiguration(c.HTTP)
 				invalid = invalid || usesInvalid
 				routes = append(routes, rc)
 				fc.Filters = []*listenerv3.Filter{httpConnectionManager(l.Name, c.HTTP.Name, s)}

@@ -16,7 +16,7 @@ import (
 
 // routeConfiguration translates a route table; it also reports whether a
 // route sends traffic to InvalidBackendCluster.
-func routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfiguration, bool) {
+func (x *Translator) routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfiguration, bool) {
 	rc := &routev3.RouteConfiguration{
 		Name: t.Name,
 		// Clusters are served by CDS before routes refer to them; Envoy need
@@ -26,28 +26,32 @@ func routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfiguration, bool) {
 	invalid := false
 	for _, v := range t.VirtualHosts {
 		vh := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains}
-		for _, r := range v.Routes {
-			er, usesInvalid := route(r)
-			invalid = invalid || usesInvalid
-			vh.Routes = append(vh.Routes, er)
+		vh.Routes = make([]*routev3.Route, len(v.Routes))
+		for i, r := range v.Routes {
+			er, ok := x.fresh[r]
+			if !ok {
+				if er, ok = x.routes[r]; !ok {
+					er = route(r)
+				}
+				x.fresh[r] = er
+			}
+			invalid = invalid || usesInvalidBackend(r)
+			vh.Routes[i] = er
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}
 	return rc, invalid
 }
 
-func route(r *ir.Route) (*routev3.Route, bool) {
+func route(r *ir.Route) *routev3.Route {
 	out := &routev3.Route{Name: r.Name, Match: match(&r.Match)}
-	invalid := false
 	switch {
 	case r.Redirect != nil:
 		out.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect, &r.Match)}
 	case r.DirectResponse != nil:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: r.DirectResponse.Status}}
 	case r.Destination != nil:
-		var action *routev3.RouteAction
-		action, invalid = routeAction(r)
-		out.Action = &routev3.Route_Route{Route: action}
+		out.Action = &routev3.Route_Route{Route: routeAction(r)}
 	default:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 500}}
 	}
@@ -59,7 +63,7 @@ func route(r *ir.Route) (*routev3.Route, bool) {
 		out.ResponseHeadersToAdd = headerOptions(h)
 		out.ResponseHeadersToRemove = h.Remove
 	}
-	return out, invalid
+	return out
 }
 
 // match translates a Gateway API match. A path prefix matches whole path
@@ -112,9 +116,8 @@ func stringMatch(s ir.StringMatch) *matcherv3.StringMatcher {
 	return exact(s.Value)
 }
 
-func routeAction(r *ir.Route) (*routev3.RouteAction, bool) {
+func routeAction(r *ir.Route) *routev3.RouteAction {
 	a := &routev3.RouteAction{}
-	invalid := false
 	var live []ir.WeightedCluster
 	for _, b := range r.Destination.Backends {
 		if b.Weight > 0 {
@@ -128,7 +131,7 @@ func routeAction(r *ir.Route) (*routev3.RouteAction, bool) {
 		for _, b := range live {
 			name := b.Cluster
 			if b.Invalid {
-				name, invalid = InvalidBackendCluster, true
+				name = InvalidBackendCluster
 			}
 			wc.Clusters = append(wc.Clusters, &routev3.WeightedCluster_ClusterWeight{Name: name, Weight: wrapperspb.UInt32(b.Weight)})
 		}
@@ -176,7 +179,7 @@ func routeAction(r *ir.Route) (*routev3.RouteAction, bool) {
 		}
 		a.RetryPolicy = rp
 	}
-	return a, invalid
+	return a
 }
 
 // fullPathRewrite replaces the whole path, keeping the query string.
@@ -272,4 +275,16 @@ func percent(p float64) *corev3.RuntimeFractionalPercent {
 		Numerator:   uint32(p * 10000),
 		Denominator: typev3.FractionalPercent_MILLION,
 	}}
+}
+
+func usesInvalidBackend(r *ir.Route) bool {
+	if r.Destination == nil {
+		return false
+	}
+	for _, b := range r.Destination.Backends {
+		if b.Invalid && b.Weight > 0 {
+			return true
+		}
+	}
+	return false
 }

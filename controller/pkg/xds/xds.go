@@ -35,10 +35,33 @@ const InvalidBackendCluster = "isobar/invalid-backend"
 
 // Translate builds the Envoy resources of g.
 func Translate(g *ir.Gateway, s Settings) (*Resources, error) {
+	return NewTranslator(s).Translate(g)
+}
+
+// Translator builds the Envoy resources of one Gateway again and again,
+// reusing the Envoy route of every IR route it has seen (the first stage
+// hands out the same *ir.Route while a route is unchanged). Use one per
+// Gateway.
+type Translator struct {
+	settings Settings
+	routes   map[*ir.Route]*routev3.Route
+	fresh    map[*ir.Route]*routev3.Route
+}
+
+// NewTranslator returns a Translator with an empty cache.
+func NewTranslator(s Settings) *Translator {
+	return &Translator{settings: s, routes: map[*ir.Route]*routev3.Route{}}
+}
+
+// Translate builds the Envoy resources of g.
+func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
+	x.fresh = make(map[*ir.Route]*routev3.Route, len(x.routes))
+	defer func() { x.routes, x.fresh = x.fresh, nil }()
+	s := x.settings
 	out := &Resources{}
 	invalidUsed := false
 	for _, l := range g.Listeners {
-		listener, routes, usesInvalid, err := translateListener(l, s)
+		listener, routes, usesInvalid, err := x.translateListener(l, s)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,93 @@
+package offline
+
+import (
+	"bytes"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/xds"
+)
+
+// A Translator that has seen earlier snapshots must produce exactly what a
+// fresh translation of the new snapshot produces, whatever changed between
+// them.
+func TestIncrementalMatchesFresh(t *testing.T) {
+	base, _, err := LoadFiles([]string{"testdata/backends.in.yaml", "testdata/filters.in.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := gatewayapi.Options{ControllerName: DefaultControllerName}
+	stage1 := gatewayapi.NewTranslator(opts)
+	stage2 := map[string]*xds.Translator{}
+
+	steps := []struct {
+		name   string
+		change func(r *resources.Resources)
+	}{
+		{"first", func(*resources.Resources) {}},
+		{"unchanged", func(*resources.Resources) {}},
+		{"route edited", func(r *resources.Resources) {
+			c := r.HTTPRoutes[0].DeepCopy()
+			c.Generation++
+			c.Spec.Rules = c.Spec.Rules[1:]
+			r.HTTPRoutes[0] = c
+		}},
+		{"service port renamed", func(r *resources.Resources) {
+			for i, s := range r.Services {
+				if s.Name == "svc" {
+					c := s.DeepCopy()
+					c.Spec.Ports[0].AppProtocol = ptr("kubernetes.io/h2c")
+					r.Services[i] = c
+				}
+			}
+		}},
+		{"missing service appears", func(r *resources.Resources) {
+			r.Services = append(r.Services, &corev1.Service{
+				ObjectMeta: metaOf("default", "missing"),
+				Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+			})
+		}},
+		{"route deleted", func(r *resources.Resources) { r.HTTPRoutes = r.HTTPRoutes[1:] }},
+		{"grant deleted", func(r *resources.Resources) { r.ReferenceGrants = nil }},
+	}
+	snapshot := *base
+	for _, step := range steps {
+		step.change(&snapshot)
+		res := snapshot
+		incremental := &Result{Input: &res, Gateways: stage1.Translate(&res)}
+		for _, g := range incremental.Gateways.Gateways {
+			x, ok := stage2[g.Name]
+			if !ok {
+				x = xds.NewTranslator(xds.DefaultSettings())
+				stage2[g.Name] = x
+			}
+			out, err := x.Translate(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			incremental.XDS = append(incremental.XDS, out)
+		}
+		fresh, err := Translate(&res, Options{Settings: xds.DefaultSettings()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range []string{"status", "ir", "routes", "clusters", "endpoints"} {
+			a, err := Render(incremental, typ, "yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := Render(fresh, typ, "yaml")
+			if !bytes.Equal(a, b) {
+				t.Errorf("%s: incremental %s differs from a fresh translation:\n%s", step.name, typ, firstDifference(b, a))
+			}
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func metaOf(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
