@@ -16,7 +16,7 @@ import (
 type backendRef struct {
 	ref     gatewayv1.BackendObjectReference
 	weight  *int32
-	filters int
+	filters []gatewayv1.HTTPRouteFilter
 }
 
 // httpBackends resolves a rule's backendRefs into weighted clusters. A ref
@@ -37,13 +37,14 @@ func (t *gatewayTranslator) httpBackends(fromNS, fromKind string, refs []backend
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
-		if ref.filters > 0 {
+		wc := ir.WeightedCluster{Cluster: name, Weight: weight}
+		if err := backendFilters(&wc, ref.filters); err != nil {
 			resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, string(gatewayv1.RouteReasonUnsupportedValue),
-				fmt.Sprintf("filters on backendRef %s are not supported yet", ref.ref.Name))
+				fmt.Sprintf("backendRef %s: %v", ref.ref.Name, err))
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
-		d.Backends = append(d.Backends, ir.WeightedCluster{Cluster: name, Weight: weight})
+		d.Backends = append(d.Backends, wc)
 	}
 	return d
 }
@@ -174,4 +175,25 @@ func (t *gatewayTranslator) cluster(name string, svc *corev1.Service, sp *corev1
 		return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
 	})
 	return c
+}
+
+// backendFilters applies the filters of one backendRef. Envoy can change
+// headers per weighted cluster; other filters cannot apply to one backend's
+// share and are refused.
+func backendFilters(wc *ir.WeightedCluster, filters []gatewayv1.HTTPRouteFilter) error {
+	for _, f := range filters {
+		var err error
+		switch {
+		case f.Type == gatewayv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil:
+			wc.RequestHeaders, err = mergeHeaders(wc.RequestHeaders, f.RequestHeaderModifier)
+		case f.Type == gatewayv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil:
+			wc.ResponseHeaders, err = mergeHeaders(wc.ResponseHeaders, f.ResponseHeaderModifier)
+		default:
+			err = fmt.Errorf("filter %s is not supported on a backendRef; use RequestHeaderModifier or ResponseHeaderModifier", f.Type)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

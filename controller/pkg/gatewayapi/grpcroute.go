@@ -46,16 +46,7 @@ func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute) {
 func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.GRPCRouteRule, resolved *conditions) (*ir.Route, string) {
 	r := &ir.Route{}
 	for _, f := range rule.Filters {
-		// The filter types GRPCRoute shares with HTTPRoute have the same
-		// fields and meaning.
-		hf := gatewayv1.HTTPRouteFilter{
-			Type:                   gatewayv1.HTTPRouteFilterType(f.Type),
-			RequestHeaderModifier:  f.RequestHeaderModifier,
-			ResponseHeaderModifier: f.ResponseHeaderModifier,
-			RequestMirror:          f.RequestMirror,
-			ExtensionRef:           f.ExtensionRef,
-		}
-		if err := applyFilter(r, hf); err != nil {
+		if err := applyFilter(r, httpFilter(f)); err != nil {
 			if f.Type == gatewayv1.GRPCRouteFilterExtensionRef {
 				resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, string(gatewayv1.RouteReasonInvalidKind), err.Error())
 				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, ""
@@ -72,7 +63,7 @@ func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.
 	}
 	refs := make([]backendRef, len(rule.BackendRefs))
 	for i, b := range rule.BackendRefs {
-		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: len(b.Filters)}
+		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: httpFilters(b.Filters)}
 	}
 	r.Destination = t.httpBackends(gr.Namespace, "GRPCRoute", refs, resolved)
 	if allInvalid(r.Destination) {
@@ -134,4 +125,24 @@ func orAny(re string) string {
 		return "[^/]+"
 	}
 	return "(?:" + re + ")"
+}
+
+// httpFilter is a GRPCRoute filter as the HTTPRoute filter of the same type:
+// the types they share have the same fields and meaning.
+func httpFilter(f gatewayv1.GRPCRouteFilter) gatewayv1.HTTPRouteFilter {
+	return gatewayv1.HTTPRouteFilter{
+		Type:                   gatewayv1.HTTPRouteFilterType(f.Type),
+		RequestHeaderModifier:  f.RequestHeaderModifier,
+		ResponseHeaderModifier: f.ResponseHeaderModifier,
+		RequestMirror:          f.RequestMirror,
+		ExtensionRef:           f.ExtensionRef,
+	}
+}
+
+func httpFilters(fs []gatewayv1.GRPCRouteFilter) []gatewayv1.HTTPRouteFilter {
+	out := make([]gatewayv1.HTTPRouteFilter, len(fs))
+	for i, f := range fs {
+		out[i] = httpFilter(f)
+	}
+	return out
 }

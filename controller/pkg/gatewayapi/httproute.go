@@ -150,7 +150,7 @@ func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.
 	}
 	refs := make([]backendRef, len(rule.BackendRefs))
 	for i, b := range rule.BackendRefs {
-		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: len(b.Filters)}
+		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters}
 	}
 	r.Destination = t.httpBackends(hr.Namespace, "HTTPRoute", refs, resolved)
 	if allInvalid(r.Destination) {
@@ -205,6 +205,11 @@ func applyFilter(r *ir.Route, f gatewayv1.HTTPRouteFilter) error {
 		if f.RequestMirror == nil {
 			return fmt.Errorf("filter RequestMirror has no requestMirror")
 		}
+	case gatewayv1.HTTPRouteFilterCORS:
+		if f.CORS == nil {
+			return fmt.Errorf("filter CORS has no cors")
+		}
+		return cors(r, f.CORS)
 	case gatewayv1.HTTPRouteFilterExtensionRef:
 		ref := f.ExtensionRef
 		if ref == nil {

@@ -3,6 +3,7 @@ package gatewayapi
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -102,5 +103,40 @@ func timeouts(r *ir.Route, to *gatewayv1.HTTPRouteTimeouts, retry *gatewayv1.HTT
 		}
 		r.Retry = rt
 	}
+	return nil
+}
+
+// cors translates a CORS filter.
+func cors(r *ir.Route, f *gatewayv1.HTTPCORSFilter) error {
+	c := &ir.CORS{AllowCredentials: deref(f.AllowCredentials), MaxAgeSeconds: f.MaxAge}
+	if c.MaxAgeSeconds < 0 {
+		return fmt.Errorf("cors maxAge %d is negative", f.MaxAge)
+	}
+	for _, o := range f.AllowOrigins {
+		if err := checkValue("cors origin", string(o)); err != nil || strings.ContainsAny(string(o), " ,") {
+			return fmt.Errorf("cors origin %q is not an origin", o)
+		}
+		c.AllowOrigins = append(c.AllowOrigins, string(o))
+	}
+	for _, m := range f.AllowMethods {
+		if m != "*" && !methods[string(m)] {
+			return fmt.Errorf("cors method %q is not an HTTP method or *", m)
+		}
+		c.AllowMethods = append(c.AllowMethods, string(m))
+	}
+	for _, list := range []struct {
+		in  []gatewayv1.HTTPHeaderName
+		out *[]string
+	}{{f.AllowHeaders, &c.AllowHeaders}, {f.ExposeHeaders, &c.ExposeHeaders}} {
+		for _, h := range list.in {
+			if h != "*" {
+				if err := checkToken("cors header", string(h)); err != nil {
+					return err
+				}
+			}
+			*list.out = append(*list.out, string(h))
+		}
+	}
+	r.CORS = c
 	return nil
 }

@@ -103,6 +103,18 @@ type Route struct {
 	TimeoutDisabled bool          `json:"timeoutDisabled,omitempty"`
 	BackendTimeout  time.Duration `json:"backendTimeout,omitempty"`
 	Retry           *Retry        `json:"retry,omitempty"`
+	CORS            *CORS         `json:"cors,omitempty"`
+}
+
+// CORS answers preflight requests and adds CORS headers. Origins are exact
+// or contain "*" wildcards ("https://*.example.com", "*").
+type CORS struct {
+	AllowOrigins     []string `json:"allowOrigins,omitempty"`
+	AllowMethods     []string `json:"allowMethods,omitempty"`
+	AllowHeaders     []string `json:"allowHeaders,omitempty"`
+	ExposeHeaders    []string `json:"exposeHeaders,omitempty"`
+	AllowCredentials bool     `json:"allowCredentials,omitempty"`
+	MaxAgeSeconds    int32    `json:"maxAgeSeconds,omitempty"`
 }
 
 // Mirror is a cluster that gets a copy of Percent per cent of the requests.
@@ -154,6 +166,10 @@ type WeightedCluster struct {
 	Cluster string `json:"cluster,omitempty"`
 	Weight  uint32 `json:"weight"`
 	Invalid bool   `json:"invalid,omitempty"`
+	// RequestHeaders and ResponseHeaders apply to this backend's share
+	// only (a backendRef's filters).
+	RequestHeaders  *HeaderModifier `json:"requestHeaders,omitempty"`
+	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`
 }
 
 // Redirect answers with a redirect; unset fields keep the request's value.

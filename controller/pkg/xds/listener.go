@@ -7,6 +7,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -97,7 +98,11 @@ func httpConnectionManager(listener, routeConfig string, s Settings) *listenerv3
 			RouteConfigName: routeConfig,
 			ConfigSource:    ads(),
 		}},
+		// CORS does nothing for routes without a CORS policy.
 		HttpFilters: []*hcmv3.HttpFilter{{
+			Name:       corsFilter,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&corsv3.Cors{})},
+		}, {
 			Name:       "envoy.filters.http.router",
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&routerv3.Router{})},
 		}},

@@ -8,6 +8,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -62,6 +63,9 @@ func route(r *ir.Route) *routev3.Route {
 	if h := r.ResponseHeaders; h != nil {
 		out.ResponseHeadersToAdd = headerOptions(h)
 		out.ResponseHeadersToRemove = h.Remove
+	}
+	if r.CORS != nil {
+		out.TypedPerFilterConfig = map[string]*anypb.Any{corsFilter: typed(corsPolicy(r.CORS))}
 	}
 	return out
 }
@@ -124,16 +128,22 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 			live = append(live, b)
 		}
 	}
-	if len(live) == 1 && !live[0].Invalid {
+	if len(live) == 1 && !live[0].Invalid && live[0].RequestHeaders == nil && live[0].ResponseHeaders == nil {
 		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: live[0].Cluster}
 	} else {
 		wc := &routev3.WeightedCluster{}
 		for _, b := range live {
-			name := b.Cluster
+			cw := &routev3.WeightedCluster_ClusterWeight{Name: b.Cluster, Weight: wrapperspb.UInt32(b.Weight)}
 			if b.Invalid {
-				name = InvalidBackendCluster
+				cw.Name = InvalidBackendCluster
 			}
-			wc.Clusters = append(wc.Clusters, &routev3.WeightedCluster_ClusterWeight{Name: name, Weight: wrapperspb.UInt32(b.Weight)})
+			if h := b.RequestHeaders; h != nil {
+				cw.RequestHeadersToAdd, cw.RequestHeadersToRemove = headerOptions(h), h.Remove
+			}
+			if h := b.ResponseHeaders; h != nil {
+				cw.ResponseHeadersToAdd, cw.ResponseHeadersToRemove = headerOptions(h), h.Remove
+			}
+			wc.Clusters = append(wc.Clusters, cw)
 		}
 		a.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
 	}

@@ -1,0 +1,45 @@
+package xds
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+const corsFilter = "envoy.filters.http.cors"
+
+// corsPolicy is a route's CORS policy for Envoy's CORS filter. An origin
+// with "*" matches any characters in its place.
+func corsPolicy(c *ir.CORS) *corsv3.CorsPolicy {
+	p := &corsv3.CorsPolicy{
+		AllowMethods:  strings.Join(c.AllowMethods, ","),
+		AllowHeaders:  strings.Join(c.AllowHeaders, ","),
+		ExposeHeaders: strings.Join(c.ExposeHeaders, ","),
+	}
+	if c.AllowCredentials {
+		p.AllowCredentials = wrapperspb.Bool(true)
+	}
+	if c.MaxAgeSeconds > 0 {
+		p.MaxAge = strconv.Itoa(int(c.MaxAgeSeconds))
+	}
+	for _, o := range c.AllowOrigins {
+		if !strings.Contains(o, "*") {
+			p.AllowOriginStringMatch = append(p.AllowOriginStringMatch, exact(o))
+			continue
+		}
+		parts := strings.Split(o, "*")
+		for i := range parts {
+			parts[i] = regexp.QuoteMeta(parts[i])
+		}
+		p.AllowOriginStringMatch = append(p.AllowOriginStringMatch, &matcherv3.StringMatcher{
+			MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: strings.Join(parts, ".*")}},
+		})
+	}
+	return p
+}
