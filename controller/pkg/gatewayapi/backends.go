@@ -33,7 +33,9 @@ func (t *gatewayTranslator) httpBackends(fromNS, fromKind string, refs []backend
 		}
 		name, err := t.resolveBackend(fromNS, fromKind, ref.ref)
 		if err != nil {
-			resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, err.message)
+			if err.reason != "" {
+				resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, err.message)
+			}
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
@@ -106,6 +108,19 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 		name: fmt.Sprintf("%s/%s/%d%s", ns, ref.Name, *ref.Port, suffix),
 		svc:  svc, port: sp, want: want, grpc: fromKind == "GRPCRoute",
 	}
+	if fromKind != "UDPRoute" {
+		spec.tls = t.idx.backendTLSFor(key(ns, string(ref.Name)), sp.Name)
+		if spec.tls != nil && spec.tls.tls == nil {
+			// Never fall back to plaintext: the backend is unusable and
+			// the policy's status says why.
+			spec.rejected = true
+			t.ensureCluster(spec)
+			if t.recording != nil {
+				*t.recording = append(*t.recording, spec)
+			}
+			return "", &refError{}
+		}
+	}
 	t.ensureCluster(spec)
 	if t.recording != nil {
 		*t.recording = append(*t.recording, spec)
@@ -122,14 +137,26 @@ type clusterSpec struct {
 	port *corev1.ServicePort
 	want corev1.Protocol
 	grpc bool
+	tls  *backendTLS
+	// rejected says the BackendTLSPolicy is unusable, so there is no
+	// cluster, only the policy's status to record.
+	rejected bool
 }
 
 func (t *gatewayTranslator) ensureCluster(s clusterSpec) {
+	if s.rejected {
+		t.policyAncestor(s.tls)
+		return
+	}
 	if _, done := t.clusters[s.name]; done {
 		return
 	}
 	c := t.cluster(s.name, s.svc, s.port, s.want)
 	c.HTTP2 = c.HTTP2 || s.grpc
+	if s.tls != nil {
+		c.TLS = s.tls.tls
+		t.policyAncestor(s.tls)
+	}
 	t.clusters[s.name] = c
 }
 

@@ -1,8 +1,11 @@
 package gatewayapi
 
 import (
+	"cmp"
 	"hash/fnv"
+	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -21,6 +24,8 @@ type index struct {
 	secrets    map[types.NamespacedName]*corev1.Secret
 	namespaces map[string]*corev1.Namespace
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
+	configMaps map[types.NamespacedName]*corev1.ConfigMap
+	backendTLS map[backendTLSKey]*backendTLS
 	// world fingerprints what translated rules depend on besides the
 	// route itself: Services (their ports) and ReferenceGrants.
 	world uint64
@@ -34,6 +39,10 @@ func newIndex(res *resources.Resources) *index {
 		secrets:    make(map[types.NamespacedName]*corev1.Secret, len(res.Secrets)),
 		namespaces: make(map[string]*corev1.Namespace, len(res.Namespaces)),
 		grants:     map[string][]*gatewayv1beta1.ReferenceGrant{},
+		configMaps: make(map[types.NamespacedName]*corev1.ConfigMap, len(res.ConfigMaps)),
+	}
+	for _, c := range res.ConfigMaps {
+		idx.configMaps[key(c.Namespace, c.Name)] = c
 	}
 	for _, c := range res.GatewayClasses {
 		idx.classes[c.Name] = c
@@ -58,13 +67,14 @@ func newIndex(res *resources.Resources) *index {
 	for _, g := range res.ReferenceGrants {
 		idx.grants[g.Namespace] = append(idx.grants[g.Namespace], g)
 	}
-	idx.world = fingerprint(res)
+	idx.backendTLS = indexBackendTLS(res, idx)
+	idx.world = fingerprint(res, idx)
 	return idx
 }
 
 // fingerprint hashes the Services' ports and the ReferenceGrants. It is
 // order-sensitive, which is safe: a different order only costs a cache miss.
-func fingerprint(res *resources.Resources) uint64 {
+func fingerprint(res *resources.Resources, idx *index) uint64 {
 	h := fnv.New64a()
 	w := func(ss ...string) {
 		for _, s := range ss {
@@ -87,7 +97,36 @@ func fingerprint(res *resources.Resources) uint64 {
 			w(string(to.Group), string(to.Kind), string(deref(to.Name)))
 		}
 	}
+	// A BackendTLSPolicy decides whether its backends are usable; its
+	// evaluated form (CA bundle included) is what the rules depend on.
+	for _, bt := range res.BackendTLSPolicies {
+		w("tls", bt.Namespace, bt.Name)
+		for _, ref := range bt.Spec.TargetRefs {
+			w(string(ref.Kind), string(ref.Name), string(deref(ref.SectionName)))
+		}
+	}
+	for _, k := range sortedTLSKeys(idx.backendTLS) {
+		bt := idx.backendTLS[k]
+		w(k.service.String(), k.port, bt.policy.Name)
+		if bt.tls != nil {
+			w(bt.tls.SNI, string(bt.tls.CA), strconv.FormatBool(bt.tls.SystemCA))
+			for _, san := range bt.tls.SubjectAltNames {
+				w(san.Type, san.Value)
+			}
+		}
+	}
 	return h.Sum64()
+}
+
+func sortedTLSKeys(m map[backendTLSKey]*backendTLS) []backendTLSKey {
+	keys := make([]backendTLSKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b backendTLSKey) int {
+		return cmp.Or(strings.Compare(a.service.String(), b.service.String()), strings.Compare(a.port, b.port))
+	})
+	return keys
 }
 
 func key(ns, name string) types.NamespacedName {

@@ -36,7 +36,9 @@ func (t *gatewayTranslator) mirror(r *ir.Route, fromNS, fromKind string, f *gate
 	}
 	name, err := t.resolveBackend(fromNS, fromKind, f.BackendRef)
 	if err != nil {
-		resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, "mirror: "+err.message)
+		if err.reason != "" {
+			resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, "mirror: "+err.message)
+		}
 		return ""
 	}
 	r.Mirrors = append(r.Mirrors, ir.Mirror{Cluster: name, Percent: percent})

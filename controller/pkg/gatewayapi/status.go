@@ -15,6 +15,9 @@ import (
 type Status struct {
 	Gateways map[types.NamespacedName]*gatewayv1.GatewayStatus
 	Routes   map[RouteKey][]gatewayv1.RouteParentStatus
+	// BackendTLSPolicies holds, per policy, an ancestor entry for each
+	// Gateway whose routes use it.
+	BackendTLSPolicies map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
 }
 
 // RouteKey names a route of any kind.
@@ -28,6 +31,8 @@ func newStatus() *Status {
 	return &Status{
 		Gateways: map[types.NamespacedName]*gatewayv1.GatewayStatus{},
 		Routes:   map[RouteKey][]gatewayv1.RouteParentStatus{},
+
+		BackendTLSPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
 	}
 }
 

@@ -115,7 +115,9 @@ func (t *gatewayTranslator) streamBackends(r streamRoute, resolved *conditions) 
 		}
 		name, err := t.resolveBackend(r.meta.Namespace, string(r.kind), ref.BackendObjectReference)
 		if err != nil {
-			resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, err.message)
+			if err.reason != "" {
+				resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, err.message)
+			}
 			continue
 		}
 		if weight > 0 {

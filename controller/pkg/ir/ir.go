@@ -219,8 +219,11 @@ type Cluster struct {
 	// kubernetes.io/h2c), so Envoy must too.
 	HTTP2 bool `json:"http2,omitempty"`
 	// UDP says the Service port is UDP.
-	UDP       bool       `json:"udp,omitempty"`
-	Endpoints []Endpoint `json:"endpoints,omitempty"` // ordered
+	UDP bool `json:"udp,omitempty"`
+	// TLS, when set, is how Envoy connects to the backend over TLS
+	// (BackendTLSPolicy).
+	TLS       *UpstreamTLS `json:"tls,omitempty"`
+	Endpoints []Endpoint   `json:"endpoints,omitempty"` // ordered
 }
 
 // Endpoint is an address and port of a ready backend.
@@ -235,4 +238,23 @@ type Secret struct {
 	Name        string `json:"name"`
 	Certificate []byte `json:"-"`
 	PrivateKey  []byte `json:"-"`
+}
+
+// UpstreamTLS is TLS from Envoy to a backend: the server name to send and
+// how to verify the backend's certificate.
+type UpstreamTLS struct {
+	SNI string `json:"sni"`
+	// CA is a PEM bundle of trusted certificates; SystemCA trusts the
+	// Envoy image's system bundle instead.
+	CA       []byte `json:"-"`
+	SystemCA bool   `json:"systemCA,omitempty"`
+	// SubjectAltNames the certificate must present one of; the SNI when
+	// empty.
+	SubjectAltNames []SubjectAltName `json:"subjectAltNames,omitempty"`
+}
+
+// SubjectAltName is a DNS name or a URI.
+type SubjectAltName struct {
+	Type  string `json:"type"` // "DNS" or "URI"
+	Value string `json:"value"`
 }

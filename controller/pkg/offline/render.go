@@ -86,6 +86,11 @@ func statusObjects(r *Result) []object {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}, Status: r.Gateways.Status.Gateways[k]})
 	}
+	for _, k := range sortedKeys(r.Gateways.Status.BackendTLSPolicies) {
+		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "BackendTLSPolicy",
+			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
+			Status:   gatewayv1.PolicyStatus{Ancestors: r.Gateways.Status.BackendTLSPolicies[k]}})
+	}
 	routes := r.Gateways.Status.Routes
 	keys := make([]gatewayapi.RouteKey, 0, len(routes))
 	for k := range routes {

@@ -32,7 +32,45 @@ func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 			}),
 		}
 	}
+	if c.TLS != nil {
+		out.TransportSocket = upstreamTLS(c.TLS)
+	}
 	return out
+}
+
+// systemCABundle is where the Envoy image keeps the system's trusted CAs.
+const systemCABundle = "/etc/ssl/certs/ca-certificates.crt"
+
+// upstreamTLS verifies the backend's certificate against the policy's CAs
+// and names; the SNI is the policy's hostname.
+func upstreamTLS(t *ir.UpstreamTLS) *corev3.TransportSocket {
+	vc := &tlsv3.CertificateValidationContext{}
+	if t.SystemCA {
+		vc.TrustedCa = &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: systemCABundle}}
+	} else {
+		vc.TrustedCa = &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: t.CA}}
+	}
+	sans := t.SubjectAltNames
+	if len(sans) == 0 {
+		sans = []ir.SubjectAltName{{Type: "DNS", Value: t.SNI}}
+	}
+	for _, san := range sans {
+		typ := tlsv3.SubjectAltNameMatcher_DNS
+		if san.Type == "URI" {
+			typ = tlsv3.SubjectAltNameMatcher_URI
+		}
+		vc.MatchTypedSubjectAltNames = append(vc.MatchTypedSubjectAltNames, &tlsv3.SubjectAltNameMatcher{SanType: typ, Matcher: exact(san.Value)})
+	}
+	ctx := &tlsv3.UpstreamTlsContext{
+		Sni: t.SNI,
+		CommonTlsContext: &tlsv3.CommonTlsContext{
+			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc},
+		},
+	}
+	return &corev3.TransportSocket{
+		Name:       "envoy.transport_sockets.tls",
+		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: typed(ctx)},
+	}
 }
 
 func invalidBackendCluster(s Settings) *clusterv3.Cluster {
