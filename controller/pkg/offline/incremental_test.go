@@ -16,7 +16,7 @@ import (
 // fresh translation of the new snapshot produces, whatever changed between
 // them.
 func TestIncrementalMatchesFresh(t *testing.T) {
-	base, _, err := LoadFiles([]string{"testdata/backends.in.yaml", "testdata/filters.in.yaml"})
+	base, _, err := LoadFiles([]string{"testdata/backends.in.yaml", "testdata/filters.in.yaml", "testdata/backend-tls.in.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +53,8 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 		}},
 		{"route deleted", func(r *resources.Resources) { r.HTTPRoutes = r.HTTPRoutes[1:] }},
 		{"grant deleted", func(r *resources.Resources) { r.ReferenceGrants = nil }},
+		{"TLS policy CA missing", func(r *resources.Resources) { r.ConfigMaps = nil }},
+		{"TLS policy deleted", func(r *resources.Resources) { r.BackendTLSPolicies = r.BackendTLSPolicies[1:] }},
 	}
 	snapshot := *base
 	for _, step := range steps {
