@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -25,9 +26,19 @@ type table struct {
 }
 
 type vhost struct {
-	domain  string
-	certs   []string
-	entries []entry
+	domain string
+	certs  []string
+	// adds are the routes' contributions, flattened into entries only when
+	// the virtual host must be sorted again; fingerprint and n identify the
+	// set of IR routes they hold.
+	adds        []vhostAdd
+	fingerprint uint64
+	n           int
+}
+
+type vhostAdd struct {
+	meta  *metav1.ObjectMeta
+	rules [][]*ir.Route
 }
 
 // entry is a route with what orders it among its virtual host's routes.
@@ -40,7 +51,7 @@ type entry struct {
 }
 
 func (t *gatewayTranslator) table(l *listener) *table {
-	k := fmt.Sprint(l.spec.Port)
+	k := l.spec.Port
 	tb, ok := t.tables[k]
 	if !ok {
 		tb = &table{family: l.family, port: int32(l.spec.Port), cport: l.containerPort, hosts: map[string]*vhost{}, streams: map[string]*stream{}}
@@ -65,13 +76,19 @@ func (tb *table) host(domain string, certs []string) *vhost {
 // hostnames on listener l.
 func (t *gatewayTranslator) addRoutes(l *listener, hosts []string, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
 	tb := t.table(l)
+	var fp uint64
+	n := 0
+	for _, rs := range rules {
+		for _, r := range rs {
+			fp += routeHash(r)
+			n++
+		}
+	}
 	for _, h := range hosts {
 		v := tb.host(h, l.certificates)
-		for i, rs := range rules {
-			for _, r := range rs {
-				v.entries = append(v.entries, entry{route: r, created: meta.CreationTimestamp, namespace: meta.Namespace, name: meta.Name, rule: i})
-			}
-		}
+		v.adds = append(v.adds, vhostAdd{meta: meta, rules: rules})
+		v.fingerprint += fp
+		v.n += n
 	}
 }
 
@@ -91,7 +108,7 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 	}
 	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name}
 	for _, tb := range t.tables {
-		g.Listeners = append(g.Listeners, tb.listener())
+		g.Listeners = append(g.Listeners, tb.listener(t))
 	}
 	slices.SortFunc(g.Listeners, func(a, b *ir.Listener) int { return cmp.Compare(a.Port, b.Port) })
 	for _, c := range t.clusters {
@@ -105,13 +122,13 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 	return g
 }
 
-func (tb *table) listener() *ir.Listener {
+func (tb *table) listener(t *gatewayTranslator) *ir.Listener {
 	switch tb.family {
 	case familyHTTP:
 		name := fmt.Sprintf("http_%d", tb.port)
 		rt := &ir.RouteTable{Name: name}
 		for _, d := range sortedKeys(tb.hosts) {
-			rt.VirtualHosts = append(rt.VirtualHosts, tb.hosts[d].virtualHost())
+			rt.VirtualHosts = append(rt.VirtualHosts, t.virtualHost(name, tb.hosts[d]))
 		}
 		return &ir.Listener{Name: name, Protocol: ir.HTTP, Port: tb.port, ContainerPort: tb.cport, HTTP: rt}
 	case familyTCP, familyUDP:
@@ -136,7 +153,7 @@ func (tb *table) listener() *ir.Listener {
 		v := tb.hosts[d]
 		c := &ir.Chain{
 			Certificates: v.certs,
-			HTTP:         &ir.RouteTable{Name: name + "/" + d, VirtualHosts: []*ir.VirtualHost{v.virtualHost()}},
+			HTTP:         &ir.RouteTable{Name: name + "/" + d, VirtualHosts: []*ir.VirtualHost{t.virtualHost(name, v)}},
 		}
 		if d != "*" {
 			c.ServerNames = []string{d}
@@ -166,13 +183,50 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func (v *vhost) virtualHost() *ir.VirtualHost {
-	slices.SortStableFunc(v.entries, precedence)
-	vh := &ir.VirtualHost{Name: v.domain, Domains: []string{v.domain}, Routes: make([]*ir.Route, len(v.entries))}
-	for i, e := range v.entries {
+// sortedVhost is a virtual host built by an earlier translation, with the
+// fingerprint of the routes it was built from.
+type sortedVhost struct {
+	fingerprint uint64
+	n           int
+	vh          *ir.VirtualHost
+}
+
+// virtualHost puts a virtual host's routes in precedence order, or reuses
+// the earlier translation's virtual host when it holds the same routes: an
+// IR route's place depends only on the route object it came from, which a
+// cached IR route implies.
+func (t *gatewayTranslator) virtualHost(listener string, v *vhost) *ir.VirtualHost {
+	key := t.gw.Namespace + "/" + t.gw.Name + "/" + listener + "/" + v.domain
+	c := t.cache
+	if old, ok := c.vhosts[key]; ok && old.fingerprint == v.fingerprint && old.n == v.n {
+		c.freshVhosts[key] = old
+		return old.vh
+	}
+	entries := make([]entry, 0, v.n)
+	for _, a := range v.adds {
+		for i, rs := range a.rules {
+			for _, r := range rs {
+				entries = append(entries, entry{route: r, created: a.meta.CreationTimestamp, namespace: a.meta.Namespace, name: a.meta.Name, rule: i})
+			}
+		}
+	}
+	slices.SortStableFunc(entries, precedence)
+	vh := &ir.VirtualHost{Name: v.domain, Domains: []string{v.domain}, Routes: make([]*ir.Route, len(entries))}
+	for i, e := range entries {
 		vh.Routes[i] = e.route
 	}
+	c.freshVhosts[key] = &sortedVhost{fingerprint: v.fingerprint, n: v.n, vh: vh}
 	return vh
+}
+
+// routeHash maps an IR route's identity to 64 well-mixed bits (splitmix64
+// of its address), so that a virtual host's routes hash to their sum in any
+// order.
+func routeHash(r *ir.Route) uint64 {
+	x := uint64(uintptr(unsafe.Pointer(r))) + 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // precedence orders routes as the Gateway API says (HTTPRouteRule): exact

@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -21,6 +22,12 @@ func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute) {
 // attachRequestRoute attaches an HTTPRoute or GRPCRoute, whose rules become
 // HTTP routes in the virtual hosts of its hostnames, and records its status.
 func (t *gatewayTranslator) attachRequestRoute(key any, r route, rules int, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) {
+	if o, ok := t.cache.outcome(t.gw, key, t.ctx); ok {
+		t.replay(o)
+		return
+	}
+	t.startRecording(string(r.kind), r.meta)
+	defer t.stopRecording(key)
 	atts := t.attach(r)
 	if len(atts) == 0 {
 		return
@@ -39,15 +46,18 @@ func (t *gatewayTranslator) attachRequestRoute(key any, r route, rules int, tran
 		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
 			for i, l := range a.listeners {
 				t.addRoutes(l, a.hosts[i], r.meta, routes)
+				t.rec.o.added = append(t.rec.o.added, addition{listener: slices.Index(t.listeners, l), hosts: a.hosts[i], routes: routes})
 			}
 		}
 		c := resolved.get(string(gatewayv1.RouteConditionResolvedRefs))
 		a.conds.set(c.Type, c.Status == "True", c.Reason, c.Message)
-		t.status.addRoute(string(r.kind), r.meta, gatewayv1.RouteParentStatus{
+		st := gatewayv1.RouteParentStatus{
 			ParentRef:      a.ref,
 			ControllerName: t.controller,
 			Conditions:     a.conds.sorted(),
-		})
+		}
+		t.status.addRoute(string(r.kind), r.meta, st)
+		t.rec.o.statuses = append(t.rec.o.statuses, st)
 	}
 }
 

@@ -26,6 +26,9 @@ type index struct {
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	configMaps map[types.NamespacedName]*corev1.ConfigMap
 	backendTLS map[backendTLSKey]*backendTLS
+	// namespacesVersion fingerprints the namespaces' labels, which
+	// allowedRoutes selectors read.
+	namespacesVersion uint64
 	// world fingerprints what translated rules depend on besides the
 	// route itself: Services (their ports) and ReferenceGrants.
 	world uint64
@@ -69,6 +72,7 @@ func newIndex(res *resources.Resources) *index {
 	}
 	idx.backendTLS = indexBackendTLS(res, idx)
 	idx.world = fingerprint(res, idx)
+	idx.namespacesVersion = namespacesFingerprint(res)
 	return idx
 }
 
@@ -154,4 +158,19 @@ func (idx *index) granted(fromGroup, fromKind, fromNamespace, toGroup, toKind, t
 		}
 	}
 	return false
+}
+
+func namespacesFingerprint(res *resources.Resources) uint64 {
+	h := fnv.New64a()
+	for _, n := range res.Namespaces {
+		h.Write([]byte(n.Name))
+		for _, k := range sortedKeys(n.Labels) {
+			h.Write([]byte{0})
+			h.Write([]byte(k))
+			h.Write([]byte{1})
+			h.Write([]byte(n.Labels[k]))
+		}
+		h.Write([]byte{2})
+	}
+	return h.Sum64()
 }

@@ -27,10 +27,10 @@ type RouteKey struct {
 	Name      string
 }
 
-func newStatus() *Status {
+func newStatus(routes int) *Status {
 	return &Status{
 		Gateways: map[types.NamespacedName]*gatewayv1.GatewayStatus{},
-		Routes:   map[RouteKey][]gatewayv1.RouteParentStatus{},
+		Routes:   make(map[RouteKey][]gatewayv1.RouteParentStatus, routes),
 
 		BackendTLSPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
 	}

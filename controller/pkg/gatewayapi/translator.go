@@ -52,8 +52,10 @@ func Translate(res *resources.Resources, opts Options) *Result {
 // be changed in place (informer caches replace an object when it changes),
 // since the cache recognises a route by its pointer.
 type Translator struct {
-	opts  Options
-	rules map[any]*cachedRules
+	opts     Options
+	rules    map[any]*cachedRules
+	outcomes map[*gatewayv1.Gateway]map[any]*outcome
+	vhosts   map[string]*sortedVhost
 }
 
 // cachedRules is a route's translated rules and what translating them
@@ -68,23 +70,27 @@ type cachedRules struct {
 
 // NewTranslator returns a Translator with an empty cache.
 func NewTranslator(opts Options) *Translator {
-	return &Translator{opts: opts, rules: map[any]*cachedRules{}}
+	return &Translator{opts: opts, rules: map[any]*cachedRules{}, outcomes: map[*gatewayv1.Gateway]map[any]*outcome{}, vhosts: map[string]*sortedVhost{}}
 }
 
 // Translate translates res. It never fails: what cannot be translated is
 // reported in the status of the object at fault, and the rest is translated.
 func (tr *Translator) Translate(res *resources.Resources) *Result {
 	idx := newIndex(res)
-	st := newStatus()
+	st := newStatus(len(res.HTTPRoutes) + len(res.GRPCRoutes) + len(res.TLSRoutes) + len(res.TCPRoutes) + len(res.UDPRoutes))
 	out := &Result{Status: st}
 	streams := streamRoutes(res)
-	c := &cache{rules: tr.rules, fresh: map[any]*cachedRules{}, world: idx.world}
+	c := &cache{
+		rules: tr.rules, fresh: map[any]*cachedRules{}, world: idx.world,
+		outcomes: tr.outcomes, freshOutcomes: map[*gatewayv1.Gateway]map[any]*outcome{},
+		vhosts: tr.vhosts, freshVhosts: map[string]*sortedVhost{},
+	}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		t := &gatewayTranslator{idx: idx, status: st, gw: gw, controller: tr.opts.ControllerName, streams: streams, cache: c}
 		out.Gateways = append(out.Gateways, t.translate(res))
 	}
 	// Keep only what this snapshot used, so deleted routes are forgotten.
-	tr.rules = c.fresh
+	tr.rules, tr.outcomes, tr.vhosts = c.fresh, c.freshOutcomes, c.freshVhosts
 	return out
 }
 
@@ -93,6 +99,9 @@ type cache struct {
 	rules map[any]*cachedRules // from the previous translation
 	fresh map[any]*cachedRules // used by this one
 	world uint64
+
+	outcomes, freshOutcomes map[*gatewayv1.Gateway]map[any]*outcome
+	vhosts, freshVhosts     map[string]*sortedVhost
 }
 
 // cachedRules returns the translated rules of route key, translating them
@@ -111,6 +120,9 @@ func (t *gatewayTranslator) cachedRules(key any, generation int64, translate fun
 		for _, s := range hit.clusters {
 			t.ensureCluster(s)
 		}
+		if t.rec != nil {
+			t.rec.o.clusters = append(t.rec.o.clusters, hit.clusters...)
+		}
 		return hit.routes, hit.problems, conditions{generation: generation, list: slices.Clone(hit.resolved)}
 	}
 	resolved := conditions{generation: generation}
@@ -118,6 +130,9 @@ func (t *gatewayTranslator) cachedRules(key any, generation int64, translate fun
 	t.recording = &specs
 	routes, problems := translate(&resolved)
 	t.recording = nil
+	if t.rec != nil {
+		t.rec.o.clusters = append(t.rec.o.clusters, specs...)
+	}
 	c.fresh[key] = &cachedRules{world: c.world, routes: routes, problems: problems, resolved: slices.Clone(resolved.list), clusters: specs}
 	return routes, problems, resolved
 }
@@ -154,20 +169,25 @@ type gatewayTranslator struct {
 	cache   *cache
 	// recording collects the clusters that rules being translated use.
 	recording *[]clusterSpec
+	// ctx is this Gateway's context for outcomes; rec records the outcome
+	// of the route being attached.
+	ctx gatewayContext
+	rec *recorder
 
 	listeners []*listener
 	clusters  map[string]*ir.Cluster
 	secrets   map[string]*ir.Secret
 	// vhosts collects the routes of each (Envoy listener, route table,
 	// domain) before they are sorted into precedence order.
-	tables map[string]*table
+	tables map[gatewayv1.PortNumber]*table
 }
 
 func (t *gatewayTranslator) translate(res *resources.Resources) *ir.Gateway {
 	t.clusters = map[string]*ir.Cluster{}
 	t.secrets = map[string]*ir.Secret{}
-	t.tables = map[string]*table{}
+	t.tables = map[gatewayv1.PortNumber]*table{}
 	t.listeners = t.validateListeners()
+	t.ctx = t.context()
 	for _, r := range res.HTTPRoutes {
 		t.attachHTTPRoute(r)
 	}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/resources"
@@ -16,7 +17,7 @@ import (
 // fresh translation of the new snapshot produces, whatever changed between
 // them.
 func TestIncrementalMatchesFresh(t *testing.T) {
-	base, _, err := LoadFiles([]string{"testdata/backends.in.yaml", "testdata/filters.in.yaml", "testdata/backend-tls.in.yaml"})
+	base, _, err := LoadFiles([]string{"testdata/backends.in.yaml", "testdata/filters.in.yaml", "testdata/backend-tls.in.yaml", "testdata/attachment.in.yaml", "testdata/https-certificates.in.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +54,19 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 		}},
 		{"route deleted", func(r *resources.Resources) { r.HTTPRoutes = r.HTTPRoutes[1:] }},
 		{"grant deleted", func(r *resources.Resources) { r.ReferenceGrants = nil }},
+		{"namespace labels changed", func(r *resources.Resources) {
+			for i, n := range r.Namespaces {
+				c := n.DeepCopy()
+				c.Labels = map[string]string{"shared-gateway-access": "true"}
+				r.Namespaces[i] = c
+			}
+		}},
+		{"listener added", func(r *resources.Resources) {
+			c := r.Gateways[0].DeepCopy()
+			c.Spec.Listeners = append(c.Spec.Listeners, gatewayv1.Listener{Name: "extra", Protocol: gatewayv1.HTTPProtocolType, Port: 8081})
+			r.Gateways[0] = c
+		}},
+		{"certificate removed", func(r *resources.Resources) { r.Secrets = nil }},
 		{"TLS policy CA missing", func(r *resources.Resources) { r.ConfigMaps = nil }},
 		{"TLS policy deleted", func(r *resources.Resources) { r.BackendTLSPolicies = r.BackendTLSPolicies[1:] }},
 	}

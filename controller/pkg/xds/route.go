@@ -26,20 +26,21 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfigu
 	}
 	invalid := false
 	for _, v := range t.VirtualHosts {
-		vh := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains}
-		vh.Routes = make([]*routev3.Route, len(v.Routes))
-		for i, r := range v.Routes {
-			er, ok := x.fresh[r]
-			if !ok {
-				if er, ok = x.routes[r]; !ok {
-					er = route(r)
+		c, ok := x.freshVhosts[v]
+		if !ok {
+			if c, ok = x.vhosts[v]; ok {
+				// Keep the routes of a reused virtual host alive in
+				// the route cache too.
+				for _, r := range v.Routes {
+					x.fresh[r] = x.routes[r]
 				}
-				x.fresh[r] = er
+			} else {
+				c = x.virtualHost(v)
 			}
-			invalid = invalid || usesInvalidBackend(r)
-			vh.Routes[i] = er
+			x.freshVhosts[v] = c
 		}
-		rc.VirtualHosts = append(rc.VirtualHosts, vh)
+		invalid = invalid || c.invalid
+		rc.VirtualHosts = append(rc.VirtualHosts, c.vh)
 	}
 	return rc, invalid
 }
@@ -285,6 +286,22 @@ func percent(p float64) *corev3.RuntimeFractionalPercent {
 		Numerator:   uint32(p * 10000),
 		Denominator: typev3.FractionalPercent_MILLION,
 	}}
+}
+
+func (x *Translator) virtualHost(v *ir.VirtualHost) *cachedVhost {
+	c := &cachedVhost{vh: &routev3.VirtualHost{Name: v.Name, Domains: v.Domains, Routes: make([]*routev3.Route, len(v.Routes))}}
+	for i, r := range v.Routes {
+		er, ok := x.fresh[r]
+		if !ok {
+			if er, ok = x.routes[r]; !ok {
+				er = route(r)
+			}
+			x.fresh[r] = er
+		}
+		c.invalid = c.invalid || usesInvalidBackend(r)
+		c.vh.Routes[i] = er
+	}
+	return c
 }
 
 func usesInvalidBackend(r *ir.Route) bool {

@@ -46,17 +46,30 @@ type Translator struct {
 	settings Settings
 	routes   map[*ir.Route]*routev3.Route
 	fresh    map[*ir.Route]*routev3.Route
+	// vhosts are kept the same way: the first stage reuses a virtual host
+	// whose routes did not change.
+	vhosts      map[*ir.VirtualHost]*cachedVhost
+	freshVhosts map[*ir.VirtualHost]*cachedVhost
+}
+
+type cachedVhost struct {
+	vh      *routev3.VirtualHost
+	invalid bool
 }
 
 // NewTranslator returns a Translator with an empty cache.
 func NewTranslator(s Settings) *Translator {
-	return &Translator{settings: s, routes: map[*ir.Route]*routev3.Route{}}
+	return &Translator{settings: s, routes: map[*ir.Route]*routev3.Route{}, vhosts: map[*ir.VirtualHost]*cachedVhost{}}
 }
 
 // Translate builds the Envoy resources of g.
 func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	x.fresh = make(map[*ir.Route]*routev3.Route, len(x.routes))
-	defer func() { x.routes, x.fresh = x.fresh, nil }()
+	x.freshVhosts = make(map[*ir.VirtualHost]*cachedVhost, len(x.vhosts))
+	defer func() {
+		x.routes, x.fresh = x.fresh, nil
+		x.vhosts, x.freshVhosts = x.freshVhosts, nil
+	}()
 	s := x.settings
 	out := &Resources{}
 	invalidUsed := false
