@@ -12,7 +12,7 @@ import (
 const usage = `isobar-controller: Isobar's per-Gateway control plane
 
 Usage:
-  isobar-controller translate -f FILE... [--gateway NS/NAME] [--type TYPE] [-o yaml|json]
+  isobar-controller translate -f FILE|DIR... [--gateway NS/NAME] [--type TYPE] [-o yaml|json]
                                translate Gateway API YAML into Envoy configuration offline
   isobar-controller version    print the version and the Go modules it was built from
 `

@@ -7,6 +7,7 @@ package offline
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -37,11 +38,26 @@ type Result struct {
 	XDS []*xds.Resources
 }
 
-// LoadFiles reads YAML files ("-" is standard input) into one snapshot.
+// LoadFiles reads YAML files ("-" is standard input; a directory means its
+// *.yaml and *.yml files) into one snapshot.
 func LoadFiles(paths []string) (*resources.Resources, []resources.Skipped, error) {
 	res := &resources.Resources{}
 	var skipped []resources.Skipped
+	var files []string
 	for _, p := range paths {
+		if info, err := os.Stat(p); err == nil && info.IsDir() {
+			for _, pattern := range []string{"*.yaml", "*.yml"} {
+				m, err := filepath.Glob(filepath.Join(p, pattern))
+				if err != nil {
+					return nil, nil, err
+				}
+				files = append(files, m...)
+			}
+			continue
+		}
+		files = append(files, p)
+	}
+	for _, p := range files {
 		f := os.Stdin
 		if p != "-" {
 			var err error

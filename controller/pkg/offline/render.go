@@ -81,7 +81,7 @@ type object struct {
 }
 
 func statusObjects(r *Result) []object {
-	var out []object
+	out := []object{}
 	for _, k := range sortedKeys(r.Gateways.Status.Gateways) {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}, Status: r.Gateways.Status.Gateways[k]})
@@ -127,7 +127,7 @@ type gatewayResources struct {
 }
 
 func envoyResources(r *Result, typ string) ([]gatewayResources, error) {
-	var out []gatewayResources
+	out := []gatewayResources{}
 	for i, g := range r.Gateways.Gateways {
 		gr := gatewayResources{Gateway: g.Name, Resources: []json.RawMessage{}}
 		for _, m := range pick(r.XDS[i], typ) {

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	golden := "../../pkg/offline/testdata/basic-http.in.yaml"
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string
+		stderr     string
+		notInStdot string
+	}{
+		{name: "no command", args: nil, code: 2, stderr: "Usage"},
+		{name: "unknown command", args: []string{"serve-me"}, code: 2, stderr: `unknown command "serve-me"`},
+		{name: "version", args: []string{"version"}, code: 0, stdout: "isobar-controller"},
+		{name: "translate without files", args: []string{"translate"}, code: 2, stderr: "give at least one -f FILE"},
+		{name: "missing file", args: []string{"translate", "-f", "/nonexistent.yaml"}, code: 1, stderr: "no such file"},
+		{name: "bad gateway flag", args: []string{"translate", "-f", golden, "--gateway", "web"}, code: 2, stderr: "want NAMESPACE/NAME"},
+		{name: "bad type", args: []string{"translate", "-f", golden, "--type", "everything"}, code: 2, stderr: `unknown type "everything"`},
+		{name: "status", args: []string{"translate", "-f", golden}, code: 0, stdout: "kind: HTTPRoute"},
+		{name: "listeners as JSON", args: []string{"translate", "-f", golden, "--type", "listeners", "-o", "json"}, code: 0, stdout: `"name": "http_80"`},
+		{name: "one gateway", args: []string{"translate", "-f", golden, "--gateway", "default/other", "--type", "ir"}, code: 0, stdout: "name: default/other"},
+		{name: "secrets are redacted", args: []string{"translate", "-f", "../../pkg/offline/testdata/https-certificates.in.yaml", "--type", "secrets"}, code: 0, stdout: "[redacted]", notInStdot: "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t" /* base64 of -----BEGIN PRIVATE KEY----- */},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d\nstderr: %s", code, tc.code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tc.stdout) {
+				t.Errorf("stdout does not contain %q:\n%s", tc.stdout, stdout.String())
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("stderr does not contain %q:\n%s", tc.stderr, stderr.String())
+			}
+			if tc.notInStdot != "" && strings.Contains(stdout.String(), tc.notInStdot) {
+				t.Errorf("stdout contains %q", tc.notInStdot)
+			}
+		})
+	}
+}
