@@ -94,6 +94,7 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 		t.checkTLS(l)
 	}
 	checkConflicts(ls)
+	checkOverlappingTLS(ls)
 	for _, l := range ls {
 		l.conds.set(string(gatewayv1.ListenerConditionAccepted), true, string(gatewayv1.ListenerReasonAccepted), "Listener is valid")
 		l.conds.set(string(gatewayv1.ListenerConditionResolvedRefs), true, string(gatewayv1.ListenerReasonResolvedRefs), "All references are resolved")
@@ -263,3 +264,27 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// checkOverlappingTLS warns about terminating listeners on one port whose
+// hostnames overlap ("*.example.com" and "foo.example.com"): a client may
+// then see either certificate for a name both cover, depending on its SNI.
+// Both keep working; the condition says so.
+func checkOverlappingTLS(ls []*listener) {
+	terminating := func(l *listener) bool {
+		return l.spec.Protocol == gatewayv1.HTTPSProtocolType ||
+			l.spec.Protocol == gatewayv1.TLSProtocolType && l.spec.TLS != nil && (l.spec.TLS.Mode == nil || *l.spec.TLS.Mode == gatewayv1.TLSModeTerminate)
+	}
+	for i, a := range ls {
+		for _, b := range ls[i+1:] {
+			if a.spec.Port != b.spec.Port || !terminating(a) || !terminating(b) || a.hostname == b.hostname {
+				continue
+			}
+			if matches(a.hostname, b.hostname) || matches(b.hostname, a.hostname) {
+				for _, l := range []*listener{a, b} {
+					l.conds.problem(string(gatewayv1.ListenerConditionOverlappingTLSConfig), true, string(gatewayv1.ListenerReasonOverlappingHostnames),
+						fmt.Sprintf("hostname %q overlaps another TLS listener's on port %d", l.hostname, l.spec.Port))
+				}
+			}
+		}
+	}
+}

@@ -13,8 +13,11 @@ import (
 // route the status.parents entries that are Isobar's. Conditions carry no
 // lastTransitionTime; the status writer sets it when a condition changes.
 type Status struct {
-	Gateways map[types.NamespacedName]*gatewayv1.GatewayStatus
-	Routes   map[RouteKey][]gatewayv1.RouteParentStatus
+	// GatewayClasses are the classes with Isobar's controllerName. Offline
+	// their parametersRef is not checked; the operator checks it.
+	GatewayClasses map[string]*gatewayv1.GatewayClassStatus
+	Gateways       map[types.NamespacedName]*gatewayv1.GatewayStatus
+	Routes         map[RouteKey][]gatewayv1.RouteParentStatus
 	// BackendTLSPolicies holds, per policy, an ancestor entry for each
 	// Gateway whose routes use it.
 	BackendTLSPolicies map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
@@ -29,8 +32,9 @@ type RouteKey struct {
 
 func newStatus(routes int) *Status {
 	return &Status{
-		Gateways: map[types.NamespacedName]*gatewayv1.GatewayStatus{},
-		Routes:   make(map[RouteKey][]gatewayv1.RouteParentStatus, routes),
+		GatewayClasses: map[string]*gatewayv1.GatewayClassStatus{},
+		Gateways:       map[types.NamespacedName]*gatewayv1.GatewayStatus{},
+		Routes:         make(map[RouteKey][]gatewayv1.RouteParentStatus, routes),
 
 		BackendTLSPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
 	}

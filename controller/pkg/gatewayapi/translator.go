@@ -79,6 +79,12 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	idx := newIndex(res)
 	st := newStatus(len(res.HTTPRoutes) + len(res.GRPCRoutes) + len(res.TLSRoutes) + len(res.TCPRoutes) + len(res.UDPRoutes))
 	out := &Result{Status: st}
+	for _, class := range res.GatewayClasses {
+		if class.Spec.ControllerName == tr.opts.ControllerName {
+			cs := ClassStatus(class, nil)
+			st.GatewayClasses[class.Name] = &cs
+		}
+	}
 	streams := streamRoutes(res)
 	c := &cache{
 		rules: tr.rules, fresh: map[any]*cachedRules{}, world: idx.world,

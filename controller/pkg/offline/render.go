@@ -82,6 +82,15 @@ type object struct {
 
 func statusObjects(r *Result) []object {
 	out := []object{}
+	classes := make([]string, 0, len(r.Gateways.Status.GatewayClasses))
+	for name := range r.Gateways.Status.GatewayClasses {
+		classes = append(classes, name)
+	}
+	slices.Sort(classes)
+	for _, name := range classes {
+		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "GatewayClass",
+			Metadata: metav1.ObjectMeta{Name: name}, Status: r.Gateways.Status.GatewayClasses[name]})
+	}
 	for _, k := range sortedKeys(r.Gateways.Status.Gateways) {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}, Status: r.Gateways.Status.Gateways[k]})

@@ -1,0 +1,77 @@
+package gatewayapi
+
+import (
+	"slices"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/pkg/features"
+)
+
+// SupportedFeatures are the Gateway API features the translator implements,
+// as a GatewayClass reports them. The conformance suite checks the claim.
+var SupportedFeatures = sortedFeatures(
+	features.SupportGateway,
+	features.SupportGatewayPort8080,
+	features.SupportGatewayHTTPListenerIsolation,
+	features.SupportReferenceGrant,
+	features.SupportHTTPRoute,
+	features.SupportHTTPRouteQueryParamMatching,
+	features.SupportHTTPRouteMethodMatching,
+	features.SupportHTTPRouteResponseHeaderModification,
+	features.SupportHTTPRouteBackendRequestHeaderModification,
+	features.SupportHTTPRoutePortRedirect,
+	features.SupportHTTPRouteSchemeRedirect,
+	features.SupportHTTPRoutePathRedirect,
+	features.SupportHTTPRouteHostRewrite,
+	features.SupportHTTPRoutePathRewrite,
+	features.SupportHTTPRouteRequestMirror,
+	features.SupportHTTPRouteRequestMultipleMirrors,
+	features.SupportHTTPRouteRequestPercentageMirror,
+	features.SupportHTTPRouteRequestTimeout,
+	features.SupportHTTPRouteBackendTimeout,
+	features.SupportHTTPRouteParentRefPort,
+	features.SupportHTTPRouteBackendProtocolH2C,
+	features.SupportHTTPRouteBackendProtocolWebSocket,
+	features.SupportHTTPRouteCORS,
+	features.SupportHTTPRoute303RedirectStatusCode,
+	features.SupportHTTPRoute307RedirectStatusCode,
+	features.SupportHTTPRoute308RedirectStatusCode,
+	features.SupportHTTPRouteRetry,
+	features.SupportGRPCRoute,
+	features.SupportTLSRoute,
+	features.SupportTLSRouteModeTerminate,
+	features.SupportTLSRouteModeMixed,
+	features.SupportTCPRoute,
+	features.SupportUDPRoute,
+	features.SupportBackendTLSPolicy,
+	features.SupportBackendTLSPolicySANValidation,
+)
+
+func sortedFeatures(names ...features.FeatureName) []gatewayv1.SupportedFeature {
+	out := make([]gatewayv1.SupportedFeature, len(names))
+	for i, n := range names {
+		out[i] = gatewayv1.SupportedFeature{Name: gatewayv1.FeatureName(n)}
+	}
+	slices.SortFunc(out, func(a, b gatewayv1.SupportedFeature) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// ClassStatus is a GatewayClass's status: Accepted, or not with reason
+// InvalidParameters and paramsErr's message, and the supported features.
+// The operator writes it, having checked the parametersRef.
+func ClassStatus(class *gatewayv1.GatewayClass, paramsErr error) gatewayv1.GatewayClassStatus {
+	c := conditions{generation: class.Generation}
+	if paramsErr != nil {
+		c.set(string(gatewayv1.GatewayClassConditionStatusAccepted), false, string(gatewayv1.GatewayClassReasonInvalidParameters), paramsErr.Error())
+	}
+	c.set(string(gatewayv1.GatewayClassConditionStatusAccepted), true, string(gatewayv1.GatewayClassReasonAccepted), "GatewayClass is accepted")
+	return gatewayv1.GatewayClassStatus{Conditions: c.sorted(), SupportedFeatures: slices.Clone(SupportedFeatures)}
+}
