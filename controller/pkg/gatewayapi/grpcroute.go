@@ -34,7 +34,7 @@ func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute) {
 					continue
 				}
 				r := *action
-				r.Name = fmt.Sprintf("grpcroute/%s/%s/rule/%d/match/%d", gr.Namespace, gr.Name, i, j)
+				r.Name = routeName("grpcroute", gr.Namespace, gr.Name, i, j)
 				r.Match = m
 				out[i] = append(out[i], &r)
 			}

@@ -3,6 +3,7 @@ package gatewayapi
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -124,7 +125,7 @@ func (t *gatewayTranslator) translateHTTPRules(hr *gatewayv1.HTTPRoute, resolved
 				continue
 			}
 			r := *action
-			r.Name = fmt.Sprintf("httproute/%s/%s/rule/%d/match/%d", hr.Namespace, hr.Name, i, j)
+			r.Name = routeName("httproute", hr.Namespace, hr.Name, i, j)
 			r.Match = m
 			out[i] = append(out[i], &r)
 		}
@@ -415,4 +416,20 @@ func checkReplacement(what, p string) error {
 		return nil
 	}
 	return checkPath(what+" path", p)
+}
+
+// routeName names an Envoy route after the rule and match it came from;
+// built by hand because it runs for every match of every route.
+func routeName(kind, namespace, name string, rule, match int) string {
+	b := make([]byte, 0, len(kind)+len(namespace)+len(name)+24)
+	b = append(b, kind...)
+	b = append(b, '/')
+	b = append(b, namespace...)
+	b = append(b, '/')
+	b = append(b, name...)
+	b = append(b, "/rule/"...)
+	b = strconv.AppendInt(b, int64(rule), 10)
+	b = append(b, "/match/"...)
+	b = strconv.AppendInt(b, int64(match), 10)
+	return string(b)
 }
