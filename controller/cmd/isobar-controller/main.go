@@ -14,6 +14,8 @@ const usage = `isobar-controller: Isobar's per-Gateway control plane
 Usage:
   isobar-controller translate -f FILE|DIR... [--gateway NS/NAME] [--type TYPE] [-o yaml|json]
                                translate Gateway API YAML into Envoy configuration offline
+  isobar-controller bootstrap --cluster NS/NAME --xds-address HOST [--node-id ID] [--certs-dir DIR] [--output-dir DIR]
+                               write an Envoy bootstrap for the fleet (run by Envoy pods' init container)
   isobar-controller version    print the version and the Go modules it was built from
 `
 
@@ -29,6 +31,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "translate":
 		return translate(args[1:], stdout, stderr)
+	case "bootstrap":
+		return bootstrapCmd(args[1:], stdout, stderr)
 	case "version":
 		return version(stdout)
 	case "help", "-h", "--help":

@@ -23,14 +23,22 @@ func TestRun(t *testing.T) {
 		{name: "missing file", args: []string{"translate", "-f", "/nonexistent.yaml"}, code: 1, stderr: "no such file"},
 		{name: "bad gateway flag", args: []string{"translate", "-f", golden, "--gateway", "web"}, code: 2, stderr: "want NAMESPACE/NAME"},
 		{name: "bad type", args: []string{"translate", "-f", golden, "--type", "everything"}, code: 2, stderr: `unknown type "everything"`},
+		{name: "bootstrap without its flags", args: []string{"bootstrap", "--node-id", "n", "--output-dir", "@TMP@"}, code: 1, stderr: "xDS address is required"},
+		{name: "bootstrap", args: []string{"bootstrap", "--node-id", "n", "--cluster", "default/web", "--xds-address", "web.default.svc", "--output-dir", "@TMP@"}, code: 0, stdout: "wrote @TMP@/envoy.json"},
 		{name: "status", args: []string{"translate", "-f", golden}, code: 0, stdout: "kind: HTTPRoute"},
 		{name: "listeners as JSON", args: []string{"translate", "-f", golden, "--type", "listeners", "-o", "json"}, code: 0, stdout: `"name": "http_80"`},
 		{name: "one gateway", args: []string{"translate", "-f", golden, "--gateway", "default/other", "--type", "ir"}, code: 0, stdout: "name: default/other"},
 		{name: "secrets are redacted", args: []string{"translate", "-f", "../../pkg/offline/testdata/https-certificates.in.yaml", "--type", "secrets"}, code: 0, stdout: "[redacted]", notInStdot: "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t" /* base64 of -----BEGIN PRIVATE KEY----- */},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := make([]string, len(tc.args))
+			for i, a := range tc.args {
+				args[i] = strings.ReplaceAll(a, "@TMP@", dir)
+			}
+			tc.stdout = strings.ReplaceAll(tc.stdout, "@TMP@", dir)
 			var stdout, stderr bytes.Buffer
-			code := run(tc.args, &stdout, &stderr)
+			code := run(args, &stdout, &stderr)
 			if code != tc.code {
 				t.Errorf("exit code %d, want %d\nstderr: %s", code, tc.code, stderr.String())
 			}
