@@ -1,0 +1,102 @@
+package xdsserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+
+	"isobar.dev/controller/pkg/offline"
+	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/xds"
+)
+
+// BenchmarkPush measures one route change of a 1,000-route Gateway reaching
+// 1 and 100 connected state-of-the-world clients: the changed
+// RouteConfiguration is marshalled once whatever the number of clients.
+func BenchmarkPush(b *testing.B) {
+	base := workloadResources(b, 1000)
+	for _, clients := range []int{1, 100} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			pki := newTestPKI(b)
+			s, addr := serveBench(b, pki)
+			if _, err := s.Update(base); err != nil {
+				b.Fatal(err)
+			}
+			streams := make([]discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, clients)
+			for i := range streams {
+				conn := dialBench(b, pki, addr)
+				ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				req := &discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: fmt.Sprint("envoy-", i)}, TypeUrl: resourcev3.RouteType}
+				if err := ads.Send(req); err != nil {
+					b.Fatal(err)
+				}
+				first, err := ads.Recv()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := ads.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.RouteType, VersionInfo: first.VersionInfo, ResponseNonce: first.Nonce}); err != nil {
+					b.Fatal(err)
+				}
+				streams[i] = ads
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				r := *base
+				r.Routes = append([]*routev3.RouteConfiguration(nil), base.Routes...)
+				changed := proto.Clone(r.Routes[len(r.Routes)-1]).(*routev3.RouteConfiguration)
+				changed.VirtualHosts[0].Routes[0].Name = fmt.Sprint("changed-", i)
+				r.Routes[len(r.Routes)-1] = changed
+				if _, err := s.Update(&r); err != nil {
+					b.Fatal(err)
+				}
+				for _, ads := range streams {
+					resp, err := ads.Recv()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := ads.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.RouteType, VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func workloadResources(b *testing.B, n int) *xds.Resources {
+	out, err := exec.Command("go", "env", "GOWORK").Output()
+	if err != nil {
+		b.Skip(err)
+	}
+	script := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "..", "shared", "bench", "gen-routes.py")
+	if _, err := os.Stat(script); err != nil {
+		b.Skipf("workload generator not found: %v", err)
+	}
+	data, err := exec.Command("python3", script, "--routes", fmt.Sprint(n), "--controller-name", offline.DefaultControllerName).Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := &resources.Resources{}
+	if _, err := res.Load("bench", bytes.NewReader(data)); err != nil {
+		b.Fatal(err)
+	}
+	r, err := offline.Translate(res, offline.Options{Settings: xds.DefaultSettings()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r.XDS[0]
+}

@@ -1,0 +1,198 @@
+// Package xdsserver serves a fleet's Envoy configuration over ADS (state of
+// the world and delta) and tracks what each connected Envoy has
+// acknowledged.
+//
+// Resources are held in one go-control-plane LinearCache per type, updated
+// with only the resources that changed, so an Envoy receives (over delta
+// xDS) only what changed, and each resource is marshalled once per version
+// and the bytes shared by every stream: the cost of a push does not grow
+// with the number of connected Envoys, as it does with go-control-plane's
+// snapshot cache, which marshals per response.
+package xdsserver
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
+	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
+	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
+	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
+	secretservice "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"isobar.dev/controller/pkg/xds"
+)
+
+// pushOrder is the order in which types are updated: what a resource refers
+// to first (clusters before the routes that use them, endpoints before
+// nothing waits on them), removals in reverse.
+var pushOrder = []string{
+	resourcev3.SecretType,
+	resourcev3.ClusterType,
+	resourcev3.EndpointType,
+	resourcev3.ListenerType,
+	resourcev3.RouteType,
+}
+
+// Server is one fleet's xDS server.
+type Server struct {
+	caches map[string]*cache.LinearCache
+	xds    server.Server
+
+	mu       sync.Mutex
+	current  map[string]map[string]proto.Message // type -> name -> resource
+	versions map[string]uint64                   // type -> the cache's version counter
+	streams  map[int64]*stream
+}
+
+// stream is what one Envoy's connection has been sent and has answered.
+type stream struct {
+	node  string
+	delta bool
+	sent  map[string]string // type -> version of the last response
+	nonce map[string]string // type -> nonce of the last delta response
+	acked map[string]string // type -> last version acknowledged
+	nack  map[string]string // type -> error of the last rejection, until an ACK
+}
+
+// New returns a server with no resources.
+func New(ctx context.Context) *Server {
+	s := &Server{
+		caches:   map[string]*cache.LinearCache{},
+		current:  map[string]map[string]proto.Message{},
+		versions: map[string]uint64{},
+		streams:  map[int64]*stream{},
+	}
+	mux := &cache.MuxCache{
+		Classify:      func(r *cache.Request) string { return r.GetTypeUrl() },
+		ClassifyDelta: func(r *cache.DeltaRequest) string { return r.GetTypeUrl() },
+		Caches:        map[string]cache.Cache{},
+	}
+	for _, t := range pushOrder {
+		s.caches[t] = cache.NewLinearCache(t)
+		s.current[t] = map[string]proto.Message{}
+		mux.Caches[t] = s.caches[t]
+	}
+	s.xds = server.NewServer(ctx, mux, s.callbacks())
+	return s
+}
+
+// Register adds the ADS and the per-type discovery services to g.
+func (s *Server) Register(g *grpc.Server) {
+	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, s.xds)
+	clusterservice.RegisterClusterDiscoveryServiceServer(g, s.xds)
+	endpointservice.RegisterEndpointDiscoveryServiceServer(g, s.xds)
+	listenerservice.RegisterListenerDiscoveryServiceServer(g, s.xds)
+	routeservice.RegisterRouteDiscoveryServiceServer(g, s.xds)
+	secretservice.RegisterSecretDiscoveryServiceServer(g, s.xds)
+}
+
+// Update makes r the served configuration, pushing only the resources that
+// changed, and returns how many did.
+func (s *Server) Update(r *xds.Resources) (int, error) {
+	next := map[string]map[string]proto.Message{
+		resourcev3.ListenerType: {}, resourcev3.RouteType: {}, resourcev3.ClusterType: {},
+		resourcev3.EndpointType: {}, resourcev3.SecretType: {},
+	}
+	for _, m := range r.Listeners {
+		next[resourcev3.ListenerType][m.Name] = m
+	}
+	for _, m := range r.Routes {
+		next[resourcev3.RouteType][m.Name] = m
+	}
+	for _, m := range r.Clusters {
+		next[resourcev3.ClusterType][m.Name] = m
+	}
+	for _, m := range r.Endpoints {
+		next[resourcev3.EndpointType][m.ClusterName] = m
+	}
+	for _, m := range r.Secrets {
+		next[resourcev3.SecretType][m.Name] = m
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := 0
+	// Additions and changes in push order, then removals in reverse, so
+	// nothing is removed while something still refers to it.
+	deletions := map[string][]string{}
+	for _, t := range pushOrder {
+		update := map[string]types.Resource{}
+		for name, m := range next[t] {
+			if old, ok := s.current[t][name]; !ok || old != m && !proto.Equal(old, m) {
+				update[name] = m
+			}
+		}
+		for name := range s.current[t] {
+			if _, ok := next[t][name]; !ok {
+				deletions[t] = append(deletions[t], name)
+			}
+		}
+		if len(update) == 0 {
+			continue
+		}
+		if err := s.caches[t].UpdateResources(update, nil); err != nil {
+			return changed, fmt.Errorf("updating %s: %w", t, err)
+		}
+		s.versions[t]++
+		changed += len(update)
+	}
+	for i := len(pushOrder) - 1; i >= 0; i-- {
+		t := pushOrder[i]
+		if len(deletions[t]) == 0 {
+			continue
+		}
+		if err := s.caches[t].UpdateResources(nil, deletions[t]); err != nil {
+			return changed, fmt.Errorf("removing %s: %w", t, err)
+		}
+		s.versions[t]++
+		changed += len(deletions[t])
+	}
+	s.current = next
+	return changed, nil
+}
+
+// version is the cache's version string of a type, as responses carry it.
+func (s *Server) version(t string) string {
+	return strconv.FormatUint(s.versions[t], 10)
+}
+
+// FleetStatus is what the connected Envoys have done with the
+// configuration.
+type FleetStatus struct {
+	// Connected counts open streams (one per Envoy with ADS).
+	Connected int
+	// Acknowledged says every connected Envoy has acknowledged the current
+	// version of every type it subscribed to.
+	Acknowledged bool
+	// Rejections are Envoys' error messages for configuration they
+	// rejected, "node: type: message".
+	Rejections []string
+}
+
+// Status reports the fleet's state.
+func (s *Server) Status() FleetStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := FleetStatus{Connected: len(s.streams), Acknowledged: true}
+	for _, str := range s.streams {
+		for t := range str.sent {
+			if str.acked[t] != s.version(t) {
+				st.Acknowledged = false
+			}
+			if msg, ok := str.nack[t]; ok {
+				st.Rejections = append(st.Rejections, fmt.Sprintf("%s: %s: %s", str.node, t, msg))
+			}
+		}
+	}
+	return st
+}

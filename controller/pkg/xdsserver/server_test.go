@@ -1,0 +1,229 @@
+package xdsserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"isobar.dev/controller/pkg/offline"
+	"isobar.dev/controller/pkg/xds"
+)
+
+// serve starts a Server on a loopback port with mutual TLS.
+func serve(t *testing.T, pki *testPKI) (*Server, string) { return serveBench(t, pki) }
+
+func serveBench(t testing.TB, pki *testPKI) (*Server, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s := New(ctx)
+	creds, err := ServerTLS(pki.serverCert, pki.serverKy, pki.caCert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(creds)))
+	s.Register(g)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(l)
+	t.Cleanup(g.Stop)
+	return s, l.Addr().String()
+}
+
+// dial connects as an Envoy would, with the fleet's client certificate.
+func dialBench(t testing.TB, pki *testPKI, addr string) *grpc.ClientConn {
+	return dialTB(t, pki, addr, true)
+}
+
+func dial(t *testing.T, pki *testPKI, addr string, withCert bool) *grpc.ClientConn {
+	return dialTB(t, pki, addr, withCert)
+}
+
+func dialTB(t testing.TB, pki *testPKI, addr string, withCert bool) *grpc.ClientConn {
+	t.Helper()
+	caPEM, _ := os.ReadFile(pki.caCert)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	cfg := &tls.Config{RootCAs: roots, ServerName: "xds.test", MinVersion: tls.VersionTLS13}
+	if withCert {
+		cert, err := tls.LoadX509KeyPair(pki.clientCert, pki.clientKy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func translated(t *testing.T, file string) *xds.Resources {
+	t.Helper()
+	res, _, err := offline.LoadFiles([]string{file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := offline.Translate(res, offline.Options{Settings: xds.DefaultSettings()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.XDS[0]
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A state-of-the-world ADS client: subscribe, receive, acknowledge, reject,
+// and receive only what changed; the server's fleet status follows.
+func TestADSStateOfTheWorld(t *testing.T) {
+	pki := newTestPKI(t)
+	s, addr := serve(t, pki)
+	if _, err := s.Update(translated(t, "../offline/testdata/backends.in.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(dial(t, pki, addr, true)).StreamAggregatedResources(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev3.Node{Id: "envoy-1", Cluster: "default/web"}
+	send := func(typ, version, nonce string, nack string) {
+		t.Helper()
+		req := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typ, VersionInfo: version, ResponseNonce: nonce}
+		if nack != "" {
+			req.ErrorDetail = &statuspb.Status{Code: 3, Message: nack}
+		}
+		if err := ads.Send(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recv := func() *discoveryv3.DiscoveryResponse {
+		t.Helper()
+		resp, err := ads.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+
+	send(resourcev3.ClusterType, "", "", "")
+	cds := recv()
+	if cds.TypeUrl != resourcev3.ClusterType || len(cds.Resources) != 4 {
+		t.Fatalf("CDS response: type %s with %d resources, want 4 clusters", cds.TypeUrl, len(cds.Resources))
+	}
+	waitFor(t, "the stream to show as not yet acknowledged", func() bool { st := s.Status(); return st.Connected == 1 && !st.Acknowledged })
+	send(resourcev3.ClusterType, cds.VersionInfo, cds.Nonce, "")
+	waitFor(t, "the ACK", func() bool { return s.Status().Acknowledged })
+
+	send(resourcev3.ListenerType, "", "", "")
+	lds := recv()
+	send(resourcev3.ListenerType, "", lds.Nonce, "listener http_80: invalid filter")
+	waitFor(t, "the NACK", func() bool {
+		st := s.Status()
+		return !st.Acknowledged && len(st.Rejections) == 1 && strings.Contains(st.Rejections[0], "envoy-1") && strings.Contains(st.Rejections[0], "invalid filter")
+	})
+
+	// A change to one cluster's endpoints pushes nothing to CDS; removing a
+	// cluster pushes a new CDS version.
+	r := translated(t, "../offline/testdata/backends.in.yaml")
+	r.Clusters = r.Clusters[1:]
+	changed, err := s.Update(r)
+	if err != nil || changed != 1 {
+		t.Fatalf("Update changed %d resources (%v), want 1", changed, err)
+	}
+	// A rejected type may be sent again first (the NACK named no newer
+	// version); the cluster change must follow.
+	cds2 := recv()
+	for cds2.TypeUrl == resourcev3.ListenerType {
+		cds2 = recv()
+	}
+	if cds2.TypeUrl != resourcev3.ClusterType || len(cds2.Resources) != 3 || cds2.VersionInfo == cds.VersionInfo {
+		t.Fatalf("after removing a cluster: %s version %s with %d resources", cds2.TypeUrl, cds2.VersionInfo, len(cds2.Resources))
+	}
+	if changed, _ := s.Update(r); changed != 0 {
+		t.Errorf("an identical update changed %d resources", changed)
+	}
+}
+
+// Delta xDS acknowledges by nonce, and sends only changed resources.
+func TestADSDelta(t *testing.T) {
+	pki := newTestPKI(t)
+	s, addr := serve(t, pki)
+	if _, err := s.Update(translated(t, "../offline/testdata/backends.in.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(dial(t, pki, addr, true)).DeltaAggregatedResources(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev3.Node{Id: "envoy-2"}
+	if err := ads.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: []string{"*"}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := ads.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Resources) != 3 {
+		t.Fatalf("EDS delta: %d resources, want 3", len(resp.Resources))
+	}
+	if err := ads.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: resourcev3.EndpointType, ResponseNonce: resp.Nonce}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the delta ACK", func() bool { st := s.Status(); return st.Connected == 1 && st.Acknowledged })
+
+	r := translated(t, "../offline/testdata/backends.in.yaml")
+	r.Endpoints[0].Endpoints = nil
+	if _, err := s.Update(r); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = ads.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Resources) != 1 || resp.Resources[0].Name != r.Endpoints[0].ClusterName {
+		t.Fatalf("after one endpoint change: %d resources, want only %s", len(resp.Resources), r.Endpoints[0].ClusterName)
+	}
+	if st := s.Status(); st.Acknowledged {
+		t.Error("acknowledged before the client answered the new version")
+	}
+}
+
+// An Envoy without the fleet's client certificate cannot connect.
+func TestClientCertificateRequired(t *testing.T) {
+	pki := newTestPKI(t)
+	_, addr := serve(t, pki)
+	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(dial(t, pki, addr, false)).StreamAggregatedResources(context.Background())
+	if err == nil {
+		if err = ads.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.ClusterType}); err == nil {
+			_, err = ads.Recv()
+		}
+	}
+	if err == nil {
+		t.Fatal("a client without a certificate got a response")
+	}
+}
