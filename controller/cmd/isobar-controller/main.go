@@ -12,6 +12,8 @@ import (
 const usage = `isobar-controller: Isobar's per-Gateway control plane
 
 Usage:
+  isobar-controller serve --gateway NS/NAME [--envoy-service NAME] [--xds-cert-file ...]
+                               serve the Gateway's Envoy fleet over xDS and write its status
   isobar-controller translate -f FILE|DIR... [--gateway NS/NAME] [--type TYPE] [-o yaml|json]
                                translate Gateway API YAML into Envoy configuration offline
   isobar-controller bootstrap --cluster NS/NAME --xds-address HOST [--node-id ID] [--certs-dir DIR] [--output-dir DIR]
@@ -31,6 +33,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "translate":
 		return translate(args[1:], stdout, stderr)
+	case "serve":
+		return serveCmd(args[1:], stderr)
 	case "bootstrap":
 		return bootstrapCmd(args[1:], stdout, stderr)
 	case "version":

@@ -17,6 +17,7 @@ func (s *Server) callbacks() server.Callbacks {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.streams[id] = &stream{delta: delta, sent: map[string]string{}, nonce: map[string]string{}, acked: map[string]string{}, nack: map[string]string{}}
+			s.notify()
 			return nil
 		}
 	}
@@ -24,6 +25,7 @@ func (s *Server) callbacks() server.Callbacks {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		delete(s.streams, id)
+		s.notify()
 	}
 	return server.CallbackFuncs{
 		StreamOpenFunc:        open(false),
@@ -77,8 +79,10 @@ func (s *Server) request(id int64, node *corev3.Node, typ, version, nonce, errMs
 	switch {
 	case rejected:
 		str.nack[typ] = errMsg
+		s.notify()
 	case answers:
 		str.acked[typ] = sentVersion
 		delete(str.nack, typ)
+		s.notify()
 	}
 }

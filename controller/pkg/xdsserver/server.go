@@ -48,6 +48,10 @@ type Server struct {
 	caches map[string]*cache.LinearCache
 	xds    server.Server
 
+	// changes is signalled (without blocking) whenever the fleet's state
+	// changes: a stream opens or closes, or an Envoy answers.
+	changes chan struct{}
+
 	mu       sync.Mutex
 	current  map[string]map[string]proto.Message // type -> name -> resource
 	versions map[string]uint64                   // type -> the cache's version counter
@@ -71,6 +75,7 @@ func New(ctx context.Context) *Server {
 		current:  map[string]map[string]proto.Message{},
 		versions: map[string]uint64{},
 		streams:  map[int64]*stream{},
+		changes:  make(chan struct{}, 1),
 	}
 	mux := &cache.MuxCache{
 		Classify:      func(r *cache.Request) string { return r.GetTypeUrl() },
@@ -164,6 +169,16 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 // version is the cache's version string of a type, as responses carry it.
 func (s *Server) version(t string) string {
 	return strconv.FormatUint(s.versions[t], 10)
+}
+
+// Changes signals that Status may have changed.
+func (s *Server) Changes() <-chan struct{} { return s.changes }
+
+func (s *Server) notify() {
+	select {
+	case s.changes <- struct{}{}:
+	default:
+	}
 }
 
 // FleetStatus is what the connected Envoys have done with the

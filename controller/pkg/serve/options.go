@@ -1,0 +1,79 @@
+// Package serve is `isobar-controller serve`: the per-Gateway control plane.
+// It watches its Gateway and everything that attaches to it, translates them
+// (package gatewayapi, then xds), serves the result to its Envoy fleet over
+// ADS with mutual TLS (package xdsserver), and writes status. Every replica
+// translates and serves xDS; only the leader writes status.
+package serve
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"isobar.dev/api/logs"
+	"isobar.dev/api/ports"
+	"isobar.dev/controller/pkg/offline"
+)
+
+// Options are serve's flags.
+type Options struct {
+	Gateway        types.NamespacedName
+	ControllerName string
+	// EnvoyService names the Service (in the Gateway's namespace) whose
+	// addresses become the Gateway's status.addresses.
+	EnvoyService string
+
+	XDSAddress          string
+	CertFile, KeyFile   string
+	CAFile              string
+	HealthAddress       string
+	MetricsAddress      string
+	LeaderElect         bool
+	LeaderElectionNS    string
+	UpdateDelay         time.Duration
+	LogLevel, LogFormat string
+}
+
+// DefaultOptions are what the operator's Deployment relies on.
+func DefaultOptions() Options {
+	return Options{
+		ControllerName: offline.DefaultControllerName,
+		XDSAddress:     fmt.Sprintf(":%d", ports.XDS),
+		CertFile:       "/var/run/isobar/certs/tls.crt",
+		KeyFile:        "/var/run/isobar/certs/tls.key",
+		CAFile:         "/var/run/isobar/certs/ca.crt",
+		HealthAddress:  fmt.Sprintf(":%d", ports.ControllerHealth),
+		MetricsAddress: fmt.Sprintf(":%d", ports.ControllerMetrics),
+		UpdateDelay:    100 * time.Millisecond,
+		LogLevel:       "info",
+		LogFormat:      logs.JSON,
+	}
+}
+
+// Bind registers the options as flags.
+func (o *Options) Bind(fs *flag.FlagSet) {
+	fs.Func("gateway", "the Gateway to serve, NAMESPACE/NAME (required)", func(v string) error {
+		ns, name, ok := strings.Cut(v, "/")
+		if !ok || ns == "" || name == "" {
+			return fmt.Errorf("want NAMESPACE/NAME")
+		}
+		o.Gateway = types.NamespacedName{Namespace: ns, Name: name}
+		return nil
+	})
+	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "the GatewayClass controllerName whose status entries this controller owns")
+	fs.StringVar(&o.EnvoyService, "envoy-service", o.EnvoyService, "the Envoy Service whose addresses the Gateway reports")
+	fs.StringVar(&o.XDSAddress, "xds-address", o.XDSAddress, "address of the ADS gRPC server")
+	fs.StringVar(&o.CertFile, "xds-cert-file", o.CertFile, "the xDS server's certificate; re-read when it changes")
+	fs.StringVar(&o.KeyFile, "xds-key-file", o.KeyFile, "the xDS server's private key")
+	fs.StringVar(&o.CAFile, "xds-ca-file", o.CAFile, "the fleet CA that Envoys' client certificates must be signed by")
+	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "address of /healthz and /readyz")
+	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "address of the Prometheus metrics endpoint; 0 turns it off")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas to write status")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to the Gateway's")
+	fs.DurationVar(&o.UpdateDelay, "update-delay", o.UpdateDelay, "how long to wait after a change for more before translating")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json or console")
+}

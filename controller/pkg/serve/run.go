@@ -1,0 +1,165 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"isobar.dev/api/logs"
+	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/xds"
+	"isobar.dev/controller/pkg/xdsserver"
+)
+
+func scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gatewayv1.Install, gatewayv1beta1.Install, gatewayv1alpha2.Install} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Run serves until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if o.Gateway.Name == "" {
+		return errors.New("--gateway NAMESPACE/NAME is required")
+	}
+	log, err := logs.New(o.LogLevel, o.LogFormat)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(log)
+	s, err := scheme()
+	if err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("finding the API server: %w", err)
+	}
+	leNS := o.LeaderElectionNS
+	if leNS == "" {
+		leNS = o.Gateway.Namespace
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        s,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
+		HealthProbeBindAddress:        o.HealthAddress,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              "isobar-controller-" + o.Gateway.Name,
+		LeaderElectionNamespace:       leNS,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+
+	xdsServer := xdsserver.New(ctx)
+	tlsCfg, err := xdsserver.ServerTLS(o.CertFile, o.KeyFile, o.CAFile)
+	if err != nil {
+		return err
+	}
+	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsCfg)))
+	xdsServer.Register(g)
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		l, err := net.Listen("tcp", o.XDSAddress)
+		if err != nil {
+			return fmt.Errorf("xDS listener: %w", err)
+		}
+		go func() { <-ctx.Done(); g.GracefulStop() }()
+		log.Info("serving xDS", "address", l.Addr().String())
+		return g.Serve(l)
+	})); err != nil {
+		return err
+	}
+
+	r := &reconciler{
+		opts:   o,
+		client: mgr.GetClient(),
+		snap:   &snapshotter{c: mgr.GetClient()},
+		stage1: gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: gatewayv1.GatewayController(o.ControllerName), Gateways: []types.NamespacedName{o.Gateway}}),
+		stage2: xds.NewTranslator(xds.DefaultSettings()),
+		xds:    xdsServer,
+		elected: func() bool {
+			select {
+			case <-mgr.Elected():
+				return true
+			default:
+				return false
+			}
+		},
+	}
+	if err := r.setup(mgr, xdsServer); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	// Ready once Envoy can be given a complete configuration: before the
+	// first translation, a connecting Envoy would get none.
+	if err := mgr.AddReadyzCheck("translated", func(*http.Request) error {
+		if !r.ready.Load() {
+			return errors.New("no configuration translated yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	log.Info("starting", "gateway", o.Gateway.String())
+	return mgr.Start(ctx)
+}
+
+// setup watches everything translation reads; every event asks for one
+// reconcile of the Gateway, and the work queue folds bursts into one.
+func (r *reconciler) setup(mgr ctrl.Manager, xdsServer *xdsserver.Server) error {
+	key := reconcile.Request{NamespacedName: r.opts.Gateway}
+	always := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{key} })
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("gateway").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: ptrTo(false)}).
+		Watches(&gatewayv1.Gateway{}, always)
+	for _, obj := range []client.Object{
+		&gatewayv1.GatewayClass{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{}, &gatewayv1.TLSRoute{},
+		&gatewayv1alpha2.TCPRoute{}, &gatewayv1alpha2.UDPRoute{}, &gatewayv1beta1.ReferenceGrant{}, &gatewayv1.BackendTLSPolicy{},
+		&corev1.Service{}, &discoveryv1.EndpointSlice{}, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{},
+	} {
+		b = b.Watches(obj, always)
+	}
+	// Envoys connecting, acknowledging or rejecting change the Gateway's
+	// Programmed condition.
+	events := make(chan event.GenericEvent)
+	go func() {
+		for range xdsServer.Changes() {
+			events <- event.GenericEvent{Object: &gatewayv1.Gateway{}}
+		}
+	}()
+	b = b.WatchesRawSource(source.Channel(events, always))
+	return b.Complete(r)
+}
+
+func ptrTo[T any](v T) *T { return &v }

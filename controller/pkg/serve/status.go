@@ -1,0 +1,214 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+
+	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/xdsserver"
+)
+
+// statusCache remembers which routes carry an entry of ours, so that an
+// entry is removed when its route stops referring to the Gateway.
+type statusCache struct {
+	routes map[gatewayapi.RouteKey]bool
+}
+
+// writeStatus writes the Gateway's status and this Gateway's entries in its
+// routes' status, each only when it changed, retrying on conflicts: many
+// controllers write the same routes.
+func (r *reconciler) writeStatus(ctx context.Context, st *gatewayapi.Status, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress) error {
+	if gs, ok := st.Gateways[r.opts.Gateway]; ok {
+		if err := r.writeGateway(ctx, programmed(*gs, fleet, addresses, r.opts.EnvoyService != ""), addresses); err != nil {
+			return err
+		}
+	}
+	written := map[gatewayapi.RouteKey]bool{}
+	for k, parents := range st.Routes {
+		written[k] = true
+		if err := r.writeRoute(ctx, k, parents); err != nil {
+			return err
+		}
+	}
+	for k := range r.written.routes {
+		if !written[k] {
+			if err := r.writeRoute(ctx, k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	r.written.routes = written
+	return nil
+}
+
+// programmed sets the Gateway's Programmed condition from the fleet: the
+// configuration is programmed once an address is assigned and every
+// connected Envoy has acknowledged it.
+func programmed(gs gatewayv1.GatewayStatus, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress, needAddress bool) gatewayv1.GatewayStatus {
+	out := *gs.DeepCopy()
+	cond := meta.FindStatusCondition(out.Conditions, string(gatewayv1.GatewayConditionProgrammed))
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		return out
+	}
+	set := func(reason gatewayv1.GatewayConditionReason, msg string) {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, string(reason), msg
+	}
+	switch {
+	case needAddress && len(addresses) == 0:
+		set(gatewayv1.GatewayReasonAddressNotAssigned, "the Envoy Service has no address yet")
+	case fleet.Connected == 0:
+		set(gatewayv1.GatewayReasonPending, "no Envoy of the fleet is connected")
+	case len(fleet.Rejections) > 0:
+		set(gatewayv1.GatewayReasonInvalid, fmt.Sprintf("Envoy rejected the configuration: %v", fleet.Rejections))
+	case !fleet.Acknowledged:
+		set(gatewayv1.GatewayReasonPending, fmt.Sprintf("waiting for %d connected Envoys to acknowledge the configuration", fleet.Connected))
+	}
+	return out
+}
+
+func (r *reconciler) writeGateway(ctx context.Context, desired gatewayv1.GatewayStatus, addresses []gatewayv1.GatewayStatusAddress) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		gw := &gatewayv1.Gateway{}
+		if err := r.client.Get(ctx, r.opts.Gateway, gw); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		next := gw.Status.DeepCopy()
+		for _, c := range desired.Conditions {
+			meta.SetStatusCondition(&next.Conditions, c)
+		}
+		listeners := make([]gatewayv1.ListenerStatus, len(desired.Listeners))
+		for i, l := range desired.Listeners {
+			listeners[i] = l
+			listeners[i].Conditions = nil
+			var old []metav1.Condition
+			for _, o := range gw.Status.Listeners {
+				if o.Name == l.Name {
+					old = o.Conditions
+				}
+			}
+			listeners[i].Conditions = append([]metav1.Condition(nil), old...)
+			for _, c := range l.Conditions {
+				meta.SetStatusCondition(&listeners[i].Conditions, c)
+			}
+			listeners[i].Conditions = onlyTypes(listeners[i].Conditions, l.Conditions)
+		}
+		next.Listeners = listeners
+		next.Addresses = addresses
+		if apiequality.Semantic.DeepEqual(next, &gw.Status) {
+			return nil
+		}
+		gw.Status = *next
+		if err := r.client.Status().Update(ctx, gw); err != nil {
+			return err
+		}
+		statusWrites.WithLabelValues("Gateway").Inc()
+		return nil
+	})
+}
+
+// onlyTypes keeps the conditions whose types want has.
+func onlyTypes(conds, want []metav1.Condition) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range conds {
+		if meta.FindStatusCondition(want, c.Type) != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// writeRoute replaces this Gateway's entries in a route's status.parents
+// with parents (none removes them), keeping every other entry.
+func (r *reconciler) writeRoute(ctx context.Context, k gatewayapi.RouteKey, parents []gatewayv1.RouteParentStatus) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		obj, status := routeObject(k.Kind)
+		if obj == nil {
+			return nil
+		}
+		if err := r.client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		rs := status(obj)
+		var next []gatewayv1.RouteParentStatus
+		old := map[string]gatewayv1.RouteParentStatus{}
+		for _, p := range rs.Parents {
+			if r.ours(p, k.Namespace) {
+				old[parentKey(p.ParentRef)] = p
+				continue
+			}
+			next = append(next, p)
+		}
+		for _, p := range parents {
+			merged := p
+			merged.Conditions = append([]metav1.Condition(nil), old[parentKey(p.ParentRef)].Conditions...)
+			for _, c := range p.Conditions {
+				meta.SetStatusCondition(&merged.Conditions, c)
+			}
+			merged.Conditions = onlyTypes(merged.Conditions, p.Conditions)
+			next = append(next, merged)
+		}
+		if apiequality.Semantic.DeepEqual(next, rs.Parents) || len(next) == 0 && len(rs.Parents) == 0 {
+			return nil
+		}
+		rs.Parents = next
+		if err := r.client.Status().Update(ctx, obj); err != nil {
+			return err
+		}
+		statusWrites.WithLabelValues(k.Kind).Inc()
+		return nil
+	})
+}
+
+// ours reports whether a parent entry is this controller's for this
+// Gateway.
+func (r *reconciler) ours(p gatewayv1.RouteParentStatus, routeNS string) bool {
+	if string(p.ControllerName) != r.opts.ControllerName {
+		return false
+	}
+	ns := routeNS
+	if p.ParentRef.Namespace != nil {
+		ns = string(*p.ParentRef.Namespace)
+	}
+	return ns == r.opts.Gateway.Namespace && string(p.ParentRef.Name) == r.opts.Gateway.Name
+}
+
+func parentKey(p gatewayv1.ParentReference) string {
+	return fmt.Sprintf("%v/%v/%v/%s/%v/%v", deref(p.Group), deref(p.Kind), deref(p.Namespace), p.Name, deref(p.SectionName), deref(p.Port))
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// routeObject returns an empty object of a route kind and how to reach its
+// RouteStatus.
+func routeObject(kind string) (client.Object, func(client.Object) *gatewayv1.RouteStatus) {
+	switch kind {
+	case "HTTPRoute":
+		return &gatewayv1.HTTPRoute{}, func(o client.Object) *gatewayv1.RouteStatus { return &o.(*gatewayv1.HTTPRoute).Status.RouteStatus }
+	case "GRPCRoute":
+		return &gatewayv1.GRPCRoute{}, func(o client.Object) *gatewayv1.RouteStatus { return &o.(*gatewayv1.GRPCRoute).Status.RouteStatus }
+	case "TLSRoute":
+		return &gatewayv1.TLSRoute{}, func(o client.Object) *gatewayv1.RouteStatus { return &o.(*gatewayv1.TLSRoute).Status.RouteStatus }
+	case "TCPRoute":
+		return &gatewayv1alpha2.TCPRoute{}, func(o client.Object) *gatewayv1.RouteStatus { return &o.(*gatewayv1alpha2.TCPRoute).Status.RouteStatus }
+	case "UDPRoute":
+		return &gatewayv1alpha2.UDPRoute{}, func(o client.Object) *gatewayv1.RouteStatus { return &o.(*gatewayv1alpha2.UDPRoute).Status.RouteStatus }
+	}
+	return nil, nil
+}
