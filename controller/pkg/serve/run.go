@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -86,7 +85,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsCfg)))
 	xdsServer.Register(g)
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
 		l, err := net.Listen("tcp", o.XDSAddress)
 		if err != nil {
 			return fmt.Errorf("xDS listener: %w", err)
@@ -161,5 +160,13 @@ func (r *reconciler) setup(mgr ctrl.Manager, xdsServer *xdsserver.Server) error 
 	b = b.WatchesRawSource(source.Channel(events, always))
 	return b.Complete(r)
 }
+
+// everyReplica is a runnable that runs whether or not this replica leads:
+// every replica serves xDS to the Envoys connected to it.
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -141,24 +141,7 @@ func (r *reconciler) writeRoute(ctx context.Context, k gatewayapi.RouteKey, pare
 			return err
 		}
 		rs := status(obj)
-		var next []gatewayv1.RouteParentStatus
-		old := map[string]gatewayv1.RouteParentStatus{}
-		for _, p := range rs.Parents {
-			if r.ours(p, k.Namespace) {
-				old[parentKey(p.ParentRef)] = p
-				continue
-			}
-			next = append(next, p)
-		}
-		for _, p := range parents {
-			merged := p
-			merged.Conditions = append([]metav1.Condition(nil), old[parentKey(p.ParentRef)].Conditions...)
-			for _, c := range p.Conditions {
-				meta.SetStatusCondition(&merged.Conditions, c)
-			}
-			merged.Conditions = onlyTypes(merged.Conditions, p.Conditions)
-			next = append(next, merged)
-		}
+		next := mergeParents(rs.Parents, parents, func(p gatewayv1.RouteParentStatus) bool { return r.ours(p, k.Namespace) })
 		if apiequality.Semantic.DeepEqual(next, rs.Parents) || len(next) == 0 && len(rs.Parents) == 0 {
 			return nil
 		}
@@ -169,6 +152,47 @@ func (r *reconciler) writeRoute(ctx context.Context, k gatewayapi.RouteKey, pare
 		statusWrites.WithLabelValues(k.Kind).Inc()
 		return nil
 	})
+}
+
+// mergeParents replaces the entries that are ours with desired, keeping
+// every other entry. Entries stay where they are, so that controllers
+// writing the same route agree on its order; an order that depended on who
+// wrote last would have them rewrite it after each other forever.
+func mergeParents(current, desired []gatewayv1.RouteParentStatus, ours func(gatewayv1.RouteParentStatus) bool) []gatewayv1.RouteParentStatus {
+	want := make(map[string]int, len(desired))
+	for i, p := range desired {
+		want[parentKey(p.ParentRef)] = i
+	}
+	// merge keeps the old conditions' transition times where the status
+	// did not change.
+	merge := func(old []metav1.Condition, p gatewayv1.RouteParentStatus) gatewayv1.RouteParentStatus {
+		conds := append([]metav1.Condition(nil), old...)
+		for _, c := range p.Conditions {
+			meta.SetStatusCondition(&conds, c)
+		}
+		p.Conditions = onlyTypes(conds, p.Conditions)
+		return p
+	}
+	var next []gatewayv1.RouteParentStatus
+	done := make([]bool, len(desired))
+	for _, p := range current {
+		if !ours(p) {
+			next = append(next, p)
+			continue
+		}
+		i, ok := want[parentKey(p.ParentRef)]
+		if !ok || done[i] {
+			continue
+		}
+		done[i] = true
+		next = append(next, merge(p.Conditions, desired[i]))
+	}
+	for i, p := range desired {
+		if !done[i] {
+			next = append(next, merge(nil, p))
+		}
+	}
+	return next
 }
 
 // ours reports whether a parent entry is this controller's for this

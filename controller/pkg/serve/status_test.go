@@ -1,0 +1,64 @@
+package serve
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+func TestMergeParents(t *testing.T) {
+	then, now := metav1.Unix(1000, 0), metav1.Unix(2000, 0)
+	entry := func(controller, gateway string, status metav1.ConditionStatus, at metav1.Time) gatewayv1.RouteParentStatus {
+		return gatewayv1.RouteParentStatus{
+			ParentRef:      gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gateway)},
+			ControllerName: gatewayv1.GatewayController(controller),
+			Conditions:     []metav1.Condition{{Type: "Accepted", Status: status, Reason: "R", LastTransitionTime: at}},
+		}
+	}
+	ours := func(p gatewayv1.RouteParentStatus) bool { return p.ControllerName == "us" }
+	for _, tc := range []struct {
+		name             string
+		current, desired []gatewayv1.RouteParentStatus
+		want             []gatewayv1.RouteParentStatus
+	}{
+		{
+			name:    "added after the others",
+			current: []gatewayv1.RouteParentStatus{entry("them", "x", "True", then)},
+			desired: []gatewayv1.RouteParentStatus{entry("us", "web", "True", now)},
+			want:    []gatewayv1.RouteParentStatus{entry("them", "x", "True", then), entry("us", "web", "True", now)},
+		},
+		{
+			// Another controller appended after ours: the order stays, or
+			// the two would reorder the list after each other forever.
+			name:    "kept in place",
+			current: []gatewayv1.RouteParentStatus{entry("us", "web", "True", then), entry("them", "x", "True", then)},
+			desired: []gatewayv1.RouteParentStatus{entry("us", "web", "True", now)},
+			want:    []gatewayv1.RouteParentStatus{entry("us", "web", "True", then), entry("them", "x", "True", then)},
+		},
+		{
+			name:    "status change moves the transition time",
+			current: []gatewayv1.RouteParentStatus{entry("us", "web", "True", then)},
+			desired: []gatewayv1.RouteParentStatus{entry("us", "web", "False", now)},
+			want:    []gatewayv1.RouteParentStatus{entry("us", "web", "False", now)},
+		},
+		{
+			name:    "ours removed, theirs kept",
+			current: []gatewayv1.RouteParentStatus{entry("us", "web", "True", then), entry("them", "web", "True", then)},
+			want:    []gatewayv1.RouteParentStatus{entry("them", "web", "True", then)},
+		},
+		{
+			name:    "duplicate entries of ours collapse",
+			current: []gatewayv1.RouteParentStatus{entry("us", "web", "True", then), entry("us", "web", "True", then)},
+			desired: []gatewayv1.RouteParentStatus{entry("us", "web", "True", now)},
+			want:    []gatewayv1.RouteParentStatus{entry("us", "web", "True", then)},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, mergeParents(tc.current, tc.desired, ours)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
