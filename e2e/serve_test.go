@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -33,9 +34,10 @@ var xdsTypes = []string{resourcev3.ListenerType, resourcev3.ClusterType, resourc
 
 // served is a running `isobar-controller serve` for one Gateway.
 type served struct {
-	proc *harness.Process
-	pki  *harness.PKI
-	xds  string
+	proc    *harness.Process
+	pki     *harness.PKI
+	xds     string
+	metrics string // the Prometheus endpoint's URL
 }
 
 // serve starts the built controller for ns/gateway and waits until it is
@@ -56,11 +58,11 @@ func serve(t *testing.T, ns, gateway string, pki *harness.PKI, extra ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	xdsPort, healthPort := freePort(t), freePort(t)
+	xdsPort, healthPort, metricsPort := freePort(t), freePort(t), freePort(t)
 	args := append([]string{"serve",
 		"--gateway", ns + "/" + gateway, "--envoy-service", gateway + "-envoy",
 		"--xds-address", "127.0.0.1:" + xdsPort, "--xds-cert-file", pki.ServerCert, "--xds-key-file", pki.ServerKey, "--xds-ca-file", pki.CA,
-		"--health-address", "127.0.0.1:" + healthPort, "--metrics-address", "0", "--update-delay", "10ms", "--log-format", "console",
+		"--health-address", "127.0.0.1:" + healthPort, "--metrics-address", "127.0.0.1:" + metricsPort, "--update-delay", "10ms", "--log-format", "console",
 	}, extra...)
 	proc, err := harness.StartProcessEnv(env.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-controller", args...)
 	if err != nil {
@@ -82,7 +84,7 @@ func serve(t *testing.T, ns, gateway string, pki *harness.PKI, extra ...string) 
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return &served{proc: proc, pki: pki, xds: "127.0.0.1:" + xdsPort}
+	return &served{proc: proc, pki: pki, xds: "127.0.0.1:" + xdsPort, metrics: "http://127.0.0.1:" + metricsPort + "/metrics"}
 }
 
 // fleet creates a GatewayClass of ours, an HTTP Gateway on port 80 and its
@@ -289,6 +291,41 @@ func TestServe(t *testing.T) {
 	// A later acknowledgement clears it.
 	ads.ack(eds2)
 	waitGatewayCondition(t, ctx, ns, "web", "Programmed", metav1.ConditionTrue, "Programmed", "")
+
+	m := scrape(t, s.metrics)
+	for name, want := range map[string]float64{"isobar_xds_connected_envoys": 1, "isobar_xds_nacks_total": 1, "isobar_xds_acks_total": 6} {
+		if m[name] != want {
+			t.Errorf("%s = %v, want %v", name, m[name], want)
+		}
+	}
+	if m[`isobar_xds_version{type="envoy.config.endpoint.v3.ClusterLoadAssignment"}`] < 2 || m["isobar_translation_seconds_count"] < 1 || m[`isobar_status_writes_total{kind="Gateway"}`] < 1 {
+		t.Errorf("metrics lack versions, translations or status writes: %v", m)
+	}
+}
+
+// scrape reads a Prometheus text endpoint into name{labels} -> value.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
 }
 
 func endpointAddresses(t *testing.T, r *discoveryv3.DiscoveryResponse) []string {

@@ -1,8 +1,13 @@
 package serve
 
 import (
+	"errors"
+	"path"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"isobar.dev/controller/pkg/xdsserver"
 )
 
 var (
@@ -19,4 +24,47 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(translationSeconds, statusWrites)
+}
+
+// xdsCollector reads the xDS server's counters at scrape time, so the
+// server itself needs no Prometheus dependency.
+type xdsCollector struct {
+	s                             *xdsserver.Server
+	connected, acks, nacks, types *prometheus.Desc
+}
+
+func newXDSCollector(s *xdsserver.Server) *xdsCollector {
+	return &xdsCollector{
+		s:         s,
+		connected: prometheus.NewDesc("isobar_xds_connected_envoys", "Envoys with an open ADS stream.", nil, nil),
+		acks:      prometheus.NewDesc("isobar_xds_acks_total", "Responses Envoys acknowledged.", nil, nil),
+		nacks:     prometheus.NewDesc("isobar_xds_nacks_total", "Responses Envoys rejected.", nil, nil),
+		types:     prometheus.NewDesc("isobar_xds_version", "The served version of each resource type; it changes only when content does.", []string{"type"}, nil),
+	}
+}
+
+func (c *xdsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.connected
+	ch <- c.acks
+	ch <- c.nacks
+	ch <- c.types
+}
+
+func (c *xdsCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.s.Counters()
+	ch <- prometheus.MustNewConstMetric(c.connected, prometheus.GaugeValue, float64(n.Connected))
+	ch <- prometheus.MustNewConstMetric(c.acks, prometheus.CounterValue, float64(n.ACKs))
+	ch <- prometheus.MustNewConstMetric(c.nacks, prometheus.CounterValue, float64(n.NACKs))
+	for t, v := range n.Versions {
+		ch <- prometheus.MustNewConstMetric(c.types, prometheus.GaugeValue, float64(v), path.Base(t))
+	}
+}
+
+// registerXDSMetrics registers the collector once per process.
+func registerXDSMetrics(s *xdsserver.Server) error {
+	err := metrics.Registry.Register(newXDSCollector(s))
+	if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
+		return nil
+	}
+	return err
 }

@@ -17,12 +17,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -79,6 +77,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	xdsServer := xdsserver.New(ctx)
+	if err := registerXDSMetrics(xdsServer); err != nil {
+		return err
+	}
 	tlsCfg, err := xdsserver.ServerTLS(o.CertFile, o.KeyFile, o.CAFile)
 	if err != nil {
 		return err
@@ -104,18 +105,21 @@ func Run(ctx context.Context, o Options) error {
 		stage1: gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: gatewayv1.GatewayController(o.ControllerName), Gateways: []types.NamespacedName{o.Gateway}}),
 		stage2: xds.NewTranslator(xds.DefaultSettings()),
 		xds:    xdsServer,
-		elected: func() bool {
-			select {
-			case <-mgr.Elected():
-				return true
-			default:
-				return false
-			}
-		},
+		status: newStatusWriter(o, mgr.GetClient(), xdsServer.Status),
 	}
-	if err := r.setup(mgr, xdsServer); err != nil {
+	if err := r.setup(mgr); err != nil {
 		return err
 	}
+	if err := mgr.Add(r.status); err != nil {
+		return err
+	}
+	// Envoys connecting, acknowledging or rejecting change only the
+	// Gateway's Programmed condition: rewrite status, translate nothing.
+	go func() {
+		for range xdsServer.Changes() {
+			r.status.poke()
+		}
+	}()
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
@@ -135,7 +139,7 @@ func Run(ctx context.Context, o Options) error {
 
 // setup watches everything translation reads; every event asks for one
 // reconcile of the Gateway, and the work queue folds bursts into one.
-func (r *reconciler) setup(mgr ctrl.Manager, xdsServer *xdsserver.Server) error {
+func (r *reconciler) setup(mgr ctrl.Manager) error {
 	key := reconcile.Request{NamespacedName: r.opts.Gateway}
 	always := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{key} })
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -149,15 +153,6 @@ func (r *reconciler) setup(mgr ctrl.Manager, xdsServer *xdsserver.Server) error 
 	} {
 		b = b.Watches(obj, always)
 	}
-	// Envoys connecting, acknowledging or rejecting change the Gateway's
-	// Programmed condition.
-	events := make(chan event.GenericEvent)
-	go func() {
-		for range xdsServer.Changes() {
-			events <- event.GenericEvent{Object: &gatewayv1.Gateway{}}
-		}
-	}()
-	b = b.WatchesRawSource(source.Channel(events, always))
 	return b.Complete(r)
 }
 

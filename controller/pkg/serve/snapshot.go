@@ -38,7 +38,9 @@ func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error
 		if err != nil {
 			return false
 		}
-		if e := s.c.List(ctx, l); e != nil {
+		// The translator never modifies what it reads, so the cache's
+		// objects are shared rather than deep-copied on every pass.
+		if e := s.c.List(ctx, l, client.UnsafeDisableDeepCopy); e != nil {
 			err = fmt.Errorf("listing %T: %w", l, e)
 			return false
 		}

@@ -26,27 +26,27 @@ type statusCache struct {
 // writeStatus writes the Gateway's status and this Gateway's entries in its
 // routes' status, each only when it changed, retrying on conflicts: many
 // controllers write the same routes.
-func (r *reconciler) writeStatus(ctx context.Context, st *gatewayapi.Status, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress) error {
-	if gs, ok := st.Gateways[r.opts.Gateway]; ok {
-		if err := r.writeGateway(ctx, programmed(*gs, fleet, addresses, r.opts.EnvoyService != ""), addresses); err != nil {
+func (w *statusWriter) writeStatus(ctx context.Context, st *gatewayapi.Status, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress) error {
+	if gs, ok := st.Gateways[w.opts.Gateway]; ok {
+		if err := w.writeGateway(ctx, programmed(*gs, fleet, addresses, w.opts.EnvoyService != ""), addresses); err != nil {
 			return err
 		}
 	}
 	written := map[gatewayapi.RouteKey]bool{}
 	for k, parents := range st.Routes {
 		written[k] = true
-		if err := r.writeRoute(ctx, k, parents); err != nil {
+		if err := w.writeRoute(ctx, k, parents); err != nil {
 			return err
 		}
 	}
-	for k := range r.written.routes {
+	for k := range w.written.routes {
 		if !written[k] {
-			if err := r.writeRoute(ctx, k, nil); err != nil {
+			if err := w.writeRoute(ctx, k, nil); err != nil {
 				return err
 			}
 		}
 	}
-	r.written.routes = written
+	w.written.routes = written
 	return nil
 }
 
@@ -75,10 +75,10 @@ func programmed(gs gatewayv1.GatewayStatus, fleet xdsserver.FleetStatus, address
 	return out
 }
 
-func (r *reconciler) writeGateway(ctx context.Context, desired gatewayv1.GatewayStatus, addresses []gatewayv1.GatewayStatusAddress) error {
+func (w *statusWriter) writeGateway(ctx context.Context, desired gatewayv1.GatewayStatus, addresses []gatewayv1.GatewayStatusAddress) error {
 	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		gw := &gatewayv1.Gateway{}
-		if err := r.client.Get(ctx, r.opts.Gateway, gw); err != nil {
+		if err := w.client.Get(ctx, w.opts.Gateway, gw); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 		next := gw.Status.DeepCopy()
@@ -107,7 +107,7 @@ func (r *reconciler) writeGateway(ctx context.Context, desired gatewayv1.Gateway
 			return nil
 		}
 		gw.Status = *next
-		if err := r.client.Status().Update(ctx, gw); err != nil {
+		if err := w.client.Status().Update(ctx, gw); err != nil {
 			return err
 		}
 		statusWrites.WithLabelValues("Gateway").Inc()
@@ -128,25 +128,25 @@ func onlyTypes(conds, want []metav1.Condition) []metav1.Condition {
 
 // writeRoute replaces this Gateway's entries in a route's status.parents
 // with parents (none removes them), keeping every other entry.
-func (r *reconciler) writeRoute(ctx context.Context, k gatewayapi.RouteKey, parents []gatewayv1.RouteParentStatus) error {
+func (w *statusWriter) writeRoute(ctx context.Context, k gatewayapi.RouteKey, parents []gatewayv1.RouteParentStatus) error {
 	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		obj, status := routeObject(k.Kind)
 		if obj == nil {
 			return nil
 		}
-		if err := r.client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, obj); err != nil {
+		if err := w.client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
 			return err
 		}
 		rs := status(obj)
-		next := mergeParents(rs.Parents, parents, func(p gatewayv1.RouteParentStatus) bool { return r.ours(p, k.Namespace) })
+		next := mergeParents(rs.Parents, parents, func(p gatewayv1.RouteParentStatus) bool { return w.ours(p, k.Namespace) })
 		if apiequality.Semantic.DeepEqual(next, rs.Parents) || len(next) == 0 && len(rs.Parents) == 0 {
 			return nil
 		}
 		rs.Parents = next
-		if err := r.client.Status().Update(ctx, obj); err != nil {
+		if err := w.client.Status().Update(ctx, obj); err != nil {
 			return err
 		}
 		statusWrites.WithLabelValues(k.Kind).Inc()
@@ -197,15 +197,15 @@ func mergeParents(current, desired []gatewayv1.RouteParentStatus, ours func(gate
 
 // ours reports whether a parent entry is this controller's for this
 // Gateway.
-func (r *reconciler) ours(p gatewayv1.RouteParentStatus, routeNS string) bool {
-	if string(p.ControllerName) != r.opts.ControllerName {
+func (w *statusWriter) ours(p gatewayv1.RouteParentStatus, routeNS string) bool {
+	if string(p.ControllerName) != w.opts.ControllerName {
 		return false
 	}
 	ns := routeNS
 	if p.ParentRef.Namespace != nil {
 		ns = string(*p.ParentRef.Namespace)
 	}
-	return ns == r.opts.Gateway.Namespace && string(p.ParentRef.Name) == r.opts.Gateway.Name
+	return ns == w.opts.Gateway.Namespace && string(p.ParentRef.Name) == w.opts.Gateway.Name
 }
 
 func parentKey(p gatewayv1.ParentReference) string {

@@ -78,9 +78,11 @@ func (s *Server) request(id int64, node *corev3.Node, typ, version, nonce, errMs
 	}
 	switch {
 	case rejected:
+		s.nacks++
 		str.nack[typ] = errMsg
 		s.notify()
 	case answers:
+		s.acks++
 		str.acked[typ] = sentVersion
 		delete(str.nack, typ)
 		s.notify()

@@ -56,6 +56,8 @@ type Server struct {
 	current  map[string]map[string]proto.Message // type -> name -> resource
 	versions map[string]uint64                   // type -> the cache's version counter
 	streams  map[int64]*stream
+	acks     uint64
+	nacks    uint64
 }
 
 // stream is what one Envoy's connection has been sent and has answered.
@@ -210,4 +212,23 @@ func (s *Server) Status() FleetStatus {
 		}
 	}
 	return st
+}
+
+// Counters are the server's totals for metrics.
+type Counters struct {
+	Connected   int
+	ACKs, NACKs uint64
+	// Versions is each type's version counter, as responses carry it.
+	Versions map[string]uint64
+}
+
+// Counters reports the server's totals.
+func (s *Server) Counters() Counters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := Counters{Connected: len(s.streams), ACKs: s.acks, NACKs: s.nacks, Versions: make(map[string]uint64, len(s.versions))}
+	for t, v := range s.versions {
+		c.Versions[t] = v
+	}
+	return c
 }

@@ -1,0 +1,90 @@
+package serve
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/xdsserver"
+)
+
+// statusWriter writes the latest translated status, merged with what the
+// fleet reports, to the API server. It is a leader-only runnable: replicas
+// that do not lead translate and serve xDS but write nothing. Newer status
+// replaces status not yet written, so a burst of translations costs one
+// round of writes.
+type statusWriter struct {
+	opts   Options
+	client client.Client
+	fleet  func() xdsserver.FleetStatus
+
+	mu     sync.Mutex
+	latest *gatewayapi.Status
+	kick   chan struct{}
+
+	written statusCache
+}
+
+func newStatusWriter(opts Options, c client.Client, fleet func() xdsserver.FleetStatus) *statusWriter {
+	return &statusWriter{opts: opts, client: c, fleet: fleet, kick: make(chan struct{}, 1)}
+}
+
+// set makes st the status to write.
+func (w *statusWriter) set(st *gatewayapi.Status) {
+	w.mu.Lock()
+	w.latest = st
+	w.mu.Unlock()
+	w.poke()
+}
+
+// poke asks for the status to be written again, for example because the
+// fleet's acknowledgements changed Programmed.
+func (w *statusWriter) poke() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Start writes until ctx ends, retrying failed writes with backoff.
+func (w *statusWriter) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("status")
+	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 30*time.Second)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.kick:
+		}
+		w.mu.Lock()
+		st := w.latest
+		w.mu.Unlock()
+		if st == nil {
+			continue
+		}
+		addresses, err := w.addresses(ctx)
+		if err == nil {
+			err = w.writeStatus(ctx, st, w.fleet(), addresses)
+		}
+		if err == nil {
+			backoff.Forget("status")
+			continue
+		}
+		delay := backoff.When("status")
+		log.Error(err, "writing status; retrying", "after", delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+			w.poke()
+		}
+	}
+}
+
+// NeedLeaderElection makes the writer run on the leader only.
+func (w *statusWriter) NeedLeaderElection() bool { return true }

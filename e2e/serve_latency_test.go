@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/e2e/harness"
+)
+
+// How long an HTTPRoute update takes to reach a connected Envoy with 1,000
+// routes loaded: from the update's request to the API server until the ADS
+// client holds the new routes. Reported, not asserted (no timing
+// thresholds in tests); it fails only if an update never arrives.
+func TestServeUpdateLatency(t *testing.T) {
+	const routes, samples = 1000, 20
+	ns := namespace(t)
+	ctx, cancel := harness.Context()
+	defer cancel()
+	fleet(t, ctx, ns, "web")
+	backend(t, ctx, ns, "app", "10.1.2.3")
+	var wg sync.WaitGroup
+	errs := make(chan error, routes)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < routes; i += 4 {
+				r := httpRoute(ns, fmt.Sprintf("route-%d", i), "app", "web")
+				r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(fmt.Sprintf("app-%d.example.com", i))}
+				r.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Value: ptr.To(fmt.Sprintf("/r%d", i))}}}
+				if err := env.Client.Create(ctx, r); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	s := serve(t, ns, "web", nil)
+	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", resourcev3.RouteType)
+	// await answers responses until one satisfies ok.
+	await := func(ok func(*discoveryv3.DiscoveryResponse) bool) {
+		for {
+			r := ads.next(resourcev3.RouteType, 60*time.Second)
+			ads.ack(r)
+			if ok(r) {
+				return
+			}
+		}
+	}
+	await(func(r *discoveryv3.DiscoveryResponse) bool { return len(virtualHosts(t, r)) >= routes })
+
+	latencies := make([]time.Duration, 0, samples)
+	for k := range samples {
+		path := fmt.Sprintf("/v%d", k)
+		start := time.Now()
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			r := &gatewayv1.HTTPRoute{}
+			if err := env.Client.Get(ctx, keyOf(ns, "route-0"), r); err != nil {
+				return err
+			}
+			r.Spec.Rules[0].Matches[0].Path.Value = ptr.To(path)
+			return env.Client.Update(ctx, r)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		await(func(r *discoveryv3.DiscoveryResponse) bool {
+			for _, vh := range virtualHosts(t, r) {
+				if vh.Name == "app-0.example.com" {
+					return slices.ContainsFunc(vh.Routes, func(rt *routev3.Route) bool {
+						return rt.GetMatch().GetPathSeparatedPrefix() == path || rt.GetMatch().GetPath() == path
+					})
+				}
+			}
+			return false
+		})
+		latencies = append(latencies, time.Since(start))
+	}
+	slices.Sort(latencies)
+	t.Logf("HTTPRoute update -> ADS client, %d routes loaded, --update-delay 10ms: median %s, min %s, max %s over %d updates",
+		routes, latencies[samples/2], latencies[0], latencies[samples-1], samples)
+}
+
+func virtualHosts(t *testing.T, r *discoveryv3.DiscoveryResponse) []*routev3.VirtualHost {
+	var out []*routev3.VirtualHost
+	for _, rc := range resources[routev3.RouteConfiguration](t, r) {
+		out = append(out, rc.VirtualHosts...)
+	}
+	return out
+}
