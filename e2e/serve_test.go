@@ -272,7 +272,9 @@ func TestServe(t *testing.T) {
 		return ours != nil && theirs && meta.FindStatusCondition(ours.Conditions, "Accepted").ObservedGeneration == hr.Generation
 	})
 
-	// An endpoint change sends endpoints and nothing else.
+	// An endpoint change sends endpoints and nothing else, without a
+	// translation.
+	translations := scrape(t, s.metrics)["isobar_translation_seconds_count"]
 	slice.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.1.2.4"}}}
 	if err := env.Client.Update(ctx, slice); err != nil {
 		t.Fatal(err)
@@ -284,6 +286,10 @@ func TestServe(t *testing.T) {
 	if p := ads.pending(); len(p) != 0 {
 		t.Errorf("an endpoint change also sent %v", p)
 	}
+	if m := scrape(t, s.metrics); m["isobar_translation_seconds_count"] != translations || m["isobar_endpoint_fast_path_pushes_total"] != 1 {
+		t.Errorf("an endpoint change took %v translations and %v fast-path pushes, want 0 and 1",
+			m["isobar_translation_seconds_count"]-translations, m["isobar_endpoint_fast_path_pushes_total"])
+	}
 
 	// Envoy rejects the endpoints: the Gateway says so with Envoy's message.
 	ads.nack(eds2, "simulated rejection of the endpoints")
@@ -291,6 +297,21 @@ func TestServe(t *testing.T) {
 	// A later acknowledgement clears it.
 	ads.ack(eds2)
 	waitGatewayCondition(t, ctx, ns, "web", "Programmed", metav1.ConditionTrue, "Programmed", "")
+
+	// Someone erases our route status entry: it comes back.
+	if err := env.Client.Get(ctx, keyOf(ns, "app"), hr); err != nil {
+		t.Fatal(err)
+	}
+	hr.Status.Parents = slices.DeleteFunc(hr.Status.Parents, func(p gatewayv1.RouteParentStatus) bool { return p.ControllerName == controllerName })
+	if err := env.Client.Status().Update(ctx, hr); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "our erased route status entry to come back", func() bool {
+		if err := env.Client.Get(ctx, keyOf(ns, "app"), hr); err != nil {
+			t.Fatal(err)
+		}
+		return routeParent(hr, "web") != nil && len(hr.Status.Parents) == 2
+	})
 
 	m := scrape(t, s.metrics)
 	for name, want := range map[string]float64{"isobar_xds_connected_envoys": 1, "isobar_xds_nacks_total": 1, "isobar_xds_acks_total": 6} {

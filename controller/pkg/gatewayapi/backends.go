@@ -167,9 +167,20 @@ func (t *gatewayTranslator) cluster(name string, svc *corev1.Service, sp *corev1
 	if ap := sp.AppProtocol; ap != nil && (*ap == "kubernetes.io/h2c" || *ap == "h2c") {
 		c.HTTP2 = true
 	}
+	c.Source = ir.ClusterSource{Namespace: svc.Namespace, Service: svc.Name, PortName: sp.Name, Protocol: string(want)}
+	c.Endpoints = Endpoints(c.Source, t.idx.slices[key(svc.Namespace, svc.Name)])
+	return c
+}
+
+// Endpoints are the ready endpoints of a Service port in its EndpointSlices,
+// on the endpoint port whose name and protocol match the Service port's,
+// sorted and without duplicates. Both a full translation and the
+// endpoint-only fast path of the live controller use it.
+func Endpoints(src ir.ClusterSource, endpointSlices []*discoveryv1.EndpointSlice) []ir.Endpoint {
+	var out []ir.Endpoint
 	seen := map[ir.Endpoint]bool{}
-	for _, s := range t.idx.slices[key(svc.Namespace, svc.Name)] {
-		if s.AddressType == discoveryv1.AddressTypeFQDN {
+	for _, s := range endpointSlices {
+		if s.AddressType == discoveryv1.AddressTypeFQDN || s.Namespace != src.Namespace || s.Labels[discoveryv1.LabelServiceName] != src.Service {
 			continue
 		}
 		var port int32 = -1
@@ -178,7 +189,7 @@ func (t *gatewayTranslator) cluster(name string, svc *corev1.Service, sp *corev1
 			if proto == "" {
 				proto = corev1.ProtocolTCP
 			}
-			if p.Port != nil && deref(p.Name) == sp.Name && proto == want {
+			if p.Port != nil && deref(p.Name) == src.PortName && string(proto) == src.Protocol {
 				port = *p.Port
 			}
 		}
@@ -193,15 +204,15 @@ func (t *gatewayTranslator) cluster(name string, svc *corev1.Service, sp *corev1
 				ep := ir.Endpoint{Address: addr, Port: uint32(port)}
 				if !seen[ep] {
 					seen[ep] = true
-					c.Endpoints = append(c.Endpoints, ep)
+					out = append(out, ep)
 				}
 			}
 		}
 	}
-	slices.SortFunc(c.Endpoints, func(a, b ir.Endpoint) int {
+	slices.SortFunc(out, func(a, b ir.Endpoint) int {
 		return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
 	})
-	return c
+	return out
 }
 
 // backendFilters applies the filters of one backendRef. Envoy can change

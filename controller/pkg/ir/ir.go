@@ -224,6 +224,15 @@ type Cluster struct {
 	// (BackendTLSPolicy).
 	TLS       *UpstreamTLS `json:"tls,omitempty"`
 	Endpoints []Endpoint   `json:"endpoints,omitempty"` // ordered
+	// Source is the Service port the endpoints come from, so that they can
+	// be recomputed alone when only EndpointSlices change.
+	Source ClusterSource `json:"-"`
+}
+
+// ClusterSource names a Service port: its namespace, Service, the port's
+// name (which EndpointSlice ports match) and protocol.
+type ClusterSource struct {
+	Namespace, Service, PortName, Protocol string
 }
 
 // Endpoint is an address and port of a ready backend.

@@ -20,10 +20,14 @@ var (
 		Name: "isobar_status_writes_total",
 		Help: "Status updates written, by kind.",
 	}, []string{"kind"})
+	endpointPushes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "isobar_endpoint_fast_path_pushes_total",
+		Help: "Endpoint-only changes pushed without a full translation.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(translationSeconds, statusWrites)
+	metrics.Registry.MustRegister(translationSeconds, statusWrites, endpointPushes)
 }
 
 // xdsCollector reads the xDS server's counters at scrape time, so the

@@ -3,13 +3,16 @@ package serve
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/xds"
 	"isobar.dev/controller/pkg/xdsserver"
 )
@@ -26,14 +29,20 @@ type reconciler struct {
 	xds    *xdsserver.Server
 	status *statusWriter
 	ready  atomic.Bool
+	// clusters are the last full translation's, by Service: what the
+	// endpoint fast path may update.
+	clusters map[types.NamespacedName][]*ir.Cluster
 }
 
-func (r *reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	// Let a burst of changes settle into one translation; changes that
-	// arrive meanwhile mark the Gateway for one more pass, not many.
+	// Let a burst of changes settle into one pass; changes that arrive
+	// meanwhile mark the work item for one more pass, not many.
 	if r.opts.UpdateDelay > 0 {
 		time.Sleep(r.opts.UpdateDelay)
+	}
+	if strings.HasPrefix(req.Name, endpointsPrefix) {
+		return r.reconcileEndpoints(ctx, req)
 	}
 	res, err := r.snap.snapshot(ctx)
 	if err != nil {
@@ -43,6 +52,7 @@ func (r *reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	result := r.stage1.Translate(res)
 	if len(result.Gateways) == 0 {
 		log.Info("Gateway not found; nothing to serve", "gateway", r.opts.Gateway.String())
+		r.clusters = nil
 		return ctrl.Result{}, nil
 	}
 	resources, err := r.stage2.Translate(result.Gateways[0])
@@ -54,6 +64,7 @@ func (r *reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.clusters = clustersByService(result.Gateways[0].Clusters)
 	r.ready.Store(true)
 	if changed > 0 {
 		log.V(1).Info("pushed configuration", "changed", changed)

@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -105,7 +107,7 @@ func Run(ctx context.Context, o Options) error {
 		stage1: gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: gatewayv1.GatewayController(o.ControllerName), Gateways: []types.NamespacedName{o.Gateway}}),
 		stage2: xds.NewTranslator(xds.DefaultSettings()),
 		xds:    xdsServer,
-		status: newStatusWriter(o, mgr.GetClient(), xdsServer.Status),
+		status: newStatusWriter(o, mgr.GetClient(), mgr.GetAPIReader(), xdsServer.Status),
 	}
 	if err := r.setup(mgr); err != nil {
 		return err
@@ -142,17 +144,46 @@ func Run(ctx context.Context, o Options) error {
 func (r *reconciler) setup(mgr ctrl.Manager) error {
 	key := reconcile.Request{NamespacedName: r.opts.Gateway}
 	always := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{key} })
+	// Status is not translated: an update of a Gateway API object that
+	// leaves its generation alone (a status write: ours, another
+	// controller's, the operator's) only has the status writer check that
+	// our entries are still there.
+	specOrStatus := handler.Funcs{
+		CreateFunc: func(_ context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(key)
+		},
+		DeleteFunc: func(_ context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(key)
+		},
+		GenericFunc: func(_ context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(key)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
+				q.Add(key)
+				return
+			}
+			r.status.poke()
+		},
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: ptrTo(false)}).
-		Watches(&gatewayv1.Gateway{}, always)
+		Watches(&gatewayv1.Gateway{}, specOrStatus)
 	for _, obj := range []client.Object{
 		&gatewayv1.GatewayClass{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{}, &gatewayv1.TLSRoute{},
 		&gatewayv1alpha2.TCPRoute{}, &gatewayv1alpha2.UDPRoute{}, &gatewayv1beta1.ReferenceGrant{}, &gatewayv1.BackendTLSPolicy{},
-		&corev1.Service{}, &discoveryv1.EndpointSlice{}, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{},
 	} {
+		b = b.Watches(obj, specOrStatus)
+	}
+	// Services' status holds the addresses the Gateway reports; Secrets,
+	// ConfigMaps and Namespaces (labels, for selectors) have no generation
+	// to go by.
+	for _, obj := range []client.Object{&corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{}} {
 		b = b.Watches(obj, always)
 	}
+	// EndpointSlices take the fast path of their own work item.
+	b = b.Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(endpointsRequest))
 	return b.Complete(r)
 }
 

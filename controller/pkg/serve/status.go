@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
@@ -76,9 +75,9 @@ func programmed(gs gatewayv1.GatewayStatus, fleet xdsserver.FleetStatus, address
 }
 
 func (w *statusWriter) writeGateway(ctx context.Context, desired gatewayv1.GatewayStatus, addresses []gatewayv1.GatewayStatusAddress) error {
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	return w.retry(func(reader client.Reader) error {
 		gw := &gatewayv1.Gateway{}
-		if err := w.client.Get(ctx, w.opts.Gateway, gw); err != nil {
+		if err := reader.Get(ctx, w.opts.Gateway, gw); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 		next := gw.Status.DeepCopy()
@@ -129,12 +128,12 @@ func onlyTypes(conds, want []metav1.Condition) []metav1.Condition {
 // writeRoute replaces this Gateway's entries in a route's status.parents
 // with parents (none removes them), keeping every other entry.
 func (w *statusWriter) writeRoute(ctx context.Context, k gatewayapi.RouteKey, parents []gatewayv1.RouteParentStatus) error {
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	return w.retry(func(reader client.Reader) error {
 		obj, status := routeObject(k.Kind)
 		if obj == nil {
 			return nil
 		}
-		if err := w.client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, obj); err != nil {
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +22,10 @@ import (
 type statusWriter struct {
 	opts   Options
 	client client.Client
-	fleet  func() xdsserver.FleetStatus
+	// live reads from the API server, past the cache, after a conflict:
+	// the cache may not have caught up with our own last write yet.
+	live  client.Reader
+	fleet func() xdsserver.FleetStatus
 
 	mu     sync.Mutex
 	latest *gatewayapi.Status
@@ -30,8 +34,8 @@ type statusWriter struct {
 	written statusCache
 }
 
-func newStatusWriter(opts Options, c client.Client, fleet func() xdsserver.FleetStatus) *statusWriter {
-	return &statusWriter{opts: opts, client: c, fleet: fleet, kick: make(chan struct{}, 1)}
+func newStatusWriter(opts Options, c client.Client, live client.Reader, fleet func() xdsserver.FleetStatus) *statusWriter {
+	return &statusWriter{opts: opts, client: c, live: live, fleet: fleet, kick: make(chan struct{}, 1)}
 }
 
 // set makes st the status to write.
@@ -88,3 +92,14 @@ func (w *statusWriter) Start(ctx context.Context) error {
 
 // NeedLeaderElection makes the writer run on the leader only.
 func (w *statusWriter) NeedLeaderElection() bool { return true }
+
+// retry runs write until it does not conflict, with a reader that is the
+// cache the first time and the API server after a conflict.
+func (w *statusWriter) retry(write func(client.Reader) error) error {
+	reader := client.Reader(w.client)
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		err := write(reader)
+		reader = w.live
+		return err
+	})
+}

@@ -82,7 +82,9 @@ func invalidBackendCluster(s Settings) *clusterv3.Cluster {
 	}
 }
 
-func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
+// LoadAssignment is a cluster's endpoints as EDS serves them. The live
+// controller's endpoint-only fast path calls it directly.
+func LoadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 	out := &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
 	proto := corev3.SocketAddress_TCP
 	if c.UDP {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"sync"
 
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
@@ -166,6 +167,33 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 	}
 	s.current = next
 	return changed, nil
+}
+
+// UpdateEndpoints replaces the ClusterLoadAssignments of clusters already
+// served, pushing only those that changed: the fast path for endpoint-only
+// changes, which leaves every other type as it is. Assignments of clusters
+// not served are ignored; the next full Update adds them.
+func (s *Server) UpdateEndpoints(clas []*endpointv3.ClusterLoadAssignment) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	current := s.current[resourcev3.EndpointType]
+	update := map[string]types.Resource{}
+	for _, cla := range clas {
+		if old, ok := current[cla.ClusterName]; ok && !proto.Equal(old, cla) {
+			update[cla.ClusterName] = cla
+		}
+	}
+	if len(update) == 0 {
+		return 0, nil
+	}
+	if err := s.caches[resourcev3.EndpointType].UpdateResources(update, nil); err != nil {
+		return 0, fmt.Errorf("updating endpoints: %w", err)
+	}
+	for k, v := range update {
+		current[k] = v.(proto.Message)
+	}
+	s.versions[resourcev3.EndpointType]++
+	return len(update), nil
 }
 
 // version is the cache's version string of a type, as responses carry it.

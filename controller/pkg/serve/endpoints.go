@@ -1,0 +1,77 @@
+package serve
+
+import (
+	"context"
+	"strings"
+
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/xds"
+)
+
+// endpointsPrefix marks a work item as "the EndpointSlices of this Service
+// changed". No Gateway can be named so: names are DNS subdomains.
+const endpointsPrefix = "endpointslices:"
+
+// endpointsRequest is the work item for an EndpointSlice's Service; a slice
+// without a Service label feeds no cluster and asks for nothing.
+func endpointsRequest(_ context.Context, o client.Object) []reconcile.Request {
+	svc := o.GetLabels()[discoveryv1.LabelServiceName]
+	if svc == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: endpointsPrefix + svc}}}
+}
+
+// clustersByService indexes the last full translation's clusters by the
+// Service they come from.
+func clustersByService(clusters []*ir.Cluster) map[types.NamespacedName][]*ir.Cluster {
+	out := map[types.NamespacedName][]*ir.Cluster{}
+	for _, c := range clusters {
+		k := types.NamespacedName{Namespace: c.Source.Namespace, Name: c.Source.Service}
+		out[k] = append(out[k], c)
+	}
+	return out
+}
+
+// reconcileEndpoints is the fast path for EndpointSlice changes: it
+// recomputes the ClusterLoadAssignments of the clusters fed by one Service
+// and pushes those alone, leaving listeners, routes and clusters untouched.
+// Slices of Services no route uses cost a map lookup.
+func (r *reconciler) reconcileEndpoints(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	svc := types.NamespacedName{Namespace: req.Namespace, Name: strings.TrimPrefix(req.Name, endpointsPrefix)}
+	clusters := r.clusters[svc]
+	if len(clusters) == 0 {
+		return ctrl.Result{}, nil
+	}
+	var list discoveryv1.EndpointSliceList
+	if err := r.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, err
+	}
+	slices := make([]*discoveryv1.EndpointSlice, len(list.Items))
+	for i := range list.Items {
+		slices[i] = &list.Items[i]
+	}
+	clas := make([]*endpointv3.ClusterLoadAssignment, 0, len(clusters))
+	for _, c := range clusters {
+		next := *c
+		next.Endpoints = gatewayapi.Endpoints(c.Source, slices)
+		clas = append(clas, xds.LoadAssignment(&next))
+	}
+	changed, err := r.xds.UpdateEndpoints(clas)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if changed > 0 {
+		endpointPushes.Inc()
+		ctrl.LoggerFrom(ctx).V(1).Info("pushed endpoints", "service", svc.String(), "changed", changed)
+	}
+	return ctrl.Result{}, nil
+}
