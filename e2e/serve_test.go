@@ -40,8 +40,8 @@ type served struct {
 	metrics string // the Prometheus endpoint's URL
 }
 
-// serve starts the built controller for ns/gateway and waits until it is
-// ready. A nil pki gets a fresh one.
+// serve starts the built controller for ns/gateway (controllerName mode
+// for "") and waits until it is ready. A nil pki gets a fresh one.
 func serve(t *testing.T, ns, gateway string, pki *harness.PKI, extra ...string) *served {
 	t.Helper()
 	if pki == nil {
@@ -59,11 +59,14 @@ func serve(t *testing.T, ns, gateway string, pki *harness.PKI, extra ...string) 
 		t.Fatal(err)
 	}
 	xdsPort, healthPort, metricsPort := freePort(t), freePort(t), freePort(t)
-	args := append([]string{"serve",
-		"--gateway", ns + "/" + gateway, "--envoy-service", gateway + "-envoy",
+	args := []string{"serve"}
+	if gateway != "" {
+		args = append(args, "--gateway", ns+"/"+gateway, "--envoy-service", gateway+"-envoy")
+	}
+	args = append(append(args,
 		"--xds-address", "127.0.0.1:" + xdsPort, "--xds-cert-file", pki.ServerCert, "--xds-key-file", pki.ServerKey, "--xds-ca-file", pki.CA,
 		"--health-address", "127.0.0.1:" + healthPort, "--metrics-address", "127.0.0.1:" + metricsPort, "--update-delay", "10ms", "--log-format", "console",
-	}, extra...)
+	), extra...)
 	proc, err := harness.StartProcessEnv(env.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-controller", args...)
 	if err != nil {
 		t.Fatal(err)

@@ -2,21 +2,27 @@ package serve
 
 import (
 	"context"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // addresses are the Envoy Service's: its load balancer's, else its cluster
-// IPs.
-func (w *statusWriter) addresses(ctx context.Context) ([]gatewayv1.GatewayStatusAddress, error) {
+// IPs. A Service named without a namespace is in the served Gateway's.
+func (w *statusWriter) addresses(ctx context.Context, gateway types.NamespacedName) ([]gatewayv1.GatewayStatusAddress, error) {
 	if w.opts.EnvoyService == "" {
 		return nil, nil
 	}
+	key := client.ObjectKey{Namespace: gateway.Namespace, Name: w.opts.EnvoyService}
+	if ns, name, ok := strings.Cut(w.opts.EnvoyService, "/"); ok {
+		key = client.ObjectKey{Namespace: ns, Name: name}
+	}
 	svc := &corev1.Service{}
-	err := w.client.Get(ctx, client.ObjectKey{Namespace: w.opts.Gateway.Namespace, Name: w.opts.EnvoyService}, svc)
+	err := w.client.Get(ctx, key, svc)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -22,8 +22,8 @@ import (
 type Options struct {
 	Gateway        types.NamespacedName
 	ControllerName string
-	// EnvoyService names the Service (in the Gateway's namespace) whose
-	// addresses become the Gateway's status.addresses.
+	// EnvoyService names the Service whose addresses become the Gateway's
+	// status.addresses: NAME in the Gateway's namespace, or NAMESPACE/NAME.
 	EnvoyService string
 
 	XDSAddress          string
@@ -55,7 +55,7 @@ func DefaultOptions() Options {
 
 // Bind registers the options as flags.
 func (o *Options) Bind(fs *flag.FlagSet) {
-	fs.Func("gateway", "the Gateway to serve, NAMESPACE/NAME (required)", func(v string) error {
+	fs.Func("gateway", "the Gateway to serve, NAMESPACE/NAME (what the operator runs); without it, controllerName mode serves the oldest Gateway of the oldest GatewayClass with --controller-name", func(v string) error {
 		ns, name, ok := strings.Cut(v, "/")
 		if !ok || ns == "" || name == "" {
 			return fmt.Errorf("want NAMESPACE/NAME")
@@ -63,8 +63,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 		o.Gateway = types.NamespacedName{Namespace: ns, Name: name}
 		return nil
 	})
-	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "the GatewayClass controllerName whose status entries this controller owns")
-	fs.StringVar(&o.EnvoyService, "envoy-service", o.EnvoyService, "the Envoy Service whose addresses the Gateway reports")
+	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "the GatewayClass controllerName: whose status entries this controller owns, and in controllerName mode which classes it serves")
+	fs.StringVar(&o.EnvoyService, "envoy-service", o.EnvoyService, "the Envoy Service whose addresses the Gateway reports: NAME (in the Gateway's namespace) or NAMESPACE/NAME")
 	fs.StringVar(&o.XDSAddress, "xds-address", o.XDSAddress, "address of the ADS gRPC server")
 	fs.StringVar(&o.CertFile, "xds-cert-file", o.CertFile, "the xDS server's certificate; re-read when it changes")
 	fs.StringVar(&o.KeyFile, "xds-key-file", o.KeyFile, "the xDS server's private key")

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/ir"
@@ -32,6 +33,8 @@ type reconciler struct {
 	// clusters are the last full translation's, by Service: what the
 	// endpoint fast path may update.
 	clusters map[types.NamespacedName][]*ir.Cluster
+	// served is the Gateway stage1 translates.
+	served types.NamespacedName
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -48,11 +51,31 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	tgt := target{Gateway: r.opts.Gateway}
+	if r.opts.Gateway.Name == "" {
+		tgt = pickTarget(res, r.opts.ControllerName)
+	}
+	if tgt.Gateway != r.served || r.stage1 == nil {
+		// A new Gateway to serve starts from empty caches.
+		r.stage1 = gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: gatewayv1.GatewayController(r.opts.ControllerName), Gateways: []types.NamespacedName{tgt.Gateway}})
+		r.served = tgt.Gateway
+	}
 	start := time.Now()
 	result := r.stage1.Translate(res)
 	if len(result.Gateways) == 0 {
-		log.Info("Gateway not found; nothing to serve", "gateway", r.opts.Gateway.String())
 		r.clusters = nil
+		if r.opts.Gateway.Name != "" {
+			log.Info("Gateway not found; nothing to serve", "gateway", r.opts.Gateway.String())
+			return ctrl.Result{}, nil
+		}
+		// controllerName mode: no Gateway yet is a valid state, served as
+		// an empty configuration, with the passed-over objects told why.
+		log.Info("no Gateway of a GatewayClass with our controllerName; serving nothing", "controllerName", r.opts.ControllerName)
+		if _, err := r.xds.Update(&xds.Resources{}); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.ready.Store(true)
+		r.status.set(&statusWork{target: tgt, status: result.Status})
 		return ctrl.Result{}, nil
 	}
 	resources, err := r.stage2.Translate(result.Gateways[0])
@@ -72,6 +95,6 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Status goes to the writer, which runs only on the leader and at its
 	// own pace: a thousand route status writes must not hold back the next
 	// push to Envoy.
-	r.status.set(result.Status)
+	r.status.set(&statusWork{target: tgt, status: result.Status})
 	return ctrl.Result{}, nil
 }

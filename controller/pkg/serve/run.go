@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,8 +27,8 @@ import (
 	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	"isobar.dev/api/fleet"
 	"isobar.dev/api/logs"
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/xds"
 	"isobar.dev/controller/pkg/xdsserver"
 )
@@ -45,9 +45,6 @@ func scheme() (*runtime.Scheme, error) {
 
 // Run serves until ctx ends.
 func Run(ctx context.Context, o Options) error {
-	if o.Gateway.Name == "" {
-		return errors.New("--gateway NAMESPACE/NAME is required")
-	}
 	log, err := logs.New(o.LogLevel, o.LogFormat)
 	if err != nil {
 		return err
@@ -61,16 +58,23 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("finding the API server: %w", err)
 	}
-	leNS := o.LeaderElectionNS
+	leNS, leID := o.LeaderElectionNS, "isobar-controller-"+o.Gateway.Name
 	if leNS == "" {
 		leNS = o.Gateway.Namespace
+	}
+	if o.Gateway.Name == "" {
+		// controllerName mode: one Lease per controllerName.
+		leID = fleet.Shorten("isobar-controller-" + strings.NewReplacer("/", "-", ".", "-").Replace(o.ControllerName))
+		if o.LeaderElect && leNS == "" {
+			return errors.New("--leader-election-namespace is required with --leader-elect and no --gateway")
+		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        s,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
 		HealthProbeBindAddress:        o.HealthAddress,
 		LeaderElection:                o.LeaderElect,
-		LeaderElectionID:              "isobar-controller-" + o.Gateway.Name,
+		LeaderElectionID:              leID,
 		LeaderElectionNamespace:       leNS,
 		LeaderElectionReleaseOnCancel: true,
 	})
@@ -104,7 +108,6 @@ func Run(ctx context.Context, o Options) error {
 		opts:   o,
 		client: mgr.GetClient(),
 		snap:   &snapshotter{c: mgr.GetClient()},
-		stage1: gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: gatewayv1.GatewayController(o.ControllerName), Gateways: []types.NamespacedName{o.Gateway}}),
 		stage2: xds.NewTranslator(xds.DefaultSettings()),
 		xds:    xdsServer,
 		status: newStatusWriter(o, mgr.GetClient(), mgr.GetAPIReader(), xdsServer.Status),
@@ -135,13 +138,19 @@ func Run(ctx context.Context, o Options) error {
 	}); err != nil {
 		return err
 	}
-	log.Info("starting", "gateway", o.Gateway.String())
+	if o.Gateway.Name != "" {
+		log.Info("starting", "gateway", o.Gateway.String())
+	} else {
+		log.Info("starting in controllerName mode", "controllerName", o.ControllerName)
+	}
 	return mgr.Start(ctx)
 }
 
 // setup watches everything translation reads; every event asks for one
 // reconcile of the Gateway, and the work queue folds bursts into one.
 func (r *reconciler) setup(mgr ctrl.Manager) error {
+	// One work item stands for "translate again"; in controllerName mode
+	// it names no Gateway.
 	key := reconcile.Request{NamespacedName: r.opts.Gateway}
 	always := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{key} })
 	// Status is not translated: an update of a Gateway API object that

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
@@ -16,37 +17,97 @@ import (
 	"isobar.dev/controller/pkg/xdsserver"
 )
 
-// statusCache remembers which routes carry an entry of ours, so that an
-// entry is removed when its route stops referring to the Gateway.
+// statusCache remembers which routes and policies carry an entry of ours,
+// so that an entry is removed when its object stops referring to the
+// Gateway.
 type statusCache struct {
-	routes map[gatewayapi.RouteKey]bool
+	routes   map[gatewayapi.RouteKey]bool
+	policies map[types.NamespacedName]bool
 }
 
-// writeStatus writes the Gateway's status and this Gateway's entries in its
-// routes' status, each only when it changed, retrying on conflicts: many
+// statusWork is one translation's status and what it served.
+type statusWork struct {
+	target target
+	status *gatewayapi.Status
+}
+
+// writeStatus writes the served Gateway's status, its class's in
+// controllerName mode, this Gateway's entries in its routes' and
+// BackendTLSPolicies' status, and why passed-over classes and Gateways are
+// not served; each only when it changed, retrying on conflicts: many
 // controllers write the same routes.
-func (w *statusWriter) writeStatus(ctx context.Context, st *gatewayapi.Status, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress) error {
-	if gs, ok := st.Gateways[w.opts.Gateway]; ok {
-		if err := w.writeGateway(ctx, programmed(*gs, fleet, addresses, w.opts.EnvoyService != ""), addresses); err != nil {
+func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress) error {
+	w.gateway = work.target.Gateway
+	st := work.status
+	if st == nil {
+		st = &gatewayapi.Status{}
+	}
+	if gs, ok := st.Gateways[w.gateway]; ok {
+		if err := w.writeGateway(ctx, w.gateway, programmed(*gs, fleet, addresses, w.opts.EnvoyService != ""), addresses, true); err != nil {
 			return err
 		}
 	}
-	written := map[gatewayapi.RouteKey]bool{}
+	if cs, ok := st.GatewayClasses[work.target.Class]; ok {
+		if err := w.writeClass(ctx, work.target.Class, cs.Conditions, cs.SupportedFeatures); err != nil {
+			return err
+		}
+	}
+	for name, msg := range work.target.PassedOverClasses {
+		c := condition(gatewayv1.GatewayClassConditionStatusAccepted, false, gatewayv1.GatewayClassReasonUnsupported, msg)
+		if err := w.writeClass(ctx, name, []metav1.Condition{c}, nil); err != nil {
+			return err
+		}
+	}
+	for g, msg := range work.target.PassedOverGateways {
+		conds := gatewayv1.GatewayStatus{Conditions: []metav1.Condition{
+			condition(gatewayv1.GatewayConditionAccepted, false, gatewayv1.GatewayReasonPending, msg),
+			condition(gatewayv1.GatewayConditionProgrammed, false, gatewayv1.GatewayReasonPending, msg),
+		}}
+		if err := w.writeGateway(ctx, g, conds, nil, false); err != nil {
+			return err
+		}
+	}
+	routes := map[gatewayapi.RouteKey]bool{}
 	for k, parents := range st.Routes {
-		written[k] = true
+		routes[k] = true
 		if err := w.writeRoute(ctx, k, parents); err != nil {
 			return err
 		}
 	}
 	for k := range w.written.routes {
-		if !written[k] {
+		if !routes[k] {
 			if err := w.writeRoute(ctx, k, nil); err != nil {
 				return err
 			}
 		}
 	}
-	w.written.routes = written
+	w.written.routes = routes
+	policies := map[types.NamespacedName]bool{}
+	for k, ancestors := range st.BackendTLSPolicies {
+		policies[k] = true
+		if err := w.writePolicy(ctx, k, ancestors); err != nil {
+			return err
+		}
+	}
+	for k := range w.written.policies {
+		if !policies[k] {
+			if err := w.writePolicy(ctx, k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	w.written.policies = policies
 	return nil
+}
+
+// condition is a condition without observedGeneration or transition time;
+// the writers fill those in.
+func condition[T, R ~string](typ T, status bool, reason R, msg string) metav1.Condition {
+	c := metav1.Condition{Type: string(typ), Status: metav1.ConditionFalse, Reason: string(reason), Message: msg}
+	if status {
+		c.Status = metav1.ConditionTrue
+	}
+	return c
 }
 
 // programmed sets the Gateway's Programmed condition from the fleet: the
@@ -74,15 +135,27 @@ func programmed(gs gatewayv1.GatewayStatus, fleet xdsserver.FleetStatus, address
 	return out
 }
 
-func (w *statusWriter) writeGateway(ctx context.Context, desired gatewayv1.GatewayStatus, addresses []gatewayv1.GatewayStatusAddress) error {
+// writeGateway merges desired's conditions into a Gateway's; a served
+// Gateway's listeners and addresses are replaced too.
+func (w *statusWriter) writeGateway(ctx context.Context, name types.NamespacedName, desired gatewayv1.GatewayStatus, addresses []gatewayv1.GatewayStatusAddress, served bool) error {
 	return w.retry(func(reader client.Reader) error {
 		gw := &gatewayv1.Gateway{}
-		if err := reader.Get(ctx, w.opts.Gateway, gw); err != nil {
+		if err := reader.Get(ctx, name, gw); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 		next := gw.Status.DeepCopy()
 		for _, c := range desired.Conditions {
+			if !served {
+				c.ObservedGeneration = gw.Generation
+			}
 			meta.SetStatusCondition(&next.Conditions, c)
+		}
+		if !served {
+			if apiequality.Semantic.DeepEqual(next, &gw.Status) {
+				return nil
+			}
+			gw.Status = *next
+			return w.update(ctx, gw, "Gateway")
 		}
 		listeners := make([]gatewayv1.ListenerStatus, len(desired.Listeners))
 		for i, l := range desired.Listeners {
@@ -106,12 +179,40 @@ func (w *statusWriter) writeGateway(ctx context.Context, desired gatewayv1.Gatew
 			return nil
 		}
 		gw.Status = *next
-		if err := w.client.Status().Update(ctx, gw); err != nil {
-			return err
-		}
-		statusWrites.WithLabelValues("Gateway").Inc()
-		return nil
+		return w.update(ctx, gw, "Gateway")
 	})
+}
+
+// writeClass merges conditions into a GatewayClass's and sets its
+// supported features (controllerName mode; the operator writes classes
+// otherwise).
+func (w *statusWriter) writeClass(ctx context.Context, name string, conds []metav1.Condition, features []gatewayv1.SupportedFeature) error {
+	return w.retry(func(reader client.Reader) error {
+		gc := &gatewayv1.GatewayClass{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: name}, gc); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		next := gc.Status.DeepCopy()
+		for _, c := range conds {
+			c.ObservedGeneration = gc.Generation
+			meta.SetStatusCondition(&next.Conditions, c)
+		}
+		next.SupportedFeatures = features
+		if apiequality.Semantic.DeepEqual(next, &gc.Status) {
+			return nil
+		}
+		gc.Status = *next
+		return w.update(ctx, gc, "GatewayClass")
+	})
+}
+
+// update writes obj's status and counts it.
+func (w *statusWriter) update(ctx context.Context, obj client.Object, kind string) error {
+	if err := w.client.Status().Update(ctx, obj); err != nil {
+		return err
+	}
+	statusWrites.WithLabelValues(kind).Inc()
+	return nil
 }
 
 // onlyTypes keeps the conditions whose types want has.
@@ -140,71 +241,109 @@ func (w *statusWriter) writeRoute(ctx context.Context, k gatewayapi.RouteKey, pa
 			return err
 		}
 		rs := status(obj)
-		next := mergeParents(rs.Parents, parents, func(p gatewayv1.RouteParentStatus) bool { return w.ours(p, k.Namespace) })
+		next := mergeEntries(rs.Parents, parents, parentEntry, func(p gatewayv1.RouteParentStatus) bool {
+			return w.ours(p.ControllerName, p.ParentRef, k.Namespace)
+		})
 		if apiequality.Semantic.DeepEqual(next, rs.Parents) || len(next) == 0 && len(rs.Parents) == 0 {
 			return nil
 		}
 		rs.Parents = next
-		if err := w.client.Status().Update(ctx, obj); err != nil {
-			return err
-		}
-		statusWrites.WithLabelValues(k.Kind).Inc()
-		return nil
+		return w.update(ctx, obj, k.Kind)
 	})
 }
 
-// mergeParents replaces the entries that are ours with desired, keeping
+// writePolicy replaces this Gateway's ancestor entries in a
+// BackendTLSPolicy's status with ancestors (none removes them), keeping
+// every other entry.
+func (w *statusWriter) writePolicy(ctx context.Context, k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
+	return w.retry(func(reader client.Reader) error {
+		p := &gatewayv1.BackendTLSPolicy{}
+		if err := reader.Get(ctx, k, p); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		next := mergeEntries(p.Status.Ancestors, ancestors, ancestorEntry, func(a gatewayv1.PolicyAncestorStatus) bool {
+			return w.ours(a.ControllerName, a.AncestorRef, k.Namespace)
+		})
+		if apiequality.Semantic.DeepEqual(next, p.Status.Ancestors) || len(next) == 0 && len(p.Status.Ancestors) == 0 {
+			return nil
+		}
+		p.Status.Ancestors = next
+		return w.update(ctx, p, "BackendTLSPolicy")
+	})
+}
+
+// entry adapts a status list's element (a route's parent, a policy's
+// ancestor) for mergeEntries: its key and its conditions.
+type entry[E any] func(*E) (key string, conds *[]metav1.Condition)
+
+func parentEntry(p *gatewayv1.RouteParentStatus) (string, *[]metav1.Condition) {
+	return parentKey(p.ParentRef), &p.Conditions
+}
+
+func ancestorEntry(a *gatewayv1.PolicyAncestorStatus) (string, *[]metav1.Condition) {
+	return parentKey(a.AncestorRef), &a.Conditions
+}
+
+// mergeEntries replaces the entries that are ours with desired, keeping
 // every other entry. Entries stay where they are, so that controllers
-// writing the same route agree on its order; an order that depended on who
-// wrote last would have them rewrite it after each other forever.
-func mergeParents(current, desired []gatewayv1.RouteParentStatus, ours func(gatewayv1.RouteParentStatus) bool) []gatewayv1.RouteParentStatus {
+// writing the same object agree on its order; an order that depended on
+// who wrote last would have them rewrite it after each other forever.
+func mergeEntries[E any](current, desired []E, of entry[E], ours func(E) bool) []E {
 	want := make(map[string]int, len(desired))
-	for i, p := range desired {
-		want[parentKey(p.ParentRef)] = i
+	for i := range desired {
+		k, _ := of(&desired[i])
+		want[k] = i
 	}
 	// merge keeps the old conditions' transition times where the status
 	// did not change.
-	merge := func(old []metav1.Condition, p gatewayv1.RouteParentStatus) gatewayv1.RouteParentStatus {
-		conds := append([]metav1.Condition(nil), old...)
-		for _, c := range p.Conditions {
-			meta.SetStatusCondition(&conds, c)
+	merge := func(old []metav1.Condition, e E) E {
+		_, conds := of(&e)
+		next := append([]metav1.Condition(nil), old...)
+		for _, c := range *conds {
+			meta.SetStatusCondition(&next, c)
 		}
-		p.Conditions = onlyTypes(conds, p.Conditions)
-		return p
+		*conds = onlyTypes(next, *conds)
+		return e
 	}
-	var next []gatewayv1.RouteParentStatus
+	var next []E
 	done := make([]bool, len(desired))
-	for _, p := range current {
-		if !ours(p) {
-			next = append(next, p)
+	for _, e := range current {
+		if !ours(e) {
+			next = append(next, e)
 			continue
 		}
-		i, ok := want[parentKey(p.ParentRef)]
+		k, conds := of(&e)
+		i, ok := want[k]
 		if !ok || done[i] {
 			continue
 		}
 		done[i] = true
-		next = append(next, merge(p.Conditions, desired[i]))
+		next = append(next, merge(*conds, desired[i]))
 	}
-	for i, p := range desired {
+	for i, e := range desired {
 		if !done[i] {
-			next = append(next, merge(nil, p))
+			next = append(next, merge(nil, e))
 		}
 	}
 	return next
 }
 
-// ours reports whether a parent entry is this controller's for this
-// Gateway.
-func (w *statusWriter) ours(p gatewayv1.RouteParentStatus, routeNS string) bool {
-	if string(p.ControllerName) != w.opts.ControllerName {
+// ours reports whether a status entry is this controller's for the served
+// Gateway. In controllerName mode the controller owns its controllerName
+// alone, so every entry with it is ours, also those of a Gateway it served
+// before.
+func (w *statusWriter) ours(controller gatewayv1.GatewayController, ref gatewayv1.ParentReference, objectNS string) bool {
+	if string(controller) != w.opts.ControllerName {
 		return false
 	}
-	ns := routeNS
-	if p.ParentRef.Namespace != nil {
-		ns = string(*p.ParentRef.Namespace)
+	if w.opts.Gateway.Name == "" {
+		return true
 	}
-	return ns == w.opts.Gateway.Namespace && string(p.ParentRef.Name) == w.opts.Gateway.Name
+	ns := objectNS
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	return ns == w.gateway.Namespace && string(ref.Name) == w.gateway.Name
 }
 
 func parentKey(p gatewayv1.ParentReference) string {

@@ -8,7 +8,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-func TestMergeParents(t *testing.T) {
+func TestMergeEntries(t *testing.T) {
 	then, now := metav1.Unix(1000, 0), metav1.Unix(2000, 0)
 	entry := func(controller, gateway string, status metav1.ConditionStatus, at metav1.Time) gatewayv1.RouteParentStatus {
 		return gatewayv1.RouteParentStatus{
@@ -56,7 +56,7 @@ func TestMergeParents(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, mergeParents(tc.current, tc.desired, ours)); diff != "" {
+			if diff := cmp.Diff(tc.want, mergeEntries(tc.current, tc.desired, parentEntry, ours)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

@@ -5,12 +5,12 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/xdsserver"
 )
 
@@ -28,9 +28,11 @@ type statusWriter struct {
 	fleet func() xdsserver.FleetStatus
 
 	mu     sync.Mutex
-	latest *gatewayapi.Status
+	latest *statusWork
 	kick   chan struct{}
 
+	// gateway is the Gateway being written, during a pass.
+	gateway types.NamespacedName
 	written statusCache
 }
 
@@ -38,10 +40,10 @@ func newStatusWriter(opts Options, c client.Client, live client.Reader, fleet fu
 	return &statusWriter{opts: opts, client: c, live: live, fleet: fleet, kick: make(chan struct{}, 1)}
 }
 
-// set makes st the status to write.
-func (w *statusWriter) set(st *gatewayapi.Status) {
+// set makes work the status to write.
+func (w *statusWriter) set(work *statusWork) {
 	w.mu.Lock()
-	w.latest = st
+	w.latest = work
 	w.mu.Unlock()
 	w.poke()
 }
@@ -71,7 +73,7 @@ func (w *statusWriter) Start(ctx context.Context) error {
 		if st == nil {
 			continue
 		}
-		addresses, err := w.addresses(ctx)
+		addresses, err := w.addresses(ctx, st.target.Gateway)
 		if err == nil {
 			err = w.writeStatus(ctx, st, w.fleet(), addresses)
 		}
