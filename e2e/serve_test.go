@@ -44,6 +44,16 @@ type served struct {
 // for "") and waits until it is ready. A nil pki gets a fresh one.
 func serve(t *testing.T, ns, gateway string, pki *harness.PKI, extra ...string) *served {
 	t.Helper()
+	kubeconfig, err := env.Kubeconfig("isobar-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveWith(t, kubeconfig, ns, gateway, pki, extra...)
+}
+
+// serveWith is serve with the given kubeconfig.
+func serveWith(t *testing.T, kubeconfig, ns, gateway string, pki *harness.PKI, extra ...string) *served {
+	t.Helper()
 	if pki == nil {
 		var err error
 		if pki, err = harness.NewPKI(t.TempDir(), "xds.test"); err != nil {
@@ -54,18 +64,14 @@ func serve(t *testing.T, ns, gateway string, pki *harness.PKI, extra ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, err := env.Kubeconfig("isobar-controller")
-	if err != nil {
-		t.Fatal(err)
-	}
 	xdsPort, healthPort, metricsPort := freePort(t), freePort(t), freePort(t)
 	args := []string{"serve"}
 	if gateway != "" {
 		args = append(args, "--gateway", ns+"/"+gateway, "--envoy-service", gateway+"-envoy")
 	}
 	args = append(append(args,
-		"--xds-address", "127.0.0.1:" + xdsPort, "--xds-cert-file", pki.ServerCert, "--xds-key-file", pki.ServerKey, "--xds-ca-file", pki.CA,
-		"--health-address", "127.0.0.1:" + healthPort, "--metrics-address", "127.0.0.1:" + metricsPort, "--update-delay", "10ms", "--log-format", "console",
+		"--xds-address", "127.0.0.1:"+xdsPort, "--xds-cert-file", pki.ServerCert, "--xds-key-file", pki.ServerKey, "--xds-ca-file", pki.CA,
+		"--health-address", "127.0.0.1:"+healthPort, "--metrics-address", "127.0.0.1:"+metricsPort, "--update-delay", "10ms", "--log-format", "console",
 	), extra...)
 	proc, err := harness.StartProcessEnv(env.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-controller", args...)
 	if err != nil {

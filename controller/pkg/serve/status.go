@@ -67,37 +67,39 @@ func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet 
 			return err
 		}
 	}
-	routes := map[gatewayapi.RouteKey]bool{}
-	for k, parents := range st.Routes {
-		routes[k] = true
-		if err := w.writeRoute(ctx, k, parents); err != nil {
-			return err
+	var err error
+	if w.written.routes, err = writeEach(st.Routes, w.written.routes, func(k gatewayapi.RouteKey, parents []gatewayv1.RouteParentStatus) error {
+		return w.writeRoute(ctx, k, parents)
+	}); err != nil {
+		return err
+	}
+	w.written.policies, err = writeEach(st.BackendTLSPolicies, w.written.policies, func(k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
+		return w.writePolicy(ctx, k, ancestors)
+	})
+	return err
+}
+
+// writeEach writes each object's desired entries, and writes none (removing
+// ours) to the objects written before that no longer have any. It returns
+// what now carries entries of ours; on an error, what did before, so that
+// the next pass retries the removals.
+func writeEach[K comparable, V any](desired map[K]V, before map[K]bool, write func(K, V) error) (map[K]bool, error) {
+	now := make(map[K]bool, len(desired))
+	for k, v := range desired {
+		now[k] = true
+		if err := write(k, v); err != nil {
+			return before, err
 		}
 	}
-	for k := range w.written.routes {
-		if !routes[k] {
-			if err := w.writeRoute(ctx, k, nil); err != nil {
-				return err
+	for k := range before {
+		if !now[k] {
+			var none V
+			if err := write(k, none); err != nil {
+				return before, err
 			}
 		}
 	}
-	w.written.routes = routes
-	policies := map[types.NamespacedName]bool{}
-	for k, ancestors := range st.BackendTLSPolicies {
-		policies[k] = true
-		if err := w.writePolicy(ctx, k, ancestors); err != nil {
-			return err
-		}
-	}
-	for k := range w.written.policies {
-		if !policies[k] {
-			if err := w.writePolicy(ctx, k, nil); err != nil {
-				return err
-			}
-		}
-	}
-	w.written.policies = policies
-	return nil
+	return now, nil
 }
 
 // condition is a condition without observedGeneration or transition time;
