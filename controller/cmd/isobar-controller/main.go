@@ -12,10 +12,12 @@ import (
 const usage = `isobar-controller: Isobar's per-Gateway control plane
 
 Usage:
-  isobar-controller serve --gateway NS/NAME [--envoy-service NAME] [--xds-cert-file ...]
+  isobar-controller serve [--gateway NS/NAME | --controller-name NAME] [--envoy-service NAME] [--xds-cert-file ...]
                                serve the Gateway's Envoy fleet over xDS and write its status
   isobar-controller translate -f FILE|DIR... [--gateway NS/NAME] [--type TYPE] [-o yaml|json]
                                translate Gateway API YAML into Envoy configuration offline
+  isobar-controller explain -f FILE|DIR... --request '[METHOD] URL' [-H 'Name: value']... [-o text|yaml|json]
+                               show what the Gateway's Envoy does with a request (simulated)
   isobar-controller bootstrap --cluster NS/NAME --xds-address HOST [--node-id ID] [--certs-dir DIR] [--output-dir DIR]
                                write an Envoy bootstrap for the fleet (run by Envoy pods' init container)
   isobar-controller version    print the version and the Go modules it was built from
@@ -33,6 +35,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "translate":
 		return translate(args[1:], stdout, stderr)
+	case "explain":
+		return explain(args[1:], stdout, stderr)
 	case "serve":
 		return serveCmd(args[1:], stderr)
 	case "bootstrap":

@@ -28,6 +28,13 @@ func TestRun(t *testing.T) {
 		{name: "status", args: []string{"translate", "-f", golden}, code: 0, stdout: "kind: HTTPRoute"},
 		{name: "listeners as JSON", args: []string{"translate", "-f", golden, "--type", "listeners", "-o", "json"}, code: 0, stdout: `"name": "http_80"`},
 		{name: "one gateway", args: []string{"translate", "-f", golden, "--gateway", "default/other", "--type", "ir"}, code: 0, stdout: "name: default/other"},
+		{name: "explain without a request", args: []string{"explain", "-f", golden}, code: 2, stderr: "give -f FILE and --request"},
+		{name: "explain a bad header", args: []string{"explain", "-f", golden, "--request", "http://app.example.com/", "-H", "novalue"}, code: 2, stderr: "want 'Name: value'"},
+		{name: "explain several gateways", args: []string{"explain", "-f", "../../pkg/offline/testdata/isolation.in.yaml", "-f", "../../pkg/offline/testdata/precedence.in.yaml", "--request", "http://a/"}, code: 2, stderr: "choose one with --gateway"},
+		{name: "explain a route", args: []string{"explain", "-f", golden, "--request", "GET http://app.example.com/api/v1", "-H", "x-a: b"}, code: 0,
+			stdout: "route #0 httproute/default/app/rule/0/match/0 (HTTPRoute default/app, rule 0, match 0)"},
+		{name: "explain as YAML", args: []string{"explain", "-f", golden, "--request", "http://app.example.com/api", "-o", "yaml"}, code: 0, stdout: "cluster: default/api/80"},
+		{name: "explain a port without a listener", args: []string{"explain", "-f", golden, "--request", "http://app.example.com:8080/"}, code: 1, stderr: "no listener on TCP port 8080"},
 		{name: "secrets are redacted", args: []string{"translate", "-f", "../../pkg/offline/testdata/https-certificates.in.yaml", "--type", "secrets"}, code: 0, stdout: "[redacted]", notInStdot: "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t" /* base64 of -----BEGIN PRIVATE KEY----- */},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,7 +27,7 @@ func ads() *corev3.ConfigSource {
 	}
 }
 
-func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*routev3.RouteConfiguration, bool, error) {
+func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
 	out := &listenerv3.Listener{
 		Name: l.Name,
 		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
@@ -40,12 +40,9 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 		PerConnectionBufferLimitBytes: wrapperspb.UInt32(32768),
 	}
 	var routes []*routev3.RouteConfiguration
-	invalid := false
 	switch l.Protocol {
 	case ir.HTTP:
-		rc, usesInvalid := x.routeConfiguration(l.HTTP)
-		invalid = usesInvalid
-		routes = append(routes, rc)
+		routes = append(routes, x.routeConfiguration(l.HTTP))
 		out.FilterChains = []*listenerv3.FilterChain{{
 			Filters: []*listenerv3.Filter{httpConnectionManager(l.Name, l.HTTP.Name, s)},
 		}}
@@ -58,9 +55,7 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 			fc := &listenerv3.FilterChain{}
 			switch {
 			case c.HTTP != nil:
-				rc, usesInvalid := x.routeConfiguration(c.HTTP)
-				invalid = invalid || usesInvalid
-				routes = append(routes, rc)
+				routes = append(routes, x.routeConfiguration(c.HTTP))
 				fc.Filters = []*listenerv3.Filter{httpConnectionManager(l.Name, c.HTTP.Name, s)}
 				fc.TransportSocket = downstreamTLS(c.Certificates, []string{"h2", "http/1.1"}, s)
 			case c.TCP != nil:
@@ -69,7 +64,7 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 					fc.TransportSocket = downstreamTLS(c.Certificates, nil, s)
 				}
 			default:
-				return nil, nil, false, fmt.Errorf("listener %s: a filter chain without HTTP or TCP", l.Name)
+				return nil, nil, fmt.Errorf("listener %s: a filter chain without HTTP or TCP", l.Name)
 			}
 			if len(c.ServerNames) > 0 {
 				fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: c.ServerNames}
@@ -83,9 +78,9 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 		out.PerConnectionBufferLimitBytes = nil
 		out.ListenerFilters = []*listenerv3.ListenerFilter{udpProxy(l.Name, l.UDP)}
 	default:
-		return nil, nil, false, fmt.Errorf("listener %s: protocol %s is not supported so far", l.Name, l.Protocol)
+		return nil, nil, fmt.Errorf("listener %s: protocol %s is not supported so far", l.Name, l.Protocol)
 	}
-	return out, routes, invalid, nil
+	return out, routes, nil
 }
 
 // httpConnectionManager routes through RDS; its stats prefix is the

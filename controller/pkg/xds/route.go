@@ -15,16 +15,14 @@ import (
 	"isobar.dev/controller/pkg/ir"
 )
 
-// routeConfiguration translates a route table; it also reports whether a
-// route sends traffic to InvalidBackendCluster.
-func (x *Translator) routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfiguration, bool) {
+// routeConfiguration translates a route table.
+func (x *Translator) routeConfiguration(t *ir.RouteTable) *routev3.RouteConfiguration {
 	rc := &routev3.RouteConfiguration{
 		Name: t.Name,
 		// Clusters are served by CDS before routes refer to them; Envoy need
 		// not check, and skipping the check keeps route updates cheap.
 		ValidateClusters: wrapperspb.Bool(false),
 	}
-	invalid := false
 	for _, v := range t.VirtualHosts {
 		c, ok := x.freshVhosts[v]
 		if !ok {
@@ -39,10 +37,9 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfigu
 			}
 			x.freshVhosts[v] = c
 		}
-		invalid = invalid || c.invalid
 		rc.VirtualHosts = append(rc.VirtualHosts, c.vh)
 	}
-	return rc, invalid
+	return rc
 }
 
 func route(r *ir.Route) *routev3.Route {
@@ -136,7 +133,11 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 		for _, b := range live {
 			cw := &routev3.WeightedCluster_ClusterWeight{Name: b.Cluster, Weight: wrapperspb.UInt32(b.Weight)}
 			if b.Invalid {
-				cw.Name = InvalidBackendCluster
+				// A cluster that does not exist, so that Envoy answers
+				// this share with cluster_not_found_response_code: the
+				// 500 the Gateway API asks for.
+				cw.Name = UnresolvedBackendCluster
+				a.ClusterNotFoundResponseCode = routev3.RouteAction_INTERNAL_SERVER_ERROR
 			}
 			if h := b.RequestHeaders; h != nil {
 				cw.RequestHeadersToAdd, cw.RequestHeadersToRemove = headerOptions(h), h.Remove
@@ -298,20 +299,7 @@ func (x *Translator) virtualHost(v *ir.VirtualHost) *cachedVhost {
 			}
 			x.fresh[r] = er
 		}
-		c.invalid = c.invalid || usesInvalidBackend(r)
 		c.vh.Routes[i] = er
 	}
 	return c
-}
-
-func usesInvalidBackend(r *ir.Route) bool {
-	if r.Destination == nil {
-		return false
-	}
-	for _, b := range r.Destination.Backends {
-		if b.Invalid && b.Weight > 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -27,10 +27,16 @@ type Resources struct {
 	Secrets   []*tlsv3.Secret
 }
 
-// InvalidBackendCluster receives the share of traffic of backendRefs that
-// did not resolve. It has no endpoints, so Envoy answers those requests
-// itself (503, "no healthy upstream"); when every backend of a rule is
-// invalid the route answers 500 directly instead.
+// UnresolvedBackendCluster is the name a route gives the share of traffic
+// of backendRefs that did not resolve. No cluster has it (route
+// configurations do not validate cluster names), so Envoy answers that
+// share with the route's cluster_not_found_response_code, 500, as the
+// Gateway API asks; when every backend of a rule is invalid the route
+// answers 500 directly instead.
+const UnresolvedBackendCluster = "isobar/unresolved-backend"
+
+// InvalidBackendCluster is a cluster without endpoints for TCP and TLS
+// routes without a usable backend: Envoy closes their connections at once.
 const InvalidBackendCluster = "isobar/invalid-backend"
 
 // Translate builds the Envoy resources of g.
@@ -53,8 +59,7 @@ type Translator struct {
 }
 
 type cachedVhost struct {
-	vh      *routev3.VirtualHost
-	invalid bool
+	vh *routev3.VirtualHost
 }
 
 // NewTranslator returns a Translator with an empty cache.
@@ -74,11 +79,11 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	out := &Resources{}
 	invalidUsed := false
 	for _, l := range g.Listeners {
-		listener, routes, usesInvalid, err := x.translateListener(l, s)
+		listener, routes, err := x.translateListener(l, s)
 		if err != nil {
 			return nil, err
 		}
-		invalidUsed = invalidUsed || usesInvalid || needsNoBackend(l)
+		invalidUsed = invalidUsed || needsNoBackend(l)
 		out.Listeners = append(out.Listeners, listener)
 		out.Routes = append(out.Routes, routes...)
 	}

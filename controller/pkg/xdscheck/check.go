@@ -194,6 +194,11 @@ func routeRefs(rc *routev3.RouteConfiguration, clusters map[string]*clusterv3.Cl
 				names = append(names, c)
 			}
 			for _, w := range a.GetWeightedClusters().GetClusters() {
+				// The one cluster meant not to exist: its share gets the
+				// route's 500.
+				if w.Name == xds.UnresolvedBackendCluster && a.GetClusterNotFoundResponseCode() == routev3.RouteAction_INTERNAL_SERVER_ERROR {
+					continue
+				}
 				names = append(names, w.Name)
 			}
 			for _, m := range a.GetRequestMirrorPolicies() {

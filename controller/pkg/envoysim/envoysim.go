@@ -1,0 +1,187 @@
+// Package envoysim answers "what does Envoy do with this request?" from xDS
+// resources alone. It interprets Listeners, RouteConfigurations, Clusters,
+// ClusterLoadAssignments and Secrets as Envoy's documentation specifies,
+// independently of how Isobar produced them, so that tests can use it as an
+// oracle and users can ask it through `isobar-controller explain`.
+//
+// It knows a subset of Envoy: every field it meets on the way of a request
+// is either interpreted, or known not to change where the request goes or
+// how it looks upstream (timeouts and stats prefixes, say), or an error that
+// names it. It never guesses.
+package envoysim
+
+import (
+	"fmt"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+)
+
+// Simulator holds one Envoy's configuration, indexed by name.
+type Simulator struct {
+	listeners []*listenerv3.Listener
+	routes    map[string]*routev3.RouteConfiguration
+	clusters  map[string]*clusterv3.Cluster
+	endpoints map[string]*endpointv3.ClusterLoadAssignment
+	secrets   map[string]*tlsv3.Secret
+}
+
+// New indexes a configuration. Duplicate names are an error, as they are to
+// Envoy's xDS client.
+func New(listeners []*listenerv3.Listener, routes []*routev3.RouteConfiguration, clusters []*clusterv3.Cluster,
+	endpoints []*endpointv3.ClusterLoadAssignment, secrets []*tlsv3.Secret) (*Simulator, error) {
+	s := &Simulator{
+		listeners: listeners,
+		routes:    map[string]*routev3.RouteConfiguration{},
+		clusters:  map[string]*clusterv3.Cluster{},
+		endpoints: map[string]*endpointv3.ClusterLoadAssignment{},
+		secrets:   map[string]*tlsv3.Secret{},
+	}
+	seen := map[string]bool{}
+	for _, l := range listeners {
+		if seen[l.GetName()] {
+			return nil, fmt.Errorf("listener %q defined twice", l.GetName())
+		}
+		seen[l.GetName()] = true
+	}
+	if err := index(s.routes, routes, "route configuration", (*routev3.RouteConfiguration).GetName); err != nil {
+		return nil, err
+	}
+	if err := index(s.clusters, clusters, "cluster", (*clusterv3.Cluster).GetName); err != nil {
+		return nil, err
+	}
+	if err := index(s.endpoints, endpoints, "cluster load assignment", (*endpointv3.ClusterLoadAssignment).GetClusterName); err != nil {
+		return nil, err
+	}
+	if err := index(s.secrets, secrets, "secret", (*tlsv3.Secret).GetName); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func index[T any](into map[string]T, items []T, what string, name func(T) string) error {
+	for _, it := range items {
+		n := name(it)
+		if _, dup := into[n]; dup {
+			return fmt.Errorf("%s %q defined twice", what, n)
+		}
+		into[n] = it
+	}
+	return nil
+}
+
+// Header is one header line; names compare case-insensitively, as HTTP's.
+type Header struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Request is what a client sends to Envoy: a connection to a listener port,
+// and for HTTP one request on it.
+type Request struct {
+	// Port is the port Envoy listens on (a Gateway's privileged ports are
+	// mapped to high ones; explain does that mapping).
+	Port uint32 `json:"port"`
+	UDP  bool   `json:"udp,omitempty"`
+	// TLS, SNI and ALPN describe the client's TLS handshake.
+	TLS  bool     `json:"tls,omitempty"`
+	SNI  string   `json:"sni,omitempty"`
+	ALPN []string `json:"alpn,omitempty"`
+
+	Method    string   `json:"method,omitempty"`
+	Scheme    string   `json:"scheme,omitempty"`
+	Authority string   `json:"authority,omitempty"`
+	Path      string   `json:"path,omitempty"` // with the query
+	Headers   []Header `json:"headers,omitempty"`
+	// BackendResponseHeaders are what the backend answers with, to show the
+	// response headers the client gets after Envoy's changes.
+	BackendResponseHeaders []Header `json:"backendResponseHeaders,omitempty"`
+	// Seed picks one of weighted backends deterministically.
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// Answer is what Envoy does with a Request.
+type Answer struct {
+	Listener    string `json:"listener"`
+	FilterChain string `json:"filterChain"`
+	// Filter is the network filter that handles the connection.
+	Filter string `json:"filter"`
+	// DownstreamTLS is set when Envoy terminates TLS: the certificates
+	// (SDS secret names) it may present.
+	DownstreamTLS []string `json:"downstreamTLS,omitempty"`
+
+	RouteConfiguration string `json:"routeConfiguration,omitempty"`
+	VirtualHost        string `json:"virtualHost,omitempty"`
+	Route              string `json:"route,omitempty"`
+	RouteIndex         int    `json:"routeIndex"`
+
+	// Exactly one of Backends (forwarded), Response (answered by Envoy)
+	// is set.
+	Backends []Backend `json:"backends,omitempty"`
+	// Upstream is the backend picked with the request's seed.
+	Upstream *Backend  `json:"upstream,omitempty"`
+	Response *Response `json:"response,omitempty"`
+
+	Mirrors  []Mirror `json:"mirrors,omitempty"`
+	Timeout  string   `json:"timeout,omitempty"`
+	Retry    string   `json:"retry,omitempty"`
+	CORS     bool     `json:"cors,omitempty"`
+	Upgrades []string `json:"upgrades,omitempty"`
+}
+
+// Backend is one cluster a request may go to, and the request as that
+// backend sees it.
+type Backend struct {
+	Cluster string `json:"cluster"`
+	// Weight is the cluster's share, of TotalWeight.
+	Weight      uint32 `json:"weight"`
+	TotalWeight uint32 `json:"totalWeight"`
+	// Endpoints are address:port; none means Envoy answers 503.
+	Endpoints []string     `json:"endpoints"`
+	TLS       *UpstreamTLS `json:"tls,omitempty"`
+	HTTP2     bool         `json:"http2,omitempty"`
+	// Request is what the backend receives; when Status is set, what it
+	// would receive if it had endpoints.
+	Request *HTTPRequest `json:"request,omitempty"`
+	// ResponseHeaders are the headers the client gets when the backend
+	// answers with the request's BackendResponseHeaders.
+	ResponseHeaders []Header `json:"responseHeaders,omitempty"`
+	// Status is 503 when the cluster has no endpoints (or does not exist),
+	// which Envoy answers itself.
+	Status int `json:"status,omitempty"`
+}
+
+// HTTPRequest is an HTTP request as a backend receives it.
+type HTTPRequest struct {
+	Method    string   `json:"method"`
+	Scheme    string   `json:"scheme"`
+	Authority string   `json:"authority"`
+	Path      string   `json:"path"`
+	Headers   []Header `json:"headers,omitempty"`
+}
+
+// UpstreamTLS is how Envoy connects to a backend over TLS.
+type UpstreamTLS struct {
+	SNI string `json:"sni,omitempty"`
+	// ValidationContext is the SDS secret or inline CA it verifies with.
+	ValidationContext string   `json:"validationContext,omitempty"`
+	SubjectAltNames   []string `json:"subjectAltNames,omitempty"`
+}
+
+// Response is an answer Envoy gives itself: a redirect or a direct
+// response.
+type Response struct {
+	Status  int      `json:"status"`
+	Headers []Header `json:"headers,omitempty"`
+	Body    string   `json:"body,omitempty"`
+}
+
+// Mirror is a request_mirror_policy: a copy of the request sent to Cluster
+// for the given fraction of requests.
+type Mirror struct {
+	Cluster  string  `json:"cluster"`
+	Fraction float64 `json:"fraction"`
+}

@@ -1,0 +1,124 @@
+package envoysim
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+)
+
+// hcmFieldsKnown are HttpConnectionManager fields the simulator interprets
+// or knows not to change routing or the upstream request it models.
+var hcmFieldsKnown = []string{
+	"rds", "route_config", "http_filters", "strip_any_host_port", "normalize_path", "merge_slashes", "upgrade_configs",
+	"stat_prefix", "codec_type", "common_http_protocol_options", "drain_timeout", "max_request_headers_kb",
+	"request_headers_timeout", "stream_idle_timeout", "request_timeout", "use_remote_address", "xff_num_trusted_hops",
+	"http_protocol_options", "http2_protocol_options", "server_name", "server_header_transformation", "access_log",
+	"generate_request_id", "preserve_external_request_id", "delayed_close_timeout", "tracing", "skip_xff_append", "via",
+	"add_user_agent", "forward_client_cert_details", "set_current_client_cert_details", "internal_address_config",
+	"path_with_escaped_slashes_action",
+}
+
+// http follows the HTTP connection manager: header normalisation, the
+// route table (RDS or inline), then the route's action.
+func (s *Simulator) http(f *listenerv3.Filter, req Request, a *Answer) error {
+	hcm, err := unpack[hcmv3.HttpConnectionManager](f.GetTypedConfig(), "http_connection_manager")
+	if err != nil {
+		return err
+	}
+	if err := understand(hcm, hcmFieldsKnown...); err != nil {
+		return err
+	}
+	if act := hcm.GetPathWithEscapedSlashesAction(); act != hcmv3.HttpConnectionManager_IMPLEMENTATION_SPECIFIC_DEFAULT && act != hcmv3.HttpConnectionManager_KEEP_UNCHANGED {
+		return errUnsupportedf("path_with_escaped_slashes_action %v", act)
+	}
+	cors := false
+	for i, hf := range hcm.GetHttpFilters() {
+		switch hf.GetName() {
+		case "envoy.filters.http.router":
+			if i != len(hcm.GetHttpFilters())-1 {
+				return fmt.Errorf("the router is not the last HTTP filter: Envoy rejects the listener")
+			}
+		case "envoy.filters.http.cors":
+			cors = true
+		default:
+			return errUnsupportedf("HTTP filter %s", hf.GetName())
+		}
+	}
+	for _, u := range hcm.GetUpgradeConfigs() {
+		if u.GetEnabled() == nil || u.GetEnabled().GetValue() {
+			a.Upgrades = append(a.Upgrades, u.GetUpgradeType())
+		}
+	}
+	r := newHTTPRequest(req)
+	if r.authority == "" {
+		return fmt.Errorf("the request has no host: Envoy answers 400")
+	}
+	// normalize_path: RFC 3986 dot-segment removal; merge_slashes.
+	if hcm.GetNormalizePath().GetValue() {
+		r.path = normalizePath(r.path)
+	}
+	if hcm.GetMergeSlashes() {
+		p, q, hasQ := strings.Cut(r.path, "?")
+		for strings.Contains(p, "//") {
+			p = strings.ReplaceAll(p, "//", "/")
+		}
+		if hasQ {
+			p += "?" + q
+		}
+		r.path = p
+	}
+	if hcm.GetStripAnyHostPort() {
+		r.authority = stripPort(r.authority)
+	}
+	// An edge Envoy sets x-forwarded-proto to the downstream scheme (the
+	// other headers it adds, such as x-request-id, are not modelled).
+	r.headers = slices.DeleteFunc(r.headers, func(h Header) bool { return h.Name == "x-forwarded-proto" })
+	r.headers = append(r.headers, Header{Name: "x-forwarded-proto", Value: r.scheme})
+
+	var rc *routev3.RouteConfiguration
+	switch {
+	case hcm.GetRds() != nil:
+		name := hcm.GetRds().GetRouteConfigName()
+		if rc = s.routes[name]; rc == nil {
+			return fmt.Errorf("route configuration %q is not served: Envoy keeps the listener warming", name)
+		}
+	case hcm.GetRouteConfig() != nil:
+		rc = hcm.GetRouteConfig()
+	default:
+		return errUnsupportedf("HTTP connection manager without rds or route_config")
+	}
+	a.RouteConfiguration = rc.GetName()
+	return s.route(rc, r, req, cors, a)
+}
+
+// normalizePath removes "." and ".." segments from the path, keeping the
+// query.
+func normalizePath(p string) string {
+	pathPart, q, hasQ := strings.Cut(p, "?")
+	clean := path.Clean(pathPart)
+	if strings.HasSuffix(pathPart, "/") && clean != "/" {
+		clean += "/"
+	}
+	if hasQ {
+		clean += "?" + q
+	}
+	return clean
+}
+
+// stripPort removes a trailing :port from a host (and keeps IPv6 brackets).
+func stripPort(host string) string {
+	i := strings.LastIndexByte(host, ':')
+	if i < 0 || strings.HasSuffix(host, "]") {
+		return host
+	}
+	if _, err := strconv.Atoi(host[i+1:]); err != nil {
+		return host
+	}
+	return host[:i]
+}

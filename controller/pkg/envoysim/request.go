@@ -1,0 +1,175 @@
+package envoysim
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+)
+
+// httpRequest is a request while Envoy works on it: pseudo-headers apart,
+// header names lower case (HTTP/2's, and how Envoy stores them).
+type httpRequest struct {
+	method, scheme, authority, path string
+	headers                         []Header
+}
+
+func newHTTPRequest(r Request) *httpRequest {
+	out := &httpRequest{method: r.Method, scheme: r.Scheme, authority: r.Authority, path: r.Path}
+	if out.method == "" {
+		out.method = "GET"
+	}
+	if out.path == "" {
+		out.path = "/"
+	}
+	if out.scheme == "" {
+		out.scheme = "http"
+		if r.TLS {
+			out.scheme = "https"
+		}
+	}
+	for _, h := range r.Headers {
+		name := strings.ToLower(h.Name)
+		switch name {
+		case "host", ":authority":
+			out.authority = h.Value
+		case ":method":
+			out.method = h.Value
+		case ":path":
+			out.path = h.Value
+		case ":scheme":
+			out.scheme = h.Value
+		default:
+			out.headers = append(out.headers, Header{Name: name, Value: h.Value})
+		}
+	}
+	return out
+}
+
+// pathOnly is the path without query and fragment.
+func (r *httpRequest) pathOnly() string {
+	p, _, _ := strings.Cut(r.path, "?")
+	p, _, _ = strings.Cut(p, "#")
+	return p
+}
+
+// query returns the first value of a query parameter, URL-decoded.
+func (r *httpRequest) query(name string) (string, bool) {
+	_, q, ok := strings.Cut(r.path, "?")
+	if !ok {
+		return "", false
+	}
+	q, _, _ = strings.Cut(q, "#")
+	for _, kv := range strings.Split(q, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if dk, err := url.QueryUnescape(k); err == nil {
+			k = dk
+		}
+		if k != name {
+			continue
+		}
+		if dv, err := url.QueryUnescape(v); err == nil {
+			v = dv
+		}
+		return v, true
+	}
+	return "", false
+}
+
+func (r *httpRequest) header(name string) string {
+	v, _ := r.headerValues(name)
+	return v
+}
+
+// headerValues returns a header's values joined with ',' (pseudo-headers
+// included), and whether it is present.
+func (r *httpRequest) headerValues(name string) (string, bool) {
+	name = strings.ToLower(name)
+	switch name {
+	case ":method":
+		return r.method, true
+	case ":authority", "host":
+		return r.authority, r.authority != ""
+	case ":path":
+		return r.path, true
+	case ":scheme":
+		return r.scheme, true
+	}
+	var vals []string
+	for _, h := range r.headers {
+		if h.Name == name {
+			vals = append(vals, h.Value)
+		}
+	}
+	return strings.Join(vals, ","), len(vals) > 0
+}
+
+func (r *httpRequest) clone() *httpRequest {
+	c := *r
+	c.headers = slices.Clone(r.headers)
+	return &c
+}
+
+func (r *httpRequest) export() *HTTPRequest {
+	return &HTTPRequest{Method: r.method, Scheme: r.scheme, Authority: r.authority, Path: r.path, Headers: slices.Clone(r.headers)}
+}
+
+// mutation is one level's headers_to_remove and headers_to_add.
+type mutation struct {
+	remove []string
+	add    []*corev3.HeaderValueOption
+}
+
+// apply follows Envoy's header parser: a level's removals happen before its
+// additions; each addition's append_action (or the deprecated append flag)
+// decides between appending a line, adding only when absent, and
+// overwriting; empty values are skipped unless keep_empty_value.
+func (m mutation) apply(headers []Header) ([]Header, error) {
+	for _, name := range m.remove {
+		name = strings.ToLower(name)
+		headers = slices.DeleteFunc(headers, func(h Header) bool { return h.Name == name })
+	}
+	for _, o := range m.add {
+		if err := understand(o, "header", "append", "append_action", "keep_empty_value"); err != nil {
+			return nil, err
+		}
+		if err := understand(o.GetHeader(), "key", "value"); err != nil {
+			return nil, err
+		}
+		name, value := strings.ToLower(o.GetHeader().GetKey()), o.GetHeader().GetValue()
+		if strings.Contains(value, "%") {
+			// Envoy would substitute command operators such as
+			// %DOWNSTREAM_REMOTE_ADDRESS%; the simulator cannot.
+			return nil, errUnsupportedf("header %s: value %q has a %% command operator", name, value)
+		}
+		if value == "" && !o.GetKeepEmptyValue() {
+			continue
+		}
+		action := o.GetAppendAction()
+		if o.GetAppend() != nil {
+			action = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+			if o.GetAppend().GetValue() {
+				action = corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
+			}
+		}
+		exists := slices.ContainsFunc(headers, func(h Header) bool { return h.Name == name })
+		switch action {
+		case corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD:
+			headers = append(headers, Header{Name: name, Value: value})
+		case corev3.HeaderValueOption_ADD_IF_ABSENT:
+			if !exists {
+				headers = append(headers, Header{Name: name, Value: value})
+			}
+		case corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS:
+			if !exists && action == corev3.HeaderValueOption_OVERWRITE_IF_EXISTS {
+				continue
+			}
+			headers = slices.DeleteFunc(headers, func(h Header) bool { return h.Name == name })
+			headers = append(headers, Header{Name: name, Value: value})
+		default:
+			return nil, errUnsupportedf("header %s: append_action %v", name, action)
+		}
+	}
+	return headers, nil
+}

@@ -1,0 +1,180 @@
+package envoysim
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+)
+
+// route picks the virtual host and the first matching route, and carries
+// out its action.
+func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Request, cors bool, a *Answer) error {
+	if err := understand(rc, "name", "virtual_hosts", "request_headers_to_add", "request_headers_to_remove",
+		"response_headers_to_add", "response_headers_to_remove", "most_specific_header_mutations_wins",
+		"ignore_port_in_host_matching", "validate_clusters", "max_direct_response_body_size_bytes"); err != nil {
+		return err
+	}
+	host := strings.ToLower(r.authority)
+	if rc.GetIgnorePortInHostMatching() {
+		host = stripPort(host)
+	}
+	vh, err := selectVirtualHost(rc.GetVirtualHosts(), host)
+	if err != nil {
+		return fmt.Errorf("route configuration %s: %w", rc.GetName(), err)
+	}
+	if vh == nil {
+		return s.localReply(a, 404, "no virtual host matches "+r.authority)
+	}
+	if err := understand(vh, "name", "domains", "routes", "request_headers_to_add", "request_headers_to_remove",
+		"response_headers_to_add", "response_headers_to_remove", "typed_per_filter_config", "require_tls"); err != nil {
+		return err
+	}
+	if vh.GetRequireTls() != routev3.VirtualHost_NONE {
+		return errUnsupportedf("virtual host %s: require_tls", vh.GetName())
+	}
+	a.VirtualHost = vh.GetName()
+	for i, rt := range vh.GetRoutes() {
+		if err := understand(rt, "name", "match", "route", "redirect", "direct_response", "request_headers_to_add",
+			"request_headers_to_remove", "response_headers_to_add", "response_headers_to_remove", "typed_per_filter_config",
+			"metadata", "decorator"); err != nil {
+			return err
+		}
+		matched, ok, err := routeMatches(rt.GetMatch(), r)
+		if err != nil {
+			return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
+		}
+		if !ok {
+			continue
+		}
+		a.Route, a.RouteIndex = rt.GetName(), i
+		_, vhCORS := vh.GetTypedPerFilterConfig()["envoy.filters.http.cors"]
+		_, rtCORS := rt.GetTypedPerFilterConfig()["envoy.filters.http.cors"]
+		a.CORS = cors && (vhCORS || rtCORS)
+		lv := levels{
+			route:        mutation{rt.GetRequestHeadersToRemove(), rt.GetRequestHeadersToAdd()},
+			vhost:        mutation{vh.GetRequestHeadersToRemove(), vh.GetRequestHeadersToAdd()},
+			config:       mutation{rc.GetRequestHeadersToRemove(), rc.GetRequestHeadersToAdd()},
+			routeResp:    mutation{rt.GetResponseHeadersToRemove(), rt.GetResponseHeadersToAdd()},
+			vhostResp:    mutation{vh.GetResponseHeadersToRemove(), vh.GetResponseHeadersToAdd()},
+			configResp:   mutation{rc.GetResponseHeadersToRemove(), rc.GetResponseHeadersToAdd()},
+			specificWins: rc.GetMostSpecificHeaderMutationsWins(),
+		}
+		switch act := rt.GetAction().(type) {
+		case *routev3.Route_Route:
+			return s.forward(act.Route, rt.GetMatch(), matched, r, req, lv, a)
+		case *routev3.Route_Redirect:
+			return s.redirect(act.Redirect, rt.GetMatch(), matched, r, lv, a)
+		case *routev3.Route_DirectResponse:
+			return s.direct(act.DirectResponse, req, lv, a)
+		default:
+			return errUnsupportedf("route %s: action %T", rt.GetName(), act)
+		}
+	}
+	return s.localReply(a, 404, "no route of virtual host "+vh.GetName()+" matches")
+}
+
+// localReply is an answer Envoy makes up without a route (404s).
+func (s *Simulator) localReply(a *Answer, status int, why string) error {
+	a.Response = &Response{Status: status, Body: why}
+	return nil
+}
+
+// selectVirtualHost follows route_components.proto (VirtualHost.domains):
+// an exact domain first, then suffix wildcards ("*.foo.com",
+// "*-bar.foo.com"), then prefix wildcards ("foo.*"), longest first, then
+// "*". Wildcards match at least one character. Domains compare case
+// insensitively; a domain in two virtual hosts makes Envoy reject the
+// configuration.
+func selectVirtualHost(vhs []*routev3.VirtualHost, host string) (*routev3.VirtualHost, error) {
+	const (
+		none = iota
+		any
+		prefixWildcard
+		suffixWildcard
+		exact
+	)
+	var best *routev3.VirtualHost
+	bestKind, bestLen := none, -1
+	seen := map[string]string{}
+	for _, vh := range vhs {
+		for _, d := range vh.GetDomains() {
+			d = strings.ToLower(d)
+			if other, dup := seen[d]; dup {
+				return nil, fmt.Errorf("domain %q is in virtual hosts %s and %s: Envoy rejects the route configuration", d, other, vh.GetName())
+			}
+			seen[d] = vh.GetName()
+			kind := none
+			switch {
+			case d == "*":
+				kind = any
+			case d == host:
+				kind = exact
+			case strings.HasPrefix(d, "*") && len(host) > len(d)-1 && strings.HasSuffix(host, d[1:]):
+				kind = suffixWildcard
+			case strings.HasSuffix(d, "*") && len(host) > len(d)-1 && strings.HasPrefix(host, d[:len(d)-1]):
+				kind = prefixWildcard
+			}
+			if kind > bestKind || kind == bestKind && kind != none && len(d) > bestLen {
+				best, bestKind, bestLen = vh, kind, len(d)
+			}
+		}
+	}
+	return best, nil
+}
+
+// levels are the header mutations of a route's levels.
+type levels struct {
+	route, vhost, config             mutation
+	routeResp, vhostResp, configResp mutation
+	specificWins                     bool
+}
+
+// request applies the request header mutations: the weighted cluster's
+// (when any) first, then route, virtual host and route configuration, so
+// that the least specific level has the last word; most_specific_header_
+// mutations_wins reverses the order ("Custom request/response headers").
+func (lv levels) request(cluster mutation, h []Header) ([]Header, error) {
+	order := []mutation{cluster, lv.route, lv.vhost, lv.config}
+	if lv.specificWins {
+		order = []mutation{lv.config, lv.vhost, lv.route, cluster}
+	}
+	return applyAll(order, h)
+}
+
+// response applies the response header mutations in the same order.
+func (lv levels) response(cluster mutation, h []Header) ([]Header, error) {
+	order := []mutation{cluster, lv.routeResp, lv.vhostResp, lv.configResp}
+	if lv.specificWins {
+		order = []mutation{lv.configResp, lv.vhostResp, lv.routeResp, cluster}
+	}
+	return applyAll(order, h)
+}
+
+func applyAll(ms []mutation, h []Header) ([]Header, error) {
+	var err error
+	for _, m := range ms {
+		if h, err = m.apply(h); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// statusOf is a redirect response code's number.
+func statusOf(c routev3.RedirectAction_RedirectResponseCode) int {
+	switch c {
+	case routev3.RedirectAction_FOUND:
+		return 302
+	case routev3.RedirectAction_SEE_OTHER:
+		return 303
+	case routev3.RedirectAction_TEMPORARY_REDIRECT:
+		return 307
+	case routev3.RedirectAction_PERMANENT_REDIRECT:
+		return 308
+	}
+	return 301
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,127 @@
+package envoysim
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+)
+
+// clusterFieldsKnown are Cluster fields that do not change which endpoints
+// a request may reach or how Envoy speaks to them, beyond what upstream
+// reports.
+var clusterFieldsKnown = []string{
+	"name", "type", "eds_cluster_config", "load_assignment", "transport_socket", "typed_extension_protocol_options",
+	"connect_timeout", "lb_policy", "circuit_breakers", "common_lb_config", "health_checks", "outlier_detection",
+	"per_connection_buffer_limit_bytes", "dns_lookup_family", "upstream_connection_options",
+	"ignore_health_on_host_removal", "close_connections_on_host_health_failure", "alt_stat_name", "metadata",
+}
+
+// upstream fills in a backend's endpoints and TLS from its cluster and
+// ClusterLoadAssignment. A missing cluster is answered with notFound; a
+// cluster without healthy endpoints with 503 ("no healthy upstream").
+func (s *Simulator) upstream(b *Backend, notFound int) error {
+	c := s.clusters[b.Cluster]
+	if c == nil {
+		b.Status = notFound
+		return nil
+	}
+	if err := understand(c, clusterFieldsKnown...); err != nil {
+		return err
+	}
+	var cla *endpointv3.ClusterLoadAssignment
+	switch c.GetType() {
+	case clusterv3.Cluster_EDS:
+		name := c.GetEdsClusterConfig().GetServiceName()
+		if name == "" {
+			name = c.GetName()
+		}
+		if cla = s.endpoints[name]; cla == nil {
+			return fmt.Errorf("cluster %s: endpoints %q are not served: Envoy keeps the cluster warming", c.GetName(), name)
+		}
+	case clusterv3.Cluster_STATIC:
+		cla = c.GetLoadAssignment()
+	default:
+		return errUnsupportedf("cluster %s: type %v", c.GetName(), c.GetType())
+	}
+	eps, err := endpoints(cla)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
+	}
+	b.Endpoints = eps
+	if len(eps) == 0 {
+		b.Status = 503
+	}
+	if ts := c.GetTransportSocket(); ts != nil {
+		if b.TLS, err = s.upstreamTLS(ts); err != nil {
+			return fmt.Errorf("cluster %s: %w", c.GetName(), err)
+		}
+	}
+	if opts, ok := c.GetTypedExtensionProtocolOptions()["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]; ok {
+		po, err := unpack[httpv3.HttpProtocolOptions](opts, "cluster "+c.GetName()+" protocol options")
+		if err != nil {
+			return err
+		}
+		b.HTTP2 = po.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
+	}
+	return nil
+}
+
+// endpoints are the ready endpoints of an assignment: Envoy sends nothing
+// to UNHEALTHY, DRAINING or TIMEOUT ones.
+func endpoints(cla *endpointv3.ClusterLoadAssignment) ([]string, error) {
+	if err := understand(cla, "cluster_name", "endpoints", "policy"); err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, lle := range cla.GetEndpoints() {
+		for _, e := range lle.GetLbEndpoints() {
+			switch e.GetHealthStatus() {
+			case corev3.HealthStatus_UNHEALTHY, corev3.HealthStatus_DRAINING, corev3.HealthStatus_TIMEOUT:
+				continue
+			}
+			sa := e.GetEndpoint().GetAddress().GetSocketAddress()
+			if sa == nil {
+				return nil, errUnsupportedf("an endpoint without a socket address")
+			}
+			out = append(out, net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)))
+		}
+	}
+	return out, nil
+}
+
+// upstreamTLS reads an UpstreamTlsContext as data.
+func (s *Simulator) upstreamTLS(ts *corev3.TransportSocket) (*UpstreamTLS, error) {
+	if ts.GetName() != "envoy.transport_sockets.tls" {
+		return nil, errUnsupportedf("transport socket %s", ts.GetName())
+	}
+	ctx, err := unpack[tlsv3.UpstreamTlsContext](ts.GetTypedConfig(), "upstream transport socket")
+	if err != nil {
+		return nil, err
+	}
+	out := &UpstreamTLS{SNI: ctx.GetSni()}
+	cc := ctx.GetCommonTlsContext()
+	switch v := cc.GetValidationContextType().(type) {
+	case *tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig:
+		out.ValidationContext = v.ValidationContextSdsSecretConfig.GetName()
+		if _, ok := s.secrets[out.ValidationContext]; !ok {
+			return nil, fmt.Errorf("validation context secret %q is not served", out.ValidationContext)
+		}
+	case *tlsv3.CommonTlsContext_ValidationContext:
+		out.ValidationContext = "(inline)"
+		for _, m := range v.ValidationContext.GetMatchTypedSubjectAltNames() {
+			out.SubjectAltNames = append(out.SubjectAltNames, m.GetMatcher().GetExact())
+		}
+	case *tlsv3.CommonTlsContext_CombinedValidationContext:
+		out.ValidationContext = v.CombinedValidationContext.GetValidationContextSdsSecretConfig().GetName()
+		for _, m := range v.CombinedValidationContext.GetDefaultValidationContext().GetMatchTypedSubjectAltNames() {
+			out.SubjectAltNames = append(out.SubjectAltNames, m.GetMatcher().GetExact())
+		}
+	}
+	return out, nil
+}
