@@ -1,0 +1,60 @@
+package render
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"isobar.dev/api/fleet"
+)
+
+var (
+	readOnly    = []string{"get", "list", "watch"}
+	writeStatus = []string{"get", "update", "patch"}
+)
+
+// controllerRole lets the controller elect a leader in its namespace: a
+// Lease, and the events leader election records.
+func (r *renderer) controllerRole() (*rbacv1.Role, *rbacv1.RoleBinding) {
+	role := &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: r.meta(r.names.Controller, fleet.Controller),
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		},
+	}
+	binding := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: r.meta(r.names.Controller, fleet.Controller),
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: r.names.ControllerAccount, Namespace: r.in.Gateway.Namespace}},
+	}
+	return role, binding
+}
+
+// controllerClusterRole lets the controller read what it translates, in
+// every namespace (routes and certificates may live anywhere, subject to
+// ReferenceGrants), and write only the status of what it reports on.
+func (r *renderer) controllerClusterRole() (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
+	meta := r.meta(r.names.ClusterRole, fleet.Controller)
+	meta.Namespace = ""
+	gw := "gateway.networking.k8s.io"
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: meta,
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{gw}, Resources: []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes", "referencegrants", "backendtlspolicies"}, Verbs: readOnly},
+			{APIGroups: []string{gw}, Resources: []string{"gateways/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status", "tcproutes/status", "udproutes/status", "backendtlspolicies/status"}, Verbs: writeStatus},
+			{APIGroups: []string{""}, Resources: []string{"services", "secrets", "configmaps", "namespaces"}, Verbs: readOnly},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: readOnly},
+		},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: meta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: r.names.ControllerAccount, Namespace: r.in.Gateway.Namespace}},
+	}
+	return role, binding
+}

@@ -1,0 +1,204 @@
+// Package render turns a Gateway, its class and its ContourDeployment
+// profile into the objects of its fleet. It is pure: no client, no clock,
+// no randomness (certificates are issued elsewhere), so that what the
+// operator applies can be reviewed as golden YAML.
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/api/fleet"
+	"isobar.dev/api/v1alpha1"
+)
+
+// Default images, pinned to released versions; the operator's flags
+// override them.
+const (
+	DefaultControllerImage = "ghcr.io/isobar-dev/isobar-controller:v0.1.0"
+	DefaultEnvoyImage      = "docker.io/envoyproxy/envoy:distroless-v1.40.0"
+)
+
+// Paths inside the fleet's pods, under v1alpha1.ReservedMountPrefix.
+const (
+	CertsDir          = v1alpha1.ReservedMountPrefix + "/certs"
+	BootstrapDir      = v1alpha1.ReservedMountPrefix + "/bootstrap"
+	ConfigDir         = v1alpha1.ReservedMountPrefix + "/config"
+	RuntimeConfigFile = "runtime-settings.json"
+)
+
+// Input is everything a fleet is rendered from.
+type Input struct {
+	Gateway *gatewayv1.Gateway
+	// ControllerName is the class's controllerName, which the per-Gateway
+	// controller writes route status under.
+	ControllerName string
+	Spec           v1alpha1.ContourDeploymentSpec
+	Images         Images
+}
+
+// Images are the container images of a fleet.
+type Images struct {
+	Controller, Envoy string
+}
+
+// Fleet is a rendered fleet: the namespaced objects (owned by the Gateway)
+// and the cluster-scoped ones (removed through the Gateway's finalizer).
+type Fleet struct {
+	Namespaced    []client.Object
+	ClusterScoped []client.Object
+	// Names of the parts other code refers to.
+	Names Names
+}
+
+// Names of a fleet's objects.
+type Names struct {
+	Base                           string
+	Controller, Envoy              string // Deployments / DaemonSet and their Services
+	ControllerCerts, EnvoyCerts    string // Secrets
+	CA                             string // the CA Secret (with its key)
+	ControllerConfig               string // ConfigMap of runtime settings
+	ClusterRole                    string
+	ControllerServiceDNS           string
+	ControllerAccount, EnvoyAccount string
+}
+
+// NamesOf names the fleet of a Gateway of a class.
+func NamesOf(gw *gatewayv1.Gateway) Names {
+	class := string(gw.Spec.GatewayClassName)
+	n := Names{
+		Base:       fleet.Base(gw.Name, class),
+		Controller: fleet.Name(gw.Name, class, fleet.Controller),
+		Envoy:      fleet.Name(gw.Name, class, fleet.Envoy),
+	}
+	n.ControllerCerts = fleet.Shorten(n.Controller + "-certs")
+	n.EnvoyCerts = fleet.Shorten(n.Envoy + "-certs")
+	n.CA = fleet.Shorten(n.Base + "-xds-ca")
+	n.ControllerConfig = fleet.Shorten(n.Controller + "-config")
+	n.ControllerAccount, n.EnvoyAccount = n.Controller, n.Envoy
+	// Cluster-scoped: the namespace makes it unique.
+	n.ClusterRole = fleet.Shorten("isobar-" + gw.Namespace + "-" + n.Controller)
+	n.ControllerServiceDNS = n.Controller + "." + gw.Namespace + ".svc"
+	return n
+}
+
+// Render renders a fleet. An error means the input cannot be rendered (the
+// message names the field); nothing is half-rendered.
+func Render(in Input) (*Fleet, error) {
+	gw := in.Gateway
+	if in.Images.Controller == "" {
+		in.Images.Controller = DefaultControllerImage
+	}
+	if in.Images.Envoy == "" {
+		in.Images.Envoy = DefaultEnvoyImage
+	}
+	f := &Fleet{Names: NamesOf(gw)}
+	r := renderer{in: in, names: f.Names}
+	runtime, err := json.Marshal(in.Spec.RuntimeSettings)
+	if err != nil {
+		return nil, fmt.Errorf("encoding runtimeSettings: %w", err)
+	}
+	sum := sha256.Sum256(runtime)
+	r.configHash = hex.EncodeToString(sum[:8])
+
+	envoyWorkload, err := r.envoyWorkload()
+	if err != nil {
+		return nil, err
+	}
+	envoyService, err := r.envoyService()
+	if err != nil {
+		return nil, err
+	}
+	role, binding := r.controllerRole()
+	f.Namespaced = append(f.Namespaced,
+		r.serviceAccount(f.Names.ControllerAccount, fleet.Controller),
+		r.serviceAccount(f.Names.EnvoyAccount, fleet.Envoy),
+		role, binding,
+		r.controllerConfig(runtime),
+		r.controllerDeployment(),
+		r.controllerService(),
+		envoyWorkload,
+		envoyService,
+	)
+	if pdb := r.podDisruptionBudget(); pdb != nil {
+		f.Namespaced = append(f.Namespaced, pdb)
+	}
+	cr, crb := r.controllerClusterRole()
+	f.ClusterScoped = append(f.ClusterScoped, cr, crb)
+	return f, nil
+}
+
+// renderer carries the input through the object builders.
+type renderer struct {
+	in         Input
+	names      Names
+	configHash string
+}
+
+// labels are the fleet labels of a component, with the Gateway's
+// spec.infrastructure labels.
+func (r *renderer) labels(c fleet.Component) map[string]string {
+	out := map[string]string{}
+	if inf := r.in.Gateway.Spec.Infrastructure; inf != nil {
+		for k, v := range inf.Labels {
+			out[string(k)] = string(v)
+		}
+	}
+	maps.Copy(out, r.selector(c))
+	out[fleet.LabelManagedBy] = fleet.ManagedBy
+	return out
+}
+
+// selector selects a component's pods; it never changes for a fleet, as a
+// workload's selector cannot.
+func (r *renderer) selector(c fleet.Component) map[string]string {
+	return map[string]string{
+		fleet.LabelGatewayName: fleet.Shorten(r.in.Gateway.Name),
+		fleet.LabelComponent:   string(c),
+	}
+}
+
+// annotations are the Gateway's spec.infrastructure annotations.
+func (r *renderer) annotations() map[string]string {
+	inf := r.in.Gateway.Spec.Infrastructure
+	if inf == nil || len(inf.Annotations) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for k, v := range inf.Annotations {
+		out[string(k)] = string(v)
+	}
+	return out
+}
+
+func (r *renderer) meta(name string, c fleet.Component) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: r.in.Gateway.Namespace, Labels: r.labels(c), Annotations: r.annotations()}
+}
+
+func (r *renderer) serviceAccount(name string, c fleet.Component) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: r.meta(name, c),
+		// Envoy never talks to the API server; the controller mounts its
+		// token explicitly.
+		AutomountServiceAccountToken: ptr(false),
+	}
+}
+
+func (r *renderer) controllerConfig(runtime []byte) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: r.meta(r.names.ControllerConfig, fleet.Controller),
+		Data:       map[string]string{RuntimeConfigFile: string(runtime)},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,88 @@
+package render
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	"isobar.dev/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestGolden renders every testdata/*.in.yaml (a Gateway, then a
+// ContourDeployment) and compares the fleet with testdata/*.out.yaml.
+func TestGolden(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/*.in.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
+		t.Run(name, func(t *testing.T) {
+			gw, cd := readInput(t, in)
+			f, err := Render(Input{Gateway: gw, ControllerName: "isobar.dev/gateway-controller", Spec: cd.Spec})
+			var out bytes.Buffer
+			if err != nil {
+				out.WriteString("# error\n" + err.Error() + "\n")
+			} else {
+				write(t, &out, "namespaced", f.Namespaced)
+				write(t, &out, "cluster-scoped", f.ClusterScoped)
+			}
+			golden := "testdata/" + name + ".out.yaml"
+			if *update {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(want, out.Bytes()) {
+				t.Errorf("%s differs from the rendering; run go test ./pkg/render -update and review the diff", golden)
+			}
+		})
+	}
+}
+
+func readInput(t *testing.T, path string) (*gatewayv1.Gateway, *v1alpha1.ContourDeployment) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("%s: want a Gateway and a ContourDeployment", path)
+	}
+	gw, cd := &gatewayv1.Gateway{}, &v1alpha1.ContourDeployment{}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), gw); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), cd); err != nil {
+		t.Fatal(err)
+	}
+	return gw, cd
+}
+
+func write(t *testing.T, out *bytes.Buffer, title string, objs []client.Object) {
+	t.Helper()
+	out.WriteString("# " + title + "\n")
+	for _, o := range objs {
+		y, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString("---\n")
+		out.Write(y)
+	}
+}
