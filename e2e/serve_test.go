@@ -283,7 +283,9 @@ func TestServe(t *testing.T) {
 
 	// An endpoint change sends endpoints and nothing else, without a
 	// translation.
-	translations := scrape(t, s.metrics)["isobar_translation_seconds_count"]
+	// Other tests' namespaces being deleted cause translations; wait for
+	// a quiet moment so that any translation now is this change's.
+	translations := quiet(t, s.metrics)
 	slice.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.1.2.4"}}}
 	if err := env.Client.Update(ctx, slice); err != nil {
 		t.Fatal(err)
@@ -331,6 +333,21 @@ func TestServe(t *testing.T) {
 	if m[`isobar_xds_version{type="envoy.config.endpoint.v3.ClusterLoadAssignment"}`] < 2 || m["isobar_translation_seconds_count"] < 1 || m[`isobar_status_writes_total{kind="Gateway"}`] < 1 {
 		t.Errorf("metrics lack versions, translations or status writes: %v", m)
 	}
+}
+
+// quiet waits until the controller has not translated for two seconds and
+// returns its translation count.
+func quiet(t *testing.T, metrics string) float64 {
+	t.Helper()
+	last, since := -1.0, time.Now()
+	eventually(t, 60*time.Second, "no translations for 2s", func() bool {
+		n := scrape(t, metrics)["isobar_translation_seconds_count"]
+		if n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= 2*time.Second
+	})
+	return last
 }
 
 // scrape reads a Prometheus text endpoint into name{labels} -> value.

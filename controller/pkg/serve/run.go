@@ -16,12 +16,14 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
@@ -185,12 +187,14 @@ func (r *reconciler) setup(mgr ctrl.Manager) error {
 	} {
 		b = b.Watches(obj, specOrStatus)
 	}
-	// Services' status holds the addresses the Gateway reports; Secrets,
-	// ConfigMaps and Namespaces (labels, for selectors) have no generation
-	// to go by.
-	for _, obj := range []client.Object{&corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{}} {
+	// Services' status holds the addresses the Gateway reports; Secrets and
+	// ConfigMaps have no generation to go by.
+	for _, obj := range []client.Object{&corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{}} {
 		b = b.Watches(obj, always)
 	}
+	// Of a Namespace only its labels matter (allowedRoutes selectors), not
+	// the phase changes of one being deleted.
+	b = b.Watches(&corev1.Namespace{}, always, builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	// EndpointSlices take the fast path of their own work item.
 	b = b.Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(endpointsRequest))
 	return b.Complete(r)

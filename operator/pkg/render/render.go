@@ -61,13 +61,13 @@ type Fleet struct {
 
 // Names of a fleet's objects.
 type Names struct {
-	Base                           string
-	Controller, Envoy              string // Deployments / DaemonSet and their Services
-	ControllerCerts, EnvoyCerts    string // Secrets
-	CA                             string // the CA Secret (with its key)
-	ControllerConfig               string // ConfigMap of runtime settings
-	ClusterRole                    string
-	ControllerServiceDNS           string
+	Base                            string
+	Controller, Envoy               string // Deployments / DaemonSet and their Services
+	ControllerCerts, EnvoyCerts     string // Secrets
+	CA                              string // the CA Secret (with its key)
+	ControllerConfig                string // ConfigMap of runtime settings
+	ClusterRole                     string
+	ControllerServiceDNS            string
 	ControllerAccount, EnvoyAccount string
 }
 
