@@ -20,6 +20,8 @@ Usage:
                                show what the Gateway's Envoy does with a request (simulated)
   isobar-controller bootstrap --cluster NS/NAME --xds-address HOST [--node-id ID] [--certs-dir DIR] [--output-dir DIR]
                                write an Envoy bootstrap for the fleet (run by Envoy pods' init container)
+  isobar-controller drain [--listen :8004] [--admin-address 127.0.0.1:9001] [--timeout 60s]
+                               serve the Envoy pod's preStop hook that drains Envoy before it stops
   isobar-controller version    print the version and the Go modules it was built from
 `
 
@@ -39,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return explain(args[1:], stdout, stderr)
 	case "serve":
 		return serveCmd(args[1:], stderr)
+	case "drain":
+		return drainCmd(args[1:], stderr)
 	case "bootstrap":
 		return bootstrapCmd(args[1:], stdout, stderr)
 	case "version":

@@ -6,8 +6,11 @@
 package serve
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -15,7 +18,9 @@ import (
 
 	"isobar.dev/api/logs"
 	"isobar.dev/api/ports"
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/offline"
+	"isobar.dev/controller/pkg/xds"
 )
 
 // Options are serve's flags.
@@ -35,6 +40,9 @@ type Options struct {
 	LeaderElectionNS    string
 	UpdateDelay         time.Duration
 	LogLevel, LogFormat string
+	// RuntimeSettingsFile holds a ContourDeployment's runtimeSettings as
+	// JSON (the operator mounts it from a ConfigMap).
+	RuntimeSettingsFile string
 }
 
 // DefaultOptions are what the operator's Deployment relies on.
@@ -74,6 +82,33 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas to write status")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to the Gateway's")
 	fs.DurationVar(&o.UpdateDelay, "update-delay", o.UpdateDelay, "how long to wait after a change for more before translating")
+	fs.StringVar(&o.RuntimeSettingsFile, "runtime-settings", o.RuntimeSettingsFile, "a JSON file of the ContourDeployment's runtimeSettings; default: the built-in defaults")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json or console")
+}
+
+// runtimeSettings reads the runtime settings file, if any, into the xDS
+// translator's settings and the update delay.
+func (o *Options) runtimeSettings() (xds.Settings, error) {
+	if o.RuntimeSettingsFile == "" {
+		return xds.DefaultSettings(), nil
+	}
+	data, err := os.ReadFile(o.RuntimeSettingsFile)
+	if err != nil {
+		return xds.Settings{}, fmt.Errorf("reading runtime settings: %w", err)
+	}
+	var rs v1alpha1.RuntimeSettings
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rs); err != nil {
+		return xds.Settings{}, fmt.Errorf("runtime settings %s: %w", o.RuntimeSettingsFile, err)
+	}
+	if d := rs.XDS.UpdateDelay; d != nil {
+		o.UpdateDelay = d.Duration
+	}
+	s, err := xds.FromRuntime(rs)
+	if err != nil {
+		return xds.Settings{}, fmt.Errorf("runtime settings %s: %w", o.RuntimeSettingsFile, err)
+	}
+	return s, nil
 }

@@ -51,6 +51,10 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	settings, err := o.runtimeSettings()
+	if err != nil {
+		return err
+	}
 	ctrl.SetLogger(log)
 	s, err := scheme()
 	if err != nil {
@@ -110,7 +114,7 @@ func Run(ctx context.Context, o Options) error {
 		opts:   o,
 		client: mgr.GetClient(),
 		snap:   &snapshotter{c: mgr.GetClient()},
-		stage2: xds.NewTranslator(xds.DefaultSettings()),
+		stage2: xds.NewTranslator(settings),
 		xds:    xdsServer,
 		status: newStatusWriter(o, mgr.GetClient(), mgr.GetAPIReader(), xdsServer.Status),
 	}

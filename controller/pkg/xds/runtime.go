@@ -1,0 +1,53 @@
+package xds
+
+import (
+	"fmt"
+
+	"isobar.dev/api/v1alpha1"
+)
+
+// FromRuntime applies a ContourDeployment's runtimeSettings over the
+// defaults; what it leaves unset keeps its default.
+func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
+	s := DefaultSettings()
+	t := rs.Timeouts
+	if t.ConnectionIdle != nil {
+		s.ConnectionIdleTimeout = t.ConnectionIdle.Duration
+	}
+	if t.StreamIdle != nil {
+		s.StreamIdleTimeout = t.StreamIdle.Duration
+	}
+	if t.RequestHeaders != nil {
+		s.RequestHeadersTimeout = t.RequestHeaders.Duration
+	}
+	if t.MaxConnectionDuration != nil {
+		s.MaxConnectionDuration = t.MaxConnectionDuration.Duration
+	}
+	if t.ConnectionShutdownGracePeriod != nil {
+		s.ConnectionShutdownGracePeriod = t.ConnectionShutdownGracePeriod.Duration
+	}
+	if t.UpstreamConnect != nil {
+		s.UpstreamConnectTimeout = t.UpstreamConnect.Duration
+	}
+	h := rs.HTTP
+	if h.NumTrustedHops != nil {
+		if *h.NumTrustedHops < 0 {
+			return s, fmt.Errorf("runtimeSettings.http.numTrustedHops %d is negative", *h.NumTrustedHops)
+		}
+		s.NumTrustedHops = uint32(*h.NumTrustedHops)
+	}
+	s.MergeSlashes = h.MergeSlashes
+	if h.MaxRequestHeadersKiB != nil {
+		s.MaxRequestHeadersKiB = uint32(*h.MaxRequestHeadersKiB)
+	}
+	if v := rs.TLS.MinimumVersion; v != "" {
+		s.TLSMinimumVersion = v
+	}
+	if v := rs.TLS.MaximumVersion; v != "" {
+		s.TLSMaximumVersion = v
+	}
+	for _, c := range rs.TLS.CipherSuites {
+		s.CipherSuites = append(s.CipherSuites, string(c))
+	}
+	return s, nil
+}
