@@ -9,15 +9,27 @@ import (
 	"net/http"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/fleet"
 	"isobar.dev/api/logs"
 	isobarv1alpha1 "isobar.dev/api/v1alpha1"
+	"isobar.dev/operator/pkg/gateway"
+	"isobar.dev/operator/pkg/gatewayclass"
+	"isobar.dev/operator/pkg/render"
 )
 
 // DefaultControllerName is the GatewayClass controllerName the operator
@@ -27,6 +39,8 @@ const DefaultControllerName = "isobar.dev/gateway-controller"
 // Options are the operator's command-line settings.
 type Options struct {
 	ControllerName     string
+	ControllerImage    string
+	EnvoyImage         string
 	MetricsAddress     string
 	HealthProbeAddress string
 	LeaderElect        bool
@@ -39,6 +53,8 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		ControllerName:     DefaultControllerName,
+		ControllerImage:    render.DefaultControllerImage,
+		EnvoyImage:         render.DefaultEnvoyImage,
 		MetricsAddress:     ":8080",
 		HealthProbeAddress: ":8081",
 		LogLevel:           "info",
@@ -49,6 +65,8 @@ func DefaultOptions() Options {
 // Bind registers the options as flags on fs.
 func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "GatewayClass spec.controllerName this operator provisions Gateways for")
+	fs.StringVar(&o.ControllerImage, "controller-image", o.ControllerImage, "image of the per-Gateway controller (isobar-controller)")
+	fs.StringVar(&o.EnvoyImage, "envoy-image", o.EnvoyImage, "image of Envoy")
 	fs.StringVar(&o.MetricsAddress, "metrics-bind-address", o.MetricsAddress, "address of the Prometheus metrics endpoint; 0 turns it off")
 	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", o.HealthProbeAddress, "address of /healthz and /readyz")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas through a Lease, so only one reconciles")
@@ -62,6 +80,7 @@ func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme,
+		apiextensionsv1.AddToScheme,
 		gatewayv1.Install,
 		isobarv1alpha1.AddToScheme,
 	} {
@@ -97,9 +116,24 @@ func Run(o Options) error {
 		// Releasing the Lease on a clean stop lets the next replica take
 		// over at once instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
+		// The operator reads back only what it provisioned: caching every
+		// Secret, Deployment and Service of the cluster would cost memory
+		// for nothing.
+		Cache: cache.Options{ByObject: ownedByUs()},
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := (&gatewayclass.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the GatewayClass reconciler: %w", err)
+	}
+	if err := (&gateway.Reconciler{
+		Client: mgr.GetClient(), ControllerName: o.ControllerName,
+		Images:   render.Images{Controller: o.ControllerImage, Envoy: o.EnvoyImage},
+		Recorder: mgr.GetEventRecorderFor("isobar-operator"),
+		Now:      time.Now,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Gateway reconciler: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
@@ -118,4 +152,19 @@ func Run(o Options) error {
 	}
 	log.Info("starting", "controllerName", o.ControllerName)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// ownedByUs restricts the cache of the kinds the operator provisions to
+// the objects it labelled.
+func ownedByUs() map[client.Object]cache.ByObject {
+	sel := labels.SelectorFromSet(labels.Set{fleet.LabelManagedBy: fleet.ManagedBy})
+	out := map[client.Object]cache.ByObject{}
+	for _, o := range []client.Object{
+		&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}, &corev1.ServiceAccount{},
+		&appsv1.Deployment{}, &appsv1.DaemonSet{}, &policyv1.PodDisruptionBudget{},
+		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+	} {
+		out[o] = cache.ByObject{Label: sel}
+	}
+	return out
 }

@@ -39,6 +39,7 @@ func (r *renderer) controllerRole() (*rbacv1.Role, *rbacv1.RoleBinding) {
 func (r *renderer) controllerClusterRole() (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
 	meta := r.meta(r.names.ClusterRole, fleet.Controller)
 	meta.Namespace = ""
+	meta.Labels[LabelGatewayNamespace] = r.in.Gateway.Namespace
 	gw := "gateway.networking.k8s.io"
 	role := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},

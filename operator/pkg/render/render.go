@@ -136,6 +136,16 @@ func Render(in Input) (*Fleet, error) {
 	return f, nil
 }
 
+// LabelGatewayNamespace on cluster-scoped objects names their Gateway's
+// namespace, which the Gateway-name label alone cannot.
+const LabelGatewayNamespace = "isobar.dev/gateway-namespace"
+
+// Labels are the labels of a component's objects.
+func Labels(gw *gatewayv1.Gateway, c fleet.Component) map[string]string {
+	r := renderer{in: Input{Gateway: gw}}
+	return r.labels(c)
+}
+
 // renderer carries the input through the object builders.
 type renderer struct {
 	in         Input

@@ -1,0 +1,368 @@
+package e2e
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/api/v1alpha1"
+	"isobar.dev/e2e/harness"
+	"isobar.dev/operator/pkg/render"
+)
+
+// operator runs the built operator for one controllerName until the test
+// ends.
+func operator(t *testing.T, controllerName string) {
+	t.Helper()
+	bin, err := env.Binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := env.Kubeconfig("isobar-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := freePort(t)
+	op, err := harness.StartProcessEnv(env.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-operator",
+		"--controller-name="+controllerName, "--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=0", "--log-format=console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if code, err := op.Stop(20 * time.Second); err != nil || code != 0 {
+			t.Errorf("isobar-operator stopped with code %d, %v\n%s", code, err, op.Output())
+		}
+	})
+	eventually(t, 30*time.Second, "isobar-operator /readyz", func() bool {
+		if exited, err := op.Exited(); exited {
+			t.Fatalf("isobar-operator exited: %v\n%s", err, op.Output())
+		}
+		resp, err := http.Get("http://127.0.0.1:" + health + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+func classCondition(t *testing.T, ctx context.Context, name, typ string, status metav1.ConditionStatus, reason, message string) {
+	t.Helper()
+	var last *metav1.Condition
+	eventually(t, 30*time.Second, "class "+name+" "+typ+" "+string(status)+" "+reason+" "+message, func() bool {
+		c := &gatewayv1.GatewayClass{}
+		if err := env.Client.Get(ctx, keyOf("", name), c); err != nil {
+			t.Fatal(err)
+		}
+		last = meta.FindStatusCondition(c.Status.Conditions, typ)
+		return last != nil && last.Status == status && last.Reason == reason && strings.Contains(last.Message, message)
+	})
+}
+
+// The operator accepts classes whose parametersRef it can use and refuses
+// the others with a message saying why.
+func TestOperatorGatewayClasses(t *testing.T) {
+	ns := namespace(t)
+	ctx, cancel := harness.Context()
+	defer cancel()
+	controller := "isobar.dev/op-" + ns
+	operator(t, controller)
+	create(t, ctx,
+		&v1alpha1.ContourDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "good"}},
+		&v1alpha1.ContourDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reserved-mount"}, Spec: v1alpha1.ContourDeploymentSpec{Envoy: v1alpha1.EnvoySettings{
+			// The API server refuses mounts under /var/run/isobar; a volume
+			// named like the fleet's own gets past it, not past the operator.
+			ExtraVolumes: []v1alpha1.ExtraVolume{{Name: "certs", EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		}}},
+	)
+	ref := func(group, kind, namespace, name string) *gatewayv1.ParametersReference {
+		r := &gatewayv1.ParametersReference{Group: gatewayv1.Group(group), Kind: gatewayv1.Kind(kind), Name: name}
+		if namespace != "" {
+			r.Namespace = (*gatewayv1.Namespace)(&namespace)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name    string
+		ref     *gatewayv1.ParametersReference
+		status  metav1.ConditionStatus
+		reason  string
+		message string
+	}{
+		{"no-params", nil, metav1.ConditionTrue, "Accepted", ""},
+		{"good", ref("isobar.dev", "ContourDeployment", ns, "good"), metav1.ConditionTrue, "Accepted", ""},
+		{"wrong-kind", ref("", "ConfigMap", ns, "good"), metav1.ConditionFalse, "InvalidParameters", "must be a isobar.dev ContourDeployment, not ConfigMap"},
+		{"no-namespace", ref("isobar.dev", "ContourDeployment", "", "good"), metav1.ConditionFalse, "InvalidParameters", "needs a namespace"},
+		{"missing", ref("isobar.dev", "ContourDeployment", ns, "nope"), metav1.ConditionFalse, "InvalidParameters", "ContourDeployment " + ns + "/nope does not exist"},
+		{"unrenderable", ref("isobar.dev", "ContourDeployment", ns, "reserved-mount"), metav1.ConditionFalse, "InvalidParameters", `spec.envoy.extraVolumes[0]: the name "certs" is the fleet's own`},
+	} {
+		gc := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: tc.name + "-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller), ParametersRef: tc.ref}}
+		create(t, ctx, gc)
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), gc) })
+		classCondition(t, ctx, gc.Name, "Accepted", tc.status, tc.reason, tc.message)
+		if tc.status == metav1.ConditionTrue {
+			classCondition(t, ctx, gc.Name, "SupportedVersion", metav1.ConditionTrue, "SupportedVersion", "v1.6")
+		}
+	}
+	// Creating the missing profile accepts the class that needed it.
+	create(t, ctx, &v1alpha1.ContourDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nope"}})
+	classCondition(t, ctx, "missing-"+ns, "Accepted", metav1.ConditionTrue, "Accepted", "")
+}
+
+// A Gateway of an accepted class gets its fleet; the fleet is kept as
+// rendered, follows profile changes and goes away with the Gateway.
+func TestOperatorProvisionsFleet(t *testing.T) {
+	ns := namespace(t)
+	ctx, cancel := harness.Context()
+	defer cancel()
+	controller := "isobar.dev/op-" + ns
+	operator(t, controller)
+	profile := &v1alpha1.ContourDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "profile"}}
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "fleet-" + ns}, Spec: gatewayv1.GatewayClassSpec{
+		ControllerName: gatewayv1.GatewayController(controller),
+		ParametersRef:  &gatewayv1.ParametersReference{Group: "isobar.dev", Kind: "ContourDeployment", Namespace: (*gatewayv1.Namespace)(&ns), Name: "profile"},
+	}}
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: gatewayv1.ObjectName(class.Name),
+		Listeners: []gatewayv1.Listener{
+			{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
+			{Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "cert"}}}},
+			{Name: "alt", Protocol: gatewayv1.HTTPProtocolType, Port: 8080},
+			{Name: "collides", Protocol: gatewayv1.HTTPProtocolType, Port: 64592},
+		},
+	}}
+	create(t, ctx, profile, class, gw)
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+	// The names come from the same function the operator uses (GEP-1762,
+	// shortened with a hash when too long).
+	n := render.NamesOf(gw)
+	waitGatewayCondition(t, ctx, ns, "web", "isobar.dev/Provisioned", metav1.ConditionTrue, "Provisioned", n.Envoy)
+
+	// The Envoy Service: 80 and 64592 both map to container port 64592 and
+	// are refused; 443 maps to 64955, 8080 to itself.
+	svc := &corev1.Service{}
+	if err := env.Client.Get(ctx, keyOf(ns, n.Envoy), svc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range svc.Spec.Ports {
+		got = append(got, p.Name+":"+itoa(int(p.Port))+"->"+p.TargetPort.String())
+	}
+	if want := []string{"tcp-443:443->64955", "tcp-8080:8080->8080"}; !slices.Equal(got, want) {
+		t.Errorf("Envoy Service ports %v, want %v", got, want)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !metav1.IsControlledBy(svc, gatewayOf(t, ctx, ns)) {
+		t.Errorf("Envoy Service type %s, owners %v", svc.Spec.Type, svc.OwnerReferences)
+	}
+	// The certificates chain to the fleet's CA.
+	ca, server := &corev1.Secret{}, &corev1.Secret{}
+	if err := env.Client.Get(ctx, keyOf(ns, n.CA), ca); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, keyOf(ns, n.ControllerCerts), server); err != nil {
+		t.Fatal(err)
+	}
+	verifyChain(t, server.Data["tls.crt"], ca.Data["ca.crt"], n.ControllerServiceDNS)
+	// The controller Deployment makes Pods (kube-controller-manager runs).
+	dep := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, keyOf(ns, n.Controller), dep); err != nil {
+		t.Fatal(err)
+	}
+	if args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--gateway="+ns+"/web") || !strings.Contains(args, "--envoy-service="+n.Envoy) {
+		t.Errorf("controller args %s", args)
+	}
+	eventually(t, 30*time.Second, "the controller's Pods", func() bool {
+		var pods corev1.PodList
+		if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/component": "controller"}); err != nil {
+			t.Fatal(err)
+		}
+		return len(pods.Items) == 2
+	})
+
+	// A deleted child comes back; an edited one is put back; a foreign
+	// annotation stays.
+	if err := env.Client.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n.Controller}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the deleted controller Service to come back", func() bool {
+		return env.Client.Get(ctx, keyOf(ns, n.Controller), &corev1.Service{}) == nil
+	})
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := env.Client.Get(ctx, keyOf(ns, n.Envoy), svc); err != nil {
+			return err
+		}
+		svc.Spec.Ports[0].TargetPort = intstr.FromInt32(1234)
+		if svc.Annotations == nil {
+			svc.Annotations = map[string]string{}
+		}
+		svc.Annotations["cloud.example.com/lb-id"] = "lb-42"
+		return env.Client.Update(ctx, svc)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the edited port restored, the foreign annotation kept", func() bool {
+		if err := env.Client.Get(ctx, keyOf(ns, n.Envoy), svc); err != nil {
+			t.Fatal(err)
+		}
+		return svc.Spec.Ports[0].TargetPort.IntValue() == 64955 && svc.Annotations["cloud.example.com/lb-id"] == "lb-42"
+	})
+
+	// A profile change: the controller's runtime settings change (and its
+	// pods roll), Envoy's pod template does not.
+	ds := &appsv1.DaemonSet{}
+	if err := env.Client.Get(ctx, keyOf(ns, n.Envoy), ds); err != nil {
+		t.Fatal(err)
+	}
+	envoyGeneration, hash := ds.Generation, dep.Spec.Template.Annotations["isobar.dev/runtime-settings-hash"]
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := env.Client.Get(ctx, keyOf(ns, "profile"), profile); err != nil {
+			return err
+		}
+		profile.Spec.RuntimeSettings.XDS.UpdateDelay = &metav1.Duration{Duration: 250 * time.Millisecond}
+		return env.Client.Update(ctx, profile)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the new runtime settings in the controller's ConfigMap and pod template", func() bool {
+		cm := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, keyOf(ns, n.ControllerConfig), cm); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Get(ctx, keyOf(ns, n.Controller), dep); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(cm.Data["runtime-settings.json"], `"updateDelay":"250ms"`) && dep.Spec.Template.Annotations["isobar.dev/runtime-settings-hash"] != hash
+	})
+	if err := env.Client.Get(ctx, keyOf(ns, n.Envoy), ds); err != nil {
+		t.Fatal(err)
+	}
+	if ds.Generation != envoyGeneration {
+		t.Errorf("the Envoy DaemonSet changed (generation %d -> %d) on a runtime settings change", envoyGeneration, ds.Generation)
+	}
+
+	// Switching to a Deployment replaces the DaemonSet.
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := env.Client.Get(ctx, keyOf(ns, "profile"), profile); err != nil {
+			return err
+		}
+		profile.Spec.Envoy.WorkloadType = v1alpha1.WorkloadTypeDeployment
+		return env.Client.Update(ctx, profile)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "an Envoy Deployment instead of the DaemonSet", func() bool {
+		dsErr := env.Client.Get(ctx, keyOf(ns, n.Envoy), &appsv1.DaemonSet{})
+		return apierrors.IsNotFound(dsErr) && env.Client.Get(ctx, keyOf(ns, n.Envoy), &appsv1.Deployment{}) == nil
+	})
+
+	// The controller's RBAC: what it needs and nothing more.
+	checkControllerRBAC(t, ctx, ns, n.Controller)
+
+	// Deleting the Gateway removes the cluster-scoped objects too.
+	clusterRole := n.ClusterRole
+	if err := env.Client.Get(ctx, keyOf("", clusterRole), &rbacv1.ClusterRole{}); err != nil {
+		t.Fatalf("cluster role: %v", err)
+	}
+	if err := env.Client.Delete(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the Gateway, its ClusterRole and its Deployment gone", func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, "web"), &gatewayv1.Gateway{})) &&
+			apierrors.IsNotFound(env.Client.Get(ctx, keyOf("", clusterRole), &rbacv1.ClusterRole{})) &&
+			apierrors.IsNotFound(env.Client.Get(ctx, keyOf("", clusterRole), &rbacv1.ClusterRoleBinding{})) &&
+			apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, n.Controller), &appsv1.Deployment{}))
+	})
+}
+
+func gatewayOf(t *testing.T, ctx context.Context, ns string) *gatewayv1.Gateway {
+	t.Helper()
+	g := &gatewayv1.Gateway{}
+	if err := env.Client.Get(ctx, keyOf(ns, "web"), g); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func verifyChain(t *testing.T, certPEM, caPEM []byte, name string) {
+	t.Helper()
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatal("no CA certificate")
+	}
+	b, _ := pem.Decode(certPEM)
+	if b == nil {
+		t.Fatal("no certificate")
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("the controller certificate does not verify for %s: %v", name, err)
+	}
+}
+
+// checkControllerRBAC asks the real API server's authorizer what the
+// controller's ServiceAccount may do.
+func checkControllerRBAC(t *testing.T, ctx context.Context, ns, account string) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := "system:serviceaccount:" + ns + ":" + account
+	for _, tc := range []struct {
+		verb, group, resource, subresource, namespace string
+		allowed                                       bool
+	}{
+		{"list", "gateway.networking.k8s.io", "httproutes", "", "", true},
+		{"watch", "discovery.k8s.io", "endpointslices", "", "", true},
+		{"get", "", "secrets", "", "other", true},
+		{"update", "gateway.networking.k8s.io", "httproutes", "status", "other", true},
+		{"update", "gateway.networking.k8s.io", "gateways", "status", ns, true},
+		{"create", "coordination.k8s.io", "leases", "", ns, true},
+		{"update", "gateway.networking.k8s.io", "httproutes", "", "other", false},
+		{"update", "gateway.networking.k8s.io", "gateways", "", ns, false},
+		{"delete", "", "secrets", "", ns, false},
+		{"create", "", "pods", "", ns, false},
+		{"create", "coordination.k8s.io", "leases", "", "other", false},
+		{"update", "gateway.networking.k8s.io", "gatewayclasses", "status", "", false},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   user,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: tc.verb, Group: tc.group, Resource: tc.resource, Subresource: tc.subresource, Namespace: tc.namespace},
+		}}
+		out, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Status.Allowed != tc.allowed {
+			t.Errorf("%s %s %s/%s in %q: allowed %v, want %v (%s)", user, tc.verb, tc.resource, tc.subresource, tc.namespace, out.Status.Allowed, tc.allowed, out.Status.Reason)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

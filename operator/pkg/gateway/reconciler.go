@@ -1,0 +1,216 @@
+// Package gateway provisions a fleet for each Gateway of a GatewayClass
+// with the operator's controllerName, and keeps it as rendered.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/api/fleet"
+	"isobar.dev/operator/pkg/gatewayclass"
+	"isobar.dev/operator/pkg/params"
+	"isobar.dev/operator/pkg/render"
+)
+
+// Finalizer holds a Gateway until its cluster-scoped objects, which cannot
+// be owned by it, are deleted.
+const Finalizer = "isobar.dev/fleet"
+
+// ConditionProvisioned is the one Gateway condition the operator writes:
+// whether the fleet is provisioned, or why not.
+const ConditionProvisioned = "isobar.dev/Provisioned"
+
+// Reconciler provisions fleets.
+type Reconciler struct {
+	Client         client.Client
+	ControllerName string
+	Images         render.Images
+	Recorder       record.EventRecorder
+	// Now is the clock certificates are issued by.
+	Now func() time.Time
+}
+
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	gw := &gatewayv1.Gateway{}
+	if err := r.Client.Get(ctx, req.NamespacedName, gw); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	class := &gatewayv1.GatewayClass{}
+	err := r.Client.Get(ctx, types.NamespacedName{Name: string(gw.Spec.GatewayClassName)}, class)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	ours := err == nil && string(class.Spec.ControllerName) == r.ControllerName
+	if !ours || !gw.DeletionTimestamp.IsZero() {
+		// Not (or no longer) ours, or going away: the namespaced objects
+		// go with their owner; the cluster-scoped ones go here.
+		return ctrl.Result{}, r.release(ctx, gw)
+	}
+	if controllerutil.AddFinalizer(gw, Finalizer) {
+		if err := r.Client.Update(ctx, gw); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	if err := gatewayclass.Check(ctx, r.Client, class); err != nil {
+		if !params.IsInvalid(err) {
+			return ctrl.Result{}, err
+		}
+		msg := fmt.Sprintf("GatewayClass %s is not accepted: %v", class.Name, err)
+		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonPending), msg)
+	}
+	classProfile, err := params.ForClass(ctx, r.Client, class)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	profile, err := params.ForGateway(ctx, r.Client, gw, classProfile)
+	if err != nil {
+		if params.IsInvalid(err) {
+			return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonInvalidParameters), err.Error())
+		}
+		return ctrl.Result{}, err
+	}
+	f, err := render.Render(render.Input{Gateway: gw, ControllerName: r.ControllerName, Spec: profile.Spec, Images: r.Images})
+	if err != nil {
+		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonInvalidParameters), err.Error())
+	}
+
+	secrets, renewAt, err := certSecrets(ctx, r.Client, gw.Namespace, f.Names, func(c fleet.Component) map[string]string { return render.Labels(gw, c) }, r.Now())
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("certificates: %w", err)
+	}
+	owner := metav1.NewControllerRef(gw, gatewayv1.SchemeGroupVersion.WithKind("Gateway"))
+	for _, s := range secrets {
+		s.OwnerReferences = []metav1.OwnerReference{*owner}
+		if err := apply(ctx, r.Client, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(gw, corev1.EventTypeNormal, "CertificateIssued", "issued %s", s.Name)
+	}
+	for _, o := range f.Namespaced {
+		o.SetOwnerReferences([]metav1.OwnerReference{*owner})
+		if err := apply(ctx, r.Client, o); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	for _, o := range f.ClusterScoped {
+		if err := apply(ctx, r.Client, o); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.prune(ctx, gw, f); err != nil {
+		return ctrl.Result{}, err
+	}
+	msg := fmt.Sprintf("controller %s and Envoy %s %s provisioned; Envoy Service %s", f.Names.Controller, envoyKind(f), f.Names.Envoy, f.Names.Envoy)
+	if err := r.setCondition(ctx, gw, metav1.ConditionTrue, "Provisioned", msg, false); err != nil {
+		return ctrl.Result{}, err
+	}
+	log.V(1).Info("provisioned", "gateway", req.NamespacedName, "renewAt", renewAt)
+	return ctrl.Result{RequeueAfter: time.Until(renewAt) + time.Second}, nil
+}
+
+func envoyKind(f *render.Fleet) string {
+	for _, o := range f.Namespaced {
+		if o.GetName() == f.Names.Envoy {
+			switch o.(type) {
+			case *appsv1.DaemonSet:
+				return "DaemonSet"
+			case *appsv1.Deployment:
+				return "Deployment"
+			}
+		}
+	}
+	return "workload"
+}
+
+// prune deletes what an earlier rendering created and this one does not:
+// the other Envoy workload kind after a workloadType switch, a PDB no longer
+// asked for.
+func (r *Reconciler) prune(ctx context.Context, gw *gatewayv1.Gateway, f *render.Fleet) error {
+	rendered := map[string]bool{}
+	for _, o := range f.Namespaced {
+		rendered[fmt.Sprintf("%T/%s", o, o.GetName())] = true
+	}
+	for _, o := range []client.Object{&appsv1.DaemonSet{}, &appsv1.Deployment{}, &policyv1.PodDisruptionBudget{}} {
+		o.SetNamespace(gw.Namespace)
+		o.SetName(f.Names.Envoy)
+		if rendered[fmt.Sprintf("%T/%s", o, o.GetName())] {
+			continue
+		}
+		err := r.Client.Get(ctx, client.ObjectKeyFromObject(o), o)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(o, gw) {
+			continue
+		}
+		if err := r.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release deletes the Gateway's cluster-scoped objects and drops the
+// finalizer.
+func (r *Reconciler) release(ctx context.Context, gw *gatewayv1.Gateway) error {
+	if !controllerutil.ContainsFinalizer(gw, Finalizer) {
+		return nil
+	}
+	n := render.NamesOf(gw)
+	for _, o := range []client.Object{&rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRole{}} {
+		o.SetName(n.ClusterRole)
+		if err := r.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %T %s: %w", o, n.ClusterRole, err)
+		}
+	}
+	controllerutil.RemoveFinalizer(gw, Finalizer)
+	return r.Client.Update(ctx, gw)
+}
+
+// refuse records why the Gateway gets no fleet. No controller runs for it,
+// so the operator also says so in Accepted, as the Gateway API asks.
+func (r *Reconciler) refuse(ctx context.Context, gw *gatewayv1.Gateway, reason, msg string) error {
+	r.Recorder.Event(gw, corev1.EventTypeWarning, reason, msg)
+	return r.setCondition(ctx, gw, metav1.ConditionFalse, reason, msg, true)
+}
+
+// setCondition writes the Provisioned condition (and, refusing, Accepted
+// false), only when it changes.
+func (r *Reconciler) setCondition(ctx context.Context, gw *gatewayv1.Gateway, status metav1.ConditionStatus, reason, msg string, refused bool) error {
+	conds := []metav1.Condition{{Type: ConditionProvisioned, Status: status, Reason: reason, Message: msg, ObservedGeneration: gw.Generation}}
+	if refused {
+		conds = append(conds, metav1.Condition{Type: string(gatewayv1.GatewayConditionAccepted), Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: gw.Generation})
+	}
+	changed := false
+	for _, c := range conds {
+		changed = setCondition(&gw.Status.Conditions, c) || changed
+	}
+	if !changed {
+		return nil
+	}
+	err := r.Client.Status().Update(ctx, gw)
+	if apierrors.IsConflict(err) {
+		return errors.New("the Gateway changed while its status was written; retrying")
+	}
+	return err
+}

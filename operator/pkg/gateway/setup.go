@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/api/fleet"
+	"isobar.dev/api/v1alpha1"
+	"isobar.dev/operator/pkg/render"
+)
+
+// SetupWithManager watches Gateways, everything a fleet consists of (so an
+// edited or deleted object is put back), and the classes and profiles
+// fleets are rendered from.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("gateway").
+		// Status-only changes (the controller's, ours) need no work.
+		For(&gatewayv1.Gateway{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.DaemonSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(gatewayOfClusterScoped)).
+		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(gatewayOfClusterScoped)).
+		Watches(&gatewayv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
+		Watches(&v1alpha1.ContourDeployment{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfProfile)).
+		Complete(r)
+}
+
+// gatewayOfClusterScoped maps a ClusterRole or binding back to its Gateway
+// through its labels.
+func gatewayOfClusterScoped(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if l[fleet.LabelManagedBy] != fleet.ManagedBy || l[render.LabelGatewayNamespace] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[render.LabelGatewayNamespace], Name: l[fleet.LabelGatewayName]}}}
+}
+
+func (r *Reconciler) gatewaysOfClass(ctx context.Context, o client.Object) []reconcile.Request {
+	var list gatewayv1.GatewayList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, gw := range list.Items {
+		if string(gw.Spec.GatewayClassName) == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
+		}
+	}
+	return out
+}
+
+// gatewaysOfProfile maps a ContourDeployment to the Gateways rendered from
+// it: through their class, or their own parametersRef.
+func (r *Reconciler) gatewaysOfProfile(ctx context.Context, o client.Object) []reconcile.Request {
+	var classes gatewayv1.GatewayClassList
+	if err := r.Client.List(ctx, &classes); err != nil {
+		return nil
+	}
+	using := map[string]bool{}
+	for _, gc := range classes.Items {
+		ref := gc.Spec.ParametersRef
+		if ref != nil && ref.Name == o.GetName() && ref.Namespace != nil && string(*ref.Namespace) == o.GetNamespace() {
+			using[gc.Name] = true
+		}
+	}
+	var list gatewayv1.GatewayList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, gw := range list.Items {
+		own := gw.Spec.Infrastructure != nil && gw.Spec.Infrastructure.ParametersRef != nil &&
+			gw.Spec.Infrastructure.ParametersRef.Name == o.GetName() && gw.Namespace == o.GetNamespace()
+		if own || using[string(gw.Spec.GatewayClassName)] {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
+		}
+	}
+	return out
+}
