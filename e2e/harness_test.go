@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -145,17 +144,7 @@ func TestBinariesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer op.Stop(10 * time.Second)
-	eventually(t, 30*time.Second, "isobar-operator /readyz", func() bool {
-		if exited, err := op.Exited(); exited {
-			t.Fatalf("isobar-operator exited: %v\n%s", err, op.Output())
-		}
-		resp, err := http.Get("http://127.0.0.1:" + health + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitReady(t, op, "http://127.0.0.1:"+health+"/readyz", 30*time.Second)
 	code, err := op.Stop(10 * time.Second)
 	if err != nil || code != 0 {
 		t.Errorf("isobar-operator stopped with code %d, %v\n%s", code, err, op.Output())

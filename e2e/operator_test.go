@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,17 +51,7 @@ func operator(t *testing.T, controllerName string) {
 			t.Errorf("isobar-operator stopped with code %d, %v\n%s", code, err, op.Output())
 		}
 	})
-	eventually(t, 30*time.Second, "isobar-operator /readyz", func() bool {
-		if exited, err := op.Exited(); exited {
-			t.Fatalf("isobar-operator exited: %v\n%s", err, op.Output())
-		}
-		resp, err := http.Get("http://127.0.0.1:" + health + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitReady(t, op, "http://127.0.0.1:"+health+"/readyz", 30*time.Second)
 }
 
 func classCondition(t *testing.T, ctx context.Context, name, typ string, status metav1.ConditionStatus, reason, message string) {
@@ -351,8 +340,8 @@ func checkControllerRBAC(t *testing.T, ctx context.Context, ns, account string) 
 		{"update", "gateway.networking.k8s.io", "gatewayclasses", "status", "", false},
 	} {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:   user,
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+			User:               user,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: tc.verb, Group: tc.group, Resource: tc.resource, Subresource: tc.subresource, Namespace: tc.namespace},
 		}}
 		out, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})

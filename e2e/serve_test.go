@@ -82,17 +82,7 @@ func serveWith(t *testing.T, kubeconfig, ns, gateway string, pki *harness.PKI, e
 			t.Errorf("isobar-controller serve stopped with code %d, %v\n%s", code, err, proc.Output())
 		}
 	})
-	eventually(t, 60*time.Second, "serve /readyz", func() bool {
-		if exited, err := proc.Exited(); exited {
-			t.Fatalf("serve exited: %v\n%s", err, proc.Output())
-		}
-		resp, err := http.Get("http://127.0.0.1:" + healthPort + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitReady(t, proc, "http://127.0.0.1:"+healthPort+"/readyz", 60*time.Second)
 	return &served{proc: proc, pki: pki, xds: "127.0.0.1:" + xdsPort, metrics: "http://127.0.0.1:" + metricsPort + "/metrics"}
 }
 

@@ -1,17 +1,12 @@
 package harness
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"time"
+
+	"isobar.dev/operator/pkg/certs"
 )
 
 // PKI is a fleet's certificates as files: a CA, a server certificate for the
@@ -23,66 +18,40 @@ type PKI struct {
 	ClientCert, ClientKey string
 }
 
-// NewPKI writes a fresh CA and certificates into dir; the server
-// certificate names serverName.
+// NewPKI writes a fresh CA and certificates into dir, issued as the
+// operator issues them; the server certificate names serverName.
 func NewPKI(dir, serverName string) (*PKI, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "isobar test fleet CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
+	caCert, caKey, err := certs.NewCA("isobar test fleet CA", now)
 	if err != nil {
 		return nil, err
 	}
 	p := &PKI{}
-	if p.CA, err = writePEM(dir, "ca.crt", "CERTIFICATE", caDER); err != nil {
+	if p.CA, err = write(dir, "ca.crt", caCert); err != nil {
 		return nil, err
 	}
-	leaf := func(name string, usage x509.ExtKeyUsage, dns []string) (string, string, error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf := func(name string, server bool, dns string) (string, string, error) {
+		crt, key, err := certs.Issue(caCert, caKey, []string{dns}, server, now)
 		if err != nil {
 			return "", "", err
 		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), DNSNames: dns,
-			ExtKeyUsage: []x509.ExtKeyUsage{usage}, KeyUsage: x509.KeyUsageDigitalSignature,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		crtPath, err := write(dir, name+".crt", crt)
 		if err != nil {
 			return "", "", err
 		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			return "", "", err
-		}
-		crt, err := writePEM(dir, name+".crt", "CERTIFICATE", der)
-		if err != nil {
-			return "", "", err
-		}
-		k, err := writePEM(dir, name+".key", "EC PRIVATE KEY", keyDER)
-		return crt, k, err
+		keyPath, err := write(dir, name+".key", key)
+		return crtPath, keyPath, err
 	}
-	if p.ServerCert, p.ServerKey, err = leaf("xds-server", x509.ExtKeyUsageServerAuth, []string{serverName}); err != nil {
+	if p.ServerCert, p.ServerKey, err = leaf("xds-server", true, serverName); err != nil {
 		return nil, fmt.Errorf("server certificate: %w", err)
 	}
-	if p.ClientCert, p.ClientKey, err = leaf("envoy", x509.ExtKeyUsageClientAuth, nil); err != nil {
+	if p.ClientCert, p.ClientKey, err = leaf("envoy", false, "envoy.test"); err != nil {
 		return nil, fmt.Errorf("client certificate: %w", err)
 	}
 	return p, nil
 }
 
-func writePEM(dir, name, typ string, der []byte) (string, error) {
+func write(dir, name string, data []byte) (string, error) {
 	path := filepath.Join(dir, name)
-	return path, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+	return path, os.WriteFile(path, data, 0o600)
 }
