@@ -25,12 +25,13 @@ import (
 
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/e2e/harness"
+	"isobar.dev/operator/pkg/certs"
 	"isobar.dev/operator/pkg/render"
 )
 
 // operator runs the built operator for one controllerName until the test
-// ends.
-func operator(t *testing.T, controllerName string) {
+// ends, or until the returned stop is called.
+func operator(t *testing.T, controllerName string) (stop func()) {
 	t.Helper()
 	bin, err := env.Binaries()
 	if err != nil {
@@ -46,12 +47,14 @@ func operator(t *testing.T, controllerName string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	stop = func() {
 		if code, err := op.Stop(20 * time.Second); err != nil || code != 0 {
 			t.Errorf("isobar-operator stopped with code %d, %v\n%s", code, err, op.Output())
 		}
-	})
+	}
+	t.Cleanup(stop)
 	waitReady(t, op, "http://127.0.0.1:"+health+"/readyz", 30*time.Second)
+	return stop
 }
 
 func classCondition(t *testing.T, ctx context.Context, name, typ string, status metav1.ConditionStatus, reason, message string) {
@@ -355,3 +358,78 @@ func checkControllerRBAC(t *testing.T, ctx context.Context, ns, account string) 
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A Gateway whose own parametersRef cannot be used gets no fleet and says
+// why; its certificates are renewed when they expire; deleted while the
+// operator is down, it is cleaned up when the operator comes back.
+func TestOperatorGatewayLifecycle(t *testing.T) {
+	ns := namespace(t)
+	ctx, cancel := harness.Context()
+	defer cancel()
+	controller := "isobar.dev/op-" + ns
+	stop := operator(t, controller)
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "life-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
+	gateway := func(name string, ref *gatewayv1.LocalParametersReference) *gatewayv1.Gateway {
+		g := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: gatewayv1.ObjectName(class.Name),
+			Listeners:        []gatewayv1.Listener{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
+		}}
+		if ref != nil {
+			g.Spec.Infrastructure = &gatewayv1.GatewayInfrastructure{ParametersRef: ref}
+		}
+		return g
+	}
+	bad := gateway("bad", &gatewayv1.LocalParametersReference{Group: "isobar.dev", Kind: "ContourDeployment", Name: "absent"})
+	good := gateway("good", nil)
+	create(t, ctx, class, bad, good)
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+	waitGatewayCondition(t, ctx, ns, "bad", "Accepted", metav1.ConditionFalse, "InvalidParameters", "ContourDeployment "+ns+"/absent does not exist")
+	waitGatewayCondition(t, ctx, ns, "bad", "isobar.dev/Provisioned", metav1.ConditionFalse, "InvalidParameters", "absent")
+	waitGatewayCondition(t, ctx, ns, "good", "isobar.dev/Provisioned", metav1.ConditionTrue, "Provisioned", "")
+	if !apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, render.NamesOf(bad).Controller), &appsv1.Deployment{})) {
+		t.Error("the refused Gateway got a controller")
+	}
+
+	// An expired server certificate is replaced by a valid one.
+	n := render.NamesOf(good)
+	ca, server := &corev1.Secret{}, &corev1.Secret{}
+	if err := env.Client.Get(ctx, keyOf(ns, n.CA), ca); err != nil {
+		t.Fatal(err)
+	}
+	expired, expiredKey, err := certs.Issue(ca.Data["ca.crt"], ca.Data["ca.key"], []string{n.ControllerServiceDNS}, true, time.Now().Add(-200*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := env.Client.Get(ctx, keyOf(ns, n.ControllerCerts), server); err != nil {
+			return err
+		}
+		server.Data["tls.crt"], server.Data["tls.key"] = expired, expiredKey
+		return env.Client.Update(ctx, server)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a valid server certificate again", func() bool {
+		if err := env.Client.Get(ctx, keyOf(ns, n.ControllerCerts), server); err != nil {
+			t.Fatal(err)
+		}
+		return certs.SignedBy(server.Data["tls.crt"], ca.Data["ca.crt"], []string{n.ControllerServiceDNS}, time.Now())
+	})
+
+	// Deleted while the operator is stopped: the finalizer keeps the
+	// Gateway until the operator, back, has removed its ClusterRole.
+	stop()
+	if err := env.Client.Delete(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := env.Client.Get(ctx, keyOf(ns, "good"), &gatewayv1.Gateway{}); err != nil {
+		t.Fatalf("the Gateway went away without the operator: %v", err)
+	}
+	operator(t, controller)
+	eventually(t, 30*time.Second, "the Gateway and its ClusterRole gone", func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, "good"), &gatewayv1.Gateway{})) &&
+			apierrors.IsNotFound(env.Client.Get(ctx, keyOf("", n.ClusterRole), &rbacv1.ClusterRole{}))
+	})
+}
