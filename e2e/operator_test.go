@@ -115,6 +115,23 @@ func TestOperatorGatewayClasses(t *testing.T) {
 			classCondition(t, ctx, gc.Name, "SupportedVersion", metav1.ConditionTrue, "SupportedVersion", "v1.6")
 		}
 	}
+	// Profiles say who uses them and whether they can be used.
+	eventually(t, 30*time.Second, "the good profile's status", func() bool {
+		cd := &v1alpha1.ContourDeployment{}
+		if err := env.Client.Get(ctx, keyOf(ns, "good"), cd); err != nil {
+			t.Fatal(err)
+		}
+		// Not the classes that name it with another kind or no namespace.
+		return slices.Equal(cd.Status.GatewayClasses, []string{"good-" + ns}) && meta.IsStatusConditionTrue(cd.Status.Conditions, "Accepted")
+	})
+	eventually(t, 30*time.Second, "the unusable profile's status", func() bool {
+		cd := &v1alpha1.ContourDeployment{}
+		if err := env.Client.Get(ctx, keyOf(ns, "reserved-mount"), cd); err != nil {
+			t.Fatal(err)
+		}
+		c := meta.FindStatusCondition(cd.Status.Conditions, "Accepted")
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Invalid" && strings.Contains(c.Message, "certs")
+	})
 	// Creating the missing profile accepts the class that needed it.
 	create(t, ctx, &v1alpha1.ContourDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nope"}})
 	classCondition(t, ctx, "missing-"+ns, "Accepted", metav1.ConditionTrue, "Accepted", "")

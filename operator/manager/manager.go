@@ -29,6 +29,7 @@ import (
 	isobarv1alpha1 "isobar.dev/api/v1alpha1"
 	"isobar.dev/operator/pkg/gateway"
 	"isobar.dev/operator/pkg/gatewayclass"
+	"isobar.dev/operator/pkg/profile"
 	"isobar.dev/operator/pkg/render"
 )
 
@@ -134,6 +135,9 @@ func Run(o Options) error {
 		Now:      time.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Gateway reconciler: %w", err)
+	}
+	if err := (&profile.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ContourDeployment reconciler: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)

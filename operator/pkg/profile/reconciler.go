@@ -1,0 +1,129 @@
+// Package profile keeps each ContourDeployment's status in step: whether
+// fleets can be rendered from it, and which GatewayClasses and Gateways use
+// it.
+package profile
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/api/v1alpha1"
+	"isobar.dev/operator/pkg/render"
+)
+
+// maxGateways caps the Gateways listed in a status (the CRD's limit).
+const maxGateways = 256
+
+// Reconciler writes ContourDeployment status.
+type Reconciler struct {
+	Client         client.Client
+	ControllerName string
+}
+
+// SetupWithManager watches profiles and what refers to them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("contourdeployment").
+		For(&v1alpha1.ContourDeployment{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&gatewayv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(classProfile), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&gatewayv1.Gateway{}, handler.EnqueueRequestsFromMapFunc(r.gatewayProfiles), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+func classProfile(_ context.Context, o client.Object) []reconcile.Request {
+	ref := o.(*gatewayv1.GatewayClass).Spec.ParametersRef
+	if ref == nil || ref.Namespace == nil || string(ref.Kind) != "ContourDeployment" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: string(*ref.Namespace), Name: ref.Name}}}
+}
+
+// gatewayProfiles maps a Gateway to its own profile and its class's.
+func (r *Reconciler) gatewayProfiles(ctx context.Context, o client.Object) []reconcile.Request {
+	gw := o.(*gatewayv1.Gateway)
+	var out []reconcile.Request
+	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil && string(inf.ParametersRef.Kind) == "ContourDeployment" {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: gw.Namespace, Name: inf.ParametersRef.Name}})
+	}
+	gc := &gatewayv1.GatewayClass{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: string(gw.Spec.GatewayClassName)}, gc); err == nil {
+		out = append(out, classProfile(ctx, gc)...)
+	}
+	return out
+}
+
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cd := &v1alpha1.ContourDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cd); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	var classes gatewayv1.GatewayClassList
+	if err := r.Client.List(ctx, &classes); err != nil {
+		return ctrl.Result{}, err
+	}
+	using := map[string]bool{}
+	next := cd.Status.DeepCopy()
+	next.GatewayClasses = nil
+	for _, gc := range classes.Items {
+		ref := gc.Spec.ParametersRef
+		if string(gc.Spec.ControllerName) == r.ControllerName && refersTo(ref, cd) {
+			using[gc.Name] = true
+			next.GatewayClasses = append(next.GatewayClasses, gc.Name)
+		}
+	}
+	slices.Sort(next.GatewayClasses)
+	var gateways gatewayv1.GatewayList
+	if err := r.Client.List(ctx, &gateways); err != nil {
+		return ctrl.Result{}, err
+	}
+	var refs []v1alpha1.GatewayReference
+	for _, gw := range gateways.Items {
+		inf := gw.Spec.Infrastructure
+		own := inf != nil && inf.ParametersRef != nil && inf.ParametersRef.Name == cd.Name && gw.Namespace == cd.Namespace &&
+			isProfile(string(inf.ParametersRef.Group), string(inf.ParametersRef.Kind))
+		if own || using[string(gw.Spec.GatewayClassName)] {
+			refs = append(refs, v1alpha1.GatewayReference{Namespace: gw.Namespace, Name: gw.Name})
+		}
+	}
+	slices.SortFunc(refs, func(a, b v1alpha1.GatewayReference) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	next.GatewayCount = int32(len(refs))
+	next.Gateways = refs[:min(len(refs), maxGateways)]
+	next.ObservedGeneration = cd.Generation
+	cond := metav1.Condition{Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAccepted,
+		Message: "fleets can be rendered from this profile", ObservedGeneration: cd.Generation}
+	sample := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "check", Namespace: cd.Namespace}}
+	if _, err := render.Render(render.Input{Gateway: sample, Spec: cd.Spec}); err != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonInvalid, err.Error()
+	}
+	meta.SetStatusCondition(&next.Conditions, cond)
+	if apiequality.Semantic.DeepEqual(next, &cd.Status) {
+		return ctrl.Result{}, nil
+	}
+	cd.Status = *next
+	return ctrl.Result{}, r.Client.Status().Update(ctx, cd)
+}
+
+// isProfile reports whether a group and kind name a ContourDeployment.
+func isProfile(group, kind string) bool {
+	return group == v1alpha1.GroupVersion.Group && kind == "ContourDeployment"
+}
+
+// refersTo reports whether a class's parametersRef names cd.
+func refersTo(ref *gatewayv1.ParametersReference, cd *v1alpha1.ContourDeployment) bool {
+	return ref != nil && isProfile(string(ref.Group), string(ref.Kind)) && ref.Name == cd.Name && ref.Namespace != nil && string(*ref.Namespace) == cd.Namespace
+}
