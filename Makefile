@@ -26,8 +26,9 @@ generate: ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate the CRD YAML into config/crd/bases.
+manifests: ## Generate the CRD YAML into config/crd/bases and the operator's RBAC into config/rbac.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=isobar-operator paths=./operator/... output:rbac:dir=config/rbac
 
 .PHONY: envtest
 envtest: ## Build (once) the kube-apiserver, kube-controller-manager and etcd the tests run.

@@ -33,11 +33,17 @@ import (
 // ends, or until the returned stop is called.
 func operator(t *testing.T, controllerName string) (stop func()) {
 	t.Helper()
-	bin, err := env.Binaries()
+	kubeconfig, err := env.Kubeconfig("isobar-operator")
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, err := env.Kubeconfig("isobar-operator")
+	return operatorWith(t, kubeconfig, controllerName)
+}
+
+// operatorWith is operator with the given kubeconfig.
+func operatorWith(t *testing.T, kubeconfig, controllerName string) (stop func()) {
+	t.Helper()
+	bin, err := env.Binaries()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/e2e/harness"
+)
+
+// config/default installs, and its RBAC is enough: the operator, running
+// as the ServiceAccount config/default creates, provisions a fleet,
+// including the RBAC it grants the per-Gateway controller (which the API
+// server allows only when the operator holds those permissions itself).
+func TestInstallConfigDefault(t *testing.T) {
+	ctx, cancel := harness.Context()
+	defer cancel()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := harness.KustomizeObjects(filepath.Join(root, "config", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+		if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("e2e-install"), client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, o := range objs {
+			if o.GetKind() == "CustomResourceDefinition" {
+				continue // the other tests use it
+			}
+			_ = env.Client.Delete(context.Background(), o)
+		}
+	})
+	for kind, want := range map[string]int{"CustomResourceDefinition": 1, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Deployment": 1, "Service": 1} {
+		if kinds[kind] != want {
+			t.Errorf("config/default has %d %s, want %d", kinds[kind], kind, want)
+		}
+	}
+	if err := env.Client.Get(ctx, keyOf("", "contourdeployments.isobar.dev"), &apiextensionsv1.CustomResourceDefinition{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The operator as its ServiceAccount.
+	admin, err := env.Kubeconfig("isobar-installer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.LoadFromFile(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = "system:serviceaccount:isobar-system:isobar-operator"
+		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:isobar-system", "system:authenticated"}
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "operator-sa.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t)
+	controller := "isobar.dev/install-" + ns
+	operatorWith(t, kubeconfig, controller)
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "install-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: gatewayv1.ObjectName(class.Name),
+		Listeners:        []gatewayv1.Listener{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
+	}}
+	create(t, ctx, class, gw)
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+	classCondition(t, ctx, class.Name, "Accepted", metav1.ConditionTrue, "Accepted", "")
+	waitGatewayCondition(t, ctx, ns, "web", "isobar.dev/Provisioned", metav1.ConditionTrue, "Provisioned", "")
+	var roles rbacv1.ClusterRoleList
+	if err := env.Client.List(ctx, &roles, client.MatchingLabels{"isobar.dev/gateway-namespace": ns}); err != nil || len(roles.Items) != 1 {
+		t.Errorf("the controller's ClusterRole: %d found, %v", len(roles.Items), err)
+	}
+}
