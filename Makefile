@@ -7,8 +7,7 @@ SHELL := bash
 export GOTOOLCHAIN := local
 export GOFLAGS := -buildvcs=false
 
-# hack holds only tools so far; add it here when it has packages.
-MODULES := api operator controller e2e
+MODULES := api operator controller e2e hack
 PACKAGES := $(foreach m,$(MODULES),./$(m)/...)
 CONTROLLER_GEN := go tool controller-gen
 # Extra `go test` flags, e.g. TESTFLAGS='-count=1 -run Validation'.
@@ -29,6 +28,10 @@ generate: ## Generate deepcopy functions.
 manifests: ## Generate the CRD YAML into config/crd/bases and the operator's RBAC into config/rbac.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=isobar-operator paths=./operator/... output:rbac:dir=config/rbac
+
+.PHONY: bundle
+bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/.
+	go run isobar.dev/hack/bundle -root .
 
 .PHONY: envtest
 envtest: ## Build (once) the kube-apiserver, kube-controller-manager and etcd the tests run.

@@ -52,7 +52,7 @@ func Kustomize(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 // KustomizeObjects builds a kustomization directory, as `kubectl apply -k`
 // would, and returns its objects in order.
 func KustomizeObjects(dir string) ([]*unstructured.Unstructured, error) {
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	resources, err := krusty.MakeKustomizer(kustomizeOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
 	}
@@ -112,4 +112,12 @@ func decodeCRDs(data []byte) ([]*apiextensionsv1.CustomResourceDefinition, error
 		}
 		crds = append(crds, crd)
 	}
+}
+
+// kustomizeOptions leave the resource order to each kustomization's
+// sortOptions (config/default asks for kubectl's order).
+func kustomizeOptions() *krusty.Options {
+	o := krusty.MakeDefaultOptions()
+	o.Reorder = krusty.ReorderOptionUnspecified
+	return o
 }
