@@ -33,6 +33,10 @@ manifests: ## Generate the CRD YAML into config/crd/bases and the operator's RBA
 bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/.
 	go run isobar.dev/hack/bundle -root .
 
+.PHONY: docs
+docs: manifests ## Generate docs/reference/contourdeployment.md and docs/features.md.
+	go run isobar.dev/hack/docs -root .
+
 .PHONY: demo
 demo: ## Run Isobar on a local API server with config/samples and a simulated Envoy; Ctrl-C stops it.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" go run isobar.dev/hack/demo $(DEMOFLAGS)

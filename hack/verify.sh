@@ -9,14 +9,14 @@ fail=0
 
 # The generated files are compared before and after regenerating them, so
 # uncommitted edits elsewhere in the tree do not count as staleness.
-generated() { { find config/crd/bases api bundle \( -name '*.yaml' -o -name 'zz_generated*.go' \); echo config/rbac/role.yaml; echo bundle.Dockerfile; } | sort; }
+generated() { { find config/crd/bases api bundle \( -name '*.yaml' -o -name 'zz_generated*.go' \); echo config/rbac/role.yaml; echo bundle.Dockerfile; echo docs/features.md; echo docs/reference/contourdeployment.md; } | sort; }
 snapshot=$(mktemp -d)
 trap 'rm -rf "$snapshot"' EXIT
 before=$(generated)
 while read -r f; do
 	mkdir -p "$snapshot/$(dirname "$f")" && cp "$f" "$snapshot/$f"
 done <<<"$before"
-make --no-print-directory generate manifests bundle >/dev/null
+make --no-print-directory generate manifests bundle docs >/dev/null
 after=$(generated)
 stale=()
 [[ $before == "$after" ]] || stale+=("the set of generated files: before [$before] after [$after]")
@@ -24,7 +24,7 @@ while read -r f; do
 	cmp -s "$f" "$snapshot/$f" 2>/dev/null || stale+=("$f")
 done <<<"$after"
 if ((${#stale[@]})); then
-	echo "generated files were stale; 'make generate manifests bundle' has updated them:" >&2
+	echo "generated files were stale; 'make generate manifests bundle docs' has updated them:" >&2
 	printf '  %s\n' "${stale[@]}" >&2
 	fail=1
 fi
