@@ -202,7 +202,7 @@ func TestOperatorProvisionsFleet(t *testing.T) {
 	if err := env.Client.Get(ctx, keyOf(ns, n.Controller), dep); err != nil {
 		t.Fatal(err)
 	}
-	if args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--gateway="+ns+"/web") || !strings.Contains(args, "--envoy-service="+n.Envoy) {
+	if args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--gateway="+ns+"/web") || !strings.Contains(args, "--envoy-service="+ns+"/"+n.Envoy) {
 		t.Errorf("controller args %s", args)
 	}
 	eventually(t, 30*time.Second, "the controller's Pods", func() bool {
@@ -453,6 +453,62 @@ func TestOperatorGatewayLifecycle(t *testing.T) {
 	operator(t, controller)
 	eventually(t, 30*time.Second, "the Gateway and its ClusterRole gone", func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, "good"), &gatewayv1.Gateway{})) &&
+			apierrors.IsNotFound(env.Client.Get(ctx, keyOf("", n.ClusterRole), &rbacv1.ClusterRole{}))
+	})
+}
+
+// Static mode (seed 000): a ContourDeployment with spec.gateway gets a
+// fleet of its own whose controller runs in controllerName mode, and whose
+// Envoy Service publishes the served Gateway's listeners.
+func TestOperatorStaticFleet(t *testing.T) {
+	ns := namespace(t)
+	ctx, cancel := harness.Context()
+	defer cancel()
+	operator(t, "isobar.dev/op-"+ns)
+	static := "example.com/static-" + ns
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "static-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(static)}}
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: gatewayv1.ObjectName(class.Name),
+		Listeners:        []gatewayv1.Listener{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
+	}}
+	cd := &v1alpha1.ContourDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
+		Spec: v1alpha1.ContourDeploymentSpec{Gateway: &v1alpha1.StaticGateway{ControllerName: static}}}
+	create(t, ctx, class, gw, cd)
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+	n := render.NamesOf(&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "static"}})
+	eventually(t, 30*time.Second, "the static fleet provisioned", func() bool {
+		if err := env.Client.Get(ctx, keyOf(ns, "edge"), cd); err != nil {
+			t.Fatal(err)
+		}
+		return meta.IsStatusConditionTrue(cd.Status.Conditions, "Provisioned")
+	})
+	dep := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, keyOf(ns, n.Controller), dep); err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " ")
+	if !strings.Contains(args, "--controller-name="+static) || strings.Contains(args, "--gateway=") {
+		t.Errorf("static controller args %s: want controllerName mode", args)
+	}
+	svc := &corev1.Service{}
+	if err := env.Client.Get(ctx, keyOf(ns, n.Envoy), svc); err != nil {
+		t.Fatal(err)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort.IntValue() != 64592 {
+		t.Errorf("static Envoy Service ports %v, want 80 -> 64592", svc.Spec.Ports)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := env.Client.Get(ctx, keyOf("", n.ClusterRole), role); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "gatewayclasses/status") }) {
+		t.Error("the static controller may not write GatewayClass status")
+	}
+	if err := env.Client.Delete(ctx, cd); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the static fleet released", func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, "edge"), &v1alpha1.ContourDeployment{})) &&
 			apierrors.IsNotFound(env.Client.Get(ctx, keyOf("", n.ClusterRole), &rbacv1.ClusterRole{}))
 	})
 }

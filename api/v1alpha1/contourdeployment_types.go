@@ -53,6 +53,25 @@ type ContourDeploymentSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	RuntimeSettings RuntimeSettings `json:"runtimeSettings,omitempty"`
+
+	// Gateway, when set, makes this profile a fleet of its own (the static
+	// mode of seed 000): the operator runs one fleet, named after this
+	// ContourDeployment, whose controller serves in controllerName mode the
+	// oldest Gateway of the oldest GatewayClass with Gateway.ControllerName.
+	// A GatewayClass should not refer to such a profile.
+	// +optional
+	Gateway *StaticGateway `json:"gateway,omitempty"`
+}
+
+// StaticGateway configures a static fleet.
+type StaticGateway struct {
+	// ControllerName is the GatewayClass controllerName the static fleet
+	// serves. It must differ from the operator's own, whose classes the
+	// operator provisions per Gateway.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/[A-Za-z0-9\/\-._~%!$&'()*+,;=:]+$`
+	ControllerName string `json:"controllerName"`
 }
 
 // ContourDeploymentStatus reports whether the profile is usable and who uses it.

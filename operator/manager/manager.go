@@ -31,6 +31,7 @@ import (
 	"isobar.dev/operator/pkg/gatewayclass"
 	"isobar.dev/operator/pkg/profile"
 	"isobar.dev/operator/pkg/render"
+	"isobar.dev/operator/pkg/static"
 )
 
 // DefaultControllerName is the GatewayClass controllerName the operator
@@ -135,6 +136,12 @@ func Run(o Options) error {
 		Now:      time.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Gateway reconciler: %w", err)
+	}
+	if err := (&static.Reconciler{
+		Client: mgr.GetClient(), OperatorControllerName: o.ControllerName,
+		Images: render.Images{Controller: o.ControllerImage, Envoy: o.EnvoyImage}, Now: time.Now,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the static fleet reconciler: %w", err)
 	}
 	if err := (&profile.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ContourDeployment reconciler: %w", err)

@@ -8,10 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +21,7 @@ import (
 	"isobar.dev/api/fleet"
 	"isobar.dev/operator/pkg/gatewayclass"
 	"isobar.dev/operator/pkg/params"
+	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
 )
 
@@ -91,83 +89,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonInvalidParameters), err.Error())
 	}
 
-	secrets, renewAt, err := certSecrets(ctx, r.Client, gw.Namespace, f.Names, func(c fleet.Component) map[string]string { return render.Labels(gw, c) }, r.Now())
+	renewAt, issued, err := provision.Fleet(ctx, r.Client, gw, gatewayv1.SchemeGroupVersion.WithKind("Gateway"), f, render.Labels(gw, fleet.Controller), r.Now())
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("certificates: %w", err)
-	}
-	owner := metav1.NewControllerRef(gw, gatewayv1.SchemeGroupVersion.WithKind("Gateway"))
-	for _, s := range secrets {
-		s.OwnerReferences = []metav1.OwnerReference{*owner}
-		if err := apply(ctx, r.Client, s); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.Recorder.Eventf(gw, corev1.EventTypeNormal, "CertificateIssued", "issued %s", s.Name)
-	}
-	for _, o := range f.Namespaced {
-		o.SetOwnerReferences([]metav1.OwnerReference{*owner})
-		if err := apply(ctx, r.Client, o); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	for _, o := range f.ClusterScoped {
-		if err := apply(ctx, r.Client, o); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if err := r.prune(ctx, gw, f); err != nil {
 		return ctrl.Result{}, err
 	}
-	msg := fmt.Sprintf("controller %s and Envoy %s %s provisioned; Envoy Service %s", f.Names.Controller, envoyKind(f), f.Names.Envoy, f.Names.Envoy)
+	for _, name := range issued {
+		r.Recorder.Eventf(gw, corev1.EventTypeNormal, "CertificateIssued", "issued %s", name)
+	}
+	msg := fmt.Sprintf("controller %s and Envoy %s %s provisioned; Envoy Service %s", f.Names.Controller, provision.EnvoyKind(f), f.Names.Envoy, f.Names.Envoy)
 	if err := r.setCondition(ctx, gw, metav1.ConditionTrue, "Provisioned", msg, false); err != nil {
 		return ctrl.Result{}, err
 	}
 	log.V(1).Info("provisioned", "gateway", req.NamespacedName, "renewAt", renewAt)
 	return ctrl.Result{RequeueAfter: time.Until(renewAt) + time.Second}, nil
-}
-
-func envoyKind(f *render.Fleet) string {
-	for _, o := range f.Namespaced {
-		if o.GetName() == f.Names.Envoy {
-			switch o.(type) {
-			case *appsv1.DaemonSet:
-				return "DaemonSet"
-			case *appsv1.Deployment:
-				return "Deployment"
-			}
-		}
-	}
-	return "workload"
-}
-
-// prune deletes what an earlier rendering created and this one does not:
-// the other Envoy workload kind after a workloadType switch, a PDB no longer
-// asked for.
-func (r *Reconciler) prune(ctx context.Context, gw *gatewayv1.Gateway, f *render.Fleet) error {
-	rendered := map[string]bool{}
-	for _, o := range f.Namespaced {
-		rendered[fmt.Sprintf("%T/%s", o, o.GetName())] = true
-	}
-	for _, o := range []client.Object{&appsv1.DaemonSet{}, &appsv1.Deployment{}, &policyv1.PodDisruptionBudget{}} {
-		o.SetNamespace(gw.Namespace)
-		o.SetName(f.Names.Envoy)
-		if rendered[fmt.Sprintf("%T/%s", o, o.GetName())] {
-			continue
-		}
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(o), o)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if !metav1.IsControlledBy(o, gw) {
-			continue
-		}
-		if err := r.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // release deletes the Gateway's cluster-scoped objects and drops the
@@ -176,12 +110,8 @@ func (r *Reconciler) release(ctx context.Context, gw *gatewayv1.Gateway) error {
 	if !controllerutil.ContainsFinalizer(gw, Finalizer) {
 		return nil
 	}
-	n := render.NamesOf(gw)
-	for _, o := range []client.Object{&rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRole{}} {
-		o.SetName(n.ClusterRole)
-		if err := r.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %T %s: %w", o, n.ClusterRole, err)
-		}
+	if err := provision.Release(ctx, r.Client, render.NamesOf(gw)); err != nil {
+		return err
 	}
 	controllerutil.RemoveFinalizer(gw, Finalizer)
 	return r.Client.Update(ctx, gw)

@@ -3,9 +3,6 @@ package gateway
 import (
 	"context"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,6 +15,7 @@ import (
 
 	"isobar.dev/api/fleet"
 	"isobar.dev/api/v1alpha1"
+	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
 )
 
@@ -25,19 +23,13 @@ import (
 // edited or deleted object is put back), and the classes and profiles
 // fleets are rendered from.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("gateway").
+	b := ctrl.NewControllerManagedBy(mgr).Named("gateway")
+	for _, o := range provision.Owned() {
+		b = b.Owns(o)
+	}
+	return b.
 		// Status-only changes (the controller's, ours) need no work.
 		For(&gatewayv1.Gateway{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&appsv1.Deployment{}).
-		Owns(&appsv1.DaemonSet{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ServiceAccount{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Secret{}).
-		Owns(&rbacv1.Role{}).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(gatewayOfClusterScoped)).
 		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(gatewayOfClusterScoped)).
 		Watches(&gatewayv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).

@@ -43,22 +43,24 @@ func (r *renderer) controllerDeployment() *appsv1.Deployment {
 	for k, v := range cs.PodAnnotations {
 		podAnnotations[k] = v
 	}
-	args := []string{
-		"serve",
-		"--gateway=" + gw.Namespace + "/" + gw.Name,
-		"--controller-name=" + r.in.ControllerName,
-		"--envoy-service=" + r.names.Envoy,
-		"--xds-address=:" + strconv.Itoa(ports.XDS),
-		"--xds-cert-file=" + CertsDir + "/tls.crt",
-		"--xds-key-file=" + CertsDir + "/tls.key",
-		"--xds-ca-file=" + CertsDir + "/ca.crt",
-		"--health-address=:" + strconv.Itoa(ports.ControllerHealth),
-		"--metrics-address=:" + strconv.Itoa(ports.ControllerMetrics),
-		"--runtime-settings=" + ConfigDir + "/" + RuntimeConfigFile,
-		"--leader-elect",
-		"--log-level=" + logLevel,
-		"--log-format=json",
+	args := []string{"serve", "--gateway=" + gw.Namespace + "/" + gw.Name}
+	if r.in.Static {
+		args = []string{"serve", "--leader-election-namespace=" + gw.Namespace}
 	}
+	args = append(args,
+		"--controller-name="+r.in.ControllerName,
+		"--envoy-service="+gw.Namespace+"/"+r.names.Envoy,
+		"--xds-address=:"+strconv.Itoa(ports.XDS),
+		"--xds-cert-file="+CertsDir+"/tls.crt",
+		"--xds-key-file="+CertsDir+"/tls.key",
+		"--xds-ca-file="+CertsDir+"/ca.crt",
+		"--health-address=:"+strconv.Itoa(ports.ControllerHealth),
+		"--metrics-address=:"+strconv.Itoa(ports.ControllerMetrics),
+		"--runtime-settings="+ConfigDir+"/"+RuntimeConfigFile,
+		"--leader-elect",
+		"--log-level="+logLevel,
+		"--log-format=json",
+	)
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(ports.ControllerHealth)}},
 			PeriodSeconds: 10, FailureThreshold: 3}

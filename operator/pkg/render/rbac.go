@@ -51,6 +51,10 @@ func (r *renderer) controllerClusterRole() (*rbacv1.ClusterRole, *rbacv1.Cluster
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: readOnly},
 		},
 	}
+	if r.in.Static {
+		// In controllerName mode the controller writes class status too.
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{gw}, Resources: []string{"gatewayclasses/status"}, Verbs: writeStatus})
+	}
 	binding := &rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 		ObjectMeta: meta,

@@ -43,6 +43,11 @@ type Input struct {
 	ControllerName string
 	Spec           v1alpha1.ContourDeploymentSpec
 	Images         Images
+	// Static renders a static fleet (seed 000's static mode): Gateway
+	// stands for the ContourDeployment (its name and namespace, and the
+	// listeners of the Gateway the controller will serve), and the
+	// controller runs in controllerName mode for ControllerName.
+	Static bool
 }
 
 // Images are the container images of a fleet.
@@ -117,6 +122,12 @@ func Render(in Input) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
+	var services []client.Object
+	// A Service needs a port; until a Gateway has a listener to serve
+	// there is none.
+	if len(envoyService.Spec.Ports) > 0 {
+		services = append(services, envoyService)
+	}
 	role, binding := r.controllerRole()
 	f.Namespaced = append(f.Namespaced,
 		r.serviceAccount(f.Names.ControllerAccount, fleet.Controller),
@@ -126,8 +137,8 @@ func Render(in Input) (*Fleet, error) {
 		r.controllerDeployment(),
 		r.controllerService(),
 		envoyWorkload,
-		envoyService,
 	)
+	f.Namespaced = append(f.Namespaced, services...)
 	if pdb := r.podDisruptionBudget(); pdb != nil {
 		f.Namespaced = append(f.Namespaced, pdb)
 	}

@@ -28,7 +28,11 @@ func TestGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
 		t.Run(name, func(t *testing.T) {
 			gw, cd := readInput(t, in)
-			f, err := Render(Input{Gateway: gw, ControllerName: "isobar.dev/gateway-controller", Spec: cd.Spec})
+			in := Input{Gateway: gw, ControllerName: "isobar.dev/gateway-controller", Spec: cd.Spec}
+			if g := cd.Spec.Gateway; g != nil {
+				in.Static, in.ControllerName = true, g.ControllerName
+			}
+			f, err := Render(in)
 			var out bytes.Buffer
 			if err != nil {
 				out.WriteString("# error\n" + err.Error() + "\n")

@@ -1,4 +1,4 @@
-package gateway
+package provision
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"isobar.dev/api/fleet"
 	"isobar.dev/operator/pkg/certs"
 	"isobar.dev/operator/pkg/render"
 )
@@ -19,7 +18,7 @@ import (
 // (none when all are current) and when the next renewal is due. A missing,
 // unreadable or expiring CA is replaced along with both leaves; a leaf is
 // replaced when it expires soon or does not match its CA or names.
-func certSecrets(ctx context.Context, c client.Reader, ns string, n render.Names, labels func(fleet.Component) map[string]string, now time.Time) ([]*corev1.Secret, time.Time, error) {
+func certSecrets(ctx context.Context, c client.Reader, ns string, n render.Names, labels map[string]string, now time.Time) ([]*corev1.Secret, time.Time, error) {
 	get := func(name string) (*corev1.Secret, error) {
 		s := &corev1.Secret{}
 		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)
@@ -41,17 +40,16 @@ func certSecrets(ctx context.Context, c client.Reader, ns string, n render.Names
 		if caCert, caKey, err = certs.NewCA(n.Base+"."+ns+" xDS CA", now); err != nil {
 			return nil, time.Time{}, err
 		}
-		out = append(out, secret(ns, n.CA, labels(fleet.Controller), corev1.SecretTypeOpaque, map[string][]byte{certs.CACert: caCert, certs.CAKey: caKey}))
+		out = append(out, secret(ns, n.CA, labels, corev1.SecretTypeOpaque, map[string][]byte{certs.CACert: caCert, certs.CAKey: caKey}))
 	}
 	next := certs.RenewAt(caCert)
 	for _, leaf := range []struct {
 		name   string
 		names  []string
 		server bool
-		c      fleet.Component
 	}{
-		{n.ControllerCerts, []string{n.ControllerServiceDNS, n.ControllerServiceDNS + ".cluster.local"}, true, fleet.Controller},
-		{n.EnvoyCerts, []string{n.Envoy + "." + ns + ".envoy.isobar.dev"}, false, fleet.Envoy},
+		{n.ControllerCerts, []string{n.ControllerServiceDNS, n.ControllerServiceDNS + ".cluster.local"}, true},
+		{n.EnvoyCerts, []string{n.Envoy + "." + ns + ".envoy.isobar.dev"}, false},
 	} {
 		s, err := get(leaf.name)
 		if err != nil {
@@ -66,7 +64,7 @@ func certSecrets(ctx context.Context, c client.Reader, ns string, n render.Names
 			if cert, key, err = certs.Issue(caCert, caKey, leaf.names, leaf.server, now); err != nil {
 				return nil, time.Time{}, err
 			}
-			out = append(out, secret(ns, leaf.name, labels(leaf.c), corev1.SecretTypeTLS, map[string][]byte{certs.TLSCert: cert, certs.TLSKey: key, certs.CACert: caCert}))
+			out = append(out, secret(ns, leaf.name, labels, corev1.SecretTypeTLS, map[string][]byte{certs.TLSCert: cert, certs.TLSKey: key, certs.CACert: caCert}))
 		}
 		if at := certs.RenewAt(cert); at.Before(next) {
 			next = at

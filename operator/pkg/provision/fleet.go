@@ -1,0 +1,118 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"isobar.dev/operator/pkg/render"
+)
+
+// Fleet makes the cluster hold a rendered fleet: certificates issued or
+// renewed as needed, every namespaced object applied and owned by owner
+// (a Gateway, or a ContourDeployment in static mode), the cluster-scoped
+// ones applied, leftovers of an earlier rendering pruned. It returns when
+// the next certificate renewal is due and the Secrets it issued.
+func Fleet(ctx context.Context, c client.Client, owner client.Object, ownerGVK schema.GroupVersionKind, f *render.Fleet, secretLabels map[string]string, now time.Time) (time.Time, []string, error) {
+	secrets, renewAt, err := certSecrets(ctx, c, owner.GetNamespace(), f.Names, secretLabels, now)
+	if err != nil {
+		return time.Time{}, nil, fmt.Errorf("certificates: %w", err)
+	}
+	ref := metav1.NewControllerRef(owner, ownerGVK)
+	var issued []string
+	for _, s := range secrets {
+		s.OwnerReferences = []metav1.OwnerReference{*ref}
+		if err := apply(ctx, c, s); err != nil {
+			return time.Time{}, nil, err
+		}
+		issued = append(issued, s.Name)
+	}
+	for _, o := range f.Namespaced {
+		o.SetOwnerReferences([]metav1.OwnerReference{*ref})
+		if err := apply(ctx, c, o); err != nil {
+			return time.Time{}, nil, err
+		}
+	}
+	for _, o := range f.ClusterScoped {
+		if err := apply(ctx, c, o); err != nil {
+			return time.Time{}, nil, err
+		}
+	}
+	return renewAt, issued, prune(ctx, c, owner, f)
+}
+
+// Release deletes a fleet's cluster-scoped objects; its namespaced ones go
+// with their owner.
+func Release(ctx context.Context, c client.Client, n render.Names) error {
+	for _, o := range []client.Object{&rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRole{}} {
+		o.SetName(n.ClusterRole)
+		if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %T %s: %w", o, n.ClusterRole, err)
+		}
+	}
+	return nil
+}
+
+// EnvoyKind is the kind of the fleet's Envoy workload.
+func EnvoyKind(f *render.Fleet) string {
+	for _, o := range f.Namespaced {
+		if o.GetName() == f.Names.Envoy {
+			switch o.(type) {
+			case *appsv1.DaemonSet:
+				return "DaemonSet"
+			case *appsv1.Deployment:
+				return "Deployment"
+			}
+		}
+	}
+	return "workload"
+}
+
+// prune deletes what an earlier rendering created and this one does not:
+// the other Envoy workload kind after a workloadType switch, a PDB no longer
+// asked for.
+func prune(ctx context.Context, c client.Client, owner client.Object, f *render.Fleet) error {
+	rendered := map[string]bool{}
+	for _, o := range f.Namespaced {
+		rendered[fmt.Sprintf("%T/%s", o, o.GetName())] = true
+	}
+	for _, o := range []client.Object{&appsv1.DaemonSet{}, &appsv1.Deployment{}, &policyv1.PodDisruptionBudget{}} {
+		o.SetNamespace(owner.GetNamespace())
+		o.SetName(f.Names.Envoy)
+		if rendered[fmt.Sprintf("%T/%s", o, o.GetName())] {
+			continue
+		}
+		err := c.Get(ctx, client.ObjectKeyFromObject(o), o)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(o, owner) {
+			continue
+		}
+		if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Owned are the namespaced kinds a fleet consists of: its owner's
+// reconciler watches them, so an edited or deleted one is put back.
+func Owned() []client.Object {
+	return []client.Object{
+		&appsv1.Deployment{}, &appsv1.DaemonSet{}, &corev1.Service{}, &corev1.ServiceAccount{}, &corev1.ConfigMap{},
+		&corev1.Secret{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &policyv1.PodDisruptionBudget{},
+	}
+}
