@@ -11,6 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -290,6 +292,57 @@ func TestOperatorProvisionsFleet(t *testing.T) {
 	eventually(t, 30*time.Second, "an Envoy Deployment instead of the DaemonSet", func() bool {
 		dsErr := env.Client.Get(ctx, keyOf(ns, n.Envoy), &appsv1.DaemonSet{})
 		return apierrors.IsNotFound(dsErr) && env.Client.Get(ctx, keyOf(ns, n.Envoy), &appsv1.Deployment{}) == nil
+	})
+
+	// An autoscaler owns the Envoy Deployment's replicas: the operator
+	// leaves what it sets alone.
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "envoy"}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: n.Envoy},
+		MinReplicas:    ptr.To[int32](2), MaxReplicas: 10,
+	}}
+	create(t, ctx, hpa)
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the Envoy Deployment scaled to 5 by the autoscaler's manager, and kept at 5", func() bool {
+		scale, err := cs.AppsV1().Deployments(ns).GetScale(ctx, n.Envoy, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scale.Spec.Replicas != 5 {
+			scale.Spec.Replicas = 5
+			if _, err := cs.AppsV1().Deployments(ns).UpdateScale(ctx, n.Envoy, scale, metav1.UpdateOptions{FieldManager: "horizontal-pod-autoscaler"}); err != nil && !apierrors.IsConflict(err) {
+				t.Fatal(err)
+			}
+			return false
+		}
+		// A reconcile after the scale: change the profile.
+		err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			if err := env.Client.Get(ctx, keyOf(ns, "profile"), profile); err != nil {
+				return err
+			}
+			profile.Spec.Controller.LogLevel = v1alpha1.ControllerLogDebug
+			return env.Client.Update(ctx, profile)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true
+	})
+	eventually(t, 30*time.Second, "the profile change applied with the autoscaler's replicas kept", func() bool {
+		if err := env.Client.Get(ctx, keyOf(ns, n.Controller), dep); err != nil {
+			t.Fatal(err)
+		}
+		envoy := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, keyOf(ns, n.Envoy), envoy); err != nil {
+			t.Fatal(err)
+		}
+		applied := strings.Contains(strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "), "--log-level=debug")
+		if applied && ptr.Deref(envoy.Spec.Replicas, 0) != 5 {
+			t.Fatalf("the operator reset the autoscaled Envoy Deployment to %d replicas", ptr.Deref(envoy.Spec.Replicas, 0))
+		}
+		return applied
 	})
 
 	// The controller's RBAC: what it needs and nothing more.

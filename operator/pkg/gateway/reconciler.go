@@ -84,7 +84,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	f, err := render.Render(render.Input{Gateway: gw, ControllerName: r.ControllerName, Spec: profile.Spec, Images: r.Images})
+	scaled, err := provision.Autoscaled(ctx, r.Client, gw.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	f, err := render.Render(render.Input{Gateway: gw, ControllerName: r.ControllerName, Spec: profile.Spec, Images: r.Images, Autoscaled: scaled})
 	if err != nil {
 		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonInvalidParameters), err.Error())
 	}

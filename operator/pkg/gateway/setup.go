@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +35,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(gatewayOfClusterScoped)).
 		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(gatewayOfClusterScoped)).
 		Watches(&gatewayv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
+		// An autoscaler appearing or going changes who owns replicas.
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysInNamespace)).
 		Watches(&v1alpha1.ContourDeployment{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfProfile)).
 		Complete(r)
 }
@@ -86,6 +90,18 @@ func (r *Reconciler) gatewaysOfProfile(ctx context.Context, o client.Object) []r
 		if own || using[string(gw.Spec.GatewayClassName)] {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
 		}
+	}
+	return out
+}
+
+func (r *Reconciler) gatewaysInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list gatewayv1.GatewayList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, gw := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
 	}
 	return out
 }

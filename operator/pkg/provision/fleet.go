@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -115,4 +116,20 @@ func Owned() []client.Object {
 		&appsv1.Deployment{}, &appsv1.DaemonSet{}, &corev1.Service{}, &corev1.ServiceAccount{}, &corev1.ConfigMap{},
 		&corev1.Secret{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &policyv1.PodDisruptionBudget{},
 	}
+}
+
+// Autoscaled returns the Deployments in ns that a HorizontalPodAutoscaler
+// scales.
+func Autoscaled(ctx context.Context, c client.Reader, ns string) (map[string]bool, error) {
+	var hpas autoscalingv2.HorizontalPodAutoscalerList
+	if err := c.List(ctx, &hpas, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing HorizontalPodAutoscalers: %w", err)
+	}
+	out := map[string]bool{}
+	for _, h := range hpas.Items {
+		if t := h.Spec.ScaleTargetRef; t.Kind == "Deployment" && (t.APIVersion == "apps/v1" || t.APIVersion == "") {
+			out[t.Name] = true
+		}
+	}
+	return out, nil
 }

@@ -25,6 +25,9 @@ func (r *renderer) controllerDeployment() *appsv1.Deployment {
 	if replicas == nil {
 		replicas = ptr[int32](2)
 	}
+	if r.in.Autoscaled[r.names.Controller] {
+		replicas = nil
+	}
 	logLevel := string(cs.LogLevel)
 	if logLevel == "" {
 		logLevel = "info"

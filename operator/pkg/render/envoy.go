@@ -158,6 +158,9 @@ func (r *renderer) envoyWorkload() (client.Object, error) {
 		if replicas == nil {
 			replicas = ptr[int32](2)
 		}
+		if r.in.Autoscaled[r.names.Envoy] {
+			replicas = nil
+		}
 		return &appsv1.Deployment{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 			ObjectMeta: meta,

@@ -48,6 +48,10 @@ type Input struct {
 	// listeners of the Gateway the controller will serve), and the
 	// controller runs in controllerName mode for ControllerName.
 	Static bool
+	// Autoscaled names the Deployments a HorizontalPodAutoscaler scales:
+	// their replicas are left out, so that applying never undoes the
+	// autoscaler.
+	Autoscaled map[string]bool
 }
 
 // Images are the container images of a fleet.

@@ -104,7 +104,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	stand = standIn(cd, served)
-	f, err := render.Render(render.Input{Gateway: stand, ControllerName: cd.Spec.Gateway.ControllerName, Spec: cd.Spec, Images: r.Images, Static: true})
+	scaled, err := provision.Autoscaled(ctx, r.Client, cd.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	f, err := render.Render(render.Input{Gateway: stand, ControllerName: cd.Spec.Gateway.ControllerName, Spec: cd.Spec, Images: r.Images, Static: true, Autoscaled: scaled})
 	if err != nil {
 		return ctrl.Result{}, r.setCondition(ctx, cd, false, "Invalid", err.Error())
 	}
