@@ -23,6 +23,9 @@ type outcome struct {
 	clusters []clusterSpec
 	kind     string
 	meta     *metav1.ObjectMeta
+	// epoch is the last translation that used the outcome; unused ones
+	// are swept out now and then.
+	epoch uint64
 }
 
 type addition struct {
@@ -89,9 +92,7 @@ func (t *gatewayTranslator) replay(o *outcome) {
 	for _, a := range o.added {
 		t.addRoutes(t.listeners[a.listener], a.hosts, o.meta, a.routes)
 	}
-	for _, s := range o.statuses {
-		t.status.addRoute(o.kind, o.meta, s)
-	}
+	t.status.addRoutes(o.kind, o.meta, o.statuses)
 }
 
 func (c *cache) outcome(gw *gatewayv1.Gateway, key any, ctx gatewayContext) (*outcome, bool) {
@@ -99,15 +100,43 @@ func (c *cache) outcome(gw *gatewayv1.Gateway, key any, ctx gatewayContext) (*ou
 	if !ok || o.ctx != ctx {
 		return nil, false
 	}
-	c.storeOutcome(gw, key, o)
+	o.epoch = c.epoch
+	c.used[gw]++
 	return o, true
 }
 
+// storeOutcome records an outcome in the persistent map; marking what a
+// translation used, rather than copying it into a fresh map, keeps the
+// cost of an unchanged route to a field write.
 func (c *cache) storeOutcome(gw *gatewayv1.Gateway, key any, o *outcome) {
-	m, ok := c.freshOutcomes[gw]
+	m, ok := c.outcomes[gw]
 	if !ok {
 		m = map[any]*outcome{}
-		c.freshOutcomes[gw] = m
+		c.outcomes[gw] = m
 	}
+	if old, ok := m[key]; !ok || old.epoch != c.epoch {
+		c.used[gw]++
+	}
+	o.epoch = c.epoch
 	m[key] = o
+}
+
+// sweepOutcomes forgets the outcomes of Gateways this translation did not
+// see, and of routes it did not use once they are a quarter of a Gateway's
+// outcomes, so a deleted route's outcome does not outlive it for long and
+// sweeping stays amortised.
+func (c *cache) sweepOutcomes() {
+	for gw, m := range c.outcomes {
+		used := c.used[gw]
+		switch stale := len(m) - used; {
+		case used == 0:
+			delete(c.outcomes, gw)
+		case stale > 0 && stale >= len(m)/4:
+			for k, o := range m {
+				if o.epoch != c.epoch {
+					delete(m, k)
+				}
+			}
+		}
+	}
 }

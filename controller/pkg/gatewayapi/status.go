@@ -45,6 +45,21 @@ func (s *Status) addRoute(kind string, meta *metav1.ObjectMeta, p gatewayv1.Rout
 	s.Routes[k] = append(s.Routes[k], p)
 }
 
+// addRoutes adds a replayed outcome's parent statuses, sharing its slice
+// when the route has no others yet (capacity clipped, so that a later
+// append copies instead of writing into the outcome).
+func (s *Status) addRoutes(kind string, meta *metav1.ObjectMeta, ps []gatewayv1.RouteParentStatus) {
+	if len(ps) == 0 {
+		return
+	}
+	k := RouteKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
+	if cur, ok := s.Routes[k]; ok {
+		s.Routes[k] = append(cur, ps...)
+		return
+	}
+	s.Routes[k] = ps[:len(ps):len(ps)]
+}
+
 // conditions accumulates the conditions of one object. The first condition
 // set of a type stays: translation records problems as it finds them and
 // fills in the healthy defaults last, so the first problem found is the one

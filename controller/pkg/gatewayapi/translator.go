@@ -55,6 +55,7 @@ type Translator struct {
 	opts     Options
 	rules    map[any]*cachedRules
 	outcomes map[*gatewayv1.Gateway]map[any]*outcome
+	epoch    uint64
 	vhosts   map[string]*sortedVhost
 }
 
@@ -88,7 +89,7 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	streams := streamRoutes(res)
 	c := &cache{
 		rules: tr.rules, fresh: map[any]*cachedRules{}, world: idx.world,
-		outcomes: tr.outcomes, freshOutcomes: map[*gatewayv1.Gateway]map[any]*outcome{},
+		outcomes: tr.outcomes, epoch: tr.epoch + 1, used: map[*gatewayv1.Gateway]int{},
 		vhosts: tr.vhosts, freshVhosts: map[string]*sortedVhost{},
 	}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
@@ -96,7 +97,8 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 		out.Gateways = append(out.Gateways, t.translate(res))
 	}
 	// Keep only what this snapshot used, so deleted routes are forgotten.
-	tr.rules, tr.outcomes, tr.vhosts = c.fresh, c.freshOutcomes, c.freshVhosts
+	c.sweepOutcomes()
+	tr.rules, tr.vhosts, tr.epoch = c.fresh, c.freshVhosts, c.epoch
 	return out
 }
 
@@ -106,7 +108,9 @@ type cache struct {
 	fresh map[any]*cachedRules // used by this one
 	world uint64
 
-	outcomes, freshOutcomes map[*gatewayv1.Gateway]map[any]*outcome
+	outcomes map[*gatewayv1.Gateway]map[any]*outcome // persistent; see outcome.epoch
+	epoch    uint64
+	used     map[*gatewayv1.Gateway]int // outcomes used per Gateway
 	vhosts, freshVhosts     map[string]*sortedVhost
 }
 
