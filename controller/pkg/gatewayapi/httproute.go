@@ -46,8 +46,9 @@ func (t *gatewayTranslator) attachRequestRoute(key any, r route, rules int, tran
 		}
 		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
 			for i, l := range a.listeners {
-				t.addRoutes(l, a.hosts[i], r.meta, routes)
-				t.rec.o.added = append(t.rec.o.added, addition{listener: slices.Index(t.listeners, l), hosts: a.hosts[i], routes: routes})
+				lr := redirectsFor(l, routes)
+				t.addRoutes(l, a.hosts[i], r.meta, lr)
+				t.rec.o.added = append(t.rec.o.added, addition{listener: slices.Index(t.listeners, l), hosts: a.hosts[i], routes: lr})
 			}
 		}
 		c := resolved.get(string(gatewayv1.RouteConditionResolvedRefs))

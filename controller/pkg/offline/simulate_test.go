@@ -2,6 +2,7 @@ package offline
 
 import (
 	"cmp"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -104,6 +105,13 @@ func TestGoldenRequests(t *testing.T) {
 			{url: "http://anything/secure", cluster: "default/secure/443"},
 			{url: "http://anything/broken", status: 500},
 		},
+		"redirects": {
+			{url: "http://r.example.com/host/x", status: 302, location: "http://new.example.com/host/x"},
+			{url: "http://r.example.com:8080/host/x", status: 302, location: "http://new.example.com:8080/host/x"},
+			{url: "http://r.example.com:8080/secure", status: 302, location: "https://r.example.com/secure"},
+			{url: "http://r.example.com:8080/explicit", status: 302, location: "http://r.example.com/explicit"},
+			{url: "http://r.example.com/other-port", status: 302, location: "http://r.example.com:9090/other-port"},
+		},
 		"attachment": {
 			{gateway: "infra/shared", url: "http://same.example.com/", route: "httproute/infra/same-ns/rule/0/match/0"},
 		},
@@ -142,9 +150,18 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	scheme, rest, _ := strings.Cut(r.url, "://")
 	host, path, _ := strings.Cut(rest, "/")
 	port := int32(80)
+	if h, p, ok := strings.Cut(host, ":"); ok {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, port = h, int32(n)
+	}
 	req := envoysim.Request{Method: r.method, Scheme: scheme, Authority: host, Path: "/" + path, Headers: r.headers, Seed: r.seed}
 	if scheme == "https" {
-		port = 443
+		if port == 80 {
+			port = 443
+		}
 		req.TLS, req.SNI = true, host
 	}
 	req.Port = uint32(ports.ContainerPort(port))
