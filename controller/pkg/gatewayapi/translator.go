@@ -108,10 +108,10 @@ type cache struct {
 	fresh map[any]*cachedRules // used by this one
 	world uint64
 
-	outcomes map[*gatewayv1.Gateway]map[any]*outcome // persistent; see outcome.epoch
-	epoch    uint64
-	used     map[*gatewayv1.Gateway]int // outcomes used per Gateway
-	vhosts, freshVhosts     map[string]*sortedVhost
+	outcomes            map[*gatewayv1.Gateway]map[any]*outcome // persistent; see outcome.epoch
+	epoch               uint64
+	used                map[*gatewayv1.Gateway]int // outcomes used per Gateway
+	vhosts, freshVhosts map[string]*sortedVhost
 }
 
 // cachedRules returns the translated rules of route key, translating them

@@ -2,8 +2,8 @@ package offline
 
 import (
 	"cmp"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
