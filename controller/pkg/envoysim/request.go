@@ -138,11 +138,14 @@ func (m mutation) apply(headers []Header) ([]Header, error) {
 			return nil, err
 		}
 		name, value := strings.ToLower(o.GetHeader().GetKey()), o.GetHeader().GetValue()
-		if strings.Contains(value, "%") {
+		if strings.Contains(strings.ReplaceAll(value, "%%", ""), "%") {
 			// Envoy would substitute command operators such as
-			// %DOWNSTREAM_REMOTE_ADDRESS%; the simulator cannot.
+			// %DOWNSTREAM_REMOTE_ADDRESS% (and rejects a lone %); the
+			// simulator cannot.
 			return nil, errUnsupportedf("header %s: value %q has a %% command operator", name, value)
 		}
+		// "%%" is a literal "%" (Custom request/response headers).
+		value = strings.ReplaceAll(value, "%%", "%")
 		if value == "" && !o.GetKeepEmptyValue() {
 			continue
 		}

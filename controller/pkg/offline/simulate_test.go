@@ -70,7 +70,7 @@ func TestGoldenRequests(t *testing.T) {
 			{url: "http://f.example.com/moved", status: 308, location: "http://f.example.com:8443/elsewhere"},
 			{url: "http://f.example.com/strip/deep/er?q=1", status: 302, location: "http://f.example.com/deep/er?q=1"},
 			{url: "http://f.example.com/headers", headers: h("X-Remove", "1", "X-Add", "client"), route: "httproute/default/filters/rule/0/match/0",
-				upstream: map[string]string{"x-set": "a", "x-add": "client,b", "x-remove": ""}},
+				upstream: map[string]string{"x-set": "a", "x-add": "client,b", "x-remove": "", "x-pct": "50%"}},
 			{url: "http://f.example.com/rewrite/x?y=1", upstream: map[string]string{":authority": "internal.example.com", ":path": "/v2/x?y=1"}},
 			{url: "http://f.example.com/unprefix/a/b", upstream: map[string]string{":path": "/a/b"}},
 			{url: "http://f.example.com/unprefix", upstream: map[string]string{":path": "/"}},

@@ -267,17 +267,25 @@ func headerOptions(h *ir.HeaderModifier) []*corev3.HeaderValueOption {
 	var out []*corev3.HeaderValueOption
 	for _, s := range h.Set {
 		out = append(out, &corev3.HeaderValueOption{
-			Header:       &corev3.HeaderValue{Key: s.Name, Value: s.Value},
+			Header:       &corev3.HeaderValue{Key: s.Name, Value: literal(s.Value)},
 			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 		})
 	}
 	for _, a := range h.Add {
 		out = append(out, &corev3.HeaderValueOption{
-			Header:       &corev3.HeaderValue{Key: a.Name, Value: a.Value},
+			Header:       &corev3.HeaderValue{Key: a.Name, Value: literal(a.Value)},
 			AppendAction: corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD,
 		})
 	}
 	return out
+}
+
+// literal escapes a header value for Envoy, which reads "%...%" in added
+// headers as a command operator (%DOWNSTREAM_REMOTE_ADDRESS%) and rejects
+// the whole route configuration over a lone "%": a Gateway API value is
+// always literal, so "50%" must reach Envoy as "50%%".
+func literal(v string) string {
+	return strings.ReplaceAll(v, "%", "%%")
 }
 
 // percent is a runtime fraction of requests, in millionths so that
