@@ -64,6 +64,9 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "explain:", err)
 		return 1
 	}
+	for _, d := range res.Replaced {
+		fmt.Fprintf(stderr, "explain: %s is defined more than once; the last definition is used\n", d)
+	}
 	result, err := offline.Translate(res, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "explain:", err)

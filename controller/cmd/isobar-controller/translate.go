@@ -52,6 +52,9 @@ func translate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "translate:", err)
 		return 1
 	}
+	for _, d := range res.Replaced {
+		fmt.Fprintf(stderr, "translate: %s is defined more than once; the last definition is used\n", d)
+	}
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "translate: %s: ignoring %s %s, which the translator does not read\n", s.Source, s.TypeMeta.APIVersion, s.TypeMeta.Kind)
 	}

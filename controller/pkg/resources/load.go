@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -102,15 +103,33 @@ type decoder struct {
 }
 
 // decodeAs returns a function that decodes JSON into a new T and appends it
-// to the slice field returns.
-func decodeAs[T any](field func(*Resources) *[]*T) func(*Resources, []byte) error {
+// to the slice field returns, or replaces an object of the same namespace
+// and name loaded before.
+func decodeAs[T any, PT interface {
+	*T
+	metav1.Object
+}](field func(*Resources) *[]*T) func(*Resources, []byte) error {
 	return func(r *Resources, js []byte) error {
-		obj := new(T)
+		obj := PT(new(T))
 		if err := json.Unmarshal(js, obj); err != nil {
 			return err
 		}
 		p := field(r)
-		*p = append(*p, obj)
+		kind := fmt.Sprintf("%T", obj)
+		key := kind[strings.LastIndexByte(kind, '.')+1:] + " " + obj.GetName()
+		if ns := obj.GetNamespace(); ns != "" {
+			key = kind[strings.LastIndexByte(kind, '.')+1:] + " " + ns + "/" + obj.GetName()
+		}
+		if r.loaded == nil {
+			r.loaded = map[string]int{}
+		}
+		if i, dup := r.loaded[key]; dup {
+			(*p)[i] = (*T)(obj)
+			r.Replaced = append(r.Replaced, key)
+			return nil
+		}
+		r.loaded[key] = len(*p)
+		*p = append(*p, (*T)(obj))
 		return nil
 	}
 }

@@ -29,4 +29,10 @@ type Resources struct {
 	Secrets            []*corev1.Secret
 	ConfigMaps         []*corev1.ConfigMap
 	Namespaces         []*corev1.Namespace
+
+	// Replaced lists objects loaded twice: the later one replaced the
+	// earlier, as a second kubectl apply would.
+	Replaced []string
+	// loaded indexes loaded objects by type, namespace and name.
+	loaded map[string]int
 }
