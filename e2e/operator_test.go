@@ -190,6 +190,20 @@ func TestOperatorProvisionsFleet(t *testing.T) {
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !metav1.IsControlledBy(svc, gatewayOf(t, ctx, ns)) {
 		t.Errorf("Envoy Service type %s, owners %v", svc.Spec.Type, svc.OwnerReferences)
 	}
+	// The fleet's controller (run here as a process, as there is no
+	// kubelet) reports the refused ports on the listeners.
+	serve(t, ns, "web", nil)
+	eventually(t, 30*time.Second, "listeners http and collides PortUnavailable, https and alt accepted", func() bool {
+		g := gatewayOf(t, ctx, ns)
+		want := map[string]string{"http": "PortUnavailable", "collides": "PortUnavailable", "https": "Accepted", "alt": "Accepted"}
+		for _, l := range g.Status.Listeners {
+			if c := meta.FindStatusCondition(l.Conditions, "Accepted"); c != nil && c.Reason == want[string(l.Name)] {
+				delete(want, string(l.Name))
+			}
+		}
+		return len(want) == 0
+	})
+
 	// The certificates chain to the fleet's CA.
 	ca, server := &corev1.Secret{}, &corev1.Secret{}
 	if err := env.Client.Get(ctx, keyOf(ns, n.CA), ca); err != nil {
