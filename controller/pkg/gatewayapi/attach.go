@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -98,19 +99,31 @@ func (t *gatewayTranslator) attachParent(r route, a *attachment) {
 		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), joinMessages(why))
 		return
 	}
+	var conflicts []string
 	for _, l := range allowed {
 		hosts := t.routeHosts(l, r.hostnames)
 		if len(hosts) == 0 {
 			continue
 		}
+		// A route that loses its hostnames to a route of the other kind
+		// is still attached (attachedRoutes depends on parentRefs and
+		// allowedRoutes alone) but not accepted there.
 		l.attached++
 		if !l.usable() {
+			continue
+		}
+		if msg, lost := t.lost[r.meta][slices.Index(t.listeners, l)]; lost {
+			conflicts = append(conflicts, msg)
 			continue
 		}
 		a.listeners = append(a.listeners, l)
 		a.hosts = append(a.hosts, hosts)
 	}
 	if len(a.listeners) == 0 {
+		if len(conflicts) > 0 {
+			a.conds.set(accepted, false, "HostnameConflict", joinMessages(conflicts))
+			return
+		}
 		if anyAttached(allowed, r.hostnames, t) {
 			a.conds.set(accepted, false, string(gatewayv1.RouteReasonNoMatchingParent), "the listeners this route attaches to are not valid; see the Gateway's listener conditions")
 			return

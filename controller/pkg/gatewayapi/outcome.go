@@ -42,6 +42,9 @@ type gatewayContext struct {
 	usable     string
 	namespaces uint64
 	world      uint64
+	// conflicts fingerprints which routes lose hostnames to routes of the
+	// other kind.
+	conflicts uint64
 }
 
 func (t *gatewayTranslator) context() gatewayContext {

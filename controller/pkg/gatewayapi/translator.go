@@ -185,8 +185,11 @@ type gatewayTranslator struct {
 	rec *recorder
 
 	listeners []*listener
-	clusters  map[string]*ir.Cluster
-	secrets   map[string]*ir.Secret
+	// lost are the listeners where an HTTPRoute or GRPCRoute loses a
+	// hostname to a route of the other kind (kindConflicts).
+	lost     map[*metav1.ObjectMeta]map[int]string
+	clusters map[string]*ir.Cluster
+	secrets  map[string]*ir.Secret
 	// vhosts collects the routes of each (Envoy listener, route table,
 	// domain) before they are sorted into precedence order.
 	tables map[gatewayv1.PortNumber]*table
@@ -197,7 +200,10 @@ func (t *gatewayTranslator) translate(res *resources.Resources) *ir.Gateway {
 	t.secrets = map[string]*ir.Secret{}
 	t.tables = map[gatewayv1.PortNumber]*table{}
 	t.listeners = t.validateListeners()
+	var conflicts uint64
+	t.lost, conflicts = t.kindConflicts(res)
 	t.ctx = t.context()
+	t.ctx.conflicts = conflicts
 	for _, r := range res.HTTPRoutes {
 		t.attachHTTPRoute(r)
 	}

@@ -2,6 +2,8 @@ package offline
 
 import (
 	"bytes"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,3 +109,29 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func metaOf(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+
+// The HTTPRoute/GRPCRoute hostname rule depends on other routes: when the
+// older HTTPRoute goes, the GRPCRoute it beat is accepted, also by a
+// translator that replays earlier outcomes.
+func TestIncrementalKindConflicts(t *testing.T) {
+	res, _, err := LoadFiles([]string{"testdata/kind-conflicts.in.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: DefaultControllerName})
+	accepted := func(r *gatewayapi.Result, kind, name string) bool {
+		ps := r.Status.Routes[gatewayapi.RouteKey{Kind: kind, Namespace: "default", Name: name}]
+		return len(ps) == 1 && meta.IsStatusConditionTrue(ps[0].Conditions, "Accepted")
+	}
+	if r := tr.Translate(res); accepted(r, "GRPCRoute", "new-grpc") || !accepted(r, "HTTPRoute", "old-http") {
+		t.Fatal("new-grpc should lose a.example.com to the older old-http")
+	}
+	res.HTTPRoutes = slices.DeleteFunc(res.HTTPRoutes, func(h *gatewayv1.HTTPRoute) bool { return h.Name == "old-http" })
+	incremental := tr.Translate(res)
+	fresh := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: DefaultControllerName}).Translate(res)
+	for _, r := range []*gatewayapi.Result{incremental, fresh} {
+		if !accepted(r, "GRPCRoute", "new-grpc") || accepted(r, "HTTPRoute", "same-kind") {
+			t.Error("with old-http gone, new-grpc (older than same-kind) should be accepted and same-kind lose to it")
+		}
+	}
+}

@@ -112,6 +112,12 @@ func TestGoldenRequests(t *testing.T) {
 			{url: "http://r.example.com:8080/explicit", status: 302, location: "http://r.example.com/explicit"},
 			{url: "http://r.example.com/other-port", status: 302, location: "http://r.example.com:9090/other-port"},
 		},
+		"kind-conflicts": {
+			{url: "http://a.example.com/", route: "httproute/default/old-http/rule/0/match/0", cluster: "default/svc/80"},
+			{url: "http://a.example.com/other/x", route: "httproute/default/same-kind/rule/0/match/0"},
+			{method: "POST", url: "http://b.example.com/pkg.Svc/Method", route: "grpcroute/default/old-grpc/rule/0/match/0", cluster: "default/grpc/9000/grpc"},
+			{url: "http://c.example.com/", status: 404},
+		},
 		"attachment": {
 			{gateway: "infra/shared", url: "http://same.example.com/", route: "httproute/infra/same-ns/rule/0/match/0"},
 		},
