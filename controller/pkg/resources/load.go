@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -32,33 +34,59 @@ type Skipped struct {
 // kinds the translator does not read are returned, not added.
 func (r *Resources) Load(name string, in io.Reader) ([]Skipped, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReaderSize(in, 1<<16))
-	var skipped []Skipped
+	type document struct {
+		index int
+		yaml  []byte
+		json  []byte
+		err   error
+	}
+	var docs []*document
+	var readErr error
 	for doc := 1; ; doc++ {
 		data, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return skipped, nil
+			break
 		}
 		if err != nil {
-			return skipped, fmt.Errorf("%s: document %d: %w", name, doc, err)
+			readErr = fmt.Errorf("%s: document %d: %w", name, doc, err)
+			break
 		}
-		if len(bytes.TrimSpace(data)) == 0 {
-			continue
-		}
-		js, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			return skipped, fmt.Errorf("%s: document %d: not YAML: %w", name, doc, err)
-		}
-		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-			continue // a document holding only comments
-		}
-		s, err := r.add(js)
-		if err != nil {
-			return skipped, fmt.Errorf("%s: document %d: %w", name, doc, err)
-		}
-		for _, tm := range s {
-			skipped = append(skipped, Skipped{Source: fmt.Sprintf("%s: document %d", name, doc), TypeMeta: tm})
+		if len(bytes.TrimSpace(data)) != 0 {
+			docs = append(docs, &document{index: doc, yaml: data})
 		}
 	}
+	// Converting YAML to JSON is most of the cost of loading; documents
+	// convert independently, so every core takes a share. Objects are
+	// added in document order afterwards.
+	workers := min(runtime.GOMAXPROCS(0), len(docs))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(docs); i += workers {
+				docs[i].json, docs[i].err = yaml.YAMLToJSON(docs[i].yaml)
+			}
+		}()
+	}
+	wg.Wait()
+	var skipped []Skipped
+	for _, d := range docs {
+		if d.err != nil {
+			return skipped, fmt.Errorf("%s: document %d: not YAML: %w", name, d.index, d.err)
+		}
+		if bytes.Equal(bytes.TrimSpace(d.json), []byte("null")) {
+			continue // a document holding only comments
+		}
+		s, err := r.add(d.json)
+		if err != nil {
+			return skipped, fmt.Errorf("%s: document %d: %w", name, d.index, err)
+		}
+		for _, tm := range s {
+			skipped = append(skipped, Skipped{Source: fmt.Sprintf("%s: document %d", name, d.index), TypeMeta: tm})
+		}
+	}
+	return skipped, readErr
 }
 
 // add decodes one JSON object (or list) into r.
