@@ -16,9 +16,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"isobar.dev/e2e/harness"
 )
 
 // Package and channel of the bundle.
@@ -39,7 +39,7 @@ func Generate(root string, o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("version %q: %w", o.Version, err)
 	}
-	objs, err := build(filepath.Join(root, "config", "default"))
+	objs, err := harness.KustomizeObjects(filepath.Join(root, "config", "default"))
 	if err != nil {
 		return nil, err
 	}
@@ -124,23 +124,6 @@ func Generate(root string, o Options) (map[string][]byte, error) {
 	return files, nil
 }
 
-// build runs kustomize on dir.
-func build(dir string) ([]*unstructured.Unstructured, error) {
-	res, err := krusty.MakeKustomizer(kustomizeOptions()).Run(filesys.MakeFsOnDisk(), dir)
-	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
-	}
-	var out []*unstructured.Unstructured
-	for _, r := range res.Resources() {
-		m, err := r.Map()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
-	return out, nil
-}
-
 func fromUnstructured(u *unstructured.Unstructured, into any) error {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
 		return fmt.Errorf("reading %s %s: %w", u.GetKind(), u.GetName(), err)
@@ -172,12 +155,4 @@ func almExamples(dir string) (string, error) {
 
 func sortedKeys(m map[string]string) []string {
 	return slices.Sorted(maps.Keys(m))
-}
-
-// kustomizeOptions leave the resource order to each kustomization's
-// sortOptions (config/default asks for kubectl's order).
-func kustomizeOptions() *krusty.Options {
-	o := krusty.MakeDefaultOptions()
-	o.Reorder = krusty.ReorderOptionUnspecified
-	return o
 }

@@ -9,13 +9,11 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"isobar.dev/api/ports"
 	"isobar.dev/controller/pkg/envoysim"
 	"isobar.dev/controller/pkg/offline"
-	"isobar.dev/controller/pkg/xds"
 )
 
 // explain translates files as translate does and asks the simulator what
@@ -50,27 +48,13 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	req.Seed = *seed
-	opts := offline.Options{ControllerName: *controllerName, Settings: xds.DefaultSettings()}
+	var gateways []string
 	if *gateway != "" {
-		ns, name, ok := strings.Cut(*gateway, "/")
-		if !ok || ns == "" || name == "" {
-			fmt.Fprintf(stderr, "explain: --gateway %q: want NAMESPACE/NAME\n", *gateway)
-			return 2
-		}
-		opts.Gateways = []types.NamespacedName{{Namespace: ns, Name: name}}
+		gateways = []string{*gateway}
 	}
-	res, _, err := offline.LoadFiles(files)
-	if err != nil {
-		fmt.Fprintln(stderr, "explain:", err)
-		return 1
-	}
-	for _, d := range res.Replaced {
-		fmt.Fprintf(stderr, "explain: %s is defined more than once; the last definition is used\n", d)
-	}
-	result, err := offline.Translate(res, opts)
-	if err != nil {
-		fmt.Fprintln(stderr, "explain:", err)
-		return 1
+	result, code := translateFiles("explain", files, gateways, *controllerName, false, stderr)
+	if result == nil {
+		return code
 	}
 	switch n := len(result.XDS); {
 	case n == 0:

@@ -38,30 +38,9 @@ func translate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "translate: give at least one -f FILE")
 		return 2
 	}
-	opts := offline.Options{ControllerName: *controllerName, Settings: xds.DefaultSettings()}
-	for _, g := range gateways {
-		ns, name, ok := strings.Cut(g, "/")
-		if !ok || ns == "" || name == "" {
-			fmt.Fprintf(stderr, "translate: --gateway %q: want NAMESPACE/NAME\n", g)
-			return 2
-		}
-		opts.Gateways = append(opts.Gateways, types.NamespacedName{Namespace: ns, Name: name})
-	}
-	res, skipped, err := offline.LoadFiles(files)
-	if err != nil {
-		fmt.Fprintln(stderr, "translate:", err)
-		return 1
-	}
-	for _, d := range res.Replaced {
-		fmt.Fprintf(stderr, "translate: %s is defined more than once; the last definition is used\n", d)
-	}
-	for _, s := range skipped {
-		fmt.Fprintf(stderr, "translate: %s: ignoring %s %s, which the translator does not read\n", s.Source, s.TypeMeta.APIVersion, s.TypeMeta.Kind)
-	}
-	result, err := offline.Translate(res, opts)
-	if err != nil {
-		fmt.Fprintln(stderr, "translate:", err)
-		return 1
+	result, code := translateFiles("translate", files, gateways, *controllerName, true, stderr)
+	if result == nil {
+		return code
 	}
 	if len(result.Gateways.Gateways) == 0 {
 		fmt.Fprintf(stderr, "translate: no Gateway to translate: none of a GatewayClass with controllerName %s\n", *controllerName)
@@ -73,4 +52,39 @@ func translate(args []string, stdout, stderr io.Writer) int {
 	}
 	_, _ = stdout.Write(out)
 	return 0
+}
+
+// translateFiles is what translate and explain share: the --gateway
+// values checked, the files loaded (duplicates and, when reportSkipped,
+// kinds the translator does not read reported on stderr) and translated.
+// A nil result comes with the exit code.
+func translateFiles(cmd string, files, gateways []string, controllerName string, reportSkipped bool, stderr io.Writer) (*offline.Result, int) {
+	opts := offline.Options{ControllerName: controllerName, Settings: xds.DefaultSettings()}
+	for _, g := range gateways {
+		ns, name, ok := strings.Cut(g, "/")
+		if !ok || ns == "" || name == "" {
+			fmt.Fprintf(stderr, "%s: --gateway %q: want NAMESPACE/NAME\n", cmd, g)
+			return nil, 2
+		}
+		opts.Gateways = append(opts.Gateways, types.NamespacedName{Namespace: ns, Name: name})
+	}
+	res, skipped, err := offline.LoadFiles(files)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return nil, 1
+	}
+	for _, d := range res.Replaced {
+		fmt.Fprintf(stderr, "%s: %s is defined more than once; the last definition is used\n", cmd, d)
+	}
+	if reportSkipped {
+		for _, s := range skipped {
+			fmt.Fprintf(stderr, "%s: %s: ignoring %s %s, which the translator does not read\n", cmd, s.Source, s.TypeMeta.APIVersion, s.TypeMeta.Kind)
+		}
+	}
+	result, err := offline.Translate(res, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return nil, 1
+	}
+	return result, 0
 }

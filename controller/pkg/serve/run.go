@@ -128,7 +128,7 @@ func Run(ctx context.Context, o Options) error {
 	// Gateway's Programmed condition: rewrite status, translate nothing.
 	go func() {
 		for range xdsServer.Changes() {
-			r.status.poke()
+			r.status.pokeGateway()
 		}
 	}()
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -35,8 +35,10 @@ type statusWork struct {
 // controllerName mode, this Gateway's entries in its routes' and
 // BackendTLSPolicies' status, and why passed-over classes and Gateways are
 // not served; each only when it changed, retrying on conflicts: many
-// controllers write the same routes.
-func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress) error {
+// controllers write the same routes. With gatewayOnly it writes the served
+// Gateway's status alone: all a change of the fleet's acknowledgements can
+// change.
+func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress, gatewayOnly bool) error {
 	w.gateway = work.target.Gateway
 	st := work.status
 	if st == nil {
@@ -46,6 +48,9 @@ func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet 
 		if err := w.writeGateway(ctx, w.gateway, programmed(*gs, fleet, addresses, w.opts.EnvoyService != ""), addresses, true); err != nil {
 			return err
 		}
+	}
+	if gatewayOnly {
+		return nil
 	}
 	if cs, ok := st.GatewayClasses[work.target.Class]; ok {
 		if err := w.writeClass(ctx, work.target.Class, cs.Conditions, cs.SupportedFeatures); err != nil {

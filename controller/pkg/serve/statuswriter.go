@@ -29,7 +29,12 @@ type statusWriter struct {
 
 	mu     sync.Mutex
 	latest *statusWork
-	kick   chan struct{}
+	// objectsDirty says more than the Gateway may need writing: new
+	// status, a status-only change to an object we write, or a failed pass.
+	objectsDirty bool
+	// lastWritten is the work of the last complete pass.
+	lastWritten *statusWork
+	kick        chan struct{}
 
 	// gateway is the Gateway being written, during a pass.
 	gateway types.NamespacedName
@@ -48,9 +53,18 @@ func (w *statusWriter) set(work *statusWork) {
 	w.poke()
 }
 
-// poke asks for the status to be written again, for example because the
-// fleet's acknowledgements changed Programmed.
+// poke asks for every status to be checked and written again, for example
+// because someone else wrote a route's status.
 func (w *statusWriter) poke() {
+	w.mu.Lock()
+	w.objectsDirty = true
+	w.mu.Unlock()
+	w.pokeGateway()
+}
+
+// pokeGateway asks for the Gateway's status to be written again: the
+// fleet's acknowledgements changed Programmed, and nothing else.
+func (w *statusWriter) pokeGateway() {
 	select {
 	case w.kick <- struct{}{}:
 	default:
@@ -69,15 +83,18 @@ func (w *statusWriter) Start(ctx context.Context) error {
 		}
 		w.mu.Lock()
 		st := w.latest
+		gatewayOnly := !w.objectsDirty && st == w.lastWritten
+		w.objectsDirty = false
 		w.mu.Unlock()
 		if st == nil {
 			continue
 		}
 		addresses, err := w.addresses(ctx, st.target.Gateway)
 		if err == nil {
-			err = w.writeStatus(ctx, st, w.fleet(), addresses)
+			err = w.writeStatus(ctx, st, w.fleet(), addresses, gatewayOnly)
 		}
 		if err == nil {
+			w.lastWritten = st
 			backoff.Forget("status")
 			continue
 		}

@@ -66,16 +66,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	if err := gatewayclass.Check(ctx, r.Client, class); err != nil {
+	classProfile, err := gatewayclass.Check(ctx, r.Client, class)
+	if err != nil {
 		if !params.IsInvalid(err) {
 			return ctrl.Result{}, err
 		}
 		msg := fmt.Sprintf("GatewayClass %s is not accepted: %v", class.Name, err)
 		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonPending), msg)
-	}
-	classProfile, err := params.ForClass(ctx, r.Client, class)
-	if err != nil {
-		return ctrl.Result{}, err
 	}
 	profile, err := params.ForGateway(ctx, r.Client, gw, classProfile)
 	if err != nil {

@@ -77,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if string(gc.Spec.ControllerName) != r.ControllerName {
 		return ctrl.Result{}, nil
 	}
-	paramsErr := Check(ctx, r.Client, gc)
+	_, paramsErr := Check(ctx, r.Client, gc)
 	if paramsErr != nil && !params.IsInvalid(paramsErr) {
 		return ctrl.Result{}, paramsErr
 	}
@@ -99,17 +99,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // Check resolves a class's parametersRef and renders a fleet from it for a
 // sample Gateway, so that a profile the operator could not use is refused
 // on the class, where a person sees it, rather than on every Gateway.
-func Check(ctx context.Context, c client.Reader, gc *gatewayv1.GatewayClass) error {
+// It returns the class's resolved profile.
+func Check(ctx context.Context, c client.Reader, gc *gatewayv1.GatewayClass) (*params.Profile, error) {
 	p, err := params.ForClass(ctx, c, gc)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sample := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "check", Namespace: "check"},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(gc.Name)}}
-	if _, err := render.Render(render.Input{Gateway: sample, Spec: p.Spec}); err != nil {
-		return params.Invalidf("ContourDeployment %s: %v", p.Sources, err)
+	if err := render.Check(p.Spec); err != nil {
+		return nil, params.Invalidf("ContourDeployment %s: %v", p.Sources, err)
 	}
-	return nil
+	return p, nil
 }
 
 // supportedVersion compares the installed Gateway API CRDs' bundle version

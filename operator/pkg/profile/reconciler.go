@@ -106,8 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	next.ObservedGeneration = cd.Generation
 	cond := metav1.Condition{Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAccepted,
 		Message: "fleets can be rendered from this profile", ObservedGeneration: cd.Generation}
-	sample := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "check", Namespace: cd.Namespace}}
-	if _, err := render.Render(render.Input{Gateway: sample, Spec: cd.Spec}); err != nil {
+	if err := render.Check(cd.Spec); err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonInvalid, err.Error()
 	}
 	meta.SetStatusCondition(&next.Conditions, cond)

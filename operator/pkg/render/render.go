@@ -161,6 +161,15 @@ func Labels(gw *gatewayv1.Gateway, c fleet.Component) map[string]string {
 	return r.labels(c)
 }
 
+// Check renders a fleet from spec for a sample Gateway: a profile the
+// operator could not use is refused where it is referenced (class,
+// profile status) rather than on every Gateway.
+func Check(spec v1alpha1.ContourDeploymentSpec) error {
+	sample := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "check", Namespace: "check"}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "check"}}
+	_, err := Render(Input{Gateway: sample, Spec: spec})
+	return err
+}
+
 // renderer carries the input through the object builders.
 type renderer struct {
 	in         Input
