@@ -28,6 +28,7 @@ import (
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/e2e/harness"
 	"isobar.dev/operator/pkg/certs"
+	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
 )
 
@@ -315,6 +316,15 @@ func TestOperatorProvisionsFleet(t *testing.T) {
 		MinReplicas:    ptr.To[int32](2), MaxReplicas: 10,
 	}}
 	create(t, ctx, hpa)
+	// The autoscaler's manager scales only after the operator has seen the
+	// autoscaler: until then the operator still owns replicas, as it should.
+	eventually(t, 30*time.Second, "the operator releasing the Envoy Deployment's replicas", func() bool {
+		envoy := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, keyOf(ns, n.Envoy), envoy); err != nil {
+			t.Fatal(err)
+		}
+		return !ownsReplicas(envoy, provision.FieldOwner)
+	})
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -578,4 +588,16 @@ func TestOperatorStaticFleet(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, "edge"), &v1alpha1.ContourDeployment{})) &&
 			apierrors.IsNotFound(env.Client.Get(ctx, keyOf("", n.ClusterRole), &rbacv1.ClusterRole{}))
 	})
+}
+
+// ownsReplicas reports whether manager applied the Deployment's
+// spec.replicas.
+func ownsReplicas(d *appsv1.Deployment, manager string) bool {
+	for _, m := range d.ManagedFields {
+		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.FieldsV1 != nil &&
+			strings.Contains(string(m.FieldsV1.Raw), `"f:replicas"`) {
+			return true
+		}
+	}
+	return false
 }
