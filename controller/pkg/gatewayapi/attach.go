@@ -108,7 +108,7 @@ func (t *gatewayTranslator) attachParent(r route, a *attachment) {
 		// A route that loses its hostnames to a route of the other kind
 		// is still attached (attachedRoutes depends on parentRefs and
 		// allowedRoutes alone) but not accepted there.
-		l.attached++
+		t.countAttached(l)
 		if !l.usable() {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -105,7 +106,7 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 		suffix = "/grpc" // gRPC needs HTTP/2 whatever the Service says
 	}
 	spec := clusterSpec{
-		name: fmt.Sprintf("%s/%s/%d%s", ns, ref.Name, *ref.Port, suffix),
+		name: ns + "/" + string(ref.Name) + "/" + strconv.Itoa(int(*ref.Port)) + suffix,
 		svc:  svc, port: sp, want: want, grpc: fromKind == "GRPCRoute",
 	}
 	if fromKind != "UDPRoute" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -13,9 +12,9 @@ import (
 	"isobar.dev/controller/pkg/ir"
 )
 
-// table collects the virtual hosts of one Envoy listener before they are
-// put in order. HTTP listeners have one route table; HTTPS listeners have
-// one per server name, each its own filter chain.
+// table collects the virtual hosts of one Envoy listener. HTTP listeners
+// have one route table; HTTPS listeners have one per server name, each its
+// own filter chain.
 type table struct {
 	family  family
 	port    int32
@@ -23,31 +22,8 @@ type table struct {
 	hosts   map[string]*vhost  // by domain
 	streams map[string]*stream // by server name; "" for TCP and UDP
 	https   bool               // an HTTPS listener shares the port
-}
-
-type vhost struct {
-	domain string
-	certs  []string
-	// adds are the routes' contributions, flattened into entries only when
-	// the virtual host must be sorted again; fingerprint and n identify the
-	// set of IR routes they hold.
-	adds        []vhostAdd
-	fingerprint uint64
-	n           int
-}
-
-type vhostAdd struct {
-	meta  *metav1.ObjectMeta
-	rules [][]*ir.Route
-}
-
-// entry is a route with what orders it among its virtual host's routes.
-type entry struct {
-	route     *ir.Route
-	created   metav1.Time
-	namespace string
-	name      string
-	rule      int
+	// domains are the hosts' keys in order; nil when a host came or went.
+	domains []string
 }
 
 func (t *gatewayTranslator) table(l *listener) *table {
@@ -68,27 +44,37 @@ func (tb *table) host(domain string, certs []string) *vhost {
 	if !ok {
 		v = &vhost{domain: domain, certs: certs}
 		tb.hosts[domain] = v
+		tb.domains = nil
 	}
 	return v
 }
 
+func (tb *table) sortedDomains() []string {
+	if tb.domains == nil {
+		tb.domains = sortedKeys(tb.hosts)
+	}
+	return tb.domains
+}
+
 // addRoutes adds a route's translated rules to the virtual hosts of its
 // hostnames on listener l.
-func (t *gatewayTranslator) addRoutes(l *listener, hosts []string, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
+func (t *gatewayTranslator) addRoutes(l *listener, hosts []string, o *outcome, rules [][]*ir.Route) {
 	tb := t.table(l)
-	var fp uint64
-	n := 0
-	for _, rs := range rules {
-		for _, r := range rs {
-			fp += routeHash(r)
-			n++
-		}
-	}
 	for _, h := range hosts {
-		v := tb.host(h, l.certificates)
-		v.adds = append(v.adds, vhostAdd{meta: meta, rules: rules})
-		v.fingerprint += fp
-		v.n += n
+		tb.host(h, l.certificates).add(o.meta, o.rank, t.state.epoch, rules)
+	}
+}
+
+// removeRoutes takes back what addRoutes added. A virtual host no route
+// holds any more goes (build gives listener hostnames theirs back).
+func (t *gatewayTranslator) removeRoutes(l *listener, hosts []string, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
+	tb := t.table(l)
+	for _, h := range hosts {
+		v := tb.hosts[h]
+		if v.remove(meta, rules) {
+			delete(tb.hosts, h)
+			tb.domains = nil
+		}
 	}
 }
 
@@ -108,7 +94,11 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 	}
 	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name}
 	for _, tb := range t.tables {
-		g.Listeners = append(g.Listeners, tb.listener(t))
+		// The state keeps tables its routes have left, and those of
+		// stream routes that are gone.
+		if len(tb.hosts) > 0 || len(tb.streams) > 0 {
+			g.Listeners = append(g.Listeners, tb.listener())
+		}
 	}
 	slices.SortFunc(g.Listeners, func(a, b *ir.Listener) int { return cmp.Compare(a.Port, b.Port) })
 	for _, c := range t.clusters {
@@ -122,13 +112,13 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 	return g
 }
 
-func (tb *table) listener(t *gatewayTranslator) *ir.Listener {
+func (tb *table) listener() *ir.Listener {
 	switch tb.family {
 	case familyHTTP:
 		name := fmt.Sprintf("http_%d", tb.port)
 		rt := &ir.RouteTable{Name: name}
-		for _, d := range sortedKeys(tb.hosts) {
-			rt.VirtualHosts = append(rt.VirtualHosts, t.virtualHost(name, tb.hosts[d]))
+		for _, d := range tb.sortedDomains() {
+			rt.VirtualHosts = append(rt.VirtualHosts, tb.hosts[d].virtualHost())
 		}
 		return &ir.Listener{Name: name, Protocol: ir.HTTP, Port: tb.port, ContainerPort: tb.cport, HTTP: rt}
 	case familyTCP, familyUDP:
@@ -149,11 +139,11 @@ func (tb *table) listener(t *gatewayTranslator) *ir.Listener {
 		name, proto = fmt.Sprintf("https_%d", tb.port), ir.HTTPS
 	}
 	l := &ir.Listener{Name: name, Protocol: proto, Port: tb.port, ContainerPort: tb.cport}
-	for _, d := range sortedKeys(tb.hosts) {
+	for _, d := range tb.sortedDomains() {
 		v := tb.hosts[d]
 		c := &ir.Chain{
 			Certificates: v.certs,
-			HTTP:         &ir.RouteTable{Name: name + "/" + d, VirtualHosts: []*ir.VirtualHost{t.virtualHost(name, v)}},
+			HTTP:         &ir.RouteTable{Name: name + "/" + d, VirtualHosts: []*ir.VirtualHost{v.virtualHost()}},
 		}
 		if d != "*" {
 			c.ServerNames = []string{d}
@@ -181,87 +171,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// sortedVhost is a virtual host built by an earlier translation, with the
-// fingerprint of the routes it was built from.
-type sortedVhost struct {
-	fingerprint uint64
-	n           int
-	vh          *ir.VirtualHost
-}
-
-// virtualHost puts a virtual host's routes in precedence order, or reuses
-// the earlier translation's virtual host when it holds the same routes: an
-// IR route's place depends only on the route object it came from, which a
-// cached IR route implies.
-func (t *gatewayTranslator) virtualHost(listener string, v *vhost) *ir.VirtualHost {
-	key := t.gw.Namespace + "/" + t.gw.Name + "/" + listener + "/" + v.domain
-	c := t.cache
-	if old, ok := c.vhosts[key]; ok && old.fingerprint == v.fingerprint && old.n == v.n {
-		c.freshVhosts[key] = old
-		return old.vh
-	}
-	entries := make([]entry, 0, v.n)
-	for _, a := range v.adds {
-		for i, rs := range a.rules {
-			for _, r := range rs {
-				entries = append(entries, entry{route: r, created: a.meta.CreationTimestamp, namespace: a.meta.Namespace, name: a.meta.Name, rule: i})
-			}
-		}
-	}
-	slices.SortStableFunc(entries, precedence)
-	vh := &ir.VirtualHost{Name: v.domain, Domains: []string{v.domain}, Routes: make([]*ir.Route, len(entries))}
-	for i, e := range entries {
-		vh.Routes[i] = e.route
-	}
-	c.freshVhosts[key] = &sortedVhost{fingerprint: v.fingerprint, n: v.n, vh: vh}
-	return vh
-}
-
-// routeHash maps an IR route's identity to 64 well-mixed bits (splitmix64
-// of its address), so that a virtual host's routes hash to their sum in any
-// order.
-func routeHash(r *ir.Route) uint64 {
-	x := uint64(uintptr(unsafe.Pointer(r))) + 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-// precedence orders routes as the Gateway API says (HTTPRouteRule): exact
-// paths, then (an Isobar choice) regular expressions, then prefixes, longer
-// first; then routes with a method; more headers; more query parameters;
-// then the older route, then by namespace and name, then rule order.
-func precedence(a, b entry) int {
-	ma, mb := &a.route.Match, &b.route.Match
-	return cmp.Or(
-		cmp.Compare(pathRank(ma.PathType), pathRank(mb.PathType)),
-		-cmp.Compare(len(ma.Path), len(mb.Path)),
-		-cmp.Compare(boolRank(ma.Method != ""), boolRank(mb.Method != "")),
-		-cmp.Compare(len(ma.Headers), len(mb.Headers)),
-		-cmp.Compare(len(ma.QueryParams), len(mb.QueryParams)),
-		a.created.Compare(b.created.Time),
-		strings.Compare(a.namespace, b.namespace),
-		strings.Compare(a.name, b.name),
-		cmp.Compare(a.rule, b.rule),
-	)
-}
-
-func pathRank(p ir.PathMatchType) int {
-	switch p {
-	case ir.PathExact:
-		return 0
-	case ir.PathRegex:
-		return 1
-	default:
-		return 2
-	}
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -162,8 +162,10 @@ func fingerprintLost(lost map[*metav1.ObjectMeta]map[int]string) uint64 {
 	}
 	var keys []string
 	for m, ls := range lost {
-		for l := range ls {
-			keys = append(keys, m.Namespace+"/"+m.Name+"/"+string(m.UID)+"#"+strconv.Itoa(l))
+		for l, why := range ls {
+			// The message names the winner and the hostname: a loser's
+			// status changes with them.
+			keys = append(keys, m.Namespace+"/"+m.Name+"/"+string(m.UID)+"#"+strconv.Itoa(l)+"#"+why)
 		}
 	}
 	slices.Sort(keys)

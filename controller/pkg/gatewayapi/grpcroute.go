@@ -14,7 +14,7 @@ import (
 // the same virtual hosts as HTTPRoutes, to clusters that speak HTTP/2.
 func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute) {
 	r := route{kind: "GRPCRoute", meta: &gr.ObjectMeta, parentRefs: gr.Spec.ParentRefs, hostnames: gr.Spec.Hostnames}
-	t.attachRequestRoute(gr, r, len(gr.Spec.Rules), func(resolved *conditions) ([][]*ir.Route, ruleProblems) {
+	t.attachRequestRoute(r, len(gr.Spec.Rules), func(resolved *conditions) ([][]*ir.Route, ruleProblems) {
 		var problems ruleProblems
 		out := make([][]*ir.Route, len(gr.Spec.Rules))
 		for i := range gr.Spec.Rules {

@@ -15,20 +15,20 @@ import (
 // translates its rules into the route tables and records its status.
 func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute) {
 	r := route{kind: "HTTPRoute", meta: &hr.ObjectMeta, parentRefs: hr.Spec.ParentRefs, hostnames: hr.Spec.Hostnames}
-	t.attachRequestRoute(hr, r, len(hr.Spec.Rules), func(resolved *conditions) ([][]*ir.Route, ruleProblems) {
+	t.attachRequestRoute(r, len(hr.Spec.Rules), func(resolved *conditions) ([][]*ir.Route, ruleProblems) {
 		return t.translateHTTPRules(hr, resolved)
 	})
 }
 
 // attachRequestRoute attaches an HTTPRoute or GRPCRoute, whose rules become
-// HTTP routes in the virtual hosts of its hostnames, and records its status.
-func (t *gatewayTranslator) attachRequestRoute(key any, r route, rules int, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) {
-	if o, ok := t.cache.outcome(t.gw, key, t.ctx); ok {
-		t.replay(o)
+// HTTP routes in the virtual hosts of its hostnames, records what that
+// adds up to as the route's outcome and applies it to the state.
+func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) {
+	o := t.record(r.kind, r.meta)
+	if o == nil {
 		return
 	}
-	t.startRecording(string(r.kind), r.meta)
-	defer t.stopRecording(key)
+	defer t.apply(o)
 	atts := t.attach(r)
 	if len(atts) == 0 {
 		return
@@ -37,7 +37,7 @@ func (t *gatewayTranslator) attachRequestRoute(key any, r route, rules int, tran
 	var problems ruleProblems
 	resolved := conditions{generation: r.meta.Generation}
 	if anyAccepted(atts) {
-		routes, problems, resolved = t.cachedRules(key, r.meta.Generation, translate)
+		routes, problems, resolved = t.cachedRules(r.meta, translate)
 	}
 	resolved.set(string(gatewayv1.RouteConditionResolvedRefs), true, string(gatewayv1.RouteReasonResolvedRefs), "All references are resolved")
 	for _, a := range atts {
@@ -46,20 +46,16 @@ func (t *gatewayTranslator) attachRequestRoute(key any, r route, rules int, tran
 		}
 		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
 			for i, l := range a.listeners {
-				lr := redirectsFor(l, routes)
-				t.addRoutes(l, a.hosts[i], r.meta, lr)
-				t.rec.o.added = append(t.rec.o.added, addition{listener: slices.Index(t.listeners, l), hosts: a.hosts[i], routes: lr})
+				o.added = append(o.added, addition{listener: slices.Index(t.listeners, l), hosts: a.hosts[i], routes: redirectsFor(l, routes)})
 			}
 		}
 		c := resolved.get(string(gatewayv1.RouteConditionResolvedRefs))
 		a.conds.set(c.Type, c.Status == "True", c.Reason, c.Message)
-		st := gatewayv1.RouteParentStatus{
+		o.statuses = append(o.statuses, gatewayv1.RouteParentStatus{
 			ParentRef:      a.ref,
 			ControllerName: t.controller,
 			Conditions:     a.conds.sorted(),
-		}
-		t.status.addRoute(string(r.kind), r.meta, st)
-		t.rec.o.statuses = append(t.rec.o.statuses, st)
+		})
 	}
 }
 
@@ -246,8 +242,8 @@ func mergeHeaders(h *ir.HeaderModifier, f *gatewayv1.HTTPHeaderFilter) (*ir.Head
 			if err := checkToken("header name", string(x.Name)); err != nil {
 				return nil, err
 			}
-			if err := checkValue("header "+string(x.Name)+" value", x.Value); err != nil {
-				return nil, err
+			if !goodValue(x.Value) {
+				return nil, checkValue("header "+string(x.Name)+" value", x.Value)
 			}
 			*list.out = append(*list.out, ir.Header{Name: string(x.Name), Value: x.Value})
 		}
@@ -402,13 +398,15 @@ func httpMatch(m *gatewayv1.HTTPRouteMatch) (ir.Match, error) {
 
 func stringMatch(what, name, value string, regex bool) (ir.StringMatch, error) {
 	sm := ir.StringMatch{Name: name, Value: value, Regex: regex}
-	if err := checkToken(what+" name", name); err != nil {
-		return sm, err
-	}
-	if regex {
+	switch {
+	case !goodToken(name):
+		return sm, checkToken(what+" name", name)
+	case regex:
 		return sm, checkRegex(what+" "+name+" regular expression", value)
+	case !goodValue(value):
+		return sm, checkValue(what+" "+name+" value", value)
 	}
-	return sm, checkValue(what+" "+name+" value", value)
+	return sm, nil
 }
 
 // checkReplacement checks a replacement path; empty means "/".

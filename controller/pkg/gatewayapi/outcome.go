@@ -1,31 +1,37 @@
 package gatewayapi
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/resources"
 )
 
 // An outcome is everything attaching one HTTPRoute or GRPCRoute to one
 // Gateway did: its parent statuses, the listeners it counted on, the routes
-// it added to virtual hosts and the clusters those use. While the route
-// object, the Gateway's context and the backend world are unchanged, a
-// translation replays the outcome instead of attaching the route again, so
-// that a change to one route of many costs little more than that route.
+// it added to virtual hosts and the clusters those use. A Gateway's state
+// is the sum of its routes' outcomes, so that a route that changes is a
+// subtraction and an addition instead of a translation of every route.
 type outcome struct {
-	ctx      gatewayContext
 	statuses []gatewayv1.RouteParentStatus
 	counted  []int // indexes of listeners whose attachedRoutes it adds to
 	added    []addition
 	clusters []clusterSpec
 	kind     string
 	meta     *metav1.ObjectMeta
-	// epoch is the last translation that used the outcome; unused ones
-	// are swept out now and then.
+	// rules are the route's translated rules, reused when the Gateway's
+	// context changes but the world rules depend on does not.
+	rules *cachedRules
+	// epoch is the last translation whose snapshot held the route.
 	epoch uint64
+	// rank is the route's place among the routes attached with it.
+	rank int32
 }
 
 type addition struct {
@@ -35,9 +41,12 @@ type addition struct {
 }
 
 // gatewayContext is what attachment depends on besides the route: the
-// Gateway object, which of its listeners are usable, the namespaces (for
-// selectors) and the backend world.
+// Gateway's spec, which of its listeners are usable, the namespaces (for
+// selectors) and the backend world. While it stays the same, the outcome of
+// a route object stays the same.
 type gatewayContext struct {
+	// gw is the Gateway object the context was first seen with: a new
+	// object with the same spec (a status write) keeps it.
 	gw         *gatewayv1.Gateway
 	usable     string
 	namespaces uint64
@@ -47,99 +56,184 @@ type gatewayContext struct {
 	conflicts uint64
 }
 
-func (t *gatewayTranslator) context() gatewayContext {
-	var b strings.Builder
+// gatewayState is what the HTTPRoutes and GRPCRoutes of one Gateway add up
+// to in one context: kept between translations and brought up to date by
+// the routes that came, went or changed.
+type gatewayState struct {
+	ctx   gatewayContext
+	epoch uint64
+	// applied holds the outcome of every route object in the state, by
+	// its metadata (the same for both kinds).
+	applied  map[*metav1.ObjectMeta]*outcome
+	attached []int32 // per listener
+	tables   map[gatewayv1.PortNumber]*table
+	clusters map[clusterSpec]int // by the number of outcomes using them
+	routes   map[RouteKey][]gatewayv1.RouteParentStatus
+}
+
+// newGatewayState returns an empty state sized for the given number of
+// routes.
+func newGatewayState(ctx gatewayContext, listeners, routes int) *gatewayState {
+	return &gatewayState{
+		ctx:      ctx,
+		applied:  make(map[*metav1.ObjectMeta]*outcome, routes),
+		attached: make([]int32, listeners),
+		tables:   map[gatewayv1.PortNumber]*table{},
+		clusters: map[clusterSpec]int{},
+		routes:   make(map[RouteKey][]gatewayv1.RouteParentStatus, routes),
+	}
+}
+
+func (t *gatewayTranslator) context(prev *gatewayState) gatewayContext {
+	var usable []byte
 	for _, l := range t.listeners {
 		if l.usable() {
-			b.WriteByte('1')
+			usable = append(usable, '1')
 		} else {
-			b.WriteByte('0')
+			usable = append(usable, '0')
 		}
 	}
-	return gatewayContext{gw: t.gw, usable: b.String(), namespaces: t.idx.namespacesVersion, world: t.idx.world}
+	gw := t.gw
+	if prev != nil && sameSpec(prev.ctx.gw, gw) {
+		gw = prev.ctx.gw
+	}
+	return gatewayContext{gw: gw, usable: string(usable), namespaces: t.idx.namespacesVersion, world: t.idx.world}
 }
 
-// recorder collects an outcome while a route is attached for real.
-type recorder struct {
-	o        *outcome
-	attached []int32
+// sameSpec reports whether two Gateway objects translate alike: the
+// listeners come from the spec alone (the generation in listener
+// conditions is read from the current object on every translation).
+func sameSpec(a, b *gatewayv1.Gateway) bool {
+	return a == b || a.UID == b.UID && a.Namespace == b.Namespace && a.Name == b.Name &&
+		apiequality.Semantic.DeepEqual(a.Spec, b.Spec)
 }
 
-func (t *gatewayTranslator) startRecording(kind string, meta *metav1.ObjectMeta) {
-	rec := &recorder{o: &outcome{ctx: t.ctx, kind: kind, meta: meta}}
-	for _, l := range t.listeners {
-		rec.attached = append(rec.attached, l.attached)
-	}
-	t.rec = rec
-}
-
-func (t *gatewayTranslator) stopRecording(key any) {
-	rec := t.rec
-	t.rec = nil
-	for i, l := range t.listeners {
-		for n := rec.attached[i]; n < l.attached; n++ {
-			rec.o.counted = append(rec.o.counted, i)
-		}
-	}
-	t.cache.storeOutcome(t.gw, key, rec.o)
-}
-
-// replay applies a recorded outcome as attaching the route would.
-func (t *gatewayTranslator) replay(o *outcome) {
-	for _, i := range o.counted {
-		t.listeners[i].attached++
-	}
-	for _, s := range o.clusters {
-		t.ensureCluster(s)
-	}
-	for _, a := range o.added {
-		t.addRoutes(t.listeners[a.listener], a.hosts, o.meta, a.routes)
-	}
-	t.status.addRoutes(o.kind, o.meta, o.statuses)
-}
-
-func (c *cache) outcome(gw *gatewayv1.Gateway, key any, ctx gatewayContext) (*outcome, bool) {
-	o, ok := c.outcomes[gw][key]
-	if !ok || o.ctx != ctx {
-		return nil, false
-	}
-	o.epoch = c.epoch
-	c.used[gw]++
-	return o, true
-}
-
-// storeOutcome records an outcome in the persistent map; marking what a
-// translation used, rather than copying it into a fresh map, keeps the
-// cost of an unchanged route to a field write.
-func (c *cache) storeOutcome(gw *gatewayv1.Gateway, key any, o *outcome) {
-	m, ok := c.outcomes[gw]
-	if !ok {
-		m = map[any]*outcome{}
-		c.outcomes[gw] = m
-	}
-	if old, ok := m[key]; !ok || old.epoch != c.epoch {
-		c.used[gw]++
-	}
-	o.epoch = c.epoch
-	m[key] = o
-}
-
-// sweepOutcomes forgets the outcomes of Gateways this translation did not
-// see, and of routes it did not use once they are a quarter of a Gateway's
-// outcomes, so a deleted route's outcome does not outlive it for long and
-// sweeping stays amortised.
-func (c *cache) sweepOutcomes() {
-	for gw, m := range c.outcomes {
-		used := c.used[gw]
-		switch stale := len(m) - used; {
-		case used == 0:
-			delete(c.outcomes, gw)
-		case stale > 0 && stale >= len(m)/4:
-			for k, o := range m {
-				if o.epoch != c.epoch {
-					delete(m, k)
-				}
+// update brings the state up to date with the snapshot's HTTPRoutes and
+// GRPCRoutes: it takes back what the routes no longer there (deleted, or
+// replaced by a changed object) added, then attaches the routes it has not
+// seen. Takeaways come first because a changed route's old and new
+// objects share a status key.
+func (t *gatewayTranslator) update(res *resources.Resources) {
+	s := t.state
+	s.epoch++
+	newHTTP, seenHTTP := unseen(s, res.HTTPRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+	newGRPC, seenGRPC := unseen(s, res.GRPCRoutes, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+	if seenHTTP+seenGRPC < len(s.applied) {
+		for m, o := range s.applied {
+			if o.epoch != s.epoch {
+				t.takeBack(o)
+				delete(s.applied, m)
 			}
 		}
 	}
+	// Oldest first, so that the routes' entries reach their virtual
+	// hosts in route order (see sortBulk).
+	fresh := make([]newRoute, 0, len(newHTTP)+len(newGRPC))
+	for _, r := range newHTTP {
+		fresh = append(fresh, newRoute{meta: &r.ObjectMeta, http: r})
+	}
+	for _, r := range newGRPC {
+		fresh = append(fresh, newRoute{meta: &r.ObjectMeta, grpc: r})
+	}
+	slices.SortFunc(fresh, func(a, b newRoute) int { return compareRoutes(a.meta, b.meta) })
+	for i, r := range fresh {
+		t.rank = int32(i)
+		if r.http != nil {
+			t.attachHTTPRoute(r.http)
+		} else {
+			t.attachGRPCRoute(r.grpc)
+		}
+	}
+}
+
+type newRoute struct {
+	meta *metav1.ObjectMeta
+	http *gatewayv1.HTTPRoute
+	grpc *gatewayv1.GRPCRoute
+}
+
+// compareRoutes orders routes as precedence does among equal matches: the
+// older first, then by namespace and name.
+func compareRoutes(a, b *metav1.ObjectMeta) int {
+	if a == b {
+		return 0
+	}
+	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
+// unseen marks the routes the state holds as seen in this translation, and
+// returns the others and how many it marked.
+func unseen[T any](s *gatewayState, routes []*T, meta func(*T) *metav1.ObjectMeta) ([]*T, int) {
+	var out []*T
+	seen := 0
+	for _, r := range routes {
+		if o, ok := s.applied[meta(r)]; !ok {
+			out = append(out, r)
+		} else if o.epoch != s.epoch {
+			o.epoch = s.epoch
+			seen++
+		}
+	}
+	return out, seen
+}
+
+// record starts the outcome of attaching a route; it returns nil when the
+// route's object is already in the state (a snapshot that lists it twice).
+func (t *gatewayTranslator) record(kind gatewayv1.Kind, meta *metav1.ObjectMeta) *outcome {
+	if _, done := t.state.applied[meta]; done {
+		return nil
+	}
+	t.rec = &outcome{kind: string(kind), meta: meta, epoch: t.state.epoch, rank: t.rank}
+	return t.rec
+}
+
+// apply adds a recorded outcome to the state.
+func (t *gatewayTranslator) apply(o *outcome) {
+	t.rec = nil
+	s := t.state
+	s.applied[o.meta] = o
+	for _, i := range o.counted {
+		s.attached[i]++
+	}
+	for _, c := range o.clusters {
+		s.clusters[c]++
+	}
+	for _, a := range o.added {
+		t.addRoutes(t.listeners[a.listener], a.hosts, o, a.routes)
+	}
+	if len(o.statuses) > 0 {
+		// Clipped, so that a later append copies instead of writing into
+		// the outcome.
+		s.routes[routeKey(o.kind, o.meta)] = o.statuses[:len(o.statuses):len(o.statuses)]
+	}
+}
+
+// takeBack subtracts an outcome from the state.
+func (t *gatewayTranslator) takeBack(o *outcome) {
+	s := t.state
+	for _, i := range o.counted {
+		s.attached[i]--
+	}
+	for _, c := range o.clusters {
+		if s.clusters[c]--; s.clusters[c] <= 0 {
+			delete(s.clusters, c)
+		}
+	}
+	for _, a := range o.added {
+		t.removeRoutes(t.listeners[a.listener], a.hosts, o.meta, a.routes)
+	}
+	if len(o.statuses) > 0 {
+		delete(s.routes, routeKey(o.kind, o.meta))
+	}
+}
+
+// countAttached counts a route on a listener's attachedRoutes: into the
+// outcome being recorded, or for TLS, TCP and UDP routes, which are
+// attached afresh on every translation, directly.
+func (t *gatewayTranslator) countAttached(l *listener) {
+	if t.rec != nil {
+		t.rec.counted = append(t.rec.counted, slices.Index(t.listeners, l))
+		return
+	}
+	l.attached++
 }

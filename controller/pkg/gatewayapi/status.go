@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -30,34 +31,38 @@ type RouteKey struct {
 	Name      string
 }
 
-func newStatus(routes int) *Status {
+func newStatus() *Status {
 	return &Status{
-		GatewayClasses: map[string]*gatewayv1.GatewayClassStatus{},
-		Gateways:       map[types.NamespacedName]*gatewayv1.GatewayStatus{},
-		Routes:         make(map[RouteKey][]gatewayv1.RouteParentStatus, routes),
-
+		GatewayClasses:     map[string]*gatewayv1.GatewayClassStatus{},
+		Gateways:           map[types.NamespacedName]*gatewayv1.GatewayStatus{},
+		Routes:             map[RouteKey][]gatewayv1.RouteParentStatus{},
 		BackendTLSPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
 	}
 }
 
+func routeKey(kind string, meta *metav1.ObjectMeta) RouteKey {
+	return RouteKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
+}
+
 func (s *Status) addRoute(kind string, meta *metav1.ObjectMeta, p gatewayv1.RouteParentStatus) {
-	k := RouteKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
+	k := routeKey(kind, meta)
 	s.Routes[k] = append(s.Routes[k], p)
 }
 
-// addRoutes adds a replayed outcome's parent statuses, sharing its slice
-// when the route has no others yet (capacity clipped, so that a later
-// append copies instead of writing into the outcome).
-func (s *Status) addRoutes(kind string, meta *metav1.ObjectMeta, ps []gatewayv1.RouteParentStatus) {
-	if len(ps) == 0 {
+// addGatewayRoutes adds the route parent statuses of one Gateway's state.
+// The first Gateway's are a copy of the map (the state changes with the
+// next translation; the statuses, clipped, are shared), which costs far
+// less than adding them one by one.
+func (s *Status) addGatewayRoutes(routes map[RouteKey][]gatewayv1.RouteParentStatus) {
+	if len(s.Routes) == 0 {
+		if len(routes) > 0 {
+			s.Routes = maps.Clone(routes)
+		}
 		return
 	}
-	k := RouteKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
-	if cur, ok := s.Routes[k]; ok {
-		s.Routes[k] = append(cur, ps...)
-		return
+	for k, ps := range routes {
+		s.Routes[k] = append(s.Routes[k], ps...)
 	}
-	s.Routes[k] = ps[:len(ps):len(ps)]
 }
 
 // conditions accumulates the conditions of one object. The first condition

@@ -46,17 +46,15 @@ func Translate(res *resources.Resources, opts Options) *Result {
 	return NewTranslator(opts).Translate(res)
 }
 
-// Translator translates snapshots and remembers what it can reuse: the
-// translated rules of each route, valid while the route object and every
-// Service and ReferenceGrant stay the same. Objects in a snapshot must not
-// be changed in place (informer caches replace an object when it changes),
-// since the cache recognises a route by its pointer.
+// Translator translates snapshots and remembers, per Gateway, what its
+// HTTPRoutes and GRPCRoutes add up to, so that the next snapshot costs what
+// changed in it: a route that changed is taken back and attached again, the
+// others are not looked at twice. Objects in a snapshot must not be changed
+// in place (informer caches replace an object when it changes), since the
+// state recognises a route by its object.
 type Translator struct {
-	opts     Options
-	rules    map[any]*cachedRules
-	outcomes map[*gatewayv1.Gateway]map[any]*outcome
-	epoch    uint64
-	vhosts   map[string]*sortedVhost
+	opts   Options
+	states map[types.NamespacedName]*gatewayState
 }
 
 // cachedRules is a route's translated rules and what translating them
@@ -69,16 +67,16 @@ type cachedRules struct {
 	clusters []clusterSpec
 }
 
-// NewTranslator returns a Translator with an empty cache.
+// NewTranslator returns a Translator that has seen nothing yet.
 func NewTranslator(opts Options) *Translator {
-	return &Translator{opts: opts, rules: map[any]*cachedRules{}, outcomes: map[*gatewayv1.Gateway]map[any]*outcome{}, vhosts: map[string]*sortedVhost{}}
+	return &Translator{opts: opts, states: map[types.NamespacedName]*gatewayState{}}
 }
 
 // Translate translates res. It never fails: what cannot be translated is
 // reported in the status of the object at fault, and the rest is translated.
 func (tr *Translator) Translate(res *resources.Resources) *Result {
 	idx := newIndex(res)
-	st := newStatus(len(res.HTTPRoutes) + len(res.GRPCRoutes) + len(res.TLSRoutes) + len(res.TCPRoutes) + len(res.UDPRoutes))
+	st := newStatus()
 	out := &Result{Status: st}
 	for _, class := range res.GatewayClasses {
 		if class.Spec.ControllerName == tr.opts.ControllerName {
@@ -87,64 +85,49 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 		}
 	}
 	streams := streamRoutes(res)
-	c := &cache{
-		rules: tr.rules, fresh: map[any]*cachedRules{}, world: idx.world,
-		outcomes: tr.outcomes, epoch: tr.epoch + 1, used: map[*gatewayv1.Gateway]int{},
-		vhosts: tr.vhosts, freshVhosts: map[string]*sortedVhost{},
-	}
+	c := &cache{fresh: map[*metav1.ObjectMeta]*cachedRules{}, world: idx.world}
+	states := map[types.NamespacedName]*gatewayState{}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
+		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 		t := &gatewayTranslator{idx: idx, status: st, gw: gw, controller: tr.opts.ControllerName, streams: streams, cache: c}
-		out.Gateways = append(out.Gateways, t.translate(res))
+		out.Gateways = append(out.Gateways, t.translate(res, tr.states[name]))
+		states[name] = t.state
 	}
-	// Keep only what this snapshot used, so deleted routes are forgotten.
-	c.sweepOutcomes()
-	tr.rules, tr.vhosts, tr.epoch = c.fresh, c.freshVhosts, c.epoch
+	// Gateways no longer translated are forgotten.
+	tr.states = states
 	return out
 }
 
-// cache is a Translator's rule cache during one translation.
+// cache shares translated rules between the Gateways of one translation.
 type cache struct {
-	rules map[any]*cachedRules // from the previous translation
-	fresh map[any]*cachedRules // used by this one
+	fresh map[*metav1.ObjectMeta]*cachedRules
 	world uint64
-
-	outcomes            map[*gatewayv1.Gateway]map[any]*outcome // persistent; see outcome.epoch
-	epoch               uint64
-	used                map[*gatewayv1.Gateway]int // outcomes used per Gateway
-	vhosts, freshVhosts map[string]*sortedVhost
 }
 
-// cachedRules returns the translated rules of route key, translating them
-// with translate on a miss.
-func (t *gatewayTranslator) cachedRules(key any, generation int64, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) ([][]*ir.Route, ruleProblems, conditions) {
+// cachedRules returns the translated rules of a route, translating them
+// with translate unless another Gateway did in this translation or this
+// Gateway's previous state holds them for the same world.
+func (t *gatewayTranslator) cachedRules(meta *metav1.ObjectMeta, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) ([][]*ir.Route, ruleProblems, conditions) {
 	c := t.cache
-	hit, ok := c.fresh[key]
+	hit, ok := c.fresh[meta]
+	if !ok && t.prev != nil {
+		if o := t.prev.applied[meta]; o != nil && o.rules != nil && o.rules.world == c.world {
+			hit, ok = o.rules, true
+			c.fresh[meta] = hit
+		}
+	}
 	if !ok {
-		hit, ok = c.rules[key]
-		if ok && hit.world != c.world {
-			ok = false
-		}
+		resolved := conditions{generation: meta.Generation}
+		var specs []clusterSpec
+		t.recording = &specs
+		routes, problems := translate(&resolved)
+		t.recording = nil
+		hit = &cachedRules{world: c.world, routes: routes, problems: problems, resolved: resolved.list, clusters: specs}
+		c.fresh[meta] = hit
 	}
-	if ok {
-		c.fresh[key] = hit
-		for _, s := range hit.clusters {
-			t.ensureCluster(s)
-		}
-		if t.rec != nil {
-			t.rec.o.clusters = append(t.rec.o.clusters, hit.clusters...)
-		}
-		return hit.routes, hit.problems, conditions{generation: generation, list: slices.Clone(hit.resolved)}
-	}
-	resolved := conditions{generation: generation}
-	var specs []clusterSpec
-	t.recording = &specs
-	routes, problems := translate(&resolved)
-	t.recording = nil
-	if t.rec != nil {
-		t.rec.o.clusters = append(t.rec.o.clusters, specs...)
-	}
-	c.fresh[key] = &cachedRules{world: c.world, routes: routes, problems: problems, resolved: slices.Clone(resolved.list), clusters: specs}
-	return routes, problems, resolved
+	t.rec.rules = hit
+	t.rec.clusters = append(t.rec.clusters, hit.clusters...)
+	return hit.routes, hit.problems, conditions{generation: meta.Generation, list: slices.Clone(hit.resolved)}
 }
 
 // selectGateways returns the Gateways to translate, ordered by namespace and
@@ -179,10 +162,12 @@ type gatewayTranslator struct {
 	cache   *cache
 	// recording collects the clusters that rules being translated use.
 	recording *[]clusterSpec
-	// ctx is this Gateway's context for outcomes; rec records the outcome
-	// of the route being attached.
-	ctx gatewayContext
-	rec *recorder
+	// state is what the Gateway's HTTPRoutes and GRPCRoutes add up to;
+	// prev is the state of the previous translation when its context was
+	// not this one's. rec is the outcome of the route being attached.
+	state, prev *gatewayState
+	rec         *outcome
+	rank        int32 // of the route being attached; see update
 
 	listeners []*listener
 	// lost are the listeners where an HTTPRoute or GRPCRoute loses a
@@ -190,30 +175,44 @@ type gatewayTranslator struct {
 	lost     map[*metav1.ObjectMeta]map[int]string
 	clusters map[string]*ir.Cluster
 	secrets  map[string]*ir.Secret
-	// vhosts collects the routes of each (Envoy listener, route table,
-	// domain) before they are sorted into precedence order.
+	// tables are the state's, per port: the virtual hosts of HTTPRoutes
+	// and GRPCRoutes persist, the streams of TLS, TCP and UDP routes are
+	// attached afresh.
 	tables map[gatewayv1.PortNumber]*table
 }
 
-func (t *gatewayTranslator) translate(res *resources.Resources) *ir.Gateway {
+// translate translates the Gateway, starting from its previous state when
+// the context is the same.
+func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewayState) *ir.Gateway {
 	t.clusters = map[string]*ir.Cluster{}
 	t.secrets = map[string]*ir.Secret{}
-	t.tables = map[gatewayv1.PortNumber]*table{}
 	t.listeners = t.validateListeners()
 	var conflicts uint64
 	t.lost, conflicts = t.kindConflicts(res)
-	t.ctx = t.context()
-	t.ctx.conflicts = conflicts
-	for _, r := range res.HTTPRoutes {
-		t.attachHTTPRoute(r)
+	ctx := t.context(prev)
+	ctx.conflicts = conflicts
+	if prev != nil && prev.ctx == ctx {
+		t.state = prev
+	} else {
+		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(res.HTTPRoutes)+len(res.GRPCRoutes)), prev
 	}
-	for _, r := range res.GRPCRoutes {
-		t.attachGRPCRoute(r)
+	t.tables = t.state.tables
+	for _, tb := range t.tables {
+		clear(tb.streams)
 	}
+	t.update(res)
+	for i, l := range t.listeners {
+		l.attached = t.state.attached[i]
+	}
+	for spec := range t.state.clusters {
+		t.ensureCluster(spec)
+	}
+	t.status.addGatewayRoutes(t.state.routes)
 	for _, r := range t.streams {
 		t.attachStreamRoute(r)
 	}
 	g := t.build()
 	t.writeGatewayStatus()
+	t.prev = nil
 	return g
 }

@@ -101,7 +101,7 @@ func checkHostname(h string, wildcardOK bool) error {
 }
 
 func checkToken(what, v string) error {
-	if len(v) > 256 || !validToken(v) {
+	if !goodToken(v) {
 		return fmt.Errorf("%s %q is not a valid HTTP token", what, v)
 	}
 	return nil
@@ -109,11 +109,17 @@ func checkToken(what, v string) error {
 
 // checkValue allows what Envoy allows in a header value: no NUL, CR or LF.
 func checkValue(what, v string) error {
-	if len(v) > 4096 || strings.ContainsAny(v, "\x00\r\n") {
+	if !goodValue(v) {
 		return fmt.Errorf("%s %q contains control characters or is longer than 4096", what, v)
 	}
 	return nil
 }
+
+// goodToken and goodValue are the checks alone, for callers that build
+// the error's wording only when it is needed.
+func goodToken(v string) bool { return len(v) <= 256 && validToken(v) }
+
+func goodValue(v string) bool { return len(v) <= 4096 && !strings.ContainsAny(v, "\x00\r\n") }
 
 // checkPath checks a path match value or replacement: absolute, of URL path
 // characters, without "//" or dot segments that normalization would change.

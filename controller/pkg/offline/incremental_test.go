@@ -23,9 +23,6 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := gatewayapi.Options{ControllerName: DefaultControllerName}
-	stage1 := gatewayapi.NewTranslator(opts)
-	stage2 := map[string]*xds.Translator{}
 
 	steps := []struct {
 		name   string
@@ -73,35 +70,57 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 		{"TLS policy deleted", func(r *resources.Resources) { r.BackendTLSPolicies = r.BackendTLSPolicies[1:] }},
 	}
 	snapshot := *base
+	inc := newIncremental()
 	for _, step := range steps {
 		step.change(&snapshot)
 		res := snapshot
-		incremental := &Result{Input: &res, Gateways: stage1.Translate(&res)}
-		for _, g := range incremental.Gateways.Gateways {
-			x, ok := stage2[g.Name]
-			if !ok {
-				x = xds.NewTranslator(xds.DefaultSettings())
-				stage2[g.Name] = x
-			}
-			out, err := x.Translate(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			incremental.XDS = append(incremental.XDS, out)
+		inc.check(t, step.name, &res)
+	}
+}
+
+// incremental is the controller's pair of translators, kept across
+// snapshots.
+type incremental struct {
+	stage1 *gatewayapi.Translator
+	stage2 map[string]*xds.Translator
+}
+
+func newIncremental() *incremental {
+	return &incremental{
+		stage1: gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: DefaultControllerName}),
+		stage2: map[string]*xds.Translator{},
+	}
+}
+
+// check translates res incrementally and fails the test where the result
+// differs from a fresh translation's.
+func (inc *incremental) check(t *testing.T, step string, res *resources.Resources) {
+	t.Helper()
+	incremental := &Result{Input: res, Gateways: inc.stage1.Translate(res)}
+	for _, g := range incremental.Gateways.Gateways {
+		x, ok := inc.stage2[g.Name]
+		if !ok {
+			x = xds.NewTranslator(xds.DefaultSettings())
+			inc.stage2[g.Name] = x
 		}
-		fresh, err := Translate(&res, Options{Settings: xds.DefaultSettings()})
+		out, err := x.Translate(g)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, typ := range []string{"status", "ir", "routes", "clusters", "endpoints"} {
-			a, err := Render(incremental, typ, "yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := Render(fresh, typ, "yaml")
-			if !bytes.Equal(a, b) {
-				t.Errorf("%s: incremental %s differs from a fresh translation:\n%s", step.name, typ, firstDifference(b, a))
-			}
+		incremental.XDS = append(incremental.XDS, out)
+	}
+	fresh, err := Translate(res, Options{Settings: xds.DefaultSettings()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"status", "ir", "listeners", "routes", "clusters", "endpoints"} {
+		a, err := Render(incremental, typ, "yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := Render(fresh, typ, "yaml")
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: incremental %s differs from a fresh translation:\n%s", step, typ, firstDifference(b, a))
 		}
 	}
 }

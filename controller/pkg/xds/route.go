@@ -24,25 +24,19 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable) *routev3.RouteConfigur
 		ValidateClusters: wrapperspb.Bool(false),
 	}
 	for _, v := range t.VirtualHosts {
-		c, ok := x.freshVhosts[v]
+		vh, ok := x.freshVhosts[v]
 		if !ok {
-			if c, ok = x.vhosts[v]; ok {
-				// Keep the routes of a reused virtual host alive in
-				// the route cache too.
-				for _, r := range v.Routes {
-					x.fresh[r] = x.routes[r]
-				}
-			} else {
-				c = x.virtualHost(v)
+			if vh, ok = x.vhosts[v]; !ok {
+				vh = x.virtualHost(v)
 			}
-			x.freshVhosts[v] = c
+			x.freshVhosts[v] = vh
 		}
-		rc.VirtualHosts = append(rc.VirtualHosts, c.vh)
+		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}
 	return rc
 }
 
-func route(r *ir.Route) *routev3.Route {
+func (x *Translator) route(r *ir.Route) *routev3.Route {
 	out := &routev3.Route{Name: r.Name, Match: match(&r.Match)}
 	switch {
 	case r.Redirect != nil:
@@ -50,7 +44,7 @@ func route(r *ir.Route) *routev3.Route {
 	case r.DirectResponse != nil:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: r.DirectResponse.Status}}
 	case r.Destination != nil:
-		out.Action = &routev3.Route_Route{Route: routeAction(r)}
+		out.Action = x.action(r)
 	default:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 500}}
 	}
@@ -68,54 +62,39 @@ func route(r *ir.Route) *routev3.Route {
 	return out
 }
 
-// match translates a Gateway API match. A path prefix matches whole path
-// segments ("/foo" matches "/foo" and "/foo/bar", not "/foobar"), which is
-// Envoy's path_separated_prefix; a trailing slash in the prefix is ignored.
-func match(m *ir.Match) *routev3.RouteMatch {
-	out := &routev3.RouteMatch{}
-	switch m.PathType {
-	case ir.PathExact:
-		out.PathSpecifier = &routev3.RouteMatch_Path{Path: m.Path}
-	case ir.PathRegex:
-		out.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: m.Path}}
-	default:
-		p := strings.TrimRight(m.Path, "/")
-		if p == "" {
-			out.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: "/"}
-		} else {
-			out.PathSpecifier = &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: p}
+// action is the route action of r. Routes that only forward to one
+// cluster, most routes, share one action per cluster: one message instead
+// of tens of thousands, and marshalling does not care.
+func (x *Translator) action(r *ir.Route) *routev3.Route_Route {
+	c, plain := plainCluster(r)
+	if !plain {
+		return &routev3.Route_Route{Route: routeAction(r)}
+	}
+	a, ok := x.actions[c]
+	if !ok {
+		a = &routev3.Route_Route{Route: routeAction(r)}
+		x.actions[c] = a
+	}
+	return a
+}
+
+// plainCluster reports whether all routeAction makes of r is a cluster
+// name, and which.
+func plainCluster(r *ir.Route) (string, bool) {
+	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 {
+		return "", false
+	}
+	cluster, live := "", 0
+	for _, b := range r.Destination.Backends {
+		if b.Weight == 0 {
+			continue
 		}
+		if live++; b.Invalid || b.RequestHeaders != nil || b.ResponseHeaders != nil {
+			return "", false
+		}
+		cluster = b.Cluster
 	}
-	if m.Method != "" {
-		out.Headers = append(out.Headers, &routev3.HeaderMatcher{
-			Name:                 ":method",
-			HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: exact(m.Method)},
-		})
-	}
-	for _, h := range m.Headers {
-		out.Headers = append(out.Headers, &routev3.HeaderMatcher{
-			Name:                 h.Name,
-			HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: stringMatch(h)},
-		})
-	}
-	for _, q := range m.QueryParams {
-		out.QueryParameters = append(out.QueryParameters, &routev3.QueryParameterMatcher{
-			Name:                         q.Name,
-			QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_StringMatch{StringMatch: stringMatch(q)},
-		})
-	}
-	return out
-}
-
-func exact(v string) *matcherv3.StringMatcher {
-	return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v}}
-}
-
-func stringMatch(s ir.StringMatch) *matcherv3.StringMatcher {
-	if s.Regex {
-		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: s.Value}}}
-	}
-	return exact(s.Value)
+	return cluster, live == 1
 }
 
 func routeAction(r *ir.Route) *routev3.RouteAction {
@@ -262,20 +241,30 @@ func redirectCode(code int) routev3.RedirectAction_RedirectResponseCode {
 	}
 }
 
-// headerOptions translates Set (replace) and Add (append) in that order.
+// headerOptions translates Set (replace) and Add (append) in that order,
+// the messages of all headers in one allocation.
 func headerOptions(h *ir.HeaderModifier) []*corev3.HeaderValueOption {
-	var out []*corev3.HeaderValueOption
-	for _, s := range h.Set {
-		out = append(out, &corev3.HeaderValueOption{
-			Header:       &corev3.HeaderValue{Key: s.Name, Value: literal(s.Value)},
-			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
-		})
+	n := len(h.Set) + len(h.Add)
+	if n == 0 {
+		return nil
 	}
-	for _, a := range h.Add {
-		out = append(out, &corev3.HeaderValueOption{
-			Header:       &corev3.HeaderValue{Key: a.Name, Value: literal(a.Value)},
-			AppendAction: corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD,
-		})
+	type option struct {
+		o corev3.HeaderValueOption
+		v corev3.HeaderValue
+	}
+	slab := make([]option, n)
+	out := make([]*corev3.HeaderValueOption, n)
+	for i := range slab {
+		hd, how := ir.Header{}, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+		if i < len(h.Set) {
+			hd = h.Set[i]
+		} else {
+			hd, how = h.Add[i-len(h.Set)], corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
+		}
+		o := &slab[i]
+		o.v.Key, o.v.Value = hd.Name, literal(hd.Value)
+		o.o.Header, o.o.AppendAction = &o.v, how
+		out[i] = &o.o
 	}
 	return out
 }
@@ -297,17 +286,15 @@ func percent(p float64) *corev3.RuntimeFractionalPercent {
 	}}
 }
 
-func (x *Translator) virtualHost(v *ir.VirtualHost) *cachedVhost {
-	c := &cachedVhost{vh: &routev3.VirtualHost{Name: v.Name, Domains: v.Domains, Routes: make([]*routev3.Route, len(v.Routes))}}
+func (x *Translator) virtualHost(v *ir.VirtualHost) *routev3.VirtualHost {
+	vh := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains, Routes: make([]*routev3.Route, len(v.Routes))}
 	for i, r := range v.Routes {
-		er, ok := x.fresh[r]
+		er, ok := x.routes[r]
 		if !ok {
-			if er, ok = x.routes[r]; !ok {
-				er = route(r)
-			}
-			x.fresh[r] = er
+			er = x.route(r)
+			x.routes[r] = er
 		}
-		c.vh.Routes[i] = er
+		vh.Routes[i] = er
 	}
-	return c
+	return vh
 }

@@ -46,34 +46,31 @@ func Translate(g *ir.Gateway, s Settings) (*Resources, error) {
 
 // Translator builds the Envoy resources of one Gateway again and again,
 // reusing the Envoy route of every IR route it has seen (the first stage
-// hands out the same *ir.Route while a route is unchanged). Use one per
-// Gateway.
+// hands out the same *ir.Route while a route is unchanged) and the Envoy
+// virtual host of every IR virtual host (the same while its routes are).
+// Use one per Gateway.
 type Translator struct {
 	settings Settings
-	routes   map[*ir.Route]*routev3.Route
-	fresh    map[*ir.Route]*routev3.Route
-	// vhosts are kept the same way: the first stage reuses a virtual host
-	// whose routes did not change.
-	vhosts      map[*ir.VirtualHost]*cachedVhost
-	freshVhosts map[*ir.VirtualHost]*cachedVhost
-}
-
-type cachedVhost struct {
-	vh *routev3.VirtualHost
+	// routes outlive the virtual hosts that held them until a sweep, so
+	// that a virtual host that changed finds its other routes here.
+	routes map[*ir.Route]*routev3.Route
+	// actions are the shared actions of routes to a single cluster.
+	actions     map[string]*routev3.Route_Route
+	vhosts      map[*ir.VirtualHost]*routev3.VirtualHost
+	freshVhosts map[*ir.VirtualHost]*routev3.VirtualHost
 }
 
 // NewTranslator returns a Translator with an empty cache.
 func NewTranslator(s Settings) *Translator {
-	return &Translator{settings: s, routes: map[*ir.Route]*routev3.Route{}, vhosts: map[*ir.VirtualHost]*cachedVhost{}}
+	return &Translator{settings: s, routes: map[*ir.Route]*routev3.Route{}, actions: map[string]*routev3.Route_Route{}, vhosts: map[*ir.VirtualHost]*routev3.VirtualHost{}}
 }
 
 // Translate builds the Envoy resources of g.
 func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
-	x.fresh = make(map[*ir.Route]*routev3.Route, len(x.routes))
-	x.freshVhosts = make(map[*ir.VirtualHost]*cachedVhost, len(x.vhosts))
+	x.freshVhosts = make(map[*ir.VirtualHost]*routev3.VirtualHost, len(x.vhosts))
 	defer func() {
-		x.routes, x.fresh = x.fresh, nil
 		x.vhosts, x.freshVhosts = x.freshVhosts, nil
+		x.sweepRoutes()
 	}()
 	s := x.settings
 	out := &Resources{}
@@ -99,6 +96,27 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	}
 	sortByName(out)
 	return out, nil
+}
+
+// sweepRoutes forgets the routes of virtual hosts that are gone once they
+// are as many as the live ones, so that the route cache stays proportional
+// to the configuration at an amortised cost.
+func (x *Translator) sweepRoutes() {
+	live := 0
+	for v := range x.vhosts {
+		live += len(v.Routes)
+	}
+	if len(x.routes) <= 2*live+1024 {
+		return
+	}
+	routes := make(map[*ir.Route]*routev3.Route, live)
+	for v, vh := range x.vhosts {
+		for i, r := range v.Routes {
+			routes[r] = vh.Routes[i]
+		}
+	}
+	x.routes = routes
+	clear(x.actions)
 }
 
 // typed packs a message into an Any; the messages packed here are always

@@ -1,0 +1,237 @@
+package gatewayapi
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// vhost is one virtual host's routes, kept in precedence order across
+// translations: a route that comes or goes is a change to a sorted list,
+// not a sort of the whole host.
+type vhost struct {
+	domain string
+	certs  []string
+	// adds counts the route additions that hold the host.
+	adds int
+	// entries are in precedence order; added and removed wait for the
+	// next build.
+	entries        []entry
+	added, removed []entry
+	addedEpoch     uint64
+	// built is the IR of the entries, nil after a change.
+	built *ir.VirtualHost
+}
+
+// entry is a route with what orders it among its virtual host's routes,
+// the match's shape packed into an integer.
+type entry struct {
+	route       *ir.Route
+	meta        *metav1.ObjectMeta
+	shape       uint64
+	rule, match int32
+	// rank orders the entry's route among the routes added in one
+	// translation.
+	rank int32
+}
+
+func newEntry(r *ir.Route, meta *metav1.ObjectMeta, rule, match int) entry {
+	return entry{route: r, meta: meta, shape: shape(&r.Match), rule: int32(rule), match: int32(match)}
+}
+
+// shape packs what orders routes by their match into one number, smaller
+// first: exact paths, then (an Isobar choice) regular expressions, then
+// prefixes, longer first; then routes with a method; more headers; more
+// query parameters. The Gateway API caps paths at 1024 characters and
+// header and query matches at 16.
+func shape(m *ir.Match) uint64 {
+	method := uint64(1)
+	if m.Method != "" {
+		method = 0
+	}
+	return uint64(pathRank(m.PathType))<<40 |
+		uint64(0xFFFF-min(len(m.Path), 0xFFFF))<<24 |
+		method<<16 |
+		uint64(0xFF-min(len(m.Headers), 0xFF))<<8 |
+		uint64(0xFF-min(len(m.QueryParams), 0xFF))
+}
+
+// add adds a route's entries. rank orders the route among those added in
+// one translation (which attaches new routes oldest first), so the entries
+// of one translation settle without comparing routes; entries of an
+// earlier translation still waiting are settled first.
+func (v *vhost) add(meta *metav1.ObjectMeta, rank int32, epoch uint64, rules [][]*ir.Route) {
+	if len(v.added) > 0 && v.addedEpoch != epoch {
+		v.settle()
+	}
+	v.addedEpoch = epoch
+	v.adds++
+	v.added = appendEntries(v.added, meta, rank, rules)
+	v.built = nil
+}
+
+// remove takes back an add and reports whether the host is now empty.
+func (v *vhost) remove(meta *metav1.ObjectMeta, rules [][]*ir.Route) bool {
+	v.adds--
+	v.removed = appendEntries(v.removed, meta, 0, rules)
+	v.built = nil
+	return v.adds == 0
+}
+
+func appendEntries(list []entry, meta *metav1.ObjectMeta, rank int32, rules [][]*ir.Route) []entry {
+	for i, rs := range rules {
+		for j, r := range rs {
+			e := newEntry(r, meta, i, j)
+			e.rank = rank
+			list = append(list, e)
+		}
+	}
+	return list
+}
+
+// few is how many changes a virtual host takes one by one (a binary
+// search and a move each); more are filtered or merged in one pass.
+const few = 16
+
+// virtualHost returns the host's IR, settling changes first.
+func (v *vhost) virtualHost() *ir.VirtualHost {
+	if v.built != nil {
+		return v.built
+	}
+	v.settle()
+	vh := &ir.VirtualHost{Name: v.domain, Domains: []string{v.domain}, Routes: make([]*ir.Route, len(v.entries))}
+	for i, e := range v.entries {
+		vh.Routes[i] = e.route
+	}
+	v.built = vh
+	return vh
+}
+
+func (v *vhost) settle() {
+	v.settleRemoved()
+	v.settleAdded()
+}
+
+func (v *vhost) settleRemoved() {
+	if len(v.removed) == 0 {
+		return
+	}
+	if len(v.removed) <= few {
+		for _, r := range v.removed {
+			// Equal entries are one route's (a parentRef given twice)
+			// or its older object's.
+			i, _ := slices.BinarySearchFunc(v.entries, r, precedence)
+			for ; i < len(v.entries) && precedence(v.entries[i], r) == 0; i++ {
+				if v.entries[i].route == r.route {
+					v.entries = slices.Delete(v.entries, i, i+1)
+					break
+				}
+			}
+		}
+	} else {
+		gone := make(map[*ir.Route]int, len(v.removed))
+		for _, r := range v.removed {
+			gone[r.route]++
+		}
+		v.entries = slices.DeleteFunc(v.entries, func(e entry) bool {
+			if gone[e.route] > 0 {
+				gone[e.route]--
+				return true
+			}
+			return false
+		})
+	}
+	v.removed = v.removed[:0]
+}
+
+func (v *vhost) settleAdded() {
+	if len(v.added) == 0 {
+		return
+	}
+	switch {
+	case len(v.entries) == 0:
+		v.entries, v.added = sortBulk(v.added), nil
+		return
+	case len(v.added) <= few:
+		for _, a := range v.added {
+			i, _ := slices.BinarySearchFunc(v.entries, a, precedence)
+			v.entries = slices.Insert(v.entries, i, a)
+		}
+	default:
+		v.added = sortBulk(v.added)
+		merged := make([]entry, 0, len(v.entries)+len(v.added))
+		i, j := 0, 0
+		for i < len(v.entries) && j < len(v.added) {
+			if precedence(v.added[j], v.entries[i]) < 0 {
+				merged = append(merged, v.added[j])
+				j++
+			} else {
+				merged = append(merged, v.entries[i])
+				i++
+			}
+		}
+		merged = append(merged, v.entries[i:]...)
+		v.entries = append(merged, v.added[j:]...)
+	}
+	v.added = v.added[:0]
+}
+
+// sortBulk sorts the entries added in one translation into precedence
+// order. They come in route order (rank), and in rule and match order
+// within a route, so ordering them by shape alone, keeping that order among
+// equal shapes, completes the order: a counting sort over the few distinct
+// shapes, instead of comparing routes through their metadata.
+func sortBulk(list []entry) []entry {
+	starts := map[uint64]int{}
+	for i, e := range list {
+		if i > 0 && byRank(list[i-1], e) > 0 {
+			// Not in the order attachment gives; never expected.
+			slices.SortFunc(list, precedence)
+			return list
+		}
+		starts[e.shape]++
+	}
+	if len(starts) == 1 {
+		return list
+	}
+	shapes := slices.Sorted(maps.Keys(starts))
+	at := 0
+	for _, sh := range shapes {
+		n := starts[sh]
+		starts[sh] = at
+		at += n
+	}
+	out := make([]entry, len(list))
+	for _, e := range list {
+		out[starts[e.shape]] = e
+		starts[e.shape]++
+	}
+	return out
+}
+
+func byRank(a, b entry) int {
+	return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.rule, b.rule), cmp.Compare(a.match, b.match))
+}
+
+// precedence orders routes as the Gateway API says (HTTPRouteRule): by the
+// shape of their match, then the older route, then by namespace and name,
+// then rule order, then match order. Entries of one route object, rule and
+// match compare equal.
+func precedence(a, b entry) int {
+	return cmp.Or(cmp.Compare(a.shape, b.shape), compareRoutes(a.meta, b.meta), cmp.Compare(a.rule, b.rule), cmp.Compare(a.match, b.match))
+}
+
+func pathRank(p ir.PathMatchType) int {
+	switch p {
+	case ir.PathExact:
+		return 0
+	case ir.PathRegex:
+		return 1
+	default:
+		return 2
+	}
+}

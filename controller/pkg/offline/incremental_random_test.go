@@ -1,0 +1,153 @@
+package offline
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/resources"
+)
+
+// Random sequences of the changes a cluster sees (routes created, edited,
+// deleted and listed in another order; a Gateway written with the same
+// spec or a changed one; a Service going and coming back) must leave a
+// Translator that has seen every step producing what a fresh one does.
+func TestIncrementalRandomChanges(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/*.in.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range inputs {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			base, _, err := LoadFiles([]string{in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for seed := range uint64(3) {
+				rng := rand.New(rand.NewPCG(seed, 7))
+				snap := *base
+				var aside []*gatewayv1.HTTPRoute
+				inc := newIncremental()
+				inc.check(t, "first", &snap)
+				for step := range 20 {
+					what := randomChange(rng, &snap, &aside, base)
+					res := snap
+					inc.check(t, fmt.Sprintf("seed %d step %d (%s)", seed, step, what), &res)
+					if t.Failed() {
+						return
+					}
+				}
+			}
+		})
+	}
+}
+
+// randomChange changes snap as one event would and says what it did. Slices
+// are replaced, never written in place: earlier snapshots share them.
+func randomChange(rng *rand.Rand, snap *resources.Resources, aside *[]*gatewayv1.HTTPRoute, base *resources.Resources) string {
+	routes := slices.Clone(snap.HTTPRoutes)
+	switch rng.IntN(9) {
+	case 0:
+		if len(routes) == 0 {
+			return "nothing"
+		}
+		i := rng.IntN(len(routes))
+		*aside = append(*aside, routes[i])
+		snap.HTTPRoutes = slices.Delete(routes, i, i+1)
+		return "HTTPRoute deleted"
+	case 1:
+		if len(*aside) == 0 {
+			return "nothing"
+		}
+		r := (*aside)[len(*aside)-1]
+		*aside = (*aside)[:len(*aside)-1]
+		snap.HTTPRoutes = append(routes, r.DeepCopy())
+		return "HTTPRoute created"
+	case 2:
+		if len(routes) == 0 {
+			return "nothing"
+		}
+		i := rng.IntN(len(routes))
+		c := routes[i].DeepCopy()
+		c.Generation++
+		if len(c.Spec.Rules) > 1 {
+			c.Spec.Rules = c.Spec.Rules[:len(c.Spec.Rules)-1]
+		} else if len(c.Spec.Hostnames) > 0 {
+			c.Spec.Hostnames = c.Spec.Hostnames[1:]
+		} else {
+			c.Spec.Hostnames = []gatewayv1.Hostname{"edited.example.com"}
+		}
+		routes[i] = c
+		snap.HTTPRoutes = routes
+		return "HTTPRoute edited"
+	case 3:
+		rng.Shuffle(len(routes), func(i, j int) { routes[i], routes[j] = routes[j], routes[i] })
+		snap.HTTPRoutes = routes
+		grpc := slices.Clone(snap.GRPCRoutes)
+		rng.Shuffle(len(grpc), func(i, j int) { grpc[i], grpc[j] = grpc[j], grpc[i] })
+		snap.GRPCRoutes = grpc
+		return "listed in another order"
+	case 4:
+		return changeGateway(rng, snap, "Gateway status written", func(gw *gatewayv1.Gateway, _ int) {
+			gw.ResourceVersion += "1"
+		})
+	case 5:
+		return changeGateway(rng, snap, "Gateway listeners changed", func(gw *gatewayv1.Gateway, i int) {
+			gw.Generation++
+			if len(gw.Spec.Listeners) > 1 {
+				gw.Spec.Listeners = gw.Spec.Listeners[1:]
+			} else {
+				gw.Spec = base.Gateways[i].Spec
+			}
+		})
+	case 6:
+		if len(snap.Services) == 0 {
+			snap.Services = base.Services
+			return "Services back"
+		}
+		svcs := slices.Clone(snap.Services)
+		i := rng.IntN(len(svcs))
+		snap.Services = slices.Delete(svcs, i, i+1)
+		return "Service deleted"
+	case 7:
+		if len(snap.GRPCRoutes) == 0 {
+			return "nothing"
+		}
+		grpc := slices.Clone(snap.GRPCRoutes)
+		i := rng.IntN(len(grpc))
+		c := grpc[i].DeepCopy()
+		c.Generation++
+		c.Spec.Hostnames = append(c.Spec.Hostnames, "edited.example.com")
+		grpc[i] = c
+		snap.GRPCRoutes = grpc
+		return "GRPCRoute edited"
+	default:
+		if len(snap.TLSRoutes)+len(snap.TCPRoutes) == 0 {
+			return "nothing"
+		}
+		snap.TLSRoutes, snap.TCPRoutes = nil, nil
+		if rng.IntN(2) == 0 {
+			snap.TLSRoutes, snap.TCPRoutes = base.TLSRoutes, base.TCPRoutes
+			return "stream routes back"
+		}
+		return "stream routes deleted"
+	}
+}
+
+// changeGateway replaces a random Gateway by a changed copy.
+func changeGateway(rng *rand.Rand, snap *resources.Resources, what string, change func(gw *gatewayv1.Gateway, i int)) string {
+	if len(snap.Gateways) == 0 {
+		return "nothing"
+	}
+	gws := slices.Clone(snap.Gateways)
+	i := rng.IntN(len(gws))
+	c := gws[i].DeepCopy()
+	change(c, i)
+	gws[i] = c
+	snap.Gateways = gws
+	return what
+}
