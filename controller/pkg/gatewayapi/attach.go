@@ -72,7 +72,9 @@ func (t *gatewayTranslator) refersToGateway(ref gatewayv1.ParentReference, route
 // reports failures: no listener selected, not allowed, no hostname in common.
 func (t *gatewayTranslator) attachParent(r route, a *attachment) {
 	accepted := string(gatewayv1.RouteConditionAccepted)
-	var selected []*listener
+	// Gateways have few listeners: these lists live on the stack.
+	var selectedBuf, allowedBuf [8]*listener
+	selected, allowed := selectedBuf[:0], allowedBuf[:0]
 	for _, l := range t.listeners {
 		if a.ref.SectionName != nil && *a.ref.SectionName != l.spec.Name {
 			continue
@@ -86,7 +88,6 @@ func (t *gatewayTranslator) attachParent(r route, a *attachment) {
 		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNoMatchingParent), noListenerMessage(a.ref))
 		return
 	}
-	var allowed []*listener
 	var why []string
 	for _, l := range selected {
 		if msg := t.allows(l, r); msg != "" {
@@ -100,6 +101,7 @@ func (t *gatewayTranslator) attachParent(r route, a *attachment) {
 		return
 	}
 	var conflicts []string
+	a.listeners, a.hosts = make([]*listener, 0, len(allowed)), make([][]string, 0, len(allowed))
 	for _, l := range allowed {
 		hosts := t.routeHosts(l, r.hostnames)
 		if len(hosts) == 0 {

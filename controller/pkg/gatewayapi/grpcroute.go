@@ -33,10 +33,7 @@ func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute) {
 					problems.add(i, fmt.Sprintf("match %d: %v", j, err))
 					continue
 				}
-				r := *action
-				r.Name = routeName("grpcroute", gr.Namespace, gr.Name, i, j)
-				r.Match = m
-				out[i] = append(out[i], &r)
+				out[i] = append(out[i], matchRoute(action, j == len(matches)-1, routeName("grpcroute", gr.Namespace, gr.Name, i, j), m))
 			}
 		}
 		return out, problems

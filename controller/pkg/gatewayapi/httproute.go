@@ -121,13 +121,23 @@ func (t *gatewayTranslator) translateHTTPRules(hr *gatewayv1.HTTPRoute, resolved
 				problems.add(i, fmt.Sprintf("match %d: %v", j, err))
 				continue
 			}
-			r := *action
-			r.Name = routeName("httproute", hr.Namespace, hr.Name, i, j)
-			r.Match = m
-			out[i] = append(out[i], &r)
+			out[i] = append(out[i], matchRoute(action, j == len(matches)-1, routeName("httproute", hr.Namespace, hr.Name, i, j), m))
 		}
 	}
 	return out, problems
+}
+
+// matchRoute is the IR route of one match of a rule: the rule's action
+// with the match's name and match. The last match takes the action itself,
+// so that a rule of one match allocates one route.
+func matchRoute(action *ir.Route, last bool, name string, m ir.Match) *ir.Route {
+	r := action
+	if !last {
+		c := *action
+		r = &c
+	}
+	r.Name, r.Match = name, m
+	return r
 }
 
 // httpAction is what a rule does, shared by its matches, and why it cannot
@@ -156,9 +166,10 @@ func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.
 	if err := timeouts(r, rule.Timeouts, rule.Retry); err != nil {
 		return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()
 	}
-	refs := make([]backendRef, len(rule.BackendRefs))
-	for i, b := range rule.BackendRefs {
-		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters}
+	var buf [4]backendRef
+	refs := buf[:0]
+	for _, b := range rule.BackendRefs {
+		refs = append(refs, backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters})
 	}
 	r.Destination = t.httpBackends(hr.Namespace, "HTTPRoute", refs, resolved)
 	if allInvalid(r.Destination) {

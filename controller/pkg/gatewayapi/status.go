@@ -100,6 +100,10 @@ func (c *conditions) add(typ string, status bool, reason, message string) {
 	if status {
 		s = metav1.ConditionTrue
 	}
+	if c.list == nil {
+		// Most objects get two or three conditions.
+		c.list = make([]metav1.Condition, 0, 3)
+	}
 	c.list = append(c.list, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: c.generation})
 }
 

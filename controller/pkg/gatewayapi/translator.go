@@ -126,7 +126,12 @@ func (t *gatewayTranslator) cachedRules(meta *metav1.ObjectMeta, translate func(
 		c.fresh[meta] = hit
 	}
 	t.rec.rules = hit
-	t.rec.clusters = append(t.rec.clusters, hit.clusters...)
+	if len(t.rec.clusters) == 0 {
+		// Shared and clipped: an outcome never changes its clusters.
+		t.rec.clusters = hit.clusters[:len(hit.clusters):len(hit.clusters)]
+	} else {
+		t.rec.clusters = append(t.rec.clusters, hit.clusters...)
+	}
 	return hit.routes, hit.problems, conditions{generation: meta.Generation, list: slices.Clone(hit.resolved)}
 }
 

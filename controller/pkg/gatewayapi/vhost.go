@@ -27,12 +27,10 @@ type vhost struct {
 	built *ir.VirtualHost
 }
 
-// entry is a route with what orders it among its virtual host's routes,
-// the match's shape packed into an integer.
+// entry is a route with what orders it among its virtual host's routes.
 type entry struct {
 	route       *ir.Route
 	meta        *metav1.ObjectMeta
-	shape       uint64
 	rule, match int32
 	// rank orders the entry's route among the routes added in one
 	// translation.
@@ -40,7 +38,7 @@ type entry struct {
 }
 
 func newEntry(r *ir.Route, meta *metav1.ObjectMeta, rule, match int) entry {
-	return entry{route: r, meta: meta, shape: shape(&r.Match), rule: int32(rule), match: int32(match)}
+	return entry{route: r, meta: meta, rule: int32(rule), match: int32(match)}
 }
 
 // shape packs what orders routes by their match into one number, smaller
@@ -193,7 +191,7 @@ func sortBulk(list []entry) []entry {
 			slices.SortFunc(list, precedence)
 			return list
 		}
-		starts[e.shape]++
+		starts[shape(&e.route.Match)]++
 	}
 	if len(starts) == 1 {
 		return list
@@ -207,8 +205,9 @@ func sortBulk(list []entry) []entry {
 	}
 	out := make([]entry, len(list))
 	for _, e := range list {
-		out[starts[e.shape]] = e
-		starts[e.shape]++
+		sh := shape(&e.route.Match)
+		out[starts[sh]] = e
+		starts[sh]++
 	}
 	return out
 }
@@ -222,7 +221,7 @@ func byRank(a, b entry) int {
 // then rule order, then match order. Entries of one route object, rule and
 // match compare equal.
 func precedence(a, b entry) int {
-	return cmp.Or(cmp.Compare(a.shape, b.shape), compareRoutes(a.meta, b.meta), cmp.Compare(a.rule, b.rule), cmp.Compare(a.match, b.match))
+	return cmp.Or(cmp.Compare(shape(&a.route.Match), shape(&b.route.Match)), compareRoutes(a.meta, b.meta), cmp.Compare(a.rule, b.rule), cmp.Compare(a.match, b.match))
 }
 
 func pathRank(p ir.PathMatchType) int {
