@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"math"
 	"os"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func dialXDS(t *testing.T, pki *harness.PKI, addr string) *grpc.ClientConn {
 	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
 		RootCAs: roots, ServerName: "xds.test", Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13,
-	})))
+	})), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -57,7 +58,7 @@ func (d *demo) connectEnvoy(ctx context.Context) error {
 	}
 	conn, err := grpc.NewClient(d.xdsAddress, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
 		RootCAs: roots, Certificates: []tls.Certificate{cert}, ServerName: d.names.ControllerServiceDNS, MinVersion: tls.VersionTLS13,
-	})))
+	})), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32))) // as Envoy, whose envoy_grpc has no limit
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 
+	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/offline"
 	"isobar.dev/controller/pkg/resources"
 	"isobar.dev/controller/pkg/xds"
@@ -77,7 +78,78 @@ func BenchmarkPush(b *testing.B) {
 	}
 }
 
+// BenchmarkRouteChange is the controller's work for one HTTPRoute edit of a
+// 10,000-route Gateway after the snapshot: both translation stages, the
+// server's update, and the changed RouteConfigurations reaching a
+// connected Envoy.
+func BenchmarkRouteChange(b *testing.B) {
+	res := workload(b, 10000)
+	stage1 := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: offline.DefaultControllerName})
+	stage2 := xds.NewTranslator(xds.DefaultSettings())
+	translate := func() *xds.Resources {
+		out, err := stage2.Translate(stage1.Translate(res).Gateways[0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		return out
+	}
+	pki := newTestPKI(b)
+	s, addr := serveBench(b, pki)
+	if _, err := s.Update(translate()); err != nil {
+		b.Fatal(err)
+	}
+	conn := dialBench(b, pki, addr)
+	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "envoy"}, TypeUrl: resourcev3.RouteType}
+	for {
+		if err := ads.Send(req); err != nil {
+			b.Fatal(err)
+		}
+		resp, err := ads.Recv()
+		if err != nil {
+			b.Fatal(err)
+		}
+		req = &discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.RouteType, VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce}
+		if req.ResourceNames == nil {
+			break
+		}
+	}
+	if err := ads.Send(req); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := i % len(res.HTTPRoutes)
+		c := res.HTTPRoutes[k].DeepCopy()
+		c.Generation++
+		c.Spec.Rules[0].Filters[0].RequestHeaderModifier.Set[0].Value = fmt.Sprint("changed-", i)
+		res.HTTPRoutes[k] = c
+		if n, err := s.Update(translate()); err != nil || n == 0 {
+			b.Fatalf("update: %d changed, %v", n, err)
+		}
+		resp, err := ads.Recv()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := ads.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.RouteType, VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func workloadResources(b *testing.B, n int) *xds.Resources {
+	r, err := offline.Translate(workload(b, n), offline.Options{Settings: xds.DefaultSettings()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r.XDS[0]
+}
+
+func workload(b *testing.B, n int) *resources.Resources {
 	out, err := exec.Command("go", "env", "GOWORK").Output()
 	if err != nil {
 		b.Skip(err)
@@ -94,9 +166,5 @@ func workloadResources(b *testing.B, n int) *xds.Resources {
 	if _, err := res.Load("bench", bytes.NewReader(data)); err != nil {
 		b.Fatal(err)
 	}
-	r, err := offline.Translate(res, offline.Options{Settings: xds.DefaultSettings()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return r.XDS[0]
+	return res
 }

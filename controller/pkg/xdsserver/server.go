@@ -48,6 +48,8 @@ var pushOrder = []string{
 type Server struct {
 	caches map[string]*cache.LinearCache
 	xds    server.Server
+	// packer marshals route configurations from cached parts.
+	packer *packer
 
 	// changes is signalled (without blocking) whenever the fleet's state
 	// changes: a stream opens or closes, or an Envoy answers.
@@ -75,6 +77,7 @@ type stream struct {
 func New(ctx context.Context) *Server {
 	s := &Server{
 		caches:   map[string]*cache.LinearCache{},
+		packer:   newPacker(),
 		current:  map[string]map[string]proto.Message{},
 		versions: map[string]uint64{},
 		streams:  map[int64]*stream{},
@@ -136,7 +139,7 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 	for _, t := range pushOrder {
 		update := map[string]types.Resource{}
 		for name, m := range next[t] {
-			if old, ok := s.current[t][name]; !ok || old != m && !proto.Equal(old, m) {
+			if old, ok := s.current[t][name]; !ok || !xds.Equal(old, m) {
 				update[name] = m
 			}
 		}
@@ -147,6 +150,11 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 		}
 		if len(update) == 0 {
 			continue
+		}
+		if t == resourcev3.RouteType {
+			if err := s.packer.pack(next[t], update); err != nil {
+				return changed, err
+			}
 		}
 		if err := s.caches[t].UpdateResources(update, nil); err != nil {
 			return changed, fmt.Errorf("updating %s: %w", t, err)
@@ -179,7 +187,7 @@ func (s *Server) UpdateEndpoints(clas []*endpointv3.ClusterLoadAssignment) (int,
 	current := s.current[resourcev3.EndpointType]
 	update := map[string]types.Resource{}
 	for _, cla := range clas {
-		if old, ok := current[cla.ClusterName]; ok && !proto.Equal(old, cla) {
+		if old, ok := current[cla.ClusterName]; ok && !xds.Equal(old, cla) {
 			update[cla.ClusterName] = cla
 		}
 	}

@@ -1,0 +1,84 @@
+package xdsserver
+
+import (
+	"path/filepath"
+	"testing"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"google.golang.org/protobuf/proto"
+
+	"isobar.dev/controller/pkg/offline"
+	"isobar.dev/controller/pkg/xds"
+)
+
+// A packed route configuration must marshal to bytes that decode to the
+// configuration itself, first time and after one route changed (when the
+// other routes' bytes come from the cache).
+func TestPackedRouteConfigurationsDecodeToThemselves(t *testing.T) {
+	files, err := filepath.Glob("../offline/testdata/*.in.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("golden inputs: %v", err)
+	}
+	for _, f := range files {
+		res, _, err := offline.LoadFiles([]string{f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := offline.Translate(res, offline.Options{Settings: xds.DefaultSettings()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range r.XDS {
+			p := newPacker()
+			all := map[string]proto.Message{}
+			for _, rc := range g.Routes {
+				all[rc.Name] = rc
+			}
+			checkPacked(t, f, p, all)
+			// One route of each configuration changes: a new virtual
+			// host with a new route, the other routes shared.
+			for name, m := range all {
+				rc := m.(*routev3.RouteConfiguration)
+				if len(rc.VirtualHosts) == 0 || len(rc.VirtualHosts[0].Routes) == 0 {
+					continue
+				}
+				changed := proto.Clone(rc.VirtualHosts[0]).(*routev3.VirtualHost)
+				changed.Routes = append([]*routev3.Route(nil), rc.VirtualHosts[0].Routes...)
+				changed.Routes[0] = proto.Clone(changed.Routes[0]).(*routev3.Route)
+				changed.Routes[0].Name += "-changed"
+				next := proto.Clone(rc).(*routev3.RouteConfiguration)
+				next.VirtualHosts = append([]*routev3.VirtualHost{changed}, rc.VirtualHosts[1:]...)
+				all[name] = next
+			}
+			checkPacked(t, f+" (one route changed)", p, all)
+		}
+	}
+}
+
+func checkPacked(t *testing.T, what string, p *packer, all map[string]proto.Message) {
+	t.Helper()
+	changed := map[string]types.Resource{}
+	for name, m := range all {
+		changed[name] = m
+	}
+	if err := p.pack(all, changed); err != nil {
+		t.Fatal(err)
+	}
+	for name, packed := range changed {
+		b, err := deterministic.Marshal(packed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := &routev3.RouteConfiguration{}
+		if err := proto.Unmarshal(b, got); err != nil {
+			t.Fatalf("%s: %s: %v", what, name, err)
+		}
+		if !proto.Equal(got, all[name]) {
+			t.Errorf("%s: route configuration %s decodes to something else", what, name)
+		}
+		if len(all[name].(*routev3.RouteConfiguration).VirtualHosts) > 0 && len(packed.(proto.Message).ProtoReflect().GetUnknown()) == 0 {
+			t.Errorf("%s: route configuration %s was not packed", what, name)
+		}
+	}
+}
