@@ -77,6 +77,16 @@ func LoadFiles(paths []string) (*resources.Resources, []resources.Skipped, error
 	return res, skipped, nil
 }
 
+// TranslateFiles loads files and translates them with the default
+// settings, every Gateway of DefaultControllerName.
+func TranslateFiles(files ...string) (*Result, error) {
+	res, _, err := LoadFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	return Translate(res, Options{Settings: xds.DefaultSettings()})
+}
+
 // Translate runs both stages on res and checks the Envoy resources. An
 // error means the translator produced resources Envoy would reject: a bug,
 // never a user's mistake, which status reports instead.

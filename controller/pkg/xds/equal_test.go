@@ -20,11 +20,7 @@ func goldenResources(t *testing.T) []proto.Message {
 	}
 	var out []proto.Message
 	for _, f := range files {
-		res, _, err := offline.LoadFiles([]string{f})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := offline.Translate(res, offline.Options{Settings: xds.DefaultSettings()})
+		r, err := offline.TranslateFiles(f)
 		if err != nil {
 			t.Fatal(err)
 		}

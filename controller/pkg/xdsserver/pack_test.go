@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"isobar.dev/controller/pkg/offline"
-	"isobar.dev/controller/pkg/xds"
 )
 
 // A packed route configuration must marshal to bytes that decode to the
@@ -21,11 +20,7 @@ func TestPackedRouteConfigurationsDecodeToThemselves(t *testing.T) {
 		t.Fatalf("golden inputs: %v", err)
 	}
 	for _, f := range files {
-		res, _, err := offline.LoadFiles([]string{f})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := offline.Translate(res, offline.Options{Settings: xds.DefaultSettings()})
+		r, err := offline.TranslateFiles(f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -79,11 +79,7 @@ func dialTB(t testing.TB, pki *testPKI, addr string, withCert bool) *grpc.Client
 
 func translated(t *testing.T, file string) *xds.Resources {
 	t.Helper()
-	res, _, err := offline.LoadFiles([]string{file})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := offline.Translate(res, offline.Options{Settings: xds.DefaultSettings()})
+	r, err := offline.TranslateFiles(file)
 	if err != nil {
 		t.Fatal(err)
 	}
