@@ -1,11 +1,9 @@
 package gatewayapi
 
 import (
-	"cmp"
+	"hash"
 	"hash/fnv"
-	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -79,58 +77,71 @@ func newIndex(res *resources.Resources) *index {
 // fingerprint hashes the Services' ports and the ReferenceGrants. It is
 // order-sensitive, which is safe: a different order only costs a cache miss.
 func fingerprint(res *resources.Resources, idx *index) uint64 {
-	h := fnv.New64a()
-	w := func(ss ...string) {
-		for _, s := range ss {
-			h.Write([]byte(s))
-			h.Write([]byte{0})
-		}
-	}
+	h := newSetHash()
 	for _, s := range res.Services {
-		w("svc", s.Namespace, s.Name, string(s.UID))
+		h.write("svc", s.Namespace, s.Name, string(s.UID))
 		for _, p := range s.Spec.Ports {
-			w(p.Name, strconv.Itoa(int(p.Port)), string(p.Protocol), deref(p.AppProtocol))
+			h.write(p.Name, strconv.Itoa(int(p.Port)), string(p.Protocol), deref(p.AppProtocol))
 		}
+		h.next()
 	}
 	for _, g := range res.ReferenceGrants {
-		w("grant", g.Namespace, g.Name)
+		h.write("grant", g.Namespace, g.Name)
 		for _, f := range g.Spec.From {
-			w(string(f.Group), string(f.Kind), string(f.Namespace))
+			h.write(string(f.Group), string(f.Kind), string(f.Namespace))
 		}
 		for _, to := range g.Spec.To {
-			w(string(to.Group), string(to.Kind), string(deref(to.Name)))
+			h.write(string(to.Group), string(to.Kind), string(deref(to.Name)))
 		}
+		h.next()
 	}
 	// A BackendTLSPolicy decides whether its backends are usable; its
 	// evaluated form (CA bundle included) is what the rules depend on.
 	for _, bt := range res.BackendTLSPolicies {
-		w("tls", bt.Namespace, bt.Name)
+		h.write("tls", bt.Namespace, bt.Name)
 		for _, ref := range bt.Spec.TargetRefs {
-			w(string(ref.Kind), string(ref.Name), string(deref(ref.SectionName)))
+			h.write(string(ref.Kind), string(ref.Name), string(deref(ref.SectionName)))
 		}
+		h.next()
 	}
-	for _, k := range sortedTLSKeys(idx.backendTLS) {
-		bt := idx.backendTLS[k]
-		w(k.service.String(), k.port, bt.policy.Name)
+	for k, bt := range idx.backendTLS {
+		h.write(k.service.String(), k.port, bt.policy.Name)
 		if bt.tls != nil {
-			w(bt.tls.SNI, string(bt.tls.CA), strconv.FormatBool(bt.tls.SystemCA))
+			h.write(bt.tls.SNI, string(bt.tls.CA), strconv.FormatBool(bt.tls.SystemCA))
 			for _, san := range bt.tls.SubjectAltNames {
-				w(san.Type, san.Value)
+				h.write(san.Type, san.Value)
 			}
 		}
+		h.next()
 	}
-	return h.Sum64()
+	return h.sum
 }
 
-func sortedTLSKeys(m map[backendTLSKey]*backendTLS) []backendTLSKey {
-	keys := make([]backendTLSKey, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// setHash fingerprints a set of objects: the sum of each object's hash,
+// so that the order a snapshot lists them in, which the informer cache does
+// not keep from one list to the next, does not matter.
+type setHash struct {
+	sum uint64
+	h   hash.Hash64
+}
+
+func newSetHash() *setHash { return &setHash{h: fnv.New64a()} }
+
+func (s *setHash) write(fields ...string) {
+	for _, f := range fields {
+		s.h.Write([]byte(f))
+		s.h.Write([]byte{0})
 	}
-	slices.SortFunc(keys, func(a, b backendTLSKey) int {
-		return cmp.Or(strings.Compare(a.service.String(), b.service.String()), strings.Compare(a.port, b.port))
-	})
-	return keys
+}
+
+// next ends an object.
+func (s *setHash) next() {
+	x := s.h.Sum64()
+	// splitmix64's finaliser, so that sums of similar hashes spread.
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	s.sum += x ^ (x >> 31)
+	s.h.Reset()
 }
 
 func key(ns, name string) types.NamespacedName {
@@ -161,16 +172,13 @@ func (idx *index) granted(fromGroup, fromKind, fromNamespace, toGroup, toKind, t
 }
 
 func namespacesFingerprint(res *resources.Resources) uint64 {
-	h := fnv.New64a()
+	h := newSetHash()
 	for _, n := range res.Namespaces {
-		h.Write([]byte(n.Name))
+		h.write(n.Name)
 		for _, k := range sortedKeys(n.Labels) {
-			h.Write([]byte{0})
-			h.Write([]byte(k))
-			h.Write([]byte{1})
-			h.Write([]byte(n.Labels[k]))
+			h.write(k, n.Labels[k])
 		}
-		h.Write([]byte{2})
+		h.next()
 	}
-	return h.Sum64()
+	return h.sum
 }

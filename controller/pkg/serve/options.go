@@ -31,11 +31,14 @@ type Options struct {
 	// status.addresses: NAME in the Gateway's namespace, or NAMESPACE/NAME.
 	EnvoyService string
 
-	XDSAddress          string
-	CertFile, KeyFile   string
-	CAFile              string
-	HealthAddress       string
-	MetricsAddress      string
+	XDSAddress        string
+	CertFile, KeyFile string
+	CAFile            string
+	HealthAddress     string
+	MetricsAddress    string
+	// Profiling serves Go's profiles under /debug/pprof/ on the metrics
+	// address.
+	Profiling           bool
 	LeaderElect         bool
 	LeaderElectionNS    string
 	UpdateDelay         time.Duration
@@ -79,6 +82,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.CAFile, "xds-ca-file", o.CAFile, "the fleet CA that Envoys' client certificates must be signed by")
 	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "address of /healthz and /readyz")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "address of the Prometheus metrics endpoint; 0 turns it off")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on the metrics address")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas to write status")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to the Gateway's")
 	fs.DurationVar(&o.UpdateDelay, "update-delay", o.UpdateDelay, "how long to wait after a change for more before translating")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -77,7 +78,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        s,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress, ExtraHandlers: profiles(o.Profiling)},
 		HealthProbeBindAddress:        o.HealthAddress,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              leID,
@@ -213,3 +214,17 @@ func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
 func (everyReplica) NeedLeaderElection() bool { return false }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// profiles are the handlers of net/http/pprof, when asked for.
+func profiles(on bool) map[string]http.Handler {
+	if !on {
+		return nil
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
+}
