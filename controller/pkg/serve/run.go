@@ -179,7 +179,7 @@ func (r *reconciler) setup(mgr ctrl.Manager) error {
 				q.Add(key)
 				return
 			}
-			r.status.poke()
+			r.status.touched(e.ObjectNew)
 		},
 	}
 	b := ctrl.NewControllerManagedBy(mgr).

@@ -17,12 +17,14 @@ import (
 	"isobar.dev/controller/pkg/xdsserver"
 )
 
-// statusCache remembers which routes and policies carry an entry of ours,
-// so that an entry is removed when its object stops referring to the
-// Gateway.
+// statusCache remembers which routes and policies carry entries of ours,
+// and which: the translation's own slices, which it hands out again while
+// a route's entries stay the same. An entry is removed when its object
+// stops referring to the Gateway; an object whose entries are the slice
+// last written is not read again unless someone touched it.
 type statusCache struct {
-	routes   map[gatewayapi.RouteKey]bool
-	policies map[types.NamespacedName]bool
+	routes   map[gatewayapi.RouteKey][]gatewayv1.RouteParentStatus
+	policies map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
 }
 
 // statusWork is one translation's status and what it served.
@@ -38,7 +40,7 @@ type statusWork struct {
 // controllers write the same routes. With gatewayOnly it writes the served
 // Gateway's status alone: all a change of the fleet's acknowledgements can
 // change.
-func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress, gatewayOnly bool) error {
+func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress, gatewayOnly bool, recheck func(key any) bool) error {
 	w.gateway = work.target.Gateway
 	st := work.status
 	if st == nil {
@@ -73,38 +75,45 @@ func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet 
 		}
 	}
 	var err error
-	if w.written.routes, err = writeEach(st.Routes, w.written.routes, func(k gatewayapi.RouteKey, parents []gatewayv1.RouteParentStatus) error {
+	if w.written.routes, err = writeEach(st.Routes, w.written.routes, recheck, func(k gatewayapi.RouteKey, parents []gatewayv1.RouteParentStatus) error {
 		return w.writeRoute(ctx, k, parents)
 	}); err != nil {
 		return err
 	}
-	w.written.policies, err = writeEach(st.BackendTLSPolicies, w.written.policies, func(k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
+	w.written.policies, err = writeEach(st.BackendTLSPolicies, w.written.policies, recheck, func(k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
 		return w.writePolicy(ctx, k, ancestors)
 	})
 	return err
 }
 
 // writeEach writes each object's desired entries, and writes none (removing
-// ours) to the objects written before that no longer have any. It returns
-// what now carries entries of ours; on an error, what did before, so that
-// the next pass retries the removals.
-func writeEach[K comparable, V any](desired map[K]V, before map[K]bool, write func(K, V) error) (map[K]bool, error) {
-	now := make(map[K]bool, len(desired))
+// ours) to the objects written before that no longer have any. An object
+// whose desired entries are the very slice written before is skipped unless
+// recheck says otherwise. It returns what now carries entries of ours; on
+// an error, what did before, so that the next pass retries.
+func writeEach[K comparable, E any](desired, before map[K][]E, recheck func(key any) bool, write func(K, []E) error) (map[K][]E, error) {
+	now := make(map[K][]E, len(desired))
 	for k, v := range desired {
-		now[k] = true
-		if err := write(k, v); err != nil {
-			return before, err
+		if old, ok := before[k]; !ok || !sameSlice(old, v) || recheck(k) {
+			if err := write(k, v); err != nil {
+				return before, err
+			}
 		}
+		now[k] = v
 	}
 	for k := range before {
-		if !now[k] {
-			var none V
-			if err := write(k, none); err != nil {
+		if _, ok := now[k]; !ok {
+			if err := write(k, nil); err != nil {
 				return before, err
 			}
 		}
 	}
 	return now, nil
+}
+
+// sameSlice reports whether a and b are the same slice, not merely equal.
+func sameSlice[E any](a, b []E) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // condition is a condition without observedGeneration or transition time;

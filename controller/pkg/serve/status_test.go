@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,5 +62,38 @@ func TestMergeEntries(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A pass reads and writes an object only when its entries are a new slice,
+// someone touched it, or it lost its entries.
+func TestWriteEachSkipsWhatItWrote(t *testing.T) {
+	a, b := []string{"a"}, []string{"b"}
+	var wrote []string
+	write := func(k string, v []string) error {
+		wrote = append(wrote, fmt.Sprintf("%s=%v", k, v))
+		return nil
+	}
+	none := func(any) bool { return false }
+	before, _ := writeEach(map[string][]string{"r1": a, "r2": b}, nil, none, write)
+	for _, tc := range []struct {
+		name    string
+		desired map[string][]string
+		recheck func(any) bool
+		want    []string
+	}{
+		{"the same slices", map[string][]string{"r1": a, "r2": b}, none, nil},
+		{"an equal but new slice", map[string][]string{"r1": {"a"}, "r2": b}, none, []string{"r1=[a]"}},
+		{"touched", map[string][]string{"r1": a, "r2": b}, func(k any) bool { return k == "r2" }, []string{"r2=[b]"}},
+		{"gone", map[string][]string{"r1": a}, none, []string{"r2=[]"}},
+	} {
+		wrote = nil
+		if _, err := writeEach(tc.desired, before, tc.recheck, write); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(wrote)
+		if !slices.Equal(wrote, tc.want) {
+			t.Errorf("%s: wrote %v, want %v", tc.name, wrote, tc.want)
+		}
 	}
 }

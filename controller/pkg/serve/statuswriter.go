@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"time"
 
@@ -10,7 +11,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/xdsserver"
 )
 
@@ -29,9 +32,10 @@ type statusWriter struct {
 
 	mu     sync.Mutex
 	latest *statusWork
-	// objectsDirty says more than the Gateway may need writing: new
-	// status, a status-only change to an object we write, or a failed pass.
-	objectsDirty bool
+	// allDirty says every object must be checked again (a failed pass);
+	// dirty names the objects whose status someone else changed.
+	allDirty bool
+	dirty    map[any]bool
 	// lastWritten is the work of the last complete pass.
 	lastWritten *statusWork
 	kick        chan struct{}
@@ -53,11 +57,38 @@ func (w *statusWriter) set(work *statusWork) {
 	w.poke()
 }
 
-// poke asks for every status to be checked and written again, for example
-// because someone else wrote a route's status.
+// poke asks for every status to be checked and written again.
 func (w *statusWriter) poke() {
 	w.mu.Lock()
-	w.objectsDirty = true
+	w.allDirty = true
+	w.mu.Unlock()
+	w.pokeGateway()
+}
+
+// touched asks for obj's status to be checked again: someone changed it,
+// and our entries may be gone. The entries of objects nobody touched are
+// not read again while the translation wants them unchanged, so that a
+// pass over 10,000 routes costs the routes that changed.
+func (w *statusWriter) touched(obj client.Object) {
+	var key any
+	switch obj.(type) {
+	case *gatewayv1.Gateway:
+		w.pokeGateway()
+		return
+	case *gatewayv1.BackendTLSPolicy:
+		key = types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	default:
+		// Routes by kind (the Go type's name is the kind; objects from the
+		// cache carry no TypeMeta). A GatewayClass, never a route, still
+		// makes the pass write the class.
+		kind := reflect.TypeOf(obj).Elem().Name()
+		key = gatewayapi.RouteKey{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	}
+	w.mu.Lock()
+	if w.dirty == nil {
+		w.dirty = map[any]bool{}
+	}
+	w.dirty[key] = true
 	w.mu.Unlock()
 	w.pokeGateway()
 }
@@ -83,15 +114,17 @@ func (w *statusWriter) Start(ctx context.Context) error {
 		}
 		w.mu.Lock()
 		st := w.latest
-		gatewayOnly := !w.objectsDirty && st == w.lastWritten
-		w.objectsDirty = false
+		all, dirty := w.allDirty, w.dirty
+		gatewayOnly := !all && len(dirty) == 0 && st == w.lastWritten
+		w.allDirty, w.dirty = false, nil
 		w.mu.Unlock()
 		if st == nil {
 			continue
 		}
+		recheck := func(key any) bool { return all || dirty[key] }
 		addresses, err := w.addresses(ctx, st.target.Gateway)
 		if err == nil {
-			err = w.writeStatus(ctx, st, w.fleet(), addresses, gatewayOnly)
+			err = w.writeStatus(ctx, st, w.fleet(), addresses, gatewayOnly, recheck)
 		}
 		if err == nil {
 			w.lastWritten = st
