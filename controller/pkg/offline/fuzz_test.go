@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,6 +56,13 @@ func FuzzHTTPRoute(f *testing.F) {
 			t.Fatalf("translation produced invalid Envoy configuration: %v", err)
 		}
 		simulate(t, result)
+		// The route arriving in a Translator that has seen the snapshot
+		// without it must give what a fresh translation gives.
+		before := *res
+		before.HTTPRoutes = slices.DeleteFunc(slices.Clone(res.HTTPRoutes), func(r *gatewayv1.HTTPRoute) bool { return r.Name == "fuzz" })
+		inc := newIncremental()
+		inc.check(t, "without the route", &before)
+		inc.check(t, "with the route", res)
 	})
 }
 
