@@ -114,7 +114,7 @@ func Run(ctx context.Context, o Options) error {
 	r := &reconciler{
 		opts:   o,
 		client: mgr.GetClient(),
-		snap:   &snapshotter{c: mgr.GetClient()},
+		snap:   &snapshotter{informers: mgr.GetCache()},
 		stage2: xds.NewTranslator(settings),
 		xds:    xdsServer,
 		status: newStatusWriter(o, mgr.GetClient(), mgr.GetAPIReader(), xdsServer.Status),

@@ -6,8 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
@@ -16,105 +16,70 @@ import (
 	"isobar.dev/controller/pkg/resources"
 )
 
-// snapshotter lists everything the translator reads from the informer
-// cache. It hands the translator the same pointer for an object as long as
-// the object is unchanged (same UID and resourceVersion): the translator's
-// caches recognise unchanged objects by pointer.
+// snapshotter lists everything the translator reads, straight from the
+// informers' stores: the cached objects themselves, without a copy.
+// Informers replace an object when it changes, so an unchanged object keeps
+// its pointer from one snapshot to the next, which is how the translator
+// recognises it.
 type snapshotter struct {
-	c     client.Reader
-	known map[types.UID]interned
-}
-
-type interned struct {
-	resourceVersion string
-	obj             any
+	informers cache.Informers
 }
 
 func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error) {
-	r := &resources.Resources{}
-	next := make(map[types.UID]interned, len(s.known))
-	var err error
-	list := func(l client.ObjectList) bool {
-		if err != nil {
-			return false
-		}
-		// The translator never modifies what it reads, so the cache's
-		// objects are shared rather than deep-copied on every pass.
-		if e := s.c.List(ctx, l, client.UnsafeDisableDeepCopy); e != nil {
-			err = fmt.Errorf("listing %T: %w", l, e)
-			return false
-		}
-		return true
+	l := &lister{ctx: ctx, informers: s.informers}
+	r := &resources.Resources{
+		GatewayClasses:     list[gatewayv1.GatewayClass](l),
+		Gateways:           list[gatewayv1.Gateway](l),
+		HTTPRoutes:         list[gatewayv1.HTTPRoute](l),
+		GRPCRoutes:         list[gatewayv1.GRPCRoute](l),
+		TLSRoutes:          list[gatewayv1.TLSRoute](l),
+		TCPRoutes:          list[gatewayv1alpha2.TCPRoute](l),
+		UDPRoutes:          list[gatewayv1alpha2.UDPRoute](l),
+		ReferenceGrants:    list[gatewayv1beta1.ReferenceGrant](l),
+		BackendTLSPolicies: list[gatewayv1.BackendTLSPolicy](l),
+		Services:           list[corev1.Service](l),
+		EndpointSlices:     list[discoveryv1.EndpointSlice](l),
+		Secrets:            list[corev1.Secret](l),
+		ConfigMaps:         list[corev1.ConfigMap](l),
+		Namespaces:         list[corev1.Namespace](l),
 	}
-	if l := (&gatewayv1.GatewayClassList{}); list(l) {
-		r.GatewayClasses = intern(s.known, next, l.Items)
+	if l.err != nil {
+		return nil, l.err
 	}
-	if l := (&gatewayv1.GatewayList{}); list(l) {
-		r.Gateways = intern(s.known, next, l.Items)
-	}
-	if l := (&gatewayv1.HTTPRouteList{}); list(l) {
-		r.HTTPRoutes = intern(s.known, next, l.Items)
-	}
-	if l := (&gatewayv1.GRPCRouteList{}); list(l) {
-		r.GRPCRoutes = intern(s.known, next, l.Items)
-	}
-	if l := (&gatewayv1.TLSRouteList{}); list(l) {
-		r.TLSRoutes = intern(s.known, next, l.Items)
-	}
-	if l := (&gatewayv1alpha2.TCPRouteList{}); list(l) {
-		r.TCPRoutes = intern(s.known, next, l.Items)
-	}
-	if l := (&gatewayv1alpha2.UDPRouteList{}); list(l) {
-		r.UDPRoutes = intern(s.known, next, l.Items)
-	}
-	if l := (&gatewayv1beta1.ReferenceGrantList{}); list(l) {
-		r.ReferenceGrants = intern(s.known, next, l.Items)
-	}
-	if l := (&gatewayv1.BackendTLSPolicyList{}); list(l) {
-		r.BackendTLSPolicies = intern(s.known, next, l.Items)
-	}
-	if l := (&corev1.ServiceList{}); list(l) {
-		r.Services = intern(s.known, next, l.Items)
-	}
-	if l := (&discoveryv1.EndpointSliceList{}); list(l) {
-		r.EndpointSlices = intern(s.known, next, l.Items)
-	}
-	if l := (&corev1.SecretList{}); list(l) {
-		r.Secrets = intern(s.known, next, l.Items)
-	}
-	if l := (&corev1.ConfigMapList{}); list(l) {
-		r.ConfigMaps = intern(s.known, next, l.Items)
-	}
-	if l := (&corev1.NamespaceList{}); list(l) {
-		r.Namespaces = intern(s.known, next, l.Items)
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.known = next
 	return r, nil
 }
 
-// intern returns pointers to items, reusing the pointer of an earlier
-// snapshot for an object whose resourceVersion is unchanged.
-func intern[T any, PT interface {
+// lister is one snapshot's listing; the first error stops it.
+type lister struct {
+	ctx       context.Context
+	informers cache.Informers
+	err       error
+}
+
+// list returns the cached objects of one type. The translator never
+// modifies what it reads.
+func list[T any, PT interface {
 	*T
-	metav1.Object
-}](known, next map[types.UID]interned, items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		p := PT(&items[i])
-		uid, rv := p.GetUID(), p.GetResourceVersion()
-		if old, ok := known[uid]; ok && uid != "" && old.resourceVersion == rv {
-			if same, ok := old.obj.(*T); ok {
-				out[i] = same
-				next[uid] = old
-				continue
-			}
-		}
-		out[i] = &items[i]
-		if uid != "" {
-			next[uid] = interned{resourceVersion: rv, obj: out[i]}
+	client.Object
+}](l *lister) []*T {
+	if l.err != nil {
+		return nil
+	}
+	inf, err := l.informers.GetInformer(l.ctx, PT(new(T)))
+	if err != nil {
+		l.err = fmt.Errorf("informer of %T: %w", new(T), err)
+		return nil
+	}
+	st, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		l.err = fmt.Errorf("the informer of %T (a %T) has no store", new(T), inf)
+		return nil
+	}
+	cached := st.GetStore().List()
+	out := make([]*T, 0, len(cached))
+	for _, o := range cached {
+		if p, ok := o.(*T); ok {
+			out = append(out, p)
 		}
 	}
 	return out
