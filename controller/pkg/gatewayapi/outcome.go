@@ -130,12 +130,19 @@ func (t *gatewayTranslator) update(res *resources.Resources) {
 	// hosts in route order (see sortBulk).
 	fresh := make([]newRoute, 0, len(newHTTP)+len(newGRPC))
 	for _, r := range newHTTP {
-		fresh = append(fresh, newRoute{meta: &r.ObjectMeta, http: r})
+		n := newRouteOf(&r.ObjectMeta)
+		n.http = r
+		fresh = append(fresh, n)
 	}
 	for _, r := range newGRPC {
-		fresh = append(fresh, newRoute{meta: &r.ObjectMeta, grpc: r})
+		n := newRouteOf(&r.ObjectMeta)
+		n.grpc = r
+		fresh = append(fresh, n)
 	}
-	slices.SortFunc(fresh, func(a, b newRoute) int { return compareRoutes(a.meta, b.meta) })
+	slices.SortFunc(fresh, func(a, b newRoute) int {
+		return cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.nanos, b.nanos),
+			strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
+	})
 	for i, r := range fresh {
 		t.rank = int32(i)
 		if r.http != nil {
@@ -146,10 +153,19 @@ func (t *gatewayTranslator) update(res *resources.Resources) {
 	}
 }
 
+// newRoute is a route to attach, with what orders it copied out of its
+// metadata: sorting thousands compares these without chasing pointers.
 type newRoute struct {
-	meta *metav1.ObjectMeta
-	http *gatewayv1.HTTPRoute
-	grpc *gatewayv1.GRPCRoute
+	created         int64
+	nanos           int32
+	namespace, name string
+	http            *gatewayv1.HTTPRoute
+	grpc            *gatewayv1.GRPCRoute
+}
+
+func newRouteOf(meta *metav1.ObjectMeta) newRoute {
+	t := meta.CreationTimestamp.Time
+	return newRoute{created: t.Unix(), nanos: int32(t.Nanosecond()), namespace: meta.Namespace, name: meta.Name}
 }
 
 // compareRoutes orders routes as precedence does among equal matches: the
