@@ -39,7 +39,6 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate fun
 	if anyAccepted(atts) {
 		routes, problems, resolved = t.cachedRules(r.meta, translate)
 	}
-	resolved.set(string(gatewayv1.RouteConditionResolvedRefs), true, string(gatewayv1.RouteReasonResolvedRefs), "All references are resolved")
 	for _, a := range atts {
 		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
 			problems.report(&a.conds, rules)
@@ -49,7 +48,7 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate fun
 				o.added = append(o.added, addition{listener: slices.Index(t.listeners, l), hosts: a.hosts[i], routes: redirectsFor(l, routes)})
 			}
 		}
-		c := resolved.get(string(gatewayv1.RouteConditionResolvedRefs))
+		c := resolvedRefs(&resolved)
 		a.conds.set(c.Type, c.Status == "True", c.Reason, c.Message)
 		o.statuses = append(o.statuses, gatewayv1.RouteParentStatus{
 			ParentRef:      a.ref,

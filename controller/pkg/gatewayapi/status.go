@@ -128,6 +128,23 @@ func (c *conditions) sorted() []metav1.Condition {
 	return out
 }
 
+// allResolved is ResolvedRefs when translating a route found no problem.
+var allResolved = metav1.Condition{
+	Type:    string(gatewayv1.RouteConditionResolvedRefs),
+	Status:  metav1.ConditionTrue,
+	Reason:  string(gatewayv1.RouteReasonResolvedRefs),
+	Message: "All references are resolved",
+}
+
+// resolvedRefs is a route's ResolvedRefs condition: the first problem its
+// translation found, else allResolved.
+func resolvedRefs(resolved *conditions) *metav1.Condition {
+	if c := resolved.get(allResolved.Type); c != nil {
+		return c
+	}
+	return &allResolved
+}
+
 // joinMessages joins distinct messages into one sentence list.
 func joinMessages(msgs []string) string {
 	var out []string

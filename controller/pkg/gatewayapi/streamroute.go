@@ -81,7 +81,6 @@ func (t *gatewayTranslator) attachStreamRoute(r streamRoute) {
 	if anyAccepted(atts) {
 		dest = t.streamBackends(r, &resolved)
 	}
-	resolved.set(string(gatewayv1.RouteConditionResolvedRefs), true, string(gatewayv1.RouteReasonResolvedRefs), "All references are resolved")
 	owner := r.meta.Namespace + "/" + r.meta.Name
 	for _, a := range atts {
 		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
@@ -95,7 +94,7 @@ func (t *gatewayTranslator) attachStreamRoute(r streamRoute) {
 					fmt.Sprintf("an older route already forwards %s", strings.Join(taken, ", ")))
 			}
 		}
-		c := resolved.get(string(gatewayv1.RouteConditionResolvedRefs))
+		c := resolvedRefs(&resolved)
 		a.conds.set(c.Type, c.Status == metav1.ConditionTrue, c.Reason, c.Message)
 		t.status.addRoute(string(r.kind), r.meta, gatewayv1.RouteParentStatus{
 			ParentRef: a.ref, ControllerName: t.controller, Conditions: a.conds.sorted(),

@@ -132,7 +132,8 @@ func (t *gatewayTranslator) cachedRules(meta *metav1.ObjectMeta, translate func(
 	} else {
 		t.rec.clusters = append(t.rec.clusters, hit.clusters...)
 	}
-	return hit.routes, hit.problems, conditions{generation: meta.Generation, list: slices.Clone(hit.resolved)}
+	// Shared: callers only read the conditions.
+	return hit.routes, hit.problems, conditions{generation: meta.Generation, list: hit.resolved}
 }
 
 // selectGateways returns the Gateways to translate, ordered by namespace and
