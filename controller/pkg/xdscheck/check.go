@@ -3,7 +3,7 @@
 // protoc-gen-validate rules (ValidateAll), including the messages packed in
 // Any fields, which ValidateAll does not open; and every name one resource
 // refers to (RDS route configurations, clusters, EDS assignments, SDS
-// secrets) exists.
+// secrets) exists, and go-control-plane finds the set consistent.
 package xdscheck
 
 import (
@@ -17,6 +17,9 @@ import (
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -145,7 +148,41 @@ func Check(r *xds.Resources) error {
 			}
 		}
 	}
+	if err := Consistent(r); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// Consistent applies go-control-plane's own check of a snapshot: the
+// route configurations and endpoint assignments are exactly those the
+// listeners and clusters name, no more, no fewer.
+func Consistent(r *xds.Resources) error {
+	res := map[resourcev3.Type][]types.Resource{}
+	add := func(typ resourcev3.Type, m types.Resource) { res[typ] = append(res[typ], m) }
+	for _, x := range r.Listeners {
+		add(resourcev3.ListenerType, x)
+	}
+	for _, x := range r.Routes {
+		add(resourcev3.RouteType, x)
+	}
+	for _, x := range r.Clusters {
+		add(resourcev3.ClusterType, x)
+	}
+	for _, x := range r.Endpoints {
+		add(resourcev3.EndpointType, x)
+	}
+	for _, x := range r.Secrets {
+		add(resourcev3.SecretType, x)
+	}
+	snap, err := cache.NewSnapshot("check", res)
+	if err != nil {
+		return fmt.Errorf("building a snapshot: %w", err)
+	}
+	if err := snap.Consistent(); err != nil {
+		return fmt.Errorf("snapshot not consistent: %w", err)
+	}
+	return nil
 }
 
 func listenerRefs(l *listenerv3.Listener, routes, secrets map[string]bool) []error {

@@ -31,6 +31,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"isobar.dev/controller/pkg/xds"
+	"isobar.dev/controller/pkg/xdscheck"
 )
 
 // pushOrder is the order in which types are updated: what a resource refers
@@ -108,8 +109,15 @@ func (s *Server) Register(g *grpc.Server) {
 }
 
 // Update makes r the served configuration, pushing only the resources that
-// changed, and returns how many did.
+// changed, and returns how many did. It refuses a set that go-control-plane
+// does not find consistent.
 func (s *Server) Update(r *xds.Resources) (int, error) {
+	// An inconsistent set (a route configuration or endpoint assignment
+	// missing or left over) would have Envoy wait for what never comes:
+	// the fleet keeps the last consistent one instead.
+	if err := xdscheck.Consistent(r); err != nil {
+		return 0, err
+	}
 	next := map[string]map[string]proto.Message{
 		resourcev3.ListenerType: {}, resourcev3.RouteType: {}, resourcev3.ClusterType: {},
 		resourcev3.EndpointType: {}, resourcev3.SecretType: {},

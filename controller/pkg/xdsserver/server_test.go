@@ -7,11 +7,13 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
@@ -147,13 +149,15 @@ func TestADSStateOfTheWorld(t *testing.T) {
 		return !st.Acknowledged && len(st.Rejections) == 1 && strings.Contains(st.Rejections[0], "envoy-1") && strings.Contains(st.Rejections[0], "invalid filter")
 	})
 
-	// A change to one cluster's endpoints pushes nothing to CDS; removing a
-	// cluster pushes a new CDS version.
+	// Removing a cluster (and its endpoints, as a consistent set must)
+	// pushes a new CDS version.
 	r := translated(t, "../offline/testdata/backends.in.yaml")
+	gone := r.Clusters[0]
 	r.Clusters = r.Clusters[1:]
+	r.Endpoints = slices.DeleteFunc(slices.Clone(r.Endpoints), func(e *endpointv3.ClusterLoadAssignment) bool { return e.ClusterName == gone.Name })
 	changed, err := s.Update(r)
-	if err != nil || changed != 1 {
-		t.Fatalf("Update changed %d resources (%v), want 1", changed, err)
+	if err != nil || changed != 2 {
+		t.Fatalf("Update changed %d resources (%v), want 2", changed, err)
 	}
 	// A rejected type may be sent again first (the NACK named no newer
 	// version); the cluster change must follow.
