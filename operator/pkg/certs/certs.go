@@ -25,11 +25,15 @@ const (
 )
 
 // Secret keys, as kubernetes.io/tls Secrets and Envoy's bootstrap name them.
+// A leaf's ca.crt is a bundle: while a CA is replaced it holds the old CA
+// too (PreviousCACert and PreviousCAKey in the CA's Secret).
 const (
-	CACert  = "ca.crt"
-	CAKey   = "ca.key"
-	TLSCert = "tls.crt"
-	TLSKey  = "tls.key"
+	CACert         = "ca.crt"
+	CAKey          = "ca.key"
+	PreviousCACert = "previous-ca.crt"
+	PreviousCAKey  = "previous-ca.key"
+	TLSCert        = "tls.crt"
+	TLSKey         = "tls.key"
 )
 
 // NewCA returns a self-signed CA certificate and key, PEM-encoded.
@@ -96,19 +100,18 @@ func RenewAt(certPEM []byte) time.Time {
 	return c.NotBefore.Add(c.NotAfter.Sub(c.NotBefore) * 2 / 3)
 }
 
-// SignedBy reports whether a certificate chains to the CA and is valid
-// for names at now: after a CA is replaced, its leaves must be reissued.
-func SignedBy(certPEM, caCertPEM []byte, names []string, now time.Time) bool {
+// SignedBy reports whether a certificate chains to one of the CAs of a
+// PEM bundle and is valid for names at now: after a CA is replaced, its
+// leaves must be reissued.
+func SignedBy(certPEM, caBundlePEM []byte, names []string, now time.Time) bool {
 	c, err := parseCert(certPEM)
 	if err != nil {
 		return false
 	}
-	ca, err := parseCert(caCertPEM)
-	if err != nil {
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caBundlePEM) {
 		return false
 	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ca)
 	if _, err := c.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
 		return false
 	}
@@ -118,6 +121,16 @@ func SignedBy(certPEM, caCertPEM []byte, names []string, now time.Time) bool {
 		}
 	}
 	return true
+}
+
+// NotAfter is when a certificate expires; the zero time when it is
+// unreadable.
+func NotAfter(certPEM []byte) time.Time {
+	c, err := parseCert(certPEM)
+	if err != nil {
+		return time.Time{}
+	}
+	return c.NotAfter
 }
 
 func parseCA(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, error) {
