@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	eventsv1 "k8s.io/api/events/v1"
 	"slices"
 	"strconv"
 	"strings"
@@ -489,6 +490,20 @@ func TestOperatorGatewayLifecycle(t *testing.T) {
 	if !apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, render.NamesOf(bad).Controller), &appsv1.Deployment{})) {
 		t.Error("the refused Gateway got a controller")
 	}
+	// Both Gateways got events.k8s.io Events: the refusal, and the good
+	// one's certificates.
+	eventually(t, 30*time.Second, "Events for the refusal and the certificates", func() bool {
+		var evs eventsv1.EventList
+		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		refused, certified := false, false
+		for _, e := range evs.Items {
+			refused = refused || e.Regarding.Name == "bad" && e.Reason == "InvalidParameters" && e.ReportingController == "isobar-operator"
+			certified = certified || e.Regarding.Name == "good" && e.Reason == "CertificatesWritten"
+		}
+		return refused && certified
+	})
 
 	// An expired server certificate is replaced by a valid one.
 	n := render.NamesOf(good)

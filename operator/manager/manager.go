@@ -132,7 +132,7 @@ func Run(o Options) error {
 	if err := (&gateway.Reconciler{
 		Client: mgr.GetClient(), ControllerName: o.ControllerName,
 		Images:   render.Images{Controller: o.ControllerImage, Envoy: o.EnvoyImage},
-		Recorder: mgr.GetEventRecorderFor("isobar-operator"),
+		Recorder: mgr.GetEventRecorder("isobar-operator"),
 		Now:      time.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Gateway reconciler: %w", err)

@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -38,7 +38,7 @@ type Reconciler struct {
 	Client         client.Client
 	ControllerName string
 	Images         render.Images
-	Recorder       record.EventRecorder
+	Recorder       events.EventRecorder
 	// Now is the clock certificates are issued by.
 	Now func() time.Time
 }
@@ -95,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	for _, name := range issued {
-		r.Recorder.Eventf(gw, corev1.EventTypeNormal, "CertificateIssued", "issued %s", name)
+		r.Recorder.Eventf(gw, nil, corev1.EventTypeNormal, "CertificatesWritten", "Provision", "wrote certificate Secret %s", name)
 	}
 	msg := fmt.Sprintf("controller %s and Envoy %s %s provisioned; Envoy Service %s", f.Names.Controller, provision.EnvoyKind(f), f.Names.Envoy, f.Names.Envoy)
 	if err := r.setCondition(ctx, gw, metav1.ConditionTrue, "Provisioned", msg, false); err != nil {
@@ -121,7 +121,7 @@ func (r *Reconciler) release(ctx context.Context, gw *gatewayv1.Gateway) error {
 // refuse records why the Gateway gets no fleet. No controller runs for it,
 // so the operator also says so in Accepted, as the Gateway API asks.
 func (r *Reconciler) refuse(ctx context.Context, gw *gatewayv1.Gateway, reason, msg string) error {
-	r.Recorder.Event(gw, corev1.EventTypeWarning, reason, msg)
+	r.Recorder.Eventf(gw, nil, corev1.EventTypeWarning, reason, "Provision", "%s", msg)
 	return r.setCondition(ctx, gw, metav1.ConditionFalse, reason, msg, true)
 }
 
