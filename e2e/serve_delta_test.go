@@ -24,13 +24,9 @@ import (
 // by name), they get the configuration, their ACKs make the Gateway
 // Programmed, and a change sends the one changed resource and nothing else.
 func TestServeDeltaADS(t *testing.T) {
-	ns := namespace(t)
 	ctx, cancel := harness.Context()
 	defer cancel()
-	fleet(t, ctx, ns, "web")
-	slice := backend(t, ctx, ns, "app", "10.1.2.3")
-	create(t, ctx, httpRoute(ns, "app", "app", "web"))
-	s := serve(t, ns, "web", nil)
+	ns, slice, s := appFleet(t, ctx)
 
 	sctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)

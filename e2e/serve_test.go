@@ -172,19 +172,26 @@ func routeParent(r *gatewayv1.HTTPRoute, gateway string) *gatewayv1.RouteParentS
 	return nil
 }
 
+// appFleet sets up the Gateway web with one HTTPRoute to the Service app
+// (one endpoint, 10.1.2.3) in a new namespace, and starts its controller.
+func appFleet(t *testing.T, ctx context.Context) (string, *discoveryv1.EndpointSlice, *served) {
+	t.Helper()
+	ns := namespace(t)
+	fleet(t, ctx, ns, "web")
+	slice := backend(t, ctx, ns, "app", "10.1.2.3")
+	create(t, ctx, httpRoute(ns, "app", "app", "web"))
+	return ns, slice, serve(t, ns, "web", nil)
+}
+
 // isobar-controller serve against a real API server with a real xDS client
 // over mutual TLS: it serves the Gateway's configuration, sends exactly
 // what a change changes, reports Programmed only once the connected Envoy
 // acknowledges, reports a rejection with Envoy's message, and keeps other
 // controllers' route status entries.
 func TestServe(t *testing.T) {
-	ns := namespace(t)
 	ctx, cancel := harness.Context()
 	defer cancel()
-	fleet(t, ctx, ns, "web")
-	slice := backend(t, ctx, ns, "app", "10.1.2.3")
-	create(t, ctx, httpRoute(ns, "app", "app", "web"))
-	s := serve(t, ns, "web", nil)
+	ns, slice, s := appFleet(t, ctx)
 	waitGatewayCondition(t, ctx, ns, "web", "Accepted", metav1.ConditionTrue, "Accepted", "")
 	waitGatewayCondition(t, ctx, ns, "web", "Programmed", metav1.ConditionFalse, "Pending", "no Envoy")
 
