@@ -2,6 +2,7 @@ package xds
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -52,12 +53,13 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(&tlsinspectorv3.TlsInspector{})},
 		}}
 		for _, c := range l.Chains {
+			if c.HTTP != nil {
+				routes = append(routes, x.routeConfiguration(c.HTTP))
+				out.FilterChains = append(out.FilterChains, x.httpsChain(l.Name, c, s))
+				continue
+			}
 			fc := &listenerv3.FilterChain{}
 			switch {
-			case c.HTTP != nil:
-				routes = append(routes, x.routeConfiguration(c.HTTP))
-				fc.Filters = []*listenerv3.Filter{httpConnectionManager(l.Name, c.HTTP.Name, s)}
-				fc.TransportSocket = downstreamTLS(c.Certificates, []string{"h2", "http/1.1"}, s)
 			case c.TCP != nil:
 				fc.Filters = []*listenerv3.Filter{tcpProxy(l.Name, c.TCP)}
 				if len(c.Certificates) > 0 {
@@ -81,6 +83,26 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 		return nil, nil, fmt.Errorf("listener %s: protocol %s is not supported so far", l.Name, l.Protocol)
 	}
 	return out, routes, nil
+}
+
+// httpsChain is the filter chain of an HTTPS server name. It names its
+// route configuration rather than holding it, so it depends on names alone
+// and is kept between translations: a listener of thousands of server names
+// is not rebuilt (and compared, and pushed) for a change to one's routes.
+func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings) *listenerv3.FilterChain {
+	key := listener + "\x00" + c.HTTP.Name + "\x00" + strings.Join(c.ServerNames, ",") + "\x00" + strings.Join(c.Certificates, ",")
+	fc, ok := x.chains[key]
+	if !ok {
+		fc = &listenerv3.FilterChain{
+			Filters:         []*listenerv3.Filter{httpConnectionManager(listener, c.HTTP.Name, s)},
+			TransportSocket: downstreamTLS(c.Certificates, []string{"h2", "http/1.1"}, s),
+		}
+		if len(c.ServerNames) > 0 {
+			fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: c.ServerNames}
+		}
+	}
+	x.freshChains[key] = fc
+	return fc
 }
 
 // httpConnectionManager routes through RDS; its stats prefix is the

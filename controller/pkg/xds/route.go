@@ -2,6 +2,7 @@ package xds
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -15,8 +16,17 @@ import (
 	"isobar.dev/controller/pkg/ir"
 )
 
-// routeConfiguration translates a route table.
+// routeConfiguration translates a route table. A table of the same virtual
+// hosts as last time gives the same message, so that comparing it with
+// what is served is a pointer check.
 func (x *Translator) routeConfiguration(t *ir.RouteTable) *routev3.RouteConfiguration {
+	if old, ok := x.routeConfigs[t.Name]; ok && slices.Equal(old.vhosts, t.VirtualHosts) {
+		x.freshRouteConfigs[t.Name] = old
+		for i, v := range t.VirtualHosts {
+			x.freshVhosts[v] = old.rc.VirtualHosts[i]
+		}
+		return old.rc
+	}
 	rc := &routev3.RouteConfiguration{
 		Name: t.Name,
 		// Clusters are served by CDS before routes refer to them; Envoy need
@@ -33,6 +43,7 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable) *routev3.RouteConfigur
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}
+	x.freshRouteConfigs[t.Name] = &builtRouteConfig{vhosts: t.VirtualHosts, rc: rc}
 	return rc
 }
 

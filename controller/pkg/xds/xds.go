@@ -58,6 +58,15 @@ type Translator struct {
 	actions     map[string]*routev3.Route_Route
 	vhosts      map[*ir.VirtualHost]*routev3.VirtualHost
 	freshVhosts map[*ir.VirtualHost]*routev3.VirtualHost
+	// chains are HTTPS filter chains, by what they are made of.
+	chains, freshChains map[string]*listenerv3.FilterChain
+	// routeConfigs are by name, with the virtual hosts they were built of.
+	routeConfigs, freshRouteConfigs map[string]*builtRouteConfig
+}
+
+type builtRouteConfig struct {
+	vhosts []*ir.VirtualHost
+	rc     *routev3.RouteConfiguration
 }
 
 // NewTranslator returns a Translator with an empty cache.
@@ -68,8 +77,12 @@ func NewTranslator(s Settings) *Translator {
 // Translate builds the Envoy resources of g.
 func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	x.freshVhosts = make(map[*ir.VirtualHost]*routev3.VirtualHost, len(x.vhosts))
+	x.freshChains = make(map[string]*listenerv3.FilterChain, len(x.chains))
+	x.freshRouteConfigs = make(map[string]*builtRouteConfig, len(x.routeConfigs))
 	defer func() {
+		x.routeConfigs, x.freshRouteConfigs = x.freshRouteConfigs, nil
 		x.vhosts, x.freshVhosts = x.freshVhosts, nil
+		x.chains, x.freshChains = x.freshChains, nil
 		x.sweepRoutes()
 	}()
 	s := x.settings

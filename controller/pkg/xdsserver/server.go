@@ -112,12 +112,6 @@ func (s *Server) Register(g *grpc.Server) {
 // changed, and returns how many did. It refuses a set that go-control-plane
 // does not find consistent.
 func (s *Server) Update(r *xds.Resources) (int, error) {
-	// An inconsistent set (a route configuration or endpoint assignment
-	// missing or left over) would have Envoy wait for what never comes:
-	// the fleet keeps the last consistent one instead.
-	if err := xdscheck.Consistent(r); err != nil {
-		return 0, err
-	}
 	next := map[string]map[string]proto.Message{
 		resourcev3.ListenerType: {}, resourcev3.RouteType: {}, resourcev3.ClusterType: {},
 		resourcev3.EndpointType: {}, resourcev3.SecretType: {},
@@ -140,9 +134,7 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	changed := 0
-	// Additions and changes in push order, then removals in reverse, so
-	// nothing is removed while something still refers to it.
+	updates := map[string]map[string]types.Resource{}
 	deletions := map[string][]string{}
 	for _, t := range pushOrder {
 		update := map[string]types.Resource{}
@@ -156,6 +148,24 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 				deletions[t] = append(deletions[t], name)
 			}
 		}
+		updates[t] = update
+	}
+	// An inconsistent set (a route configuration or endpoint assignment
+	// missing or left over) would have Envoy wait for what never comes:
+	// the fleet keeps the last consistent one instead. Only what refers
+	// (listeners, clusters) and the names referred to can make a
+	// consistent set inconsistent, so the check, which opens every filter
+	// chain, runs only when those change.
+	if s.referencesChanged(updates, deletions) {
+		if err := xdscheck.Consistent(r); err != nil {
+			return 0, err
+		}
+	}
+	changed := 0
+	// Additions and changes in push order, then removals in reverse, so
+	// nothing is removed while something still refers to it.
+	for _, t := range pushOrder {
+		update := updates[t]
 		if len(update) == 0 {
 			continue
 		}
@@ -183,6 +193,25 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 	}
 	s.current = next
 	return changed, nil
+}
+
+// referencesChanged reports whether an update changes a listener or a
+// cluster, or adds or removes a route configuration or endpoint
+// assignment.
+func (s *Server) referencesChanged(updates map[string]map[string]types.Resource, deletions map[string][]string) bool {
+	if len(updates[resourcev3.ListenerType]) > 0 || len(updates[resourcev3.ClusterType]) > 0 ||
+		len(deletions[resourcev3.ListenerType]) > 0 || len(deletions[resourcev3.ClusterType]) > 0 ||
+		len(deletions[resourcev3.RouteType]) > 0 || len(deletions[resourcev3.EndpointType]) > 0 {
+		return true
+	}
+	for _, t := range []string{resourcev3.RouteType, resourcev3.EndpointType} {
+		for name := range updates[t] {
+			if _, ok := s.current[t][name]; !ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // UpdateEndpoints replaces the ClusterLoadAssignments of clusters already

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -19,6 +20,8 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"isobar.dev/controller/pkg/offline"
 	"isobar.dev/controller/pkg/xds"
@@ -229,5 +232,30 @@ func TestClientCertificateRequired(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatal("a client without a certificate got a response")
+	}
+}
+
+// A set go-control-plane finds inconsistent is refused and the fleet keeps
+// what it had; a later consistent set is served.
+func TestUpdateRefusesInconsistentSets(t *testing.T) {
+	s := New(context.Background())
+	good := translated(t, "../offline/testdata/backends.in.yaml")
+	if _, err := s.Update(good); err != nil {
+		t.Fatal(err)
+	}
+	before := s.version(resourcev3.ClusterType)
+	bad := *good
+	bad.Endpoints = bad.Endpoints[1:] // a cluster without its assignment
+	bad.Clusters = append([]*clusterv3.Cluster(nil), good.Clusters...)
+	bad.Clusters[0] = proto.Clone(good.Clusters[0]).(*clusterv3.Cluster)
+	bad.Clusters[0].ConnectTimeout = durationpb.New(7 * time.Second)
+	if _, err := s.Update(&bad); err == nil || !strings.Contains(err.Error(), "consistent") {
+		t.Fatalf("an inconsistent set: %v", err)
+	}
+	if s.version(resourcev3.ClusterType) != before {
+		t.Error("the refused set changed what is served")
+	}
+	if changed, err := s.Update(good); err != nil || changed != 0 {
+		t.Errorf("the served set again: %d changed, %v", changed, err)
 	}
 }
