@@ -3,6 +3,8 @@ package gatewayapi
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -24,6 +26,13 @@ type table struct {
 	https   bool               // an HTTPS listener shares the port
 	// domains are the hosts' keys in order; nil when a host came or went.
 	domains []string
+	// emptied are hosts whose last route went since the last build.
+	emptied []string
+	// built is the IR built last, of builtVhosts and builtStreams.
+	built        *ir.Listener
+	builtVhosts  []*ir.VirtualHost
+	builtStreams map[string]*stream
+	chains       map[*ir.VirtualHost]*ir.Chain
 }
 
 func (t *gatewayTranslator) table(l *listener) *table {
@@ -66,16 +75,26 @@ func (t *gatewayTranslator) addRoutes(l *listener, hosts []string, o *outcome, r
 }
 
 // removeRoutes takes back what addRoutes added. A virtual host no route
-// holds any more goes (build gives listener hostnames theirs back).
+// holds any more goes when the table is built, unless a route came back to
+// it meanwhile (a changed route is taken back, then attached again).
 func (t *gatewayTranslator) removeRoutes(l *listener, hosts []string, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
 	tb := t.table(l)
 	for _, h := range hosts {
-		v := tb.hosts[h]
-		if v.remove(meta, rules) {
+		if tb.hosts[h].remove(meta, rules) {
+			tb.emptied = append(tb.emptied, h)
+		}
+	}
+}
+
+// prune drops the virtual hosts left without routes.
+func (tb *table) prune() {
+	for _, h := range tb.emptied {
+		if v, ok := tb.hosts[h]; ok && v.adds == 0 {
 			delete(tb.hosts, h)
 			tb.domains = nil
 		}
 	}
+	tb.emptied = tb.emptied[:0]
 }
 
 // build assembles the IR. Every usable HTTP or HTTPS listener gets a
@@ -83,6 +102,9 @@ func (t *gatewayTranslator) removeRoutes(l *listener, hosts []string, meta *meta
 // for it get a 404 there instead of reaching a less specific listener's
 // routes.
 func (t *gatewayTranslator) build() *ir.Gateway {
+	for _, tb := range t.tables {
+		tb.prune()
+	}
 	for _, l := range t.listeners {
 		if l.usable() && l.family == familyHTTP || l.usable() && l.spec.Protocol == gatewayv1.HTTPSProtocolType {
 			h := l.hostname
@@ -112,14 +134,34 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 	return g
 }
 
+// listener is the table's IR listener: the one built last time while its
+// virtual hosts and streams are the same, so that a listener of thousands
+// of server names is not rebuilt for a change to one's routes.
 func (tb *table) listener() *ir.Listener {
+	vhosts := make([]*ir.VirtualHost, 0, len(tb.hosts))
+	for _, d := range tb.sortedDomains() {
+		vhosts = append(vhosts, tb.hosts[d].virtualHost())
+	}
+	if tb.built != nil && slices.Equal(vhosts, tb.builtVhosts) && sameStreams(tb.streams, tb.builtStreams) {
+		return tb.built
+	}
+	tb.built, tb.builtVhosts, tb.builtStreams = tb.build(vhosts), vhosts, maps.Clone(tb.streams)
+	return tb.built
+}
+
+func sameStreams(a, b map[string]*stream) bool {
+	return maps.EqualFunc(a, b, func(x, y *stream) bool {
+		return x.owner == y.owner && slices.Equal(x.certs, y.certs) && reflect.DeepEqual(x.dest, y.dest)
+	})
+}
+
+// build makes the IR listener of the table with its virtual hosts in
+// domain order.
+func (tb *table) build(vhosts []*ir.VirtualHost) *ir.Listener {
 	switch tb.family {
 	case familyHTTP:
 		name := fmt.Sprintf("http_%d", tb.port)
-		rt := &ir.RouteTable{Name: name}
-		for _, d := range tb.sortedDomains() {
-			rt.VirtualHosts = append(rt.VirtualHosts, tb.hosts[d].virtualHost())
-		}
+		rt := &ir.RouteTable{Name: name, VirtualHosts: vhosts}
 		return &ir.Listener{Name: name, Protocol: ir.HTTP, Port: tb.port, ContainerPort: tb.cport, HTTP: rt}
 	case familyTCP, familyUDP:
 		dest := &ir.Destination{}
@@ -139,17 +181,25 @@ func (tb *table) listener() *ir.Listener {
 		name, proto = fmt.Sprintf("https_%d", tb.port), ir.HTTPS
 	}
 	l := &ir.Listener{Name: name, Protocol: proto, Port: tb.port, ContainerPort: tb.cport}
-	for _, d := range tb.sortedDomains() {
-		v := tb.hosts[d]
-		c := &ir.Chain{
-			Certificates: v.certs,
-			HTTP:         &ir.RouteTable{Name: name + "/" + d, VirtualHosts: []*ir.VirtualHost{v.virtualHost()}},
+	// A server name's chain depends on its virtual host alone: chains of
+	// unchanged hosts are the same objects, which the second stage keeps.
+	chains := make(map[*ir.VirtualHost]*ir.Chain, len(vhosts))
+	for _, vh := range vhosts {
+		c, ok := tb.chains[vh]
+		if !ok {
+			d := vh.Name
+			c = &ir.Chain{
+				Certificates: tb.hosts[d].certs,
+				HTTP:         &ir.RouteTable{Name: name + "/" + d, VirtualHosts: []*ir.VirtualHost{vh}},
+			}
+			if d != "*" {
+				c.ServerNames = []string{d}
+			}
 		}
-		if d != "*" {
-			c.ServerNames = []string{d}
-		}
+		chains[vh] = c
 		l.Chains = append(l.Chains, c)
 	}
+	tb.chains = chains
 	for _, d := range sortedKeys(tb.streams) {
 		if _, taken := tb.hosts[d]; taken || d == "*" && tb.hosts["*"] != nil {
 			continue

@@ -2,7 +2,6 @@ package xds
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -86,12 +85,12 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 }
 
 // httpsChain is the filter chain of an HTTPS server name. It names its
-// route configuration rather than holding it, so it depends on names alone
-// and is kept between translations: a listener of thousands of server names
-// is not rebuilt (and compared, and pushed) for a change to one's routes.
+// route configuration rather than holding it, so it is kept for as long as
+// the first stage hands out the same IR chain: a listener of thousands of
+// server names is not rebuilt (and compared, and pushed) for a change to
+// one's routes.
 func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings) *listenerv3.FilterChain {
-	key := listener + "\x00" + c.HTTP.Name + "\x00" + strings.Join(c.ServerNames, ",") + "\x00" + strings.Join(c.Certificates, ",")
-	fc, ok := x.chains[key]
+	fc, ok := x.chains[c]
 	if !ok {
 		fc = &listenerv3.FilterChain{
 			Filters:         []*listenerv3.Filter{httpConnectionManager(listener, c.HTTP.Name, s)},
@@ -101,7 +100,10 @@ func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings) *liste
 			fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: c.ServerNames}
 		}
 	}
-	x.freshChains[key] = fc
+	x.freshChains[c] = fc
+	if x.chainKeys != nil {
+		*x.chainKeys = append(*x.chainKeys, c)
+	}
 	return fc
 }
 

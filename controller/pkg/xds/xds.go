@@ -58,10 +58,50 @@ type Translator struct {
 	actions     map[string]*routev3.Route_Route
 	vhosts      map[*ir.VirtualHost]*routev3.VirtualHost
 	freshVhosts map[*ir.VirtualHost]*routev3.VirtualHost
-	// chains are HTTPS filter chains, by what they are made of.
-	chains, freshChains map[string]*listenerv3.FilterChain
+	// chains are HTTPS filter chains, by IR chain.
+	chains, freshChains map[*ir.Chain]*listenerv3.FilterChain
 	// routeConfigs are by name, with the virtual hosts they were built of.
 	routeConfigs, freshRouteConfigs map[string]*builtRouteConfig
+	// listeners are by IR listener, which the first stage hands out again
+	// while nothing in it changed.
+	listeners, freshListeners map[*ir.Listener]*builtListener
+	// chainKeys collects the HTTPS chains of the listener being
+	// translated.
+	chainKeys *[]*ir.Chain
+}
+
+type builtListener struct {
+	listener  *listenerv3.Listener
+	routes    []*routev3.RouteConfiguration
+	chainKeys []*ir.Chain
+}
+
+// listener translates an IR listener, or returns what it built of the same
+// IR last time, keeping the parts in the caches.
+func (x *Translator) listener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
+	if b, ok := x.listeners[l]; ok {
+		for _, rc := range b.routes {
+			built := x.routeConfigs[rc.Name]
+			x.freshRouteConfigs[rc.Name] = built
+			for i, v := range built.vhosts {
+				x.freshVhosts[v] = built.rc.VirtualHosts[i]
+			}
+		}
+		for _, k := range b.chainKeys {
+			x.freshChains[k] = x.chains[k]
+		}
+		x.freshListeners[l] = b
+		return b.listener, b.routes, nil
+	}
+	b := &builtListener{}
+	x.chainKeys = &b.chainKeys
+	defer func() { x.chainKeys = nil }()
+	var err error
+	if b.listener, b.routes, err = x.translateListener(l, s); err != nil {
+		return nil, nil, err
+	}
+	x.freshListeners[l] = b
+	return b.listener, b.routes, nil
 }
 
 type builtRouteConfig struct {
@@ -77,9 +117,11 @@ func NewTranslator(s Settings) *Translator {
 // Translate builds the Envoy resources of g.
 func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	x.freshVhosts = make(map[*ir.VirtualHost]*routev3.VirtualHost, len(x.vhosts))
-	x.freshChains = make(map[string]*listenerv3.FilterChain, len(x.chains))
+	x.freshChains = make(map[*ir.Chain]*listenerv3.FilterChain, len(x.chains))
 	x.freshRouteConfigs = make(map[string]*builtRouteConfig, len(x.routeConfigs))
+	x.freshListeners = make(map[*ir.Listener]*builtListener, len(x.listeners))
 	defer func() {
+		x.listeners, x.freshListeners = x.freshListeners, nil
 		x.routeConfigs, x.freshRouteConfigs = x.freshRouteConfigs, nil
 		x.vhosts, x.freshVhosts = x.freshVhosts, nil
 		x.chains, x.freshChains = x.freshChains, nil
@@ -89,7 +131,7 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	out := &Resources{}
 	invalidUsed := false
 	for _, l := range g.Listeners {
-		listener, routes, err := x.translateListener(l, s)
+		listener, routes, err := x.listener(l, s)
 		if err != nil {
 			return nil, err
 		}

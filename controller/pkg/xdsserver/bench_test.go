@@ -81,9 +81,15 @@ func BenchmarkPush(b *testing.B) {
 // BenchmarkRouteChange is the controller's work for one HTTPRoute edit of a
 // 10,000-route Gateway after the snapshot: both translation stages, the
 // server's update, and the changed RouteConfigurations reaching a
-// connected Envoy.
+// connected Envoy; with the workload's 5 hostnames, and with one hostname
+// (so one HTTPS filter chain and route configuration) per route.
 func BenchmarkRouteChange(b *testing.B) {
-	res := workload(b, 10000)
+	for _, hosts := range []int{5, 10000} {
+		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) { routeChange(b, workload(b, 10000, hosts)) })
+	}
+}
+
+func routeChange(b *testing.B, res *resources.Resources) {
 	stage1 := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: offline.DefaultControllerName})
 	stage2 := xds.NewTranslator(xds.DefaultSettings())
 	translate := func() *xds.Resources {
@@ -142,14 +148,14 @@ func BenchmarkRouteChange(b *testing.B) {
 }
 
 func workloadResources(b *testing.B, n int) *xds.Resources {
-	r, err := offline.Translate(workload(b, n), offline.Options{Settings: xds.DefaultSettings()})
+	r, err := offline.Translate(workload(b, n, 5), offline.Options{Settings: xds.DefaultSettings()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return r.XDS[0]
 }
 
-func workload(b *testing.B, n int) *resources.Resources {
+func workload(b *testing.B, n, hosts int) *resources.Resources {
 	out, err := exec.Command("go", "env", "GOWORK").Output()
 	if err != nil {
 		b.Skip(err)
@@ -158,7 +164,7 @@ func workload(b *testing.B, n int) *resources.Resources {
 	if _, err := os.Stat(script); err != nil {
 		b.Skipf("workload generator not found: %v", err)
 	}
-	data, err := exec.Command("python3", script, "--routes", fmt.Sprint(n), "--controller-name", offline.DefaultControllerName).Output()
+	data, err := exec.Command("python3", script, "--routes", fmt.Sprint(n), "--hosts", fmt.Sprint(hosts), "--controller-name", offline.DefaultControllerName).Output()
 	if err != nil {
 		b.Fatal(err)
 	}
