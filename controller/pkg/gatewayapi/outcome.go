@@ -130,19 +130,12 @@ func (t *gatewayTranslator) update(res *resources.Resources) {
 	// hosts in route order (see sortBulk).
 	fresh := make([]newRoute, 0, len(newHTTP)+len(newGRPC))
 	for _, r := range newHTTP {
-		n := newRouteOf(&r.ObjectMeta)
-		n.http = r
-		fresh = append(fresh, n)
+		fresh = append(fresh, newRoute{age: ageOf(&r.ObjectMeta), http: r})
 	}
 	for _, r := range newGRPC {
-		n := newRouteOf(&r.ObjectMeta)
-		n.grpc = r
-		fresh = append(fresh, n)
+		fresh = append(fresh, newRoute{age: ageOf(&r.ObjectMeta), grpc: r})
 	}
-	slices.SortFunc(fresh, func(a, b newRoute) int {
-		return cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.nanos, b.nanos),
-			strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
-	})
+	slices.SortFunc(fresh, func(a, b newRoute) int { return compareAges(a.age, b.age) })
 	for i, r := range fresh {
 		t.rank = int32(i)
 		if r.http != nil {
@@ -153,28 +146,38 @@ func (t *gatewayTranslator) update(res *resources.Resources) {
 	}
 }
 
-// newRoute is a route to attach, with what orders it copied out of its
-// metadata: sorting thousands compares these without chasing pointers.
+// newRoute is a route to attach, with its age copied out of its metadata:
+// sorting thousands compares these without chasing pointers.
 type newRoute struct {
+	age  age
+	http *gatewayv1.HTTPRoute
+	grpc *gatewayv1.GRPCRoute
+}
+
+// age is what orders routes among equal matches: the older first, then by
+// namespace and name.
+type age struct {
 	created         int64
 	nanos           int32
 	namespace, name string
-	http            *gatewayv1.HTTPRoute
-	grpc            *gatewayv1.GRPCRoute
 }
 
-func newRouteOf(meta *metav1.ObjectMeta) newRoute {
+func ageOf(meta *metav1.ObjectMeta) age {
 	t := meta.CreationTimestamp.Time
-	return newRoute{created: t.Unix(), nanos: int32(t.Nanosecond()), namespace: meta.Namespace, name: meta.Name}
+	return age{created: t.Unix(), nanos: int32(t.Nanosecond()), namespace: meta.Namespace, name: meta.Name}
 }
 
-// compareRoutes orders routes as precedence does among equal matches: the
-// older first, then by namespace and name.
+func compareAges(a, b age) int {
+	return cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.nanos, b.nanos),
+		strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
+}
+
+// compareRoutes is compareAges for route objects.
 func compareRoutes(a, b *metav1.ObjectMeta) int {
 	if a == b {
 		return 0
 	}
-	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	return compareAges(ageOf(a), ageOf(b))
 }
 
 // unseen marks the routes the state holds as seen in this translation, and
