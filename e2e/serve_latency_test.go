@@ -14,6 +14,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/e2e/harness"
@@ -56,7 +57,22 @@ func TestServeUpdateLatency(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	started := time.Now()
 	s := serve(t, ns, "web", nil)
+	// Every route's status, written by the controller as it starts.
+	eventually(t, 10*time.Minute, "every route's status entry", func() bool {
+		var list gatewayv1.HTTPRouteList
+		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range list.Items {
+			if routeParent(&list.Items[i], "web") == nil {
+				return false
+			}
+		}
+		return len(list.Items) == routes
+	})
+	t.Logf("controller start -> every one of %d route statuses written: %s", routes, time.Since(started).Round(time.Millisecond))
 	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", resourcev3.RouteType)
 	// await answers responses until one satisfies ok.
 	await := func(ok func(*discoveryv3.DiscoveryResponse) bool) {

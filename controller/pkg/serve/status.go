@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -86,27 +87,38 @@ func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet 
 	return err
 }
 
+// statusWriters is how many objects a pass writes at once: each write is
+// a round trip to the API server, and a thousand routes written one by
+// one take as many round trips end to end.
+const statusWriters = 8
+
 // writeEach writes each object's desired entries, and writes none (removing
-// ours) to the objects written before that no longer have any. An object
-// whose desired entries are the very slice written before is skipped unless
-// recheck says otherwise. It returns what now carries entries of ours; on
-// an error, what did before, so that the next pass retries.
+// ours) to the objects written before that no longer have any, several at
+// a time. An object whose desired entries are the very slice written
+// before is skipped unless recheck says otherwise. It returns what now
+// carries entries of ours; on an error, what did before, so that the next
+// pass retries.
 func writeEach[K comparable, E any](desired, before map[K][]E, recheck func(key any) bool, write func(K, []E) error) (map[K][]E, error) {
 	now := make(map[K][]E, len(desired))
+	var todo []K
 	for k, v := range desired {
-		if old, ok := before[k]; !ok || !sameSlice(old, v) || recheck(k) {
-			if err := write(k, v); err != nil {
-				return before, err
-			}
-		}
 		now[k] = v
+		if old, ok := before[k]; !ok || !sameSlice(old, v) || recheck(k) {
+			todo = append(todo, k)
+		}
 	}
 	for k := range before {
 		if _, ok := now[k]; !ok {
-			if err := write(k, nil); err != nil {
-				return before, err
-			}
+			todo = append(todo, k)
 		}
+	}
+	var g errgroup.Group
+	g.SetLimit(statusWriters)
+	for _, k := range todo {
+		g.Go(func() error { return write(k, desired[k]) })
+	}
+	if err := g.Wait(); err != nil {
+		return before, err
 	}
 	return now, nil
 }

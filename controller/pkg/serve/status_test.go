@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -69,8 +70,11 @@ func TestMergeEntries(t *testing.T) {
 // someone touched it, or it lost its entries.
 func TestWriteEachSkipsWhatItWrote(t *testing.T) {
 	a, b := []string{"a"}, []string{"b"}
+	var mu sync.Mutex
 	var wrote []string
 	write := func(k string, v []string) error {
+		mu.Lock()
+		defer mu.Unlock()
 		wrote = append(wrote, fmt.Sprintf("%s=%v", k, v))
 		return nil
 	}
