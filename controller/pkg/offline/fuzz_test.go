@@ -38,6 +38,18 @@ func FuzzLoadAndTranslate(f *testing.F) {
 			t.Fatalf("translation produced invalid Envoy configuration: %v", err)
 		}
 		simulate(t, result)
+		// A Translator that saw the snapshot without its first HTTPRoute
+		// and GRPCRoute must then give what a fresh translation gives.
+		before := *res
+		if len(res.HTTPRoutes) > 0 {
+			before.HTTPRoutes = res.HTTPRoutes[1:]
+		}
+		if len(res.GRPCRoutes) > 0 {
+			before.GRPCRoutes = res.GRPCRoutes[1:]
+		}
+		inc := newIncremental()
+		inc.check(t, "without the first routes", &before)
+		inc.check(t, "with them", res)
 	})
 }
 
