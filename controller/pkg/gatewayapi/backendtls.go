@@ -132,7 +132,7 @@ func evaluateBackendTLS(p *gatewayv1.BackendTLSPolicy, idx *index, conds *condit
 			}
 			t.SubjectAltNames = append(t.SubjectAltNames, ir.SubjectAltName{Type: "DNS", Value: string(san.Hostname)})
 		case gatewayv1.URISubjectAltNameType:
-			if err := checkValue("subjectAltNames uri", string(san.URI)); err != nil || san.URI == "" {
+			if err := checkValue(string(san.URI), "subjectAltNames uri"); err != nil || san.URI == "" {
 				conds.set(string(gatewayv1.PolicyConditionAccepted), false, string(gatewayv1.PolicyReasonInvalid), fmt.Sprintf("subjectAltNames uri %q is not a URI", san.URI))
 				return nil
 			}

@@ -249,17 +249,17 @@ func mergeHeaders(h *ir.HeaderModifier, f *gatewayv1.HTTPHeaderFilter) (*ir.Head
 		out *[]ir.Header
 	}{{f.Set, &h.Set}, {f.Add, &h.Add}} {
 		for _, x := range list.in {
-			if err := checkToken("header name", string(x.Name)); err != nil {
+			if err := checkToken(string(x.Name), "header name"); err != nil {
 				return nil, err
 			}
-			if !goodValue(x.Value) {
-				return nil, checkValue("header "+string(x.Name)+" value", x.Value)
+			if err := checkValue(x.Value, "header", string(x.Name), "value"); err != nil {
+				return nil, err
 			}
 			*list.out = append(*list.out, ir.Header{Name: string(x.Name), Value: x.Value})
 		}
 	}
 	for _, name := range f.Remove {
-		if err := checkToken("header name", name); err != nil {
+		if err := checkToken(name, "header name"); err != nil {
 			return nil, err
 		}
 	}
@@ -408,15 +408,13 @@ func httpMatch(m *gatewayv1.HTTPRouteMatch) (ir.Match, error) {
 
 func stringMatch(what, name, value string, regex bool) (ir.StringMatch, error) {
 	sm := ir.StringMatch{Name: name, Value: value, Regex: regex}
-	switch {
-	case !goodToken(name):
-		return sm, checkToken(what+" name", name)
-	case regex:
-		return sm, checkRegex(what+" "+name+" regular expression", value)
-	case !goodValue(value):
-		return sm, checkValue(what+" "+name+" value", value)
+	if err := checkToken(name, what, "name"); err != nil {
+		return sm, err
 	}
-	return sm, nil
+	if regex {
+		return sm, checkRegex(what+" "+name+" regular expression", value)
+	}
+	return sm, checkValue(value, what, name, "value")
 }
 
 // checkReplacement checks a replacement path; empty means "/".

@@ -115,7 +115,7 @@ func cors(r *ir.Route, f *gatewayv1.HTTPCORSFilter) error {
 		return fmt.Errorf("cors maxAge %d is negative", f.MaxAge)
 	}
 	for _, o := range f.AllowOrigins {
-		if err := checkValue("cors origin", string(o)); err != nil || strings.ContainsAny(string(o), " ,") {
+		if err := checkValue(string(o), "cors origin"); err != nil || strings.ContainsAny(string(o), " ,") {
 			return fmt.Errorf("cors origin %q is not an origin", o)
 		}
 		c.AllowOrigins = append(c.AllowOrigins, string(o))
@@ -132,7 +132,7 @@ func cors(r *ir.Route, f *gatewayv1.HTTPCORSFilter) error {
 	}{{f.AllowHeaders, &c.AllowHeaders}, {f.ExposeHeaders, &c.ExposeHeaders}} {
 		for _, h := range list.in {
 			if h != "*" {
-				if err := checkToken("cors header", string(h)); err != nil {
+				if err := checkToken(string(h), "cors header"); err != nil {
 					return err
 				}
 			}

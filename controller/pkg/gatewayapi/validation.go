@@ -100,26 +100,22 @@ func checkHostname(h string, wildcardOK bool) error {
 	return nil
 }
 
-func checkToken(what, v string) error {
-	if !goodToken(v) {
-		return fmt.Errorf("%s %q is not a valid HTTP token", what, v)
+// checkToken and checkValue name what they check in words joined only on
+// failure: they run for every header of every route.
+func checkToken(v string, what ...string) error {
+	if len(v) > 256 || !validToken(v) {
+		return fmt.Errorf("%s %q is not a valid HTTP token", strings.Join(what, " "), v)
 	}
 	return nil
 }
 
 // checkValue allows what Envoy allows in a header value: no NUL, CR or LF.
-func checkValue(what, v string) error {
-	if !goodValue(v) {
-		return fmt.Errorf("%s %q contains control characters or is longer than 4096", what, v)
+func checkValue(v string, what ...string) error {
+	if len(v) > 4096 || strings.ContainsAny(v, "\x00\r\n") {
+		return fmt.Errorf("%s %q contains control characters or is longer than 4096", strings.Join(what, " "), v)
 	}
 	return nil
 }
-
-// goodToken and goodValue are the checks alone, for callers that build
-// the error's wording only when it is needed.
-func goodToken(v string) bool { return len(v) <= 256 && validToken(v) }
-
-func goodValue(v string) bool { return len(v) <= 4096 && !strings.ContainsAny(v, "\x00\r\n") }
 
 // checkPath checks a path match value or replacement: absolute, of URL path
 // characters, without "//" or dot segments that normalization would change.
