@@ -46,8 +46,9 @@ envtest: ## Build (once) the kube-apiserver, kube-controller-manager and etcd th
 	@bash hack/envtest/build.sh
 
 .PHONY: test
-test: ## Unit and envtest tests against a real kube-apiserver built from Go modules.
+test: ## Unit and envtest tests against a real kube-apiserver built from Go modules; e2e on both Gateway API channels.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" go test $(TESTFLAGS) $(PACKAGES)
+	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" ISOBAR_GATEWAY_API_CHANNEL=experimental go test $(TESTFLAGS) ./e2e/...
 
 .PHONY: vet
 vet:

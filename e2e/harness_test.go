@@ -66,8 +66,8 @@ func TestInstalledCRDs(t *testing.T) {
 	if v := gw.Annotations["gateway.networking.k8s.io/bundle-version"]; v != "v1.6.3" {
 		t.Errorf("Gateway CRD bundle-version = %q, want v1.6.3", v)
 	}
-	if ch := gw.Annotations["gateway.networking.k8s.io/channel"]; ch != "experimental" {
-		t.Errorf("Gateway CRD channel = %q, want experimental", ch)
+	if ch := gw.Annotations["gateway.networking.k8s.io/channel"]; ch != env.Channel {
+		t.Errorf("Gateway CRD channel = %q, want %s", ch, env.Channel)
 	}
 	cd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := env.Client.Get(ctx, keyOf("", "contourdeployments.isobar.dev"), cd); err != nil {

@@ -9,10 +9,12 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,11 +36,21 @@ import (
 // Options choose what Start runs.
 type Options struct {
 	// Channel is the Gateway API release channel whose CRDs are installed:
-	// "experimental" (the default; a superset) or "standard".
+	// "standard" or "experimental" (a superset). The default is
+	// $ISOBAR_GATEWAY_API_CHANNEL, else "standard", what the quickstart
+	// installs; `make test` runs the e2e tests on both.
 	Channel string
 	// ControllerManager also runs kube-controller-manager.
 	ControllerManager bool
+	// Omit names Gateway API CRDs (such as
+	// "udproutes.gateway.networking.k8s.io") to leave out, as a cluster
+	// that installed only some of them; InstallOmitted adds them later.
+	Omit []string
 }
+
+// ChannelVariable names the environment variable that chooses the default
+// Gateway API channel.
+const ChannelVariable = "ISOBAR_GATEWAY_API_CHANNEL"
 
 // Env is a running test cluster.
 type Env struct {
@@ -48,9 +60,12 @@ type Env struct {
 	Client client.Client
 	// Dir is a scratch directory removed by Stop.
 	Dir string
+	// Channel is the Gateway API channel whose CRDs are installed.
+	Channel string
 
-	env *envtest.Environment
-	kcm *Process
+	env     *envtest.Environment
+	kcm     *Process
+	omitted []*apiextensionsv1.CustomResourceDefinition
 
 	buildOnce sync.Once
 	binDir    string
@@ -60,7 +75,7 @@ type Env struct {
 // Start starts the API server and installs the CRDs; Stop undoes it.
 func Start(opts Options) (_ *Env, err error) {
 	if opts.Channel == "" {
-		opts.Channel = "experimental"
+		opts.Channel = cmp.Or(os.Getenv(ChannelVariable), "standard")
 	}
 	assets, err := BinaryAssets()
 	if err != nil {
@@ -82,7 +97,17 @@ func Start(opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Dir: dir}
+	e := &Env{Dir: dir, Channel: opts.Channel}
+	gwCRDs = slices.DeleteFunc(gwCRDs, func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+		if slices.Contains(opts.Omit, crd.Name) {
+			e.omitted = append(e.omitted, crd)
+			return true
+		}
+		return false
+	})
+	if len(e.omitted) != len(opts.Omit) {
+		return nil, fmt.Errorf("omitting CRDs %v: only %d of them are in the %s channel", opts.Omit, len(e.omitted), opts.Channel)
+	}
 	defer func() {
 		if err != nil {
 			_ = e.Stop()
@@ -113,6 +138,13 @@ func Start(opts Options) (_ *Env, err error) {
 		}
 	}
 	return e, nil
+}
+
+// InstallOmitted installs the CRDs Options.Omit left out, and waits until
+// they are served.
+func (e *Env) InstallOmitted() error {
+	_, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: e.omitted})
+	return err
 }
 
 // Scheme knows every type the tests read or write: Kubernetes' own, CRDs,

@@ -16,16 +16,20 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/fleet"
 	"isobar.dev/api/logs"
+	"isobar.dev/api/served"
 	isobarv1alpha1 "isobar.dev/api/v1alpha1"
 	"isobar.dev/operator/pkg/gateway"
 	"isobar.dev/operator/pkg/gatewayclass"
@@ -49,6 +53,9 @@ type Options struct {
 	LeaderElectionNS   string
 	LogLevel           string
 	LogFormat          string
+	// KindsInterval is how often the served Gateway API kinds are checked
+	// again; a change restarts the operator.
+	KindsInterval time.Duration
 }
 
 // DefaultOptions work for a single operator replica in a cluster.
@@ -61,6 +68,7 @@ func DefaultOptions() Options {
 		HealthProbeAddress: ":8081",
 		LogLevel:           "info",
 		LogFormat:          logs.JSON,
+		KindsInterval:      time.Minute,
 	}
 }
 
@@ -75,6 +83,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to the pod's")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json or console")
+	fs.DurationVar(&o.KindsInterval, "kinds-interval", o.KindsInterval, "how often to check that the cluster serves GatewayClass and Gateway; a change (their CRDs installed or removed) restarts the operator")
 }
 
 // Scheme holds every type the operator reads or writes.
@@ -126,6 +135,53 @@ func Run(o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	// Every reconciler reads GatewayClasses and Gateways: without their
+	// CRDs the operator has nothing to do, and waits for them, healthy,
+	// rather than crash-looping on informers that never sync.
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating discovery client: %w", err)
+	}
+	want := []schema.GroupVersionKind{gatewayv1.SchemeGroupVersion.WithKind("GatewayClass"), gatewayv1.SchemeGroupVersion.WithKind("Gateway")}
+	have, err := served.Kinds(dc, want)
+	if err != nil {
+		return err
+	}
+	if missing := have.Missing(want); len(missing) > 0 {
+		for _, gvk := range missing {
+			log.Error(nil, "Gateway API kind not served by the cluster: provisioning waits for the Gateway API CRDs", "kind", gvk.Kind, "reason", served.Why(dc, gvk))
+		}
+	} else if err := setupReconcilers(mgr, o); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := served.Watch(ctx, dc, want, have, o.KindsInterval); err != nil {
+			return fmt.Errorf("%w; restarting to watch them", err)
+		}
+		return nil
+	})); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	// Ready once the informer caches have synced: before that the operator
+	// would act on an empty view of the cluster.
+	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return fmt.Errorf("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+	log.Info("starting", "controllerName", o.ControllerName)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func setupReconcilers(mgr ctrl.Manager, o Options) error {
 	if err := (&gatewayclass.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the GatewayClass reconciler: %w", err)
 	}
@@ -146,23 +202,7 @@ func Run(o Options) error {
 	if err := (&profile.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ContourDeployment reconciler: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("adding health check: %w", err)
-	}
-	// Ready once the informer caches have synced: before that the operator
-	// would act on an empty view of the cluster.
-	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
-		ctx, cancel := context.WithTimeout(req.Context(), 100*time.Millisecond)
-		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			return fmt.Errorf("caches not synced")
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("adding readiness check: %w", err)
-	}
-	log.Info("starting", "controllerName", o.ControllerName)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return nil
 }
 
 // ownedByUs restricts the cache of the kinds the operator provisions to

@@ -24,6 +24,8 @@ type index struct {
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	configMaps map[types.NamespacedName]*corev1.ConfigMap
 	backendTLS map[backendTLSKey]*backendTLS
+	// unserved are the route kinds the cluster does not serve.
+	unserved map[gatewayv1.Kind]bool
 	// namespacesVersion fingerprints the namespaces' labels, which
 	// allowedRoutes selectors read.
 	namespacesVersion uint64
@@ -68,16 +70,28 @@ func newIndex(res *resources.Resources) *index {
 	for _, g := range res.ReferenceGrants {
 		idx.grants[g.Namespace] = append(idx.grants[g.Namespace], g)
 	}
+	for _, k := range res.Unserved {
+		if idx.unserved == nil {
+			idx.unserved = map[gatewayv1.Kind]bool{}
+		}
+		idx.unserved[k] = true
+	}
 	idx.backendTLS = indexBackendTLS(res, idx)
 	idx.world = fingerprint(res, idx)
 	idx.namespacesVersion = namespacesFingerprint(res)
 	return idx
 }
 
-// fingerprint hashes the Services' ports and the ReferenceGrants. It is
+// fingerprint hashes the unserved kinds, the Services' ports and the
+// ReferenceGrants. It is
 // order-sensitive, which is safe: a different order only costs a cache miss.
 func fingerprint(res *resources.Resources, idx *index) uint64 {
 	h := newSetHash()
+	// Which route kinds exist decides which kinds listeners accept.
+	for _, k := range res.Unserved {
+		h.write("unserved", string(k))
+		h.next()
+	}
 	for _, s := range res.Services {
 		h.write("svc", s.Namespace, s.Name, string(s.UID))
 		for _, p := range s.Spec.Ports {

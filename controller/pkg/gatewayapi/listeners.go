@@ -3,6 +3,7 @@ package gatewayapi
 import (
 	"crypto/tls"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -108,18 +109,31 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 	return ls
 }
 
-// checkProtocol checks the protocol and the allowed route kinds.
+// checkProtocol checks the protocol and the allowed route kinds. A kind the
+// cluster does not serve is not supported: no route of it can exist.
 func (t *gatewayTranslator) checkProtocol(l *listener) {
-	kinds, ok := routeKinds[l.spec.Protocol]
+	all, ok := routeKinds[l.spec.Protocol]
 	if !ok {
 		l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedProtocol),
 			fmt.Sprintf("protocol %q is not supported; use HTTP, HTTPS, TLS, TCP or UDP", l.spec.Protocol))
 		return
 	}
 	l.family = protocolFamilies[l.spec.Protocol]
+	var kinds, unserved []gatewayv1.Kind
+	for _, k := range all {
+		if t.idx.unserved[k] {
+			unserved = append(unserved, k)
+		} else {
+			kinds = append(kinds, k)
+		}
+	}
 	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
 		for _, k := range kinds {
 			l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptrTo(gatewayv1.Group(gatewayv1.GroupName)), Kind: k})
+		}
+		if len(kinds) == 0 {
+			l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, string(gatewayv1.ListenerReasonInvalidRouteKinds),
+				fmt.Sprintf("the cluster does not serve %v at version %s (install the Gateway API CRDs that have it)", unserved, gatewayv1.GroupVersion.Version))
 		}
 		return
 	}
@@ -129,21 +143,18 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 		if rk.Group != nil {
 			group = string(*rk.Group)
 		}
-		supported := false
-		for _, k := range kinds {
-			if group == gatewayv1.GroupName && rk.Kind == k {
-				supported = true
-			}
-		}
-		if !supported {
+		if group != gatewayv1.GroupName || !slices.Contains(kinds, rk.Kind) {
 			invalid = append(invalid, fmt.Sprintf("%s/%s", group, rk.Kind))
 			continue
 		}
 		l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptrTo(gatewayv1.Group(group)), Kind: rk.Kind})
 	}
 	if len(invalid) > 0 {
-		l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, string(gatewayv1.ListenerReasonInvalidRouteKinds),
-			fmt.Sprintf("route kinds %v are not supported on a %s listener; supported: %v", invalid, l.spec.Protocol, kinds))
+		msg := fmt.Sprintf("route kinds %v are not supported on a %s listener; supported: %v", invalid, l.spec.Protocol, kinds)
+		if len(unserved) > 0 {
+			msg += fmt.Sprintf(" (the cluster does not serve %v at version %s)", unserved, gatewayv1.GroupVersion.Version)
+		}
+		l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, string(gatewayv1.ListenerReasonInvalidRouteKinds), msg)
 	}
 }
 

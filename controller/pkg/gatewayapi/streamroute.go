@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
@@ -62,7 +61,7 @@ func streamRoutes(res *resources.Resources) []streamRoute {
 	return out
 }
 
-func rulesRefs(rules []gatewayv1alpha2.TCPRouteRule) []gatewayv1.BackendRef {
+func rulesRefs(rules []gatewayv1.TCPRouteRule) []gatewayv1.BackendRef {
 	var refs []gatewayv1.BackendRef
 	for _, rule := range rules {
 		refs = append(refs, rule.BackendRefs...)

@@ -109,11 +109,7 @@ func statusObjects(r *Result) []object {
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	for _, k := range keys {
-		version := gatewayv1.GroupVersion.String()
-		if k.Kind == "TCPRoute" || k.Kind == "UDPRoute" {
-			version = gatewayv1.GroupName + "/v1alpha2"
-		}
-		out = append(out, object{APIVersion: version, Kind: k.Kind,
+		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: k.Kind,
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
 			Status:   gatewayv1.RouteStatus{Parents: routes[k]}})
 	}

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 )
@@ -184,10 +183,10 @@ var decoders = map[string]decoder{
 		decodeAs(func(r *Resources) *[]*gatewayv1.GRPCRoute { return &r.GRPCRoutes })},
 	"TLSRoute.gateway.networking.k8s.io": {versions("v1", "v1alpha2", "v1alpha3"),
 		decodeAs(func(r *Resources) *[]*gatewayv1.TLSRoute { return &r.TLSRoutes })},
-	"TCPRoute.gateway.networking.k8s.io": {versions("v1alpha2"),
-		decodeAs(func(r *Resources) *[]*gatewayv1alpha2.TCPRoute { return &r.TCPRoutes })},
-	"UDPRoute.gateway.networking.k8s.io": {versions("v1alpha2"),
-		decodeAs(func(r *Resources) *[]*gatewayv1alpha2.UDPRoute { return &r.UDPRoutes })},
+	"TCPRoute.gateway.networking.k8s.io": {versions("v1", "v1alpha2"),
+		decodeAs(func(r *Resources) *[]*gatewayv1.TCPRoute { return &r.TCPRoutes })},
+	"UDPRoute.gateway.networking.k8s.io": {versions("v1", "v1alpha2"),
+		decodeAs(func(r *Resources) *[]*gatewayv1.UDPRoute { return &r.UDPRoutes })},
 	"ReferenceGrant.gateway.networking.k8s.io": {versions("v1beta1", "v1alpha2", "v1"),
 		decodeAs(func(r *Resources) *[]*gatewayv1beta1.ReferenceGrant { return &r.ReferenceGrants })},
 	"BackendTLSPolicy.gateway.networking.k8s.io": {versions("v1", "v1alpha3"),

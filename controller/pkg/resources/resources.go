@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
@@ -20,8 +19,8 @@ type Resources struct {
 	HTTPRoutes         []*gatewayv1.HTTPRoute
 	GRPCRoutes         []*gatewayv1.GRPCRoute
 	TLSRoutes          []*gatewayv1.TLSRoute
-	TCPRoutes          []*gatewayv1alpha2.TCPRoute
-	UDPRoutes          []*gatewayv1alpha2.UDPRoute
+	TCPRoutes          []*gatewayv1.TCPRoute
+	UDPRoutes          []*gatewayv1.UDPRoute
 	ReferenceGrants    []*gatewayv1beta1.ReferenceGrant
 	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
 	Services           []*corev1.Service
@@ -29,6 +28,11 @@ type Resources struct {
 	Secrets            []*corev1.Secret
 	ConfigMaps         []*corev1.ConfigMap
 	Namespaces         []*corev1.Namespace
+
+	// Unserved lists the route kinds the cluster does not serve at the
+	// version the controller reads (their CRD is not installed, or is too
+	// old): listeners do not offer them. Offline, every kind is served.
+	Unserved []gatewayv1.Kind
 
 	// Replaced lists objects loaded twice: the later one replaced the
 	// earlier, as a second kubectl apply would.

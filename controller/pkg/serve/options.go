@@ -38,10 +38,13 @@ type Options struct {
 	MetricsAddress    string
 	// Profiling serves Go's profiles under /debug/pprof/ on the metrics
 	// address.
-	Profiling           bool
-	LeaderElect         bool
-	LeaderElectionNS    string
-	UpdateDelay         time.Duration
+	Profiling        bool
+	LeaderElect      bool
+	LeaderElectionNS string
+	UpdateDelay      time.Duration
+	// KindsInterval is how often the served Gateway API kinds are checked
+	// again; a change restarts the controller.
+	KindsInterval       time.Duration
 	LogLevel, LogFormat string
 	// RuntimeSettingsFile holds a ContourDeployment's runtimeSettings as
 	// JSON (the operator mounts it from a ConfigMap).
@@ -59,6 +62,7 @@ func DefaultOptions() Options {
 		HealthAddress:  fmt.Sprintf(":%d", ports.ControllerHealth),
 		MetricsAddress: fmt.Sprintf(":%d", ports.ControllerMetrics),
 		UpdateDelay:    100 * time.Millisecond,
+		KindsInterval:  time.Minute,
 		LogLevel:       "info",
 		LogFormat:      logs.JSON,
 	}
@@ -86,6 +90,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas to write status")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to the Gateway's")
 	fs.DurationVar(&o.UpdateDelay, "update-delay", o.UpdateDelay, "how long to wait after a change for more before translating")
+	fs.DurationVar(&o.KindsInterval, "kinds-interval", o.KindsInterval, "how often to check which Gateway API kinds the cluster serves; a change (a CRD installed or removed) restarts the controller")
 	fs.StringVar(&o.RuntimeSettingsFile, "runtime-settings", o.RuntimeSettingsFile, "a JSON file of the ContourDeployment's runtimeSettings; default: the built-in defaults")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json or console")

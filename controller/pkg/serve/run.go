@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"isobar.dev/api/fleet"
@@ -38,7 +38,7 @@ import (
 
 func scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gatewayv1.Install, gatewayv1beta1.Install, gatewayv1alpha2.Install} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gatewayv1.Install, gatewayv1beta1.Install} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -89,6 +89,24 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
+	// Only the kinds the API server serves are watched: an informer of a
+	// kind it does not serve never syncs, and the controller would never
+	// start.
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating discovery client: %w", err)
+	}
+	served, why, watch, err := servedKinds(dc, s, o.KindsInterval)
+	if err != nil {
+		return err
+	}
+	for _, k := range served.unserved() {
+		log.Info("Gateway API kind not served by the cluster: not watched, and no listener offers it", "kind", k, "reason", why[k])
+	}
+	if err := mgr.Add(watch); err != nil {
+		return err
+	}
+
 	xdsServer := xdsserver.New(ctx)
 	if err := registerXDSMetrics(xdsServer); err != nil {
 		return err
@@ -114,12 +132,12 @@ func Run(ctx context.Context, o Options) error {
 	r := &reconciler{
 		opts:   o,
 		client: mgr.GetClient(),
-		snap:   &snapshotter{informers: mgr.GetCache()},
+		snap:   &snapshotter{informers: mgr.GetCache(), served: served},
 		stage2: xds.NewTranslator(settings),
 		xds:    xdsServer,
 		status: newStatusWriter(o, mgr.GetClient(), mgr.GetAPIReader(), xdsServer.Status),
 	}
-	if err := r.setup(mgr); err != nil {
+	if err := r.setup(mgr, served); err != nil {
 		return err
 	}
 	if err := mgr.Add(r.status); err != nil {
@@ -155,7 +173,7 @@ func Run(ctx context.Context, o Options) error {
 
 // setup watches everything translation reads; every event asks for one
 // reconcile of the Gateway, and the work queue folds bursts into one.
-func (r *reconciler) setup(mgr ctrl.Manager) error {
+func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	// One work item stands for "translate again"; in controllerName mode
 	// it names no Gateway.
 	key := reconcile.Request{NamespacedName: r.opts.Gateway}
@@ -184,13 +202,11 @@ func (r *reconciler) setup(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway").
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: ptrTo(false)}).
-		Watches(&gatewayv1.Gateway{}, specOrStatus)
-	for _, obj := range []client.Object{
-		&gatewayv1.GatewayClass{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{}, &gatewayv1.TLSRoute{},
-		&gatewayv1alpha2.TCPRoute{}, &gatewayv1alpha2.UDPRoute{}, &gatewayv1beta1.ReferenceGrant{}, &gatewayv1.BackendTLSPolicy{},
-	} {
-		b = b.Watches(obj, specOrStatus)
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: ptrTo(false)})
+	for _, obj := range gatewayKinds {
+		if served.served(obj) {
+			b = b.Watches(obj, specOrStatus)
+		}
 	}
 	// Services' status holds the addresses the Gateway reports; Secrets and
 	// ConfigMaps have no generation to go by.

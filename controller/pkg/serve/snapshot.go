@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"isobar.dev/controller/pkg/resources"
@@ -23,18 +22,21 @@ import (
 // recognises it.
 type snapshotter struct {
 	informers cache.Informers
+	// served are the Gateway API kinds the cluster serves: the others
+	// have no informer, and no objects.
+	served kindSet
 }
 
 func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error) {
-	l := &lister{ctx: ctx, informers: s.informers}
+	l := &lister{ctx: ctx, informers: s.informers, served: s.served}
 	r := &resources.Resources{
 		GatewayClasses:     list[gatewayv1.GatewayClass](l),
 		Gateways:           list[gatewayv1.Gateway](l),
 		HTTPRoutes:         list[gatewayv1.HTTPRoute](l),
 		GRPCRoutes:         list[gatewayv1.GRPCRoute](l),
 		TLSRoutes:          list[gatewayv1.TLSRoute](l),
-		TCPRoutes:          list[gatewayv1alpha2.TCPRoute](l),
-		UDPRoutes:          list[gatewayv1alpha2.UDPRoute](l),
+		TCPRoutes:          list[gatewayv1.TCPRoute](l),
+		UDPRoutes:          list[gatewayv1.UDPRoute](l),
 		ReferenceGrants:    list[gatewayv1beta1.ReferenceGrant](l),
 		BackendTLSPolicies: list[gatewayv1.BackendTLSPolicy](l),
 		Services:           list[corev1.Service](l),
@@ -42,6 +44,7 @@ func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error
 		Secrets:            list[corev1.Secret](l),
 		ConfigMaps:         list[corev1.ConfigMap](l),
 		Namespaces:         list[corev1.Namespace](l),
+		Unserved:           s.served.unserved(),
 	}
 	if l.err != nil {
 		return nil, l.err
@@ -53,6 +56,7 @@ func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error
 type lister struct {
 	ctx       context.Context
 	informers cache.Informers
+	served    kindSet
 	err       error
 }
 
@@ -62,7 +66,7 @@ func list[T any, PT interface {
 	*T
 	client.Object
 }](l *lister) []*T {
-	if l.err != nil {
+	if l.err != nil || !l.served.served(PT(new(T))) {
 		return nil
 	}
 	inf, err := l.informers.GetInformer(l.ctx, PT(new(T)))

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/xdsserver"
@@ -396,9 +395,9 @@ func routeObject(kind string) (client.Object, func(client.Object) *gatewayv1.Rou
 	case "TLSRoute":
 		return &gatewayv1.TLSRoute{}, func(o client.Object) *gatewayv1.RouteStatus { return &o.(*gatewayv1.TLSRoute).Status.RouteStatus }
 	case "TCPRoute":
-		return &gatewayv1alpha2.TCPRoute{}, func(o client.Object) *gatewayv1.RouteStatus { return &o.(*gatewayv1alpha2.TCPRoute).Status.RouteStatus }
+		return &gatewayv1.TCPRoute{}, func(o client.Object) *gatewayv1.RouteStatus { return &o.(*gatewayv1.TCPRoute).Status.RouteStatus }
 	case "UDPRoute":
-		return &gatewayv1alpha2.UDPRoute{}, func(o client.Object) *gatewayv1.RouteStatus { return &o.(*gatewayv1alpha2.UDPRoute).Status.RouteStatus }
+		return &gatewayv1.UDPRoute{}, func(o client.Object) *gatewayv1.RouteStatus { return &o.(*gatewayv1.UDPRoute).Status.RouteStatus }
 	}
 	return nil, nil
 }

@@ -1,0 +1,121 @@
+// Package served tells which API kinds the API server serves, and at which
+// versions. Both binaries watch Gateway API kinds at one version each, and
+// a cluster may have installed only some of their CRDs, or another release
+// of them: an informer of a kind the server does not serve never syncs, so
+// each binary asks discovery first and watches only what is served.
+package served
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+)
+
+// Set holds the kinds served at the version asked for.
+type Set map[schema.GroupVersionKind]bool
+
+// Missing lists the kinds of want that s does not hold, in want's order.
+func (s Set) Missing(want []schema.GroupVersionKind) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, gvk := range want {
+		if !s[gvk] {
+			out = append(out, gvk)
+		}
+	}
+	return out
+}
+
+// Kinds asks discovery which of want the API server serves.
+func Kinds(dc discovery.DiscoveryInterface, want []schema.GroupVersionKind) (Set, error) {
+	byVersion := map[schema.GroupVersion]map[string]bool{}
+	set := Set{}
+	for _, gvk := range want {
+		gv := gvk.GroupVersion()
+		kinds, ok := byVersion[gv]
+		if !ok {
+			var err error
+			if kinds, err = kindsAt(dc, gv); err != nil {
+				return nil, err
+			}
+			byVersion[gv] = kinds
+		}
+		if kinds[gvk.Kind] {
+			set[gvk] = true
+		}
+	}
+	return set, nil
+}
+
+// kindsAt lists the kinds of one group version; none when it is not served.
+func kindsAt(dc discovery.DiscoveryInterface, gv schema.GroupVersion) (map[string]bool, error) {
+	list, err := dc.ServerResourcesForGroupVersion(gv.String())
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("discovering %s: %w", gv, err)
+	}
+	kinds := map[string]bool{}
+	for _, r := range list.APIResources {
+		if !strings.Contains(r.Name, "/") { // not a subresource
+			kinds[r.Kind] = true
+		}
+	}
+	return kinds, nil
+}
+
+// Why says, for the log, why a kind is not served at its version: at which
+// other versions of its group it is served, if any.
+func Why(dc discovery.DiscoveryInterface, gvk schema.GroupVersionKind) string {
+	msg := fmt.Sprintf("%s is not served at %s", gvk.Kind, gvk.GroupVersion())
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		return msg
+	}
+	var other []string
+	for _, g := range groups.Groups {
+		if g.Name != gvk.Group {
+			continue
+		}
+		for _, v := range g.Versions {
+			if kinds, err := kindsAt(dc, schema.GroupVersion{Group: g.Name, Version: v.Version}); err == nil && kinds[gvk.Kind] {
+				other = append(other, v.Version)
+			}
+		}
+	}
+	if len(other) == 0 {
+		return msg + ": its CRD is not installed"
+	}
+	slices.Sort(other)
+	return msg + fmt.Sprintf(" but at %s: the installed CRD is of another release", strings.Join(other, ", "))
+}
+
+// Watch returns when the kinds of want that the API server serves are no
+// longer have, checking every interval (errors of discovery are retried),
+// or nil when ctx ends. A binary sets its watches up once, so it restarts
+// on such a change to watch what is served then.
+func Watch(ctx context.Context, dc discovery.DiscoveryInterface, want []schema.GroupVersionKind, have Set, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		now, err := Kinds(dc, want)
+		if err != nil {
+			continue
+		}
+		if !maps.Equal(now, have) {
+			return fmt.Errorf("the API kinds the cluster serves changed (missing before: %v, now: %v)", have.Missing(want), now.Missing(want))
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"isobar.dev/api/served"
+)
+
+// gatewayKinds are the Gateway API kinds translation reads, each at the one
+// version the controller watches: the newest, which both channels of the
+// pinned release serve. A cluster may have installed only some of their
+// CRDs, or those of an older release; such a kind is not watched.
+var gatewayKinds = []client.Object{
+	&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{},
+	&gatewayv1.TLSRoute{}, &gatewayv1.TCPRoute{}, &gatewayv1.UDPRoute{},
+	&gatewayv1beta1.ReferenceGrant{}, &gatewayv1.BackendTLSPolicy{},
+}
+
+// kindSet is the set of gatewayKinds the API server serves at the versions
+// the controller reads, by kind name (gatewayKinds' names are distinct).
+type kindSet map[string]bool
+
+// served reports whether obj's type is served; types outside gatewayKinds
+// (Kubernetes' own) always are.
+func (s kindSet) served(obj client.Object) bool {
+	name := typeName(obj)
+	for _, k := range gatewayKinds {
+		if typeName(k) == name {
+			return s[name]
+		}
+	}
+	return true
+}
+
+// unserved lists the gatewayKinds the API server does not serve, sorted.
+func (s kindSet) unserved() []gatewayv1.Kind {
+	var out []gatewayv1.Kind
+	for _, k := range gatewayKinds {
+		if name := typeName(k); !s[name] {
+			out = append(out, gatewayv1.Kind(name))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func typeName(obj client.Object) string { return reflect.TypeOf(obj).Elem().Name() }
+
+func gatewayGVKs(s *runtime.Scheme) ([]schema.GroupVersionKind, error) {
+	out := make([]schema.GroupVersionKind, len(gatewayKinds))
+	for i, obj := range gatewayKinds {
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = gvk
+	}
+	return out, nil
+}
+
+// servedKinds asks discovery which gatewayKinds the API server serves, and
+// for the others why not; the watch restarts the controller when that
+// changes.
+func servedKinds(dc discovery.DiscoveryInterface, s *runtime.Scheme, interval time.Duration) (kindSet, map[gatewayv1.Kind]string, *kindWatch, error) {
+	want, err := gatewayGVKs(s)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	have, err := served.Kinds(dc, want)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	set, why := kindSet{}, map[gatewayv1.Kind]string{}
+	for _, gvk := range want {
+		set[gvk.Kind] = have[gvk]
+	}
+	for _, gvk := range have.Missing(want) {
+		why[gatewayv1.Kind(gvk.Kind)] = served.Why(dc, gvk)
+	}
+	return set, why, &kindWatch{dc: dc, want: want, have: have, interval: interval}, nil
+}
+
+// kindWatch ends serving with an error when the served Gateway API kinds
+// change (a CRD installed, upgraded or removed): watches are set up once,
+// so the process exits and its Pod restarts, watching what is served then.
+type kindWatch struct {
+	dc       discovery.DiscoveryInterface
+	want     []schema.GroupVersionKind
+	have     served.Set
+	interval time.Duration
+}
+
+func (w *kindWatch) Start(ctx context.Context) error {
+	if err := served.Watch(ctx, w.dc, w.want, w.have, w.interval); err != nil {
+		return fmt.Errorf("%w; restarting to watch them", err)
+	}
+	return nil
+}
+
+func (*kindWatch) NeedLeaderElection() bool { return false }
