@@ -27,6 +27,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	request := fs.String("request", "", "the request: '[METHOD] URL'; URL schemes http, https, tls (a TLS connection, SNI from the host), tcp, udp")
 	gateway := fs.String("gateway", "", "the Gateway whose Envoy answers, NAMESPACE/NAME; needed when the files hold several")
 	controllerName := fs.String("controller-name", offline.DefaultControllerName, "the GatewayClass controllerName to translate for")
+	namespace := fs.String("namespace", "default", "the namespace of namespaced objects that name none, as kubectl's")
 	seed := fs.Uint64("seed", 0, "picks one of weighted backends deterministically")
 	format := fs.String("o", "text", "output format: text, yaml or json")
 	fs.Usage = func() {
@@ -52,11 +53,13 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	if *gateway != "" {
 		gateways = []string{*gateway}
 	}
-	result, code := translateFiles("explain", files, gateways, *controllerName, false, stderr)
+	result, code := translateFiles("explain", files, gateways, *controllerName, *namespace, false, stderr)
 	if result == nil {
 		return code
 	}
 	switch n := len(result.XDS); {
+	case n == 0 && len(gateways) > 0:
+		return code
 	case n == 0:
 		fmt.Fprintf(stderr, "explain: no Gateway of a GatewayClass with controllerName %s\n", *controllerName)
 		return 1
@@ -94,7 +97,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "explain: -o %q: want text, yaml or json\n", *format)
 		return 2
 	}
-	return 0
+	return code
 }
 
 // parseRequest reads "[METHOD] URL" and headers into a simulator request

@@ -35,6 +35,13 @@ func TestRun(t *testing.T) {
 			stdout: "route #0 httproute/default/app/rule/0/match/0 (HTTPRoute default/app, rule 0, match 0)"},
 		{name: "explain as YAML", args: []string{"explain", "-f", golden, "--request", "http://app.example.com/api", "-o", "yaml"}, code: 0, stdout: "cluster: default/api/80"},
 		{name: "explain a port without a listener", args: []string{"explain", "-f", golden, "--request", "http://app.example.com:8080/"}, code: 1, stderr: "no listener on TCP port 8080"},
+		{name: "unknown field", args: []string{"translate", "-f", "testdata/bad-input.yaml"}, code: 1,
+			stderr: `document 3: gateway.networking.k8s.io/v1 HTTPRoute: default/typo: unknown field "spec.rules[0].match"`, stdout: "name: app\n    namespace: default", notInStdot: "typo"},
+		{name: "every bad document", args: []string{"translate", "-f", "testdata/bad-input.yaml"}, code: 1, stderr: "document 6: not YAML"},
+		{name: "namespace flag", args: []string{"translate", "-f", "testdata/bad-input.yaml", "--namespace", "team-a", "--type", "ir"}, code: 1, stdout: "name: team-a/web"},
+		{name: "explain despite a bad document", args: []string{"explain", "-f", "testdata/bad-input.yaml", "--request", "http://any/admin"}, code: 1,
+			stderr: "translating the rest", stdout: "HTTPRoute default/app"},
+		{name: "a gateway not in the input", args: []string{"translate", "-f", golden, "--gateway", "default/nope"}, code: 1, stderr: "--gateway default/nope: no such Gateway in the input"},
 		{name: "secrets are redacted", args: []string{"translate", "-f", "../../pkg/offline/testdata/https-certificates.in.yaml", "--type", "secrets"}, code: 0, stdout: "[redacted]", notInStdot: "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t" /* base64 of -----BEGIN PRIVATE KEY----- */},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

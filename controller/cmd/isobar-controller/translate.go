@@ -4,10 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/offline"
 	"isobar.dev/controller/pkg/xds"
 )
@@ -25,6 +27,7 @@ func translate(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&files, "f", "a YAML file of Kubernetes objects, - for standard input (repeatable)")
 	fs.Var(&gateways, "gateway", "translate only this Gateway, NAMESPACE/NAME (repeatable); default: every Gateway of a class with --controller-name")
 	controllerName := fs.String("controller-name", offline.DefaultControllerName, "the GatewayClass controllerName to translate for")
+	namespace := fs.String("namespace", "default", "the namespace of namespaced objects that name none, as kubectl's")
 	typ := fs.String("type", "status", "what to print: "+strings.Join(offline.Types, ", "))
 	format := fs.String("o", "yaml", "output format: yaml or json")
 	fs.Usage = func() {
@@ -38,11 +41,11 @@ func translate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "translate: give at least one -f FILE")
 		return 2
 	}
-	result, code := translateFiles("translate", files, gateways, *controllerName, true, stderr)
+	result, code := translateFiles("translate", files, gateways, *controllerName, *namespace, true, stderr)
 	if result == nil {
 		return code
 	}
-	if len(result.Gateways.Gateways) == 0 {
+	if len(result.Gateways.Gateways) == 0 && len(gateways) == 0 {
 		fmt.Fprintf(stderr, "translate: no Gateway to translate: none of a GatewayClass with controllerName %s\n", *controllerName)
 	}
 	out, err := offline.Render(result, *typ, *format)
@@ -51,14 +54,16 @@ func translate(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	_, _ = stdout.Write(out)
-	return 0
+	return code
 }
 
 // translateFiles is what translate and explain share: the --gateway
 // values checked, the files loaded (duplicates and, when reportSkipped,
 // kinds the translator does not read reported on stderr) and translated.
-// A nil result comes with the exit code.
-func translateFiles(cmd string, files, gateways []string, controllerName string, reportSkipped bool, stderr io.Writer) (*offline.Result, int) {
+// A nil result comes with the exit code; input that could not be read, or
+// a --gateway that is not in it, is reported and makes the code 1, and
+// the rest is translated.
+func translateFiles(cmd string, files, gateways []string, controllerName, namespace string, reportSkipped bool, stderr io.Writer) (*offline.Result, int) {
 	opts := offline.Options{ControllerName: controllerName, Settings: xds.DefaultSettings()}
 	for _, g := range gateways {
 		ns, name, ok := strings.Cut(g, "/")
@@ -68,10 +73,18 @@ func translateFiles(cmd string, files, gateways []string, controllerName string,
 		}
 		opts.Gateways = append(opts.Gateways, types.NamespacedName{Namespace: ns, Name: name})
 	}
-	res, skipped, err := offline.LoadFiles(files)
-	if err != nil {
+	code := 0
+	res, skipped, err := offline.LoadFiles(files, namespace)
+	if res == nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return nil, 1
+	}
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "%s: %s\n", cmd, line)
+		}
+		fmt.Fprintf(stderr, "%s: translating the rest\n", cmd)
+		code = 1
 	}
 	for _, d := range res.Replaced {
 		fmt.Fprintf(stderr, "%s: %s is defined more than once; the last definition is used\n", cmd, d)
@@ -86,5 +99,11 @@ func translateFiles(cmd string, files, gateways []string, controllerName string,
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return nil, 1
 	}
-	return result, 0
+	for _, g := range opts.Gateways {
+		if !slices.ContainsFunc(result.Gateways.Gateways, func(tr *ir.Gateway) bool { return tr.Name == g.String() }) {
+			fmt.Fprintf(stderr, "%s: --gateway %s: no such Gateway in the input\n", cmd, g)
+			code = 1
+		}
+	}
+	return result, code
 }

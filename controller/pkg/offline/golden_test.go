@@ -25,7 +25,7 @@ func TestGolden(t *testing.T) {
 	for _, in := range inputs {
 		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
 		t.Run(name, func(t *testing.T) {
-			res, _, err := LoadFiles([]string{in})
+			res, _, err := LoadFiles([]string{in}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

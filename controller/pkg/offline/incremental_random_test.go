@@ -23,7 +23,7 @@ func TestIncrementalRandomChanges(t *testing.T) {
 	}
 	for _, in := range inputs {
 		t.Run(filepath.Base(in), func(t *testing.T) {
-			base, _, err := LoadFiles([]string{in})
+			base, _, err := LoadFiles([]string{in}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

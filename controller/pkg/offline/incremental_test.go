@@ -19,7 +19,7 @@ import (
 // fresh translation of the new snapshot produces, whatever changed between
 // them.
 func TestIncrementalMatchesFresh(t *testing.T) {
-	base, _, err := LoadFiles([]string{"testdata/backends.in.yaml", "testdata/filters.in.yaml", "testdata/backend-tls.in.yaml", "testdata/attachment.in.yaml", "testdata/https-certificates.in.yaml"})
+	base, _, err := LoadFiles([]string{"testdata/backends.in.yaml", "testdata/filters.in.yaml", "testdata/backend-tls.in.yaml", "testdata/attachment.in.yaml", "testdata/https-certificates.in.yaml"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func metaOf(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namesp
 // older HTTPRoute goes, the GRPCRoute it beat is accepted, also by a
 // translator that replays earlier outcomes.
 func TestIncrementalKindConflicts(t *testing.T) {
-	res, _, err := LoadFiles([]string{"testdata/kind-conflicts.in.yaml"})
+	res, _, err := LoadFiles([]string{"testdata/kind-conflicts.in.yaml"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@
 package offline
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,11 +40,15 @@ type Result struct {
 }
 
 // LoadFiles reads YAML files ("-" is standard input; a directory means its
-// *.yaml and *.yml files) into one snapshot.
-func LoadFiles(paths []string) (*resources.Resources, []resources.Skipped, error) {
-	res := &resources.Resources{}
+// *.yaml and *.yml files) into one snapshot, namespaced objects without a
+// namespace going into namespace ("" for "default"). A file or document
+// that cannot be read does not stop the others: the error lists every one,
+// and the snapshot holds the rest.
+func LoadFiles(paths []string, namespace string) (*resources.Resources, []resources.Skipped, error) {
+	res := &resources.Resources{Namespace: namespace}
 	var skipped []resources.Skipped
 	var files []string
+	var errs []error
 	for _, p := range paths {
 		if info, err := os.Stat(p); err == nil && info.IsDir() {
 			for _, pattern := range []string{"*.yaml", "*.yml"} {
@@ -62,25 +67,24 @@ func LoadFiles(paths []string) (*resources.Resources, []resources.Skipped, error
 		if p != "-" {
 			var err error
 			if f, err = os.Open(p); err != nil {
-				return nil, nil, fmt.Errorf("reading input: %w", err)
+				errs = append(errs, fmt.Errorf("reading input: %w", err))
+				continue
 			}
 		}
 		s, err := res.Load(p, f)
 		if p != "-" {
 			f.Close()
 		}
-		if err != nil {
-			return nil, nil, err
-		}
+		errs = append(errs, err)
 		skipped = append(skipped, s...)
 	}
-	return res, skipped, nil
+	return res, skipped, errors.Join(errs...)
 }
 
 // TranslateFiles loads files and translates them with the default
 // settings, every Gateway of DefaultControllerName.
 func TranslateFiles(files ...string) (*Result, error) {
-	res, _, err := LoadFiles(files)
+	res, _, err := LoadFiles(files, "")
 	if err != nil {
 		return nil, err
 	}

@@ -124,7 +124,7 @@ func TestGoldenRequests(t *testing.T) {
 	}
 	for name, reqs := range cases {
 		t.Run(name, func(t *testing.T) {
-			res, _, err := LoadFiles([]string{"testdata/" + name + ".in.yaml"})
+			res, _, err := LoadFiles([]string{"testdata/" + name + ".in.yaml"}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

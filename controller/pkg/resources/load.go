@@ -3,6 +3,7 @@ package resources
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -31,6 +33,14 @@ type Skipped struct {
 // name names the stream in errors, which also give the document's index
 // (from 1). List kinds (v1 List, and any *List) are unpacked. Objects of
 // kinds the translator does not read are returned, not added.
+//
+// Objects are decoded as the API server would take them with strict field
+// validation (`kubectl apply`'s default): an unknown or duplicated field is
+// an error naming it, not a field silently dropped (a `match:` typo for
+// `matches:` would otherwise widen a route to every path). A namespaced
+// object without a namespace goes into r.Namespace ("default" if empty),
+// as kubectl puts it. A bad document does not stop the others: every
+// error is returned, joined, and every good document is added.
 func (r *Resources) Load(name string, in io.Reader) ([]Skipped, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReaderSize(in, 1<<16))
 	type document struct {
@@ -70,22 +80,24 @@ func (r *Resources) Load(name string, in io.Reader) ([]Skipped, error) {
 	}
 	wg.Wait()
 	var skipped []Skipped
+	var errs []error
 	for _, d := range docs {
 		if d.err != nil {
-			return skipped, fmt.Errorf("%s: document %d: not YAML: %w", name, d.index, d.err)
+			errs = append(errs, fmt.Errorf("%s: document %d: not YAML: %w", name, d.index, d.err))
+			continue
 		}
 		if bytes.Equal(bytes.TrimSpace(d.json), []byte("null")) {
 			continue // a document holding only comments
 		}
 		s, err := r.add(d.json)
 		if err != nil {
-			return skipped, fmt.Errorf("%s: document %d: %w", name, d.index, err)
+			errs = append(errs, fmt.Errorf("%s: document %d: %w", name, d.index, err))
 		}
 		for _, tm := range s {
 			skipped = append(skipped, Skipped{Source: fmt.Sprintf("%s: document %d", name, d.index), TypeMeta: tm})
 		}
 	}
-	return skipped, readErr
+	return skipped, errors.Join(append(errs, readErr)...)
 }
 
 // add decodes one JSON object (or list) into r.
@@ -105,28 +117,54 @@ func (r *Resources) add(js []byte) ([]metav1.TypeMeta, error) {
 			return nil, fmt.Errorf("%s: %w", tm.Kind, err)
 		}
 		var skipped []metav1.TypeMeta
+		var errs []error
 		for i, item := range list.Items {
 			s, err := r.add(item)
 			if err != nil {
-				return skipped, fmt.Errorf("%s item %d: %w", tm.Kind, i, err)
+				errs = append(errs, fmt.Errorf("%s item %d: %w", tm.Kind, i, err))
 			}
 			skipped = append(skipped, s...)
 		}
-		return skipped, nil
+		return skipped, errors.Join(errs...)
 	}
 	decode, ok := decoders[tm.GroupVersionKind().GroupKind().String()]
 	if !ok || !decode.versions[tm.GroupVersionKind().Version] {
 		return []metav1.TypeMeta{tm}, nil
 	}
-	if err := decode.into(r, js); err != nil {
+	if err := decode.into(r, js, !decode.clusterScoped); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)
 	}
 	return nil, nil
 }
 
 type decoder struct {
-	versions map[string]bool
-	into     func(r *Resources, js []byte) error
+	versions      map[string]bool
+	into          func(r *Resources, js []byte, namespaced bool) error
+	clusterScoped bool
+}
+
+// decode decodes an object as the API server's strict field validation
+// does, names the object in its errors, and defaults its namespace.
+func (r *Resources) decode(js []byte, obj metav1.Object, namespaced bool) error {
+	strict, err := kjson.UnmarshalStrict(js, obj)
+	if err != nil {
+		return err
+	}
+	if namespaced && obj.GetNamespace() == "" {
+		obj.SetNamespace(cmp.Or(r.Namespace, "default"))
+	}
+	if len(strict) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(strict))
+	for i, e := range strict {
+		msgs[i] = e.Error()
+	}
+	name := obj.GetName()
+	if ns := obj.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return fmt.Errorf("%s: %s (strict decoding, as the API server's field validation)", name, strings.Join(msgs, "; "))
 }
 
 // decodeAs returns a function that decodes JSON into a new T and appends it
@@ -135,10 +173,10 @@ type decoder struct {
 func decodeAs[T any, PT interface {
 	*T
 	metav1.Object
-}](field func(*Resources) *[]*T) func(*Resources, []byte) error {
-	return func(r *Resources, js []byte) error {
+}](field func(*Resources) *[]*T) func(*Resources, []byte, bool) error {
+	return func(r *Resources, js []byte, namespaced bool) error {
 		obj := PT(new(T))
-		if err := json.Unmarshal(js, obj); err != nil {
+		if err := r.decode(js, obj, namespaced); err != nil {
 			return err
 		}
 		p := field(r)
@@ -174,39 +212,39 @@ func versions(vs ...string) map[string]bool {
 // type of its newest version.
 var decoders = map[string]decoder{
 	"GatewayClass.gateway.networking.k8s.io": {versions("v1", "v1beta1"),
-		decodeAs(func(r *Resources) *[]*gatewayv1.GatewayClass { return &r.GatewayClasses })},
+		decodeAs(func(r *Resources) *[]*gatewayv1.GatewayClass { return &r.GatewayClasses }), true},
 	"Gateway.gateway.networking.k8s.io": {versions("v1", "v1beta1"),
-		decodeAs(func(r *Resources) *[]*gatewayv1.Gateway { return &r.Gateways })},
+		decodeAs(func(r *Resources) *[]*gatewayv1.Gateway { return &r.Gateways }), false},
 	"HTTPRoute.gateway.networking.k8s.io": {versions("v1", "v1beta1"),
-		decodeAs(func(r *Resources) *[]*gatewayv1.HTTPRoute { return &r.HTTPRoutes })},
+		decodeAs(func(r *Resources) *[]*gatewayv1.HTTPRoute { return &r.HTTPRoutes }), false},
 	"GRPCRoute.gateway.networking.k8s.io": {versions("v1", "v1alpha2"),
-		decodeAs(func(r *Resources) *[]*gatewayv1.GRPCRoute { return &r.GRPCRoutes })},
+		decodeAs(func(r *Resources) *[]*gatewayv1.GRPCRoute { return &r.GRPCRoutes }), false},
 	"TLSRoute.gateway.networking.k8s.io": {versions("v1", "v1alpha2", "v1alpha3"),
-		decodeAs(func(r *Resources) *[]*gatewayv1.TLSRoute { return &r.TLSRoutes })},
+		decodeAs(func(r *Resources) *[]*gatewayv1.TLSRoute { return &r.TLSRoutes }), false},
 	"TCPRoute.gateway.networking.k8s.io": {versions("v1", "v1alpha2"),
-		decodeAs(func(r *Resources) *[]*gatewayv1.TCPRoute { return &r.TCPRoutes })},
+		decodeAs(func(r *Resources) *[]*gatewayv1.TCPRoute { return &r.TCPRoutes }), false},
 	"UDPRoute.gateway.networking.k8s.io": {versions("v1", "v1alpha2"),
-		decodeAs(func(r *Resources) *[]*gatewayv1.UDPRoute { return &r.UDPRoutes })},
+		decodeAs(func(r *Resources) *[]*gatewayv1.UDPRoute { return &r.UDPRoutes }), false},
 	"ReferenceGrant.gateway.networking.k8s.io": {versions("v1beta1", "v1alpha2", "v1"),
-		decodeAs(func(r *Resources) *[]*gatewayv1beta1.ReferenceGrant { return &r.ReferenceGrants })},
+		decodeAs(func(r *Resources) *[]*gatewayv1beta1.ReferenceGrant { return &r.ReferenceGrants }), false},
 	"BackendTLSPolicy.gateway.networking.k8s.io": {versions("v1", "v1alpha3"),
-		decodeAs(func(r *Resources) *[]*gatewayv1.BackendTLSPolicy { return &r.BackendTLSPolicies })},
+		decodeAs(func(r *Resources) *[]*gatewayv1.BackendTLSPolicy { return &r.BackendTLSPolicies }), false},
 	"Service": {versions("v1"),
-		decodeAs(func(r *Resources) *[]*corev1.Service { return &r.Services })},
+		decodeAs(func(r *Resources) *[]*corev1.Service { return &r.Services }), false},
 	"EndpointSlice.discovery.k8s.io": {versions("v1"),
-		decodeAs(func(r *Resources) *[]*discoveryv1.EndpointSlice { return &r.EndpointSlices })},
-	"Secret": {versions("v1"), decodeSecret},
+		decodeAs(func(r *Resources) *[]*discoveryv1.EndpointSlice { return &r.EndpointSlices }), false},
+	"Secret": {versions("v1"), decodeSecret, false},
 	"ConfigMap": {versions("v1"),
-		decodeAs(func(r *Resources) *[]*corev1.ConfigMap { return &r.ConfigMaps })},
+		decodeAs(func(r *Resources) *[]*corev1.ConfigMap { return &r.ConfigMaps }), false},
 	"Namespace": {versions("v1"),
-		decodeAs(func(r *Resources) *[]*corev1.Namespace { return &r.Namespaces })},
+		decodeAs(func(r *Resources) *[]*corev1.Namespace { return &r.Namespaces }), true},
 }
 
 // decodeSecret merges stringData into data, as the API server does on write,
 // so a Secret written by hand translates as it would in a cluster.
-func decodeSecret(r *Resources, js []byte) error {
+func decodeSecret(r *Resources, js []byte, namespaced bool) error {
 	s := &corev1.Secret{}
-	if err := json.Unmarshal(js, s); err != nil {
+	if err := r.decode(js, s, namespaced); err != nil {
 		return err
 	}
 	if len(s.StringData) > 0 {

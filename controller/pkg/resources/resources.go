@@ -34,6 +34,10 @@ type Resources struct {
 	// old): listeners do not offer them. Offline, every kind is served.
 	Unserved []gatewayv1.Kind
 
+	// Namespace is where Load puts namespaced objects that name none, as
+	// kubectl's --namespace; empty means "default".
+	Namespace string
+
 	// Replaced lists objects loaded twice: the later one replaced the
 	// earlier, as a second kubectl apply would.
 	Replaced []string
