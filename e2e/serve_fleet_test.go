@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,8 +28,9 @@ import (
 )
 
 // Bad input shows in status and never stops the rest: a route to a missing
-// Service, a route with an invalid regular expression and a listener whose
-// protocol conflicts on a port leave the good route and listener served.
+// Service, a route with an invalid regular expression and listeners whose
+// protocols conflict on a port (both not accepted: the specification forbids
+// picking a winner) leave the good route and listener served.
 func TestServeBadInput(t *testing.T) {
 	ns := namespace(t)
 	ctx, cancel := harness.Context()
@@ -38,7 +40,9 @@ func TestServeBadInput(t *testing.T) {
 	if err := env.Client.Get(ctx, keyOf(ns, "web"), g); err != nil {
 		t.Fatal(err)
 	}
-	g.Spec.Listeners = append(g.Spec.Listeners, gatewayv1.Listener{Name: "tcp-on-80", Protocol: gatewayv1.TCPProtocolType, Port: 80})
+	g.Spec.Listeners = append(g.Spec.Listeners,
+		gatewayv1.Listener{Name: "http-on-81", Protocol: gatewayv1.HTTPProtocolType, Port: 81},
+		gatewayv1.Listener{Name: "tcp-on-81", Protocol: gatewayv1.TCPProtocolType, Port: 81})
 	if err := env.Client.Update(ctx, g); err != nil {
 		t.Fatal(err)
 	}
@@ -73,23 +77,27 @@ func TestServeBadInput(t *testing.T) {
 	routeCondition("missing", "Accepted", metav1.ConditionTrue, "Accepted")
 	routeCondition("missing", "ResolvedRefs", metav1.ConditionFalse, "BackendNotFound")
 	routeCondition("bad-regex", "Accepted", metav1.ConditionFalse, "UnsupportedValue")
-	eventually(t, 30*time.Second, "listener tcp-on-80 Conflicted ProtocolConflict, http fine", func() bool {
+	eventually(t, 30*time.Second, "listeners http-on-81 and tcp-on-81 Conflicted ProtocolConflict, http fine", func() bool {
 		if err := env.Client.Get(ctx, keyOf(ns, "web"), g); err != nil {
 			t.Fatal(err)
 		}
-		var conflicted, fine bool
+		conflicted, fine := 0, false
 		for _, l := range g.Status.Listeners {
 			switch l.Name {
-			case "tcp-on-80":
+			case "tcp-on-81", "http-on-81":
 				c := meta.FindStatusCondition(l.Conditions, "Conflicted")
-				conflicted = c != nil && c.Status == metav1.ConditionTrue && c.Reason == "ProtocolConflict"
+				if c != nil && c.Status == metav1.ConditionTrue && c.Reason == "ProtocolConflict" && !meta.IsStatusConditionTrue(l.Conditions, "Accepted") {
+					conflicted++
+				}
 			case "http":
 				// Attachment depends on parentRefs and allowedRoutes only,
 				// not on the route's validity: all three count.
 				fine = meta.IsStatusConditionTrue(l.Conditions, "Programmed") && l.AttachedRoutes == 3
 			}
 		}
-		return conflicted && fine
+		accepted := meta.FindStatusCondition(g.Status.Conditions, "Accepted")
+		return conflicted == 2 && fine && accepted != nil && accepted.Reason == "ListenersNotValid" &&
+			strings.Contains(accepted.Message, "[http-on-81 tcp-on-81] conflict")
 	})
 
 	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", resourcev3.RouteType)

@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -12,12 +13,14 @@ import (
 // configuration; the controller overrides it while that is not so.
 func (t *gatewayTranslator) writeGatewayStatus() {
 	st := &gatewayv1.GatewayStatus{}
-	usable := 0
-	var invalid []string
+	var usable, invalid, conflicted []string
 	for _, l := range t.listeners {
-		if l.usable() {
-			usable++
-		} else {
+		switch {
+		case l.usable():
+			usable = append(usable, string(l.spec.Name))
+		case l.conds.isTrue(string(gatewayv1.ListenerConditionConflicted)):
+			conflicted = append(conflicted, string(l.spec.Name))
+		default:
 			invalid = append(invalid, string(l.spec.Name))
 		}
 		kinds := l.kinds
@@ -37,11 +40,11 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 	case len(t.listeners) == 0:
 		c.set(accepted, true, string(gatewayv1.GatewayReasonAccepted), "Gateway is accepted")
 		c.set(programmed, true, string(gatewayv1.GatewayReasonProgrammed), "Gateway has no listeners")
-	case usable == 0:
-		c.set(accepted, false, string(gatewayv1.GatewayReasonListenersNotValid), fmt.Sprintf("no listener is valid: %v", invalid))
+	case len(usable) == 0:
+		c.set(accepted, false, string(gatewayv1.GatewayReasonListenersNotValid), "no listener is valid: "+listenerSummary(usable, invalid, conflicted))
 		c.set(programmed, false, string(gatewayv1.GatewayReasonInvalid), "no listener can be programmed")
-	case len(invalid) > 0:
-		c.set(accepted, true, string(gatewayv1.GatewayReasonListenersNotValid), fmt.Sprintf("listeners %v are not valid; the others are", invalid))
+	case len(invalid)+len(conflicted) > 0:
+		c.set(accepted, true, string(gatewayv1.GatewayReasonListenersNotValid), listenerSummary(usable, invalid, conflicted))
 		c.set(programmed, true, string(gatewayv1.GatewayReasonProgrammed), "Gateway is programmed")
 	default:
 		c.set(accepted, true, string(gatewayv1.GatewayReasonAccepted), "Gateway is accepted")
@@ -49,4 +52,21 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 	}
 	st.Conditions = c.sorted()
 	t.status.Gateways[types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name}] = st
+}
+
+// listenerSummary says which listeners conflict, which are otherwise not
+// valid, and which are accepted, as the specification asks of the
+// ListenersNotValid message.
+func listenerSummary(usable, invalid, conflicted []string) string {
+	var parts []string
+	if len(conflicted) > 0 {
+		parts = append(parts, fmt.Sprintf("listeners %v conflict", conflicted))
+	}
+	if len(invalid) > 0 {
+		parts = append(parts, fmt.Sprintf("listeners %v are not valid", invalid))
+	}
+	if len(usable) > 0 {
+		parts = append(parts, fmt.Sprintf("listeners %v are accepted", usable))
+	}
+	return strings.Join(parts, "; ")
 }

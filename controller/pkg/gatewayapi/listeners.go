@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -158,38 +159,70 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 	}
 }
 
-// checkConflicts applies the Gateway API's listener compatibility rules:
-// listeners on one port must be of one protocol family, and within it have
-// distinct hostnames (TCP and UDP, which have none, one listener per port).
-// The first listener in the Gateway's list wins, so adding a listener never
-// breaks one that already works.
+// checkConflicts applies the Gateway API's rules for distinct listeners:
+// on one port, listeners must be of one protocol family (HTTP; HTTPS and
+// TLS, which select by SNI; TCP; UDP), and within it have distinct
+// hostnames (TCP and UDP, which have none, one listener per port). The
+// specification forbids picking a winner: every listener of an indistinct
+// set is Conflicted and not accepted, and the others keep working.
 func checkConflicts(ls []*listener) {
-	type seen struct {
-		family    family
-		hostnames map[string]bool
-	}
-	byPort := map[gatewayv1.PortNumber]*seen{}
+	byPort := map[gatewayv1.PortNumber][]*listener{}
+	var ports []gatewayv1.PortNumber
 	for _, l := range ls {
 		if l.family == familyNone {
 			continue
 		}
-		s, ok := byPort[l.spec.Port]
-		if !ok {
-			byPort[l.spec.Port] = &seen{family: l.family, hostnames: map[string]bool{l.hostname: true}}
-			continue
+		if byPort[l.spec.Port] == nil {
+			ports = append(ports, l.spec.Port)
 		}
-		if s.family != l.family {
-			l.conds.set(string(gatewayv1.ListenerConditionConflicted), true, string(gatewayv1.ListenerReasonProtocolConflict),
-				fmt.Sprintf("port %d is already used by a listener of another protocol", l.spec.Port))
-			continue
-		}
-		if s.hostnames[l.hostname] || l.family == familyTCP || l.family == familyUDP {
-			l.conds.set(string(gatewayv1.ListenerConditionConflicted), true, string(gatewayv1.ListenerReasonHostnameConflict),
-				fmt.Sprintf("another listener on port %d has the same hostname %q", l.spec.Port, l.hostname))
-			continue
-		}
-		s.hostnames[l.hostname] = true
+		byPort[l.spec.Port] = append(byPort[l.spec.Port], l)
 	}
+	for _, port := range ports {
+		on := byPort[port]
+		var protocols []string
+		for _, l := range on {
+			if p := string(l.spec.Protocol); !slices.Contains(protocols, p) {
+				protocols = append(protocols, p)
+			}
+		}
+		if slices.ContainsFunc(on, func(l *listener) bool { return l.family != on[0].family }) {
+			for _, l := range on {
+				conflicted(l, gatewayv1.ListenerReasonProtocolConflict, fmt.Sprintf("port %d has listeners of protocols %v that cannot share it (%s)", port, protocols, names(on)))
+			}
+			continue
+		}
+		byHost := map[string][]*listener{}
+		for _, l := range on {
+			byHost[l.hostname] = append(byHost[l.hostname], l)
+		}
+		for _, l := range on {
+			same := byHost[l.hostname]
+			if len(same) < 2 {
+				continue
+			}
+			msg := fmt.Sprintf("listeners %s on port %d have the same hostname %q", names(same), port, l.hostname)
+			if l.hostname == "" {
+				msg = fmt.Sprintf("listeners %s on port %d have no hostname to tell them apart", names(same), port)
+			}
+			conflicted(l, gatewayv1.ListenerReasonHostnameConflict, msg)
+		}
+	}
+}
+
+// conflicted marks a listener Conflicted, and so neither accepted nor
+// programmed, for the same reason.
+func conflicted(l *listener, reason gatewayv1.ListenerConditionReason, msg string) {
+	l.conds.set(string(gatewayv1.ListenerConditionConflicted), true, string(reason), msg)
+	l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(reason), msg)
+	l.conds.set(string(gatewayv1.ListenerConditionProgrammed), false, string(reason), msg)
+}
+
+func names(ls []*listener) string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = string(l.spec.Name)
+	}
+	return strings.Join(out, ", ")
 }
 
 // checkTLS resolves the certificates of HTTPS and terminating TLS listeners.
