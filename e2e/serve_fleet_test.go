@@ -90,9 +90,10 @@ func TestServeBadInput(t *testing.T) {
 					conflicted++
 				}
 			case "http":
-				// Attachment depends on parentRefs and allowedRoutes only,
-				// not on the route's validity: all three count.
-				fine = meta.IsStatusConditionTrue(l.Conditions, "Programmed") && l.AttachedRoutes == 3
+				// attachedRoutes counts the accepted routes: good and
+				// missing (its backend is missing, not its parent), not
+				// bad-regex, whose only rule is invalid.
+				fine = meta.IsStatusConditionTrue(l.Conditions, "Programmed") && l.AttachedRoutes == 2
 			}
 		}
 		accepted := meta.FindStatusCondition(g.Status.Conditions, "Accepted")

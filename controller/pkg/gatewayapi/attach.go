@@ -25,6 +25,21 @@ type attachment struct {
 	// hosts are, per accepted listener, the hostnames the route serves on it.
 	listeners []*listener
 	hosts     [][]string
+	// attached are the listeners the route attaches to, usable or not:
+	// their attachedRoutes count it once its Accepted condition is final
+	// and true (see countAccepted).
+	attached []*listener
+}
+
+// countAccepted counts an attachment on its listeners' attachedRoutes if
+// the route is accepted there: attachedRoutes counts exactly those.
+func (t *gatewayTranslator) countAccepted(a *attachment) {
+	if !a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
+		return
+	}
+	for _, l := range a.attached {
+		t.countAttached(l)
+	}
 }
 
 // attach resolves a route's parentRefs that point at this Gateway. It
@@ -100,6 +115,11 @@ func (t *gatewayTranslator) attachParent(r route, a *attachment) {
 		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), joinMessages(why))
 		return
 	}
+	// A route attaches to a listener that allows it and shares a hostname
+	// with it, whatever the listener's own validity (a missing certificate,
+	// a conflict): attachedRoutes counts it there, as the Gateway API asks.
+	// Only usable listeners are programmed with it. A route that loses its
+	// hostnames to a route of the other kind is not accepted there.
 	var conflicts []string
 	a.listeners, a.hosts = make([]*listener, 0, len(allowed)), make([][]string, 0, len(allowed))
 	for _, l := range allowed {
@@ -107,27 +127,19 @@ func (t *gatewayTranslator) attachParent(r route, a *attachment) {
 		if len(hosts) == 0 {
 			continue
 		}
-		// A route that loses its hostnames to a route of the other kind
-		// is still attached (attachedRoutes depends on parentRefs and
-		// allowedRoutes alone) but not accepted there.
-		t.countAttached(l)
-		if !l.usable() {
-			continue
-		}
 		if msg, lost := t.lost[r.meta][slices.Index(t.listeners, l)]; lost {
 			conflicts = append(conflicts, msg)
 			continue
 		}
-		a.listeners = append(a.listeners, l)
-		a.hosts = append(a.hosts, hosts)
+		a.attached = append(a.attached, l)
+		if l.usable() {
+			a.listeners = append(a.listeners, l)
+			a.hosts = append(a.hosts, hosts)
+		}
 	}
-	if len(a.listeners) == 0 {
+	if len(a.attached) == 0 {
 		if len(conflicts) > 0 {
 			a.conds.set(accepted, false, "HostnameConflict", joinMessages(conflicts))
-			return
-		}
-		if anyAttached(allowed, r.hostnames, t) {
-			a.conds.set(accepted, false, string(gatewayv1.RouteReasonNoMatchingParent), "the listeners this route attaches to are not valid; see the Gateway's listener conditions")
 			return
 		}
 		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNoMatchingListenerHostname),
@@ -135,15 +147,6 @@ func (t *gatewayTranslator) attachParent(r route, a *attachment) {
 		return
 	}
 	a.conds.set(accepted, true, string(gatewayv1.RouteReasonAccepted), "Route is accepted")
-}
-
-func anyAttached(ls []*listener, hostnames []gatewayv1.Hostname, t *gatewayTranslator) bool {
-	for _, l := range ls {
-		if len(t.routeHosts(l, hostnames)) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 func noListenerMessage(ref gatewayv1.ParentReference) string {

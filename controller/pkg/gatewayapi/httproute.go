@@ -33,16 +33,14 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate fun
 	if len(atts) == 0 {
 		return
 	}
-	var routes [][]*ir.Route
-	var problems ruleProblems
-	resolved := conditions{generation: r.meta.Generation}
-	if anyAccepted(atts) {
-		routes, problems, resolved = t.cachedRules(r.meta, translate)
-	}
+	// The rules are translated whether or not a listener accepts the
+	// route: ResolvedRefs reports its references either way.
+	routes, problems, resolved := t.cachedRules(r.meta, translate)
 	for _, a := range atts {
 		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
 			problems.report(&a.conds, rules)
 		}
+		t.countAccepted(a)
 		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
 			for i, l := range a.listeners {
 				o.added = append(o.added, addition{listener: slices.Index(t.listeners, l), hosts: a.hosts[i], routes: redirectsFor(l, routes)})
@@ -86,15 +84,6 @@ func (p *ruleProblems) report(c *conditions, rules int) {
 		return
 	}
 	c.set(string(gatewayv1.RouteConditionPartiallyInvalid), true, string(gatewayv1.RouteReasonUnsupportedValue), msg)
-}
-
-func anyAccepted(atts []*attachment) bool {
-	for _, a := range atts {
-		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
-			return true
-		}
-	}
-	return false
 }
 
 // translateHTTPRules turns each rule and match into an IR route. Problems

@@ -75,22 +75,25 @@ func (t *gatewayTranslator) attachStreamRoute(r streamRoute) {
 	if len(atts) == 0 {
 		return
 	}
+	// References are resolved whether or not a listener accepts the
+	// route: ResolvedRefs reports them either way.
 	resolved := conditions{generation: r.meta.Generation}
-	var dest *ir.Destination
-	if anyAccepted(atts) {
-		dest = t.streamBackends(r, &resolved)
-	}
+	dest := t.streamBackends(r, &resolved)
 	owner := r.meta.Namespace + "/" + r.meta.Name
 	for _, a := range atts {
+		t.countAccepted(a)
 		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
 			var taken []string
 			for i, l := range a.listeners {
 				taken = append(taken, t.addStream(l, a.hosts[i], owner, dest)...)
 			}
+			// A route that finds its listener (or server name) taken by
+			// an older route stays accepted and counted, as v1.6's
+			// conformance tests expect; the oldest keeps the traffic.
 			if len(taken) > 0 {
 				a.conds.list = nil
-				a.conds.set(string(gatewayv1.RouteConditionAccepted), false, string(gatewayv1.RouteReasonUnsupportedValue),
-					fmt.Sprintf("an older route already forwards %s", strings.Join(taken, ", ")))
+				a.conds.set(string(gatewayv1.RouteConditionAccepted), true, string(gatewayv1.RouteReasonAccepted),
+					fmt.Sprintf("Route is accepted, but an older route already forwards %s and keeps its traffic", strings.Join(taken, ", ")))
 			}
 		}
 		c := resolvedRefs(&resolved)
