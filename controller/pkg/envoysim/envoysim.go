@@ -18,6 +18,8 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+
+	"isobar.dev/controller/pkg/envoyrules"
 )
 
 // Simulator holds one Envoy's configuration, indexed by name.
@@ -40,12 +42,21 @@ func New(listeners []*listenerv3.Listener, routes []*routev3.RouteConfiguration,
 		endpoints: map[string]*endpointv3.ClusterLoadAssignment{},
 		secrets:   map[string]*tlsv3.Secret{},
 	}
+	// What Envoy would refuse on load, the simulator refuses too.
 	seen := map[string]bool{}
 	for _, l := range listeners {
 		if seen[l.GetName()] {
 			return nil, fmt.Errorf("listener %q defined twice", l.GetName())
 		}
 		seen[l.GetName()] = true
+		if err := envoyrules.Listener(l); err != nil {
+			return nil, err
+		}
+	}
+	for _, rc := range routes {
+		if err := envoyrules.RouteConfiguration(rc); err != nil {
+			return nil, err
+		}
 	}
 	if err := index(s.routes, routes, "route configuration", (*routev3.RouteConfiguration).GetName); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/envoyrules"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -229,6 +230,19 @@ func applyFilter(r *ir.Route, f gatewayv1.HTTPRouteFilter) error {
 	return nil
 }
 
+// checkModifiable checks a header name a filter sets, adds or removes: a
+// token, and one Envoy lets a route modify (not host: it would refuse the
+// whole route configuration).
+func checkModifiable(name string) error {
+	if err := checkToken(name, "header name"); err != nil {
+		return err
+	}
+	if !envoyrules.Modifiable(name) {
+		return fmt.Errorf("header %q cannot be modified by a header filter; to change the host use URLRewrite's hostname", name)
+	}
+	return nil
+}
+
 func mergeHeaders(h *ir.HeaderModifier, f *gatewayv1.HTTPHeaderFilter) (*ir.HeaderModifier, error) {
 	if h == nil {
 		h = &ir.HeaderModifier{}
@@ -238,7 +252,7 @@ func mergeHeaders(h *ir.HeaderModifier, f *gatewayv1.HTTPHeaderFilter) (*ir.Head
 		out *[]ir.Header
 	}{{f.Set, &h.Set}, {f.Add, &h.Add}} {
 		for _, x := range list.in {
-			if err := checkToken(string(x.Name), "header name"); err != nil {
+			if err := checkModifiable(string(x.Name)); err != nil {
 				return nil, err
 			}
 			if err := checkValue(x.Value, "header", string(x.Name), "value"); err != nil {
@@ -248,7 +262,7 @@ func mergeHeaders(h *ir.HeaderModifier, f *gatewayv1.HTTPHeaderFilter) (*ir.Head
 		}
 	}
 	for _, name := range f.Remove {
-		if err := checkToken(name, "header name"); err != nil {
+		if err := checkModifiable(name); err != nil {
 			return nil, err
 		}
 	}

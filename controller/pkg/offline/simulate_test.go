@@ -78,6 +78,8 @@ func TestGoldenRequests(t *testing.T) {
 			{url: "http://f.example.com/mirror", cluster: "default/svc/80", mirrors: []string{"default/svc/80", "default/shadow/80"}},
 			{url: "http://f.example.com/per-backend", cluster: "default/svc/80", upstream: map[string]string{"x-backend": "svc"}},
 			{url: "http://e.example.com/", status: 500},
+			{url: "http://f.example.com/set-host", status: 500},
+			{url: "http://f.example.com/remove-host", status: 500},
 		},
 		"backends": {
 			{url: "http://b.example.com/split", cluster: "default/svc/80"},

@@ -1,7 +1,8 @@
 // Package xdscheck checks generated Envoy resources the way Envoy would on
 // receipt, as far as can be done without Envoy: every message passes its
 // protoc-gen-validate rules (ValidateAll), including the messages packed in
-// Any fields, which ValidateAll does not open; and every name one resource
+// Any fields, which ValidateAll does not open; the checks Envoy makes on load
+// beyond those (package envoyrules); and every name one resource
 // refers to (RDS route configurations, clusters, EDS assignments, SDS
 // secrets) exists, and go-control-plane finds the set consistent.
 package xdscheck
@@ -31,6 +32,7 @@ import (
 
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
+	"isobar.dev/controller/pkg/envoyrules"
 	"isobar.dev/controller/pkg/xds"
 )
 
@@ -109,9 +111,15 @@ func Check(r *xds.Resources) error {
 	secrets := map[string]bool{}
 	for _, x := range r.Listeners {
 		each("listener", x.Name, x)
+		if err := envoyrules.Listener(x); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, x := range r.Routes {
 		each("route configuration", x.Name, x)
+		if err := envoyrules.RouteConfiguration(x); err != nil {
+			errs = append(errs, err)
+		}
 		routes[x.Name] = true
 	}
 	for _, x := range r.Clusters {

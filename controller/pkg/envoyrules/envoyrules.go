@@ -1,0 +1,118 @@
+// Package envoyrules applies the checks Envoy makes when it loads a
+// resource beyond its protoc-gen-validate rules: a resource that fails them
+// is NACKed, and a rejected RouteConfiguration holds back every route that
+// shares it. Both the translator's checks (package xdscheck) and the
+// simulator (package envoysim) apply them, so a test fails before a fleet
+// would refuse the configuration.
+package envoyrules
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Modifiable reports whether Envoy lets a header mutation (add, set or
+// remove, on requests or responses) name the header: not a pseudo-header
+// (":"-prefixed) and not host (Envoy's HeaderParser refuses both, as
+// ":-prefixed or host headers may not be modified").
+func Modifiable(name string) bool {
+	return !strings.HasPrefix(name, ":") && !strings.EqualFold(name, "host")
+}
+
+// RouteConfiguration checks a route configuration as Envoy does on load:
+// header mutations at every level name modifiable headers, virtual host
+// domains are unique, and every regular expression compiles with RE2.
+func RouteConfiguration(rc *routev3.RouteConfiguration) error {
+	var errs []error
+	headers := func(where string, add []*corev3.HeaderValueOption, remove []string, resAdd []*corev3.HeaderValueOption, resRemove []string) {
+		for _, list := range [][]*corev3.HeaderValueOption{add, resAdd} {
+			for _, h := range list {
+				if !Modifiable(h.GetHeader().GetKey()) {
+					errs = append(errs, fmt.Errorf("%s: header %q may not be modified (Envoy refuses host and pseudo-headers)", where, h.GetHeader().GetKey()))
+				}
+			}
+		}
+		for _, list := range [][]string{remove, resRemove} {
+			for _, name := range list {
+				if !Modifiable(name) {
+					errs = append(errs, fmt.Errorf("%s: header %q may not be removed (Envoy refuses host and pseudo-headers)", where, name))
+				}
+			}
+		}
+	}
+	headers("route configuration "+rc.GetName(), rc.GetRequestHeadersToAdd(), rc.GetRequestHeadersToRemove(), rc.GetResponseHeadersToAdd(), rc.GetResponseHeadersToRemove())
+	domains := map[string]string{}
+	for _, vh := range rc.GetVirtualHosts() {
+		where := fmt.Sprintf("route configuration %s, virtual host %s", rc.GetName(), vh.GetName())
+		headers(where, vh.GetRequestHeadersToAdd(), vh.GetRequestHeadersToRemove(), vh.GetResponseHeadersToAdd(), vh.GetResponseHeadersToRemove())
+		for _, d := range vh.GetDomains() {
+			if other, dup := domains[strings.ToLower(d)]; dup {
+				errs = append(errs, fmt.Errorf("%s: domain %q is also in virtual host %s (Envoy permits only unique domains)", where, d, other))
+			}
+			domains[strings.ToLower(d)] = vh.GetName()
+		}
+		for _, r := range vh.GetRoutes() {
+			rw := where + ", route " + r.GetName()
+			headers(rw, r.GetRequestHeadersToAdd(), r.GetRequestHeadersToRemove(), r.GetResponseHeadersToAdd(), r.GetResponseHeadersToRemove())
+			for _, c := range r.GetRoute().GetWeightedClusters().GetClusters() {
+				headers(rw+", weighted cluster "+c.GetName(), c.GetRequestHeadersToAdd(), c.GetRequestHeadersToRemove(), c.GetResponseHeadersToAdd(), c.GetResponseHeadersToRemove())
+			}
+		}
+	}
+	errs = append(errs, regexes(rc)...)
+	return errors.Join(errs...)
+}
+
+// Listener checks a listener as Envoy does on load: no two filter chains
+// have the same match (Envoy refuses "multiple filter chains with the same
+// matching rules").
+func Listener(l *listenerv3.Listener) error {
+	var errs []error
+	chains := l.GetFilterChains()
+	for i, a := range chains {
+		for _, b := range chains[:i] {
+			if proto.Equal(a.GetFilterChainMatch(), b.GetFilterChainMatch()) {
+				errs = append(errs, fmt.Errorf("listener %s: filter chains %q and %q have the same match", l.GetName(), b.GetName(), a.GetName()))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// regexes compiles every RE2 regular expression below m. Go's regexp
+// syntax is RE2's.
+func regexes(m proto.Message) []error {
+	var errs []error
+	var walk func(protoreflect.Message)
+	walk = func(msg protoreflect.Message) {
+		if re, ok := msg.Interface().(*matcherv3.RegexMatcher); ok {
+			if _, err := regexp.Compile(re.GetRegex()); err != nil {
+				errs = append(errs, fmt.Errorf("regular expression %q does not compile: %w", re.GetRegex(), err))
+			}
+			return
+		}
+		msg.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			switch {
+			case fd.Message() == nil || fd.IsMap():
+			case fd.IsList():
+				for i := 0; i < v.List().Len(); i++ {
+					walk(v.List().Get(i).Message())
+				}
+			default:
+				walk(v.Message())
+			}
+			return true
+		})
+	}
+	walk(m.ProtoReflect())
+	return errs
+}
