@@ -482,11 +482,15 @@ func TestOperatorGatewayLifecycle(t *testing.T) {
 	}
 	bad := gateway("bad", &gatewayv1.LocalParametersReference{Group: "isobar.dev", Kind: "ContourDeployment", Name: "absent"})
 	good := gateway("good", nil)
-	create(t, ctx, class, bad, good)
+	named := gateway("named", nil)
+	named.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: ptr.To(gatewayv1.HostnameAddressType), Value: "lb.example.com"}}
+	create(t, ctx, class, bad, good, named)
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
 	waitGatewayCondition(t, ctx, ns, "bad", "Accepted", metav1.ConditionFalse, "InvalidParameters", "ContourDeployment "+ns+"/absent does not exist")
 	waitGatewayCondition(t, ctx, ns, "bad", "isobar.dev/Provisioned", metav1.ConditionFalse, "InvalidParameters", "absent")
 	waitGatewayCondition(t, ctx, ns, "good", "isobar.dev/Provisioned", metav1.ConditionTrue, "Provisioned", "")
+	// An address of a type the fleet's Service cannot take.
+	waitGatewayCondition(t, ctx, ns, "named", "Accepted", metav1.ConditionFalse, "UnsupportedAddress", "spec.addresses[0]: type Hostname is not supported")
 	if !apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, render.NamesOf(bad).Controller), &appsv1.Deployment{})) {
 		t.Error("the refused Gateway got a controller")
 	}

@@ -50,6 +50,13 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 		c.set(accepted, true, string(gatewayv1.GatewayReasonAccepted), "Gateway is accepted")
 		c.set(programmed, true, string(gatewayv1.GatewayReasonProgrammed), "Gateway is programmed")
 	}
+	// Client certificates to backends are not implemented yet; backends
+	// that require one refuse the connections, which is what the owner
+	// would want, and the Gateway says why.
+	if t.gw.Spec.TLS != nil && t.gw.Spec.TLS.Backend != nil && t.gw.Spec.TLS.Backend.ClientCertificateRef != nil {
+		c.set(string(gatewayv1.GatewayConditionResolvedRefs), false, string(gatewayv1.GatewayReasonInvalidClientCertificateRef),
+			"spec.tls.backend.clientCertificateRef is not supported yet: connections to backends present no client certificate")
+	}
 	st.Conditions = c.sorted()
 	t.status.Gateways[types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name}] = st
 }

@@ -36,6 +36,13 @@ func (l *listener) usable() bool {
 		!l.conds.isTrue(string(gatewayv1.ListenerConditionConflicted))
 }
 
+// terminatesTLS reports whether the listener terminates TLS: HTTPS, or TLS
+// in mode Terminate (the default).
+func (l *listener) terminatesTLS() bool {
+	return l.spec.Protocol == gatewayv1.HTTPSProtocolType ||
+		l.spec.Protocol == gatewayv1.TLSProtocolType && l.spec.TLS != nil && (l.spec.TLS.Mode == nil || *l.spec.TLS.Mode == gatewayv1.TLSModeTerminate)
+}
+
 // family groups protocols that can share an Envoy listener: HTTPS and TLS
 // both select a filter chain by SNI.
 type family int
@@ -94,6 +101,7 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 			l.containerPort = mapping.Container[int32(spec.Port)]
 		}
 		t.checkTLS(l)
+		t.checkFrontendValidation(l)
 	}
 	checkConflicts(ls)
 	checkOverlappingTLS(ls)
@@ -108,6 +116,20 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 		}
 	}
 	return ls
+}
+
+// checkFrontendValidation refuses the listeners that terminate TLS when the
+// Gateway asks for client certificate validation (spec.tls.frontend), which
+// Isobar does not implement yet: serving them without the validation asked
+// for would let in clients the owner meant to keep out.
+func (t *gatewayTranslator) checkFrontendValidation(l *listener) {
+	if t.gw.Spec.TLS == nil || t.gw.Spec.TLS.Frontend == nil {
+		return
+	}
+	if l.terminatesTLS() {
+		l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedValue),
+			"client certificate validation (the Gateway's spec.tls.frontend) is not supported yet: the listener is not served rather than served without it")
+	}
 }
 
 // checkProtocol checks the protocol and the allowed route kinds. A kind the
@@ -314,13 +336,9 @@ func ptrTo[T any](v T) *T { return &v }
 // then see either certificate for a name both cover, depending on its SNI.
 // Both keep working; the condition says so.
 func checkOverlappingTLS(ls []*listener) {
-	terminating := func(l *listener) bool {
-		return l.spec.Protocol == gatewayv1.HTTPSProtocolType ||
-			l.spec.Protocol == gatewayv1.TLSProtocolType && l.spec.TLS != nil && (l.spec.TLS.Mode == nil || *l.spec.TLS.Mode == gatewayv1.TLSModeTerminate)
-	}
 	for i, a := range ls {
 		for _, b := range ls[i+1:] {
-			if a.spec.Port != b.spec.Port || !terminating(a) || !terminating(b) || a.hostname == b.hostname {
+			if a.spec.Port != b.spec.Port || !a.terminatesTLS() || !b.terminatesTLS() || a.hostname == b.hostname {
 				continue
 			}
 			if matches(a.hostname, b.hostname) || matches(b.hostname, a.hostname) {

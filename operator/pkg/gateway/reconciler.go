@@ -86,6 +86,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	f, err := render.Render(render.Input{Gateway: gw, ControllerName: r.ControllerName, Spec: profile.Spec, Images: r.Images, Autoscaled: scaled})
+	if errors.Is(err, render.ErrUnsupportedAddress) {
+		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonUnsupportedAddress), err.Error())
+	}
 	if err != nil {
 		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonInvalidParameters), err.Error())
 	}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -105,7 +106,7 @@ func (r *renderer) envoyService() (*corev1.Service, error) {
 	// external IPs; anything else cannot be honoured.
 	for i, a := range gw.Spec.Addresses {
 		if a.Type != nil && *a.Type != gatewayv1.IPAddressType {
-			return nil, fmt.Errorf("spec.addresses[%d]: type %s is not supported; use IPAddress", i, *a.Type)
+			return nil, fmt.Errorf("%w: spec.addresses[%d]: type %s is not supported; use IPAddress", ErrUnsupportedAddress, i, *a.Type)
 		}
 		if typ == corev1.ServiceTypeLoadBalancer && len(gw.Spec.Addresses) == 1 {
 			svc.Spec.LoadBalancerIP = a.Value
@@ -115,3 +116,7 @@ func (r *renderer) envoyService() (*corev1.Service, error) {
 	}
 	return svc, nil
 }
+
+// ErrUnsupportedAddress is a Gateway address of a type the fleet's Service
+// cannot honour: the Gateway is refused with reason UnsupportedAddress.
+var ErrUnsupportedAddress = errors.New("unsupported address")
