@@ -33,14 +33,40 @@ func startCluster(t *testing.T, omit ...string) *harness.Env {
 	return e
 }
 
-// waitExit waits for a process to end by itself and returns its output.
-func waitExit(t *testing.T, p *harness.Process, timeout time.Duration) string {
+// runOn starts one of our built binaries against cluster e as user, until
+// the test ends.
+func runOn(t *testing.T, e *harness.Env, user, binary string, args ...string) *harness.Process {
 	t.Helper()
-	eventually(t, timeout, p.Name+" to exit", func() bool {
+	kubeconfig, err := e.Kubeconfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := env.Binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := harness.StartProcessEnv(e.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/"+binary, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = p.Stop(10 * time.Second) })
+	return p
+}
+
+// restartsOnInstall installs the CRDs e left out and checks that p exits
+// with an error saying it restarts to watch them.
+func restartsOnInstall(t *testing.T, e *harness.Env, p *harness.Process) {
+	t.Helper()
+	if err := e.InstallOmitted(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, p.Name+" to exit", func() bool {
 		exited, _ := p.Exited()
 		return exited
 	})
-	return p.Output()
+	if _, err := p.Exited(); err == nil || !strings.Contains(p.Output(), "restarting to watch them") {
+		t.Errorf("after the CRDs were installed %s exited with %v, want an error that it restarts:\n%s", p.Name, err, p.Output())
+	}
 }
 
 // A cluster may have installed only some Gateway API CRDs: the controller
@@ -65,27 +91,15 @@ func TestControllerWithoutSomeCRDs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kubeconfig, err := e.Kubeconfig("isobar-controller")
-	if err != nil {
-		t.Fatal(err)
-	}
 	pki, err := harness.NewPKI(t.TempDir(), "xds.test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := env.Binaries()
-	if err != nil {
-		t.Fatal(err)
-	}
 	health := freePort(t)
-	proc, err := harness.StartProcessEnv(e.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-controller", "serve",
+	proc := runOn(t, e, "isobar-controller", "isobar-controller", "serve",
 		"--gateway", ns+"/web", "--envoy-service", "web-envoy", "--kinds-interval", "500ms",
 		"--xds-address", "127.0.0.1:"+freePort(t), "--xds-cert-file", pki.ServerCert, "--xds-key-file", pki.ServerKey, "--xds-ca-file", pki.CA,
 		"--health-address", "127.0.0.1:"+health, "--metrics-address", "0", "--log-format", "console")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = proc.Stop(10 * time.Second) })
 	waitReady(t, proc, "http://127.0.0.1:"+health+"/readyz", 60*time.Second)
 
 	eventually(t, 30*time.Second, "the UDP listener to offer no route kind, saying why, and the HTTP listener its kinds", func() bool {
@@ -113,14 +127,7 @@ func TestControllerWithoutSomeCRDs(t *testing.T) {
 	if out := proc.Output(); !strings.Contains(out, "UDPRoute is not served at gateway.networking.k8s.io/v1: its CRD is not installed") {
 		t.Errorf("the log does not say that UDPRoute is not served:\n%s", out)
 	}
-
-	if err := e.InstallOmitted(); err != nil {
-		t.Fatal(err)
-	}
-	out := waitExit(t, proc, 30*time.Second)
-	if _, err := proc.Exited(); err == nil || !strings.Contains(out, "restarting to watch them") {
-		t.Errorf("after the UDPRoute CRD was installed the controller exited with %v, want an error that it restarts:\n%s", err, out)
-	}
+	restartsOnInstall(t, e, proc)
 }
 
 // Without the Gateway API CRDs the operator stays up and healthy, says
@@ -128,22 +135,10 @@ func TestControllerWithoutSomeCRDs(t *testing.T) {
 func TestOperatorWithoutGatewayCRDs(t *testing.T) {
 	t.Parallel()
 	e := startCluster(t, "gatewayclasses.gateway.networking.k8s.io", "gateways.gateway.networking.k8s.io")
-	kubeconfig, err := e.Kubeconfig("isobar-operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := env.Binaries()
-	if err != nil {
-		t.Fatal(err)
-	}
 	health := freePort(t)
-	op, err := harness.StartProcessEnv(e.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-operator",
+	op := runOn(t, e, "isobar-operator", "isobar-operator",
 		"--controller-name="+controllerName, "--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=0",
 		"--log-format=console", "--kinds-interval=500ms")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = op.Stop(10 * time.Second) })
 	waitReady(t, op, "http://127.0.0.1:"+health+"/readyz", 30*time.Second)
 	waitReady(t, op, "http://127.0.0.1:"+health+"/healthz", 5*time.Second)
 	for _, want := range []string{"GatewayClass is not served at gateway.networking.k8s.io/v1: its CRD is not installed", "provisioning waits for the Gateway API CRDs"} {
@@ -151,12 +146,5 @@ func TestOperatorWithoutGatewayCRDs(t *testing.T) {
 			t.Errorf("the log does not say %q:\n%s", want, out)
 		}
 	}
-	if err := e.InstallOmitted(); err != nil {
-		t.Fatal(err)
-	}
-	out := waitExit(t, op, 30*time.Second)
-	if _, err := op.Exited(); err == nil || !strings.Contains(out, "restarting to watch them") {
-		t.Errorf("after the Gateway API CRDs were installed the operator exited with %v, want an error that it restarts:\n%s", err, out)
-	}
+	restartsOnInstall(t, e, op)
 }
-
