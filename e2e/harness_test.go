@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"bufio"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -171,4 +176,93 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// tetherChild is set in the copy of the test binary that
+// TestChildrenDieWithTheTestBinary starts and kills.
+const tetherChild = "ISOBAR_TETHER_CHILD"
+
+// Processes the harness starts die with the test binary, even when it is
+// killed (a test timeout, a Ctrl-C): our binaries directly, etcd and
+// kube-apiserver through the tethering wrappers envtest runs.
+func TestChildrenDieWithTheTestBinary(t *testing.T) {
+	if dir := os.Getenv(tetherChild); dir != "" {
+		tetheredChildren(dir)
+		return
+	}
+	dir := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestChildrenDieWithTheTestBinary$")
+	child.Env = append(os.Environ(), tetherChild+"="+dir)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	scanner := bufio.NewScanner(out)
+	for len(pids) < 2 && scanner.Scan() {
+		if pid, err := strconv.Atoi(strings.TrimPrefix(scanner.Text(), "pid ")); err == nil && strings.HasPrefix(scanner.Text(), "pid ") {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) != 2 {
+		_ = child.Process.Kill()
+		t.Fatalf("the child test binary reported pids %v, want 2", pids)
+	}
+	alive := func(pid int) bool { return syscall.Kill(pid, 0) == nil }
+	for _, pid := range pids {
+		if !alive(pid) {
+			t.Fatalf("process %d is not running before the test binary is killed", pid)
+		}
+	}
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	eventually(t, 10*time.Second, fmt.Sprintf("processes %v to die with the test binary", pids), func() bool {
+		for _, pid := range pids {
+			if alive(pid) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// tetheredChildren starts a process as the harness starts our binaries and
+// one through a tethering wrapper as envtest starts etcd, prints their
+// pids, and waits to be killed.
+func tetheredChildren(dir string) {
+	direct, err := harness.StartProcess(dir, "/bin/sleep", "300")
+	if err != nil {
+		panic(err)
+	}
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		panic(err)
+	}
+	if err := os.Symlink("/bin/sleep", filepath.Join(bin, "etcd")); err != nil {
+		panic(err)
+	}
+	tethered, err := harness.Tether(bin, filepath.Join(dir, "tethered"), "etcd")
+	if err != nil {
+		panic(err)
+	}
+	wrapped := exec.Command(filepath.Join(tethered, "etcd"), "300")
+	if err := wrapped.Start(); err != nil {
+		panic(err)
+	}
+	// Report it once the wrapper has handed over to the real binary, as
+	// etcd has long before a test could be killed.
+	sleep, _ := filepath.EvalSymlinks("/bin/sleep")
+	for {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", wrapped.Process.Pid)); exe == sleep {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Printf("pid %d\npid %d\n", direct.PID(), wrapped.Process.Pid)
+	select {}
 }

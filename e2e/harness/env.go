@@ -118,8 +118,12 @@ func Start(opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
+	tethered, err := Tether(assets, filepath.Join(dir, "control-plane"), "etcd", "kube-apiserver")
+	if err != nil {
+		return nil, err
+	}
 	e.env = &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
+		BinaryAssetsDirectory:    tethered,
 		CRDs:                     append(gwCRDs, ours...),
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   scheme,

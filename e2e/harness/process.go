@@ -37,8 +37,9 @@ func StartProcessEnv(dir string, env []string, path string, args ...string) (*Pr
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group, so an interrupted test run's signals do not
-	// reach it before Stop does.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// reach it before Stop does; killed when the test binary dies, even by
+	// SIGKILL or a test timeout, so that it never outlives the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
@@ -51,6 +52,9 @@ func StartProcessEnv(dir string, env []string, path string, args ...string) (*Pr
 	}()
 	return p, nil
 }
+
+// PID is the process's id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Exited reports whether the process has ended, and how.
 func (p *Process) Exited() (bool, error) {
