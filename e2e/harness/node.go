@@ -1,0 +1,258 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// NodeName is the one Node the agent stands for.
+const NodeName = "isobar-node"
+
+// PodRunner runs what a Pod stands for (a process, a simulated Envoy) and
+// returns how to stop it; nil means the Pod runs nothing of ours. It is
+// called once per Pod, when the agent starts it.
+type PodRunner func(pod *corev1.Pod) (stop func(), err error)
+
+// NodeAgent stands in for a kubelet on one Node, so that the API server's
+// view of workloads is a real cluster's: it registers the Node (Ready,
+// heartbeating), binds every unscheduled Pod to it (envtest has no
+// scheduler), gives each an IP and reports it Running and Ready, so
+// kube-controller-manager fills EndpointSlices with it, and removes Pods
+// once they are terminating, as a kubelet does when their containers
+// stopped. What a Pod runs is up to its PodRunner.
+type NodeAgent struct {
+	client kubernetes.Interface
+	run    PodRunner
+
+	mu      sync.Mutex
+	next    netip.Addr
+	ips     map[string]string // pod UID -> IP
+	running map[string]func() // pod UID -> stop
+	uids    map[string]string // namespace/name -> UID of the Pod running
+	errs    []error
+}
+
+// StartNodeAgent registers the Node and serves Pods until ctx ends, when it
+// stops everything the PodRunner started.
+func StartNodeAgent(ctx context.Context, cfg *rest.Config, run PodRunner) (*NodeAgent, error) {
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &NodeAgent{client: c, run: run, next: netip.MustParseAddr("10.244.0.10"), ips: map[string]string{}, running: map[string]func(){}, uids: map[string]string{}}
+	if err := a.register(ctx); err != nil {
+		return nil, err
+	}
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	lw := toolscache.NewListWatchFromClient(c.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, fields.Everything())
+	informer := toolscache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{})
+	enqueue := func(obj any) {
+		if key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			queue.Add(key)
+		}
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
+	}); err != nil {
+		return nil, err
+	}
+	go informer.Run(ctx.Done())
+	go a.heartbeat(ctx)
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+	}()
+	go func() {
+		for {
+			key, quit := queue.Get()
+			if quit {
+				a.stopAll()
+				return
+			}
+			obj, exists, err := informer.GetStore().GetByKey(key)
+			if err == nil {
+				var pod *corev1.Pod
+				if exists {
+					pod = obj.(*corev1.Pod)
+				}
+				err = a.sync(ctx, key, pod)
+			}
+			if err != nil && ctx.Err() == nil {
+				queue.AddRateLimited(key)
+			} else {
+				queue.Forget(key)
+			}
+			queue.Done(key)
+		}
+	}()
+	return a, nil
+}
+
+// Errors are what PodRunners returned; a Pod whose runner failed is left
+// Pending.
+func (a *NodeAgent) Errors() []error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]error(nil), a.errs...)
+}
+
+func (a *NodeAgent) register(ctx context.Context) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: NodeName, Labels: map[string]string{"kubernetes.io/hostname": NodeName, "kubernetes.io/os": "linux"}}}
+	if _, err := a.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("registering node %s: %w", NodeName, err)
+	}
+	return a.reportReady(ctx)
+}
+
+// reportReady writes the Node's Ready condition with a fresh heartbeat.
+func (a *NodeAgent) reportReady(ctx context.Context) error {
+	node, err := a.client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	node.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "the test node agent is ready",
+		LastHeartbeatTime: now, LastTransitionTime: now,
+	}}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: NodeName}}
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1000")}
+	node.Status.Allocatable = node.Status.Capacity
+	_, err = a.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	return err
+}
+
+func (a *NodeAgent) heartbeat(ctx context.Context) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = a.reportReady(ctx)
+		}
+	}
+}
+
+// sync brings one Pod to where a kubelet would: bound, running and ready,
+// or gone once terminating.
+func (a *NodeAgent) sync(ctx context.Context, key string, pod *corev1.Pod) error {
+	if pod == nil {
+		a.mu.Lock()
+		uid := a.uids[key]
+		a.mu.Unlock()
+		a.stop(uid)
+		return nil
+	}
+	pods := a.client.CoreV1().Pods(pod.Namespace)
+	switch {
+	case pod.DeletionTimestamp != nil:
+		a.stop(string(pod.UID))
+		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	case pod.Spec.NodeName == "":
+		return pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID}, Target: corev1.ObjectReference{Kind: "Node", Name: NodeName}}, metav1.CreateOptions{})
+	case pod.Spec.NodeName != NodeName || pod.Status.Phase == corev1.PodRunning:
+		return nil
+	}
+	if err := a.start(key, pod); err != nil {
+		return nil // left Pending; the error is in Errors
+	}
+	now := metav1.Now()
+	ip := a.ip(string(pod.UID))
+	pod = pod.DeepCopy()
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.HostIP, pod.Status.PodIP = "127.0.0.1", ip
+	pod.Status.HostIPs, pod.Status.PodIPs = []corev1.HostIP{{IP: "127.0.0.1"}}, []corev1.PodIP{{IP: ip}}
+	pod.Status.StartTime = &now
+	pod.Status.Conditions = nil
+	for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	pod.Status.ContainerStatuses = nil
+	for _, c := range pod.Spec.Containers {
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true, Started: ptrTo(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+		})
+	}
+	_, err := pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	return err
+}
+
+// start runs the Pod's runner once.
+func (a *NodeAgent) start(key string, pod *corev1.Pod) error {
+	uid := string(pod.UID)
+	a.mu.Lock()
+	_, started := a.running[uid]
+	a.mu.Unlock()
+	if started || a.run == nil {
+		return nil
+	}
+	stop, err := a.run(pod)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		a.errs = append(a.errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+		return err
+	}
+	if stop == nil {
+		stop = func() {}
+	}
+	a.running[uid] = stop
+	a.uids[key] = uid
+	return nil
+}
+
+// stop stops what the Pod of a UID runs, if anything.
+func (a *NodeAgent) stop(uid string) {
+	a.mu.Lock()
+	stop := a.running[uid]
+	delete(a.running, uid)
+	a.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+func (a *NodeAgent) stopAll() {
+	a.mu.Lock()
+	running := a.running
+	a.running = map[string]func(){}
+	a.mu.Unlock()
+	for _, stop := range running {
+		stop()
+	}
+}
+
+// ip gives a Pod an address of its own, the same for as long as it lives.
+func (a *NodeAgent) ip(uid string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ip, ok := a.ips[uid]; ok {
+		return ip
+	}
+	ip := a.next.String()
+	a.next = a.next.Next()
+	a.ips[uid] = ip
+	return ip
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"isobar.dev/e2e/harness"
+)
+
+// The node agent makes workloads look as a kubelet would: Pods of a
+// Deployment are bound, get IPs, run what their runner starts and turn
+// Ready, kube-controller-manager puts them in their Service's
+// EndpointSlices, and a deleted Pod's runner is stopped and the Pod goes
+// away.
+func TestNodeAgent(t *testing.T) {
+	t.Parallel()
+	if env.Channel != "standard" {
+		t.Skip("runs a cluster of its own: once, in the standard-channel pass")
+	}
+	e, err := harness.Start(harness.Options{Channel: "standard", ControllerManager: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	running := map[string]bool{}
+	_, err = harness.StartNodeAgent(ctx, e.Config, func(pod *corev1.Pod) (func(), error) {
+		mu.Lock()
+		defer mu.Unlock()
+		running[pod.Name] = true
+		return func() {
+			mu.Lock()
+			defer mu.Unlock()
+			delete(running, pod.Name)
+		}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "default"
+	labels := map[string]string{"app": "echo"}
+	for _, o := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"}, Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "echo", Image: "echo:test", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 3000}}}},
+			}},
+		}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"}, Spec: corev1.ServiceSpec{
+			Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromString("http")}},
+		}},
+	} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := func() []string {
+		var list discoveryv1.EndpointSliceList
+		if err := e.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: "echo"}); err != nil {
+			t.Fatal(err)
+		}
+		var ips []string
+		for _, s := range list.Items {
+			for _, ep := range s.Endpoints {
+				if ptr.Deref(ep.Conditions.Ready, false) && ep.NodeName != nil && *ep.NodeName == harness.NodeName {
+					ips = append(ips, ep.Addresses...)
+				}
+			}
+		}
+		slices.Sort(ips)
+		return ips
+	}
+	var first []string
+	eventually(t, time.Minute, "the Service's EndpointSlices to hold both Pods, ready, on the node", func() bool {
+		first = ready()
+		return len(first) == 2 && first[0] != first[1]
+	})
+	mu.Lock()
+	if len(running) != 2 {
+		t.Errorf("runners started for %v, want both Pods", running)
+	}
+	mu.Unlock()
+
+	var pods corev1.PodList
+	if err := e.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+		t.Fatal(err)
+	}
+	victim := pods.Items[0]
+	if victim.Status.PodIP == "" || !slices.Contains(first, victim.Status.PodIP) {
+		t.Fatalf("pod %s has IP %q, not one of the endpoints %v", victim.Name, victim.Status.PodIP, first)
+	}
+	if err := e.Client.Delete(ctx, &victim); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the deleted Pod to be gone, its runner stopped, and its replacement ready", func() bool {
+		mu.Lock()
+		stopped := !running[victim.Name]
+		mu.Unlock()
+		now := ready()
+		return stopped && len(now) == 2 && !slices.Contains(now, victim.Status.PodIP)
+	})
+}
