@@ -14,14 +14,15 @@ import (
 	"isobar.dev/e2e/harness"
 )
 
-// startCluster starts a cluster of its own with the standard channel's CRDs
-// less omit, for a test that needs what the shared one has not.
-func startCluster(t *testing.T, omit ...string) *harness.Env {
+// startCluster starts a standard-channel cluster of its own, for a test
+// that needs what the shared one has not (CRDs left out, a node agent).
+func startCluster(t *testing.T, opts harness.Options) *harness.Env {
 	t.Helper()
 	if env.Channel != "standard" {
 		t.Skip("runs a standard-channel cluster of its own: once, in the standard-channel pass")
 	}
-	e, err := harness.Start(harness.Options{Channel: "standard", Omit: omit})
+	opts.Channel = "standard"
+	e, err := harness.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func restartsOnInstall(t *testing.T, e *harness.Env, p *harness.Process) {
 // installed so as to watch it.
 func TestControllerWithoutSomeCRDs(t *testing.T) {
 	t.Parallel()
-	e := startCluster(t, "udproutes.gateway.networking.k8s.io")
+	e := startCluster(t, harness.Options{Omit: []string{"udproutes.gateway.networking.k8s.io"}})
 	ctx, cancel := harness.Context()
 	defer cancel()
 	const ns = "default"
@@ -134,7 +135,7 @@ func TestControllerWithoutSomeCRDs(t *testing.T) {
 // what it waits for, and restarts once they are installed.
 func TestOperatorWithoutGatewayCRDs(t *testing.T) {
 	t.Parallel()
-	e := startCluster(t, "gatewayclasses.gateway.networking.k8s.io", "gateways.gateway.networking.k8s.io")
+	e := startCluster(t, harness.Options{Omit: []string{"gatewayclasses.gateway.networking.k8s.io", "gateways.gateway.networking.k8s.io"}})
 	health := freePort(t)
 	op := runOn(t, e, "isobar-operator", "isobar-operator",
 		"--controller-name="+controllerName, "--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=0",

@@ -25,23 +25,12 @@ import (
 // away.
 func TestNodeAgent(t *testing.T) {
 	t.Parallel()
-	if env.Channel != "standard" {
-		t.Skip("runs a cluster of its own: once, in the standard-channel pass")
-	}
-	e, err := harness.Start(harness.Options{Channel: "standard", ControllerManager: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	e := startCluster(t, harness.Options{ControllerManager: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var mu sync.Mutex
 	running := map[string]bool{}
-	_, err = harness.StartNodeAgent(ctx, e.Config, func(pod *corev1.Pod) (func(), error) {
+	_, err := harness.StartNodeAgent(ctx, e.Config, func(pod *corev1.Pod) (func(), error) {
 		mu.Lock()
 		defer mu.Unlock()
 		running[pod.Name] = true
