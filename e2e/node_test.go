@@ -10,11 +10,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	isobarv1alpha1 "isobar.dev/api/v1alpha1"
 	"isobar.dev/e2e/harness"
 )
 
@@ -105,5 +108,64 @@ func TestNodeAgent(t *testing.T) {
 		mu.Unlock()
 		now := ready()
 		return stopped && len(now) == 2 && !slices.Contains(now, victim.Status.PodIP)
+	})
+}
+
+// The rig's first step toward the conformance suite: the real operator
+// provisions a fleet, the node agent runs the controller Deployment's Pod
+// as the real isobar-controller (its arguments, certificates and runtime
+// settings from the Pod), and that controller serves its Gateway: Accepted,
+// with the Envoy Service's cluster IP as its address, and Programmed false
+// until an Envoy connects.
+func TestOperatorFleetRunsOnTheNodeAgent(t *testing.T) {
+	t.Parallel()
+	e := startCluster(t, harness.Options{ControllerManager: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kubeconfig, err := e.Kubeconfig("fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := harness.StartNodeAgent(ctx, e.Config, func(pod *corev1.Pod) (func(), error) {
+		if pod.Labels["app.kubernetes.io/component"] != "controller" {
+			return nil, nil
+		}
+		p, err := e.RunPodProcess(ctx, kubeconfig, pod, "controller", "isobar-controller")
+		if err != nil {
+			return nil, err
+		}
+		return func() { _, _ = p.Stop(10 * time.Second) }, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := freePort(t)
+	runOn(t, e, "isobar-operator", "isobar-operator", "--controller-name="+controllerName,
+		"--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=0", "--log-format=console")
+	const ns = "default"
+	for _, o := range []client.Object{
+		&isobarv1alpha1.ContourDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-ip"}, Spec: isobarv1alpha1.ContourDeploymentSpec{
+			Envoy: isobarv1alpha1.EnvoySettings{NetworkPublishing: isobarv1alpha1.NetworkPublishing{Type: isobarv1alpha1.ClusterIPServicePublishing}},
+		}},
+		&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "isobar"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controllerName,
+			ParametersRef: &gatewayv1.ParametersReference{Group: "isobar.dev", Kind: "ContourDeployment", Namespace: ptr.To(gatewayv1.Namespace(ns)), Name: "cluster-ip"}}},
+		&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "isobar",
+			Listeners: []gatewayv1.Listener{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}}}},
+	} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, time.Minute, "the fleet's controller to accept the Gateway and report the Envoy Service's address", func() bool {
+		if errs := agent.Errors(); len(errs) > 0 {
+			t.Fatalf("the node agent could not run a Pod: %v", errs)
+		}
+		gw := &gatewayv1.Gateway{}
+		if err := e.Client.Get(ctx, keyOf(ns, "web"), gw); err != nil {
+			t.Fatal(err)
+		}
+		programmed := meta.FindStatusCondition(gw.Status.Conditions, "Programmed")
+		return meta.IsStatusConditionTrue(gw.Status.Conditions, "Accepted") && len(gw.Status.Addresses) == 1 &&
+			programmed != nil && programmed.Status == metav1.ConditionFalse && programmed.Reason == "Pending"
 	})
 }

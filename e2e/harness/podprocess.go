@@ -1,0 +1,148 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PodProcess is one container of a Pod played as a process of a binary we
+// built.
+type PodProcess struct {
+	*Process
+	// Listen maps each listen flag of the container's arguments
+	// ("--xds-address") to the address the process listens on.
+	Listen map[string]string
+}
+
+// Loopback is where a process playing a Pod with IP podIP listens: the
+// same address in 127.0.0.0/8, which is all loopback on Linux, so that
+// every Pod has its own ports as in a cluster. (EndpointSlices refuse
+// loopback addresses, so Pods keep ordinary IPs.) A Pod without an IP
+// listens on 127.0.0.1.
+func Loopback(podIP string) string {
+	ip, err := netip.ParseAddr(podIP)
+	if err != nil || !ip.Is4() {
+		return "127.0.0.1"
+	}
+	b := ip.As4()
+	b[0] = 127
+	return netip.AddrFrom4(b).String()
+}
+
+// RunPodProcess runs binary (in the Env's built binaries) with the command
+// arguments and environment of one of the Pod's containers, as a kubelet
+// would run its image, with what differs for lack of a container: its
+// Secret and ConfigMap volumes are written to files (mount paths in the
+// arguments point at them), environment from the Pod's fields is filled
+// in, KUBECONFIG stands for the service account, and ":port" listen
+// addresses bind to the Pod's Loopback address.
+func (e *Env) RunPodProcess(ctx context.Context, kubeconfig string, pod *corev1.Pod, container, binary string) (*PodProcess, error) {
+	var c *corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == container {
+			c = &pod.Spec.Containers[i]
+		}
+	}
+	if c == nil {
+		return nil, fmt.Errorf("pod %s/%s has no container %q", pod.Namespace, pod.Name, container)
+	}
+	root, err := os.MkdirTemp(e.Dir, pod.Name+"-")
+	if err != nil {
+		return nil, err
+	}
+	mounts := map[string]string{} // mount path -> local directory
+	for _, m := range c.VolumeMounts {
+		dir := filepath.Join(root, m.Name)
+		if err := e.writeVolume(ctx, pod, m.Name, dir); err != nil {
+			return nil, err
+		}
+		mounts[m.MountPath] = dir
+	}
+	host := Loopback(pod.Status.PodIP)
+	listen := map[string]string{}
+	args := append([]string(nil), c.Command[min(1, len(c.Command)):]...)
+	for _, a := range c.Args {
+		for from, to := range mounts {
+			a = strings.ReplaceAll(a, from, to)
+		}
+		if name, port, ok := strings.Cut(a, "=:"); ok {
+			a = name + "=" + host + ":" + port
+			listen[name] = host + ":" + port
+		}
+		args = append(args, a)
+	}
+	env := []string{"KUBECONFIG=" + kubeconfig}
+	for _, v := range c.Env {
+		value := v.Value
+		if f := v.ValueFrom; f != nil && f.FieldRef != nil {
+			switch f.FieldRef.FieldPath {
+			case "metadata.name":
+				value = pod.Name
+			case "metadata.namespace":
+				value = pod.Namespace
+			case "status.podIP":
+				value = pod.Status.PodIP
+			default:
+				return nil, fmt.Errorf("container %s: env %s: field %s cannot be played here", c.Name, v.Name, f.FieldRef.FieldPath)
+			}
+		} else if v.ValueFrom != nil {
+			return nil, fmt.Errorf("container %s: env %s: only values and Pod fields can be played here", c.Name, v.Name)
+		}
+		env = append(env, v.Name+"="+value)
+	}
+	bin, err := e.Binaries()
+	if err != nil {
+		return nil, err
+	}
+	p, err := StartProcessEnv(root, env, filepath.Join(bin, binary), args...)
+	if err != nil {
+		return nil, err
+	}
+	return &PodProcess{Process: p, Listen: listen}, nil
+}
+
+// writeVolume writes a Secret or ConfigMap volume's keys as files, as the
+// kubelet would.
+func (e *Env) writeVolume(ctx context.Context, pod *corev1.Pod, name, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != name {
+			continue
+		}
+		data := map[string][]byte{}
+		switch {
+		case v.Secret != nil:
+			s := &corev1.Secret{}
+			if err := e.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: v.Secret.SecretName}, s); err != nil {
+				return fmt.Errorf("volume %s: %w", name, err)
+			}
+			data = s.Data
+		case v.ConfigMap != nil:
+			cm := &corev1.ConfigMap{}
+			if err := e.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: v.ConfigMap.Name}, cm); err != nil {
+				return fmt.Errorf("volume %s: %w", name, err)
+			}
+			for k, val := range cm.Data {
+				data[k] = []byte(val)
+			}
+		default:
+			return fmt.Errorf("volume %s: only Secret and ConfigMap volumes can be played here", name)
+		}
+		for k, val := range data {
+			if err := os.WriteFile(filepath.Join(dir, k), val, 0o600); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("no volume %s", name)
+}
