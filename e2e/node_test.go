@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,7 +120,8 @@ func TestNodeAgent(t *testing.T) {
 // as the real isobar-controller (its arguments, certificates and runtime
 // settings from the Pod), and that controller serves its Gateway: Accepted,
 // with the Envoy Service's cluster IP as its address, and Programmed false
-// until an Envoy connects.
+// until an Envoy connects. Envoy Pods run their real bootstrap init
+// container, whose Envoy bootstrap names the Pod and the controller.
 func TestOperatorFleetRunsOnTheNodeAgent(t *testing.T) {
 	t.Parallel()
 	e := startCluster(t, harness.Options{ControllerManager: true})
@@ -126,7 +131,26 @@ func TestOperatorFleetRunsOnTheNodeAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
+	bootstraps := map[string]string{} // Envoy pod -> its bootstrap
 	agent, err := harness.StartNodeAgent(ctx, e.Config, func(pod *corev1.Pod) (func(), error) {
+		if pod.Labels["app.kubernetes.io/component"] == "envoy" {
+			p, err := e.RunPodProcess(ctx, kubeconfig, pod, "bootstrap", "isobar-controller")
+			if err != nil {
+				return nil, err
+			}
+			if code, err := p.Wait(30 * time.Second); err != nil || code != 0 {
+				return nil, fmt.Errorf("bootstrap exited with %d, %v:\n%s", code, err, p.Output())
+			}
+			data, err := os.ReadFile(filepath.Join(p.Volumes["bootstrap"], "envoy.json"))
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			bootstraps[pod.Name] = string(data)
+			mu.Unlock()
+			return nil, nil
+		}
 		if pod.Labels["app.kubernetes.io/component"] != "controller" {
 			return nil, nil
 		}
@@ -168,4 +192,18 @@ func TestOperatorFleetRunsOnTheNodeAgent(t *testing.T) {
 		return meta.IsStatusConditionTrue(gw.Status.Conditions, "Accepted") && len(gw.Status.Addresses) == 1 &&
 			programmed != nil && programmed.Status == metav1.ConditionFalse && programmed.Reason == "Pending"
 	})
+	eventually(t, time.Minute, "the Envoy Pods' bootstraps", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(bootstraps) > 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for pod, b := range bootstraps {
+		for _, want := range []string{`"id":"` + pod + `"`, `"cluster":"default/web"`, `"address":"web-isobar-controller.default.svc"`, `"portValue":8001`} {
+			if !strings.Contains(strings.ReplaceAll(b, " ", ""), want) {
+				t.Errorf("the bootstrap of %s lacks %s:\n%s", pod, want, b)
+			}
+		}
+	}
 }

@@ -19,6 +19,8 @@ type PodProcess struct {
 	// Listen maps each listen flag of the container's arguments
 	// ("--xds-address") to the address the process listens on.
 	Listen map[string]string
+	// Volumes maps the container's volume names to their directories.
+	Volumes map[string]string
 }
 
 // Loopback is where a process playing a Pod with IP podIP listens: the
@@ -37,7 +39,8 @@ func Loopback(podIP string) string {
 }
 
 // RunPodProcess runs binary (in the Env's built binaries) with the command
-// arguments and environment of one of the Pod's containers, as a kubelet
+// arguments and environment of one of the Pod's containers (or init
+// containers), as a kubelet
 // would run its image, with what differs for lack of a container: its
 // Secret and ConfigMap volumes are written to files (mount paths in the
 // arguments point at them), environment from the Pod's fields is filled
@@ -45,25 +48,31 @@ func Loopback(podIP string) string {
 // addresses bind to the Pod's Loopback address.
 func (e *Env) RunPodProcess(ctx context.Context, kubeconfig string, pod *corev1.Pod, container, binary string) (*PodProcess, error) {
 	var c *corev1.Container
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == container {
-			c = &pod.Spec.Containers[i]
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == container {
+				c = &list[i]
+			}
 		}
 	}
 	if c == nil {
 		return nil, fmt.Errorf("pod %s/%s has no container %q", pod.Namespace, pod.Name, container)
 	}
-	root, err := os.MkdirTemp(e.Dir, pod.Name+"-")
-	if err != nil {
+	// One directory per Pod, so that its containers share its emptyDir
+	// volumes, as an init container hands files to the others.
+	root := filepath.Join(e.Dir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
-	mounts := map[string]string{} // mount path -> local directory
+	mounts := map[string]string{}  // mount path -> local directory
+	volumes := map[string]string{} // volume name -> local directory
 	for _, m := range c.VolumeMounts {
-		dir := filepath.Join(root, m.Name)
+		dir := filepath.Join(root, "volumes", m.Name)
 		if err := e.writeVolume(ctx, pod, m.Name, dir); err != nil {
 			return nil, err
 		}
 		mounts[m.MountPath] = dir
+		volumes[m.Name] = dir
 	}
 	host := Loopback(pod.Status.PodIP)
 	listen := map[string]string{}
@@ -105,11 +114,11 @@ func (e *Env) RunPodProcess(ctx context.Context, kubeconfig string, pod *corev1.
 	if err != nil {
 		return nil, err
 	}
-	return &PodProcess{Process: p, Listen: listen}, nil
+	return &PodProcess{Process: p, Listen: listen, Volumes: volumes}, nil
 }
 
 // writeVolume writes a Secret or ConfigMap volume's keys as files, as the
-// kubelet would.
+// kubelet would; an emptyDir is the directory itself.
 func (e *Env) writeVolume(ctx context.Context, pod *corev1.Pod, name, dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -120,6 +129,8 @@ func (e *Env) writeVolume(ctx context.Context, pod *corev1.Pod, name, dir string
 		}
 		data := map[string][]byte{}
 		switch {
+		case v.EmptyDir != nil:
+			return nil
 		case v.Secret != nil:
 			s := &corev1.Secret{}
 			if err := e.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: v.Secret.SecretName}, s); err != nil {
@@ -135,7 +146,7 @@ func (e *Env) writeVolume(ctx context.Context, pod *corev1.Pod, name, dir string
 				data[k] = []byte(val)
 			}
 		default:
-			return fmt.Errorf("volume %s: only Secret and ConfigMap volumes can be played here", name)
+			return fmt.Errorf("volume %s: only Secret, ConfigMap and emptyDir volumes can be played here", name)
 		}
 		for k, val := range data {
 			if err := os.WriteFile(filepath.Join(dir, k), val, 0o600); err != nil {

@@ -88,6 +88,17 @@ func (p *Process) Stop(timeout time.Duration) (int, error) {
 	}
 }
 
+// Wait waits up to timeout for the process to exit by itself and returns
+// its exit code; an error means it did not.
+func (p *Process) Wait(timeout time.Duration) (int, error) {
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode(), nil
+	case <-time.After(timeout):
+		return -1, fmt.Errorf("%s did not exit within %s", p.Name, timeout)
+	}
+}
+
 // Output is what the process has written so far.
 func (p *Process) Output() string {
 	data, err := os.ReadFile(p.Log)
