@@ -209,7 +209,7 @@ func checkConflicts(ls []*listener) {
 		}
 		if slices.ContainsFunc(on, func(l *listener) bool { return l.family != on[0].family }) {
 			for _, l := range on {
-				conflicted(l, gatewayv1.ListenerReasonProtocolConflict, fmt.Sprintf("port %d has listeners of protocols %v that cannot share it (%s)", port, protocols, names(on)))
+				markConflicted(l, gatewayv1.ListenerReasonProtocolConflict, fmt.Sprintf("port %d has listeners of protocols %v that cannot share it (%s)", port, protocols, names(on)))
 			}
 			continue
 		}
@@ -226,14 +226,14 @@ func checkConflicts(ls []*listener) {
 			if l.hostname == "" {
 				msg = fmt.Sprintf("listeners %s on port %d have no hostname to tell them apart", names(same), port)
 			}
-			conflicted(l, gatewayv1.ListenerReasonHostnameConflict, msg)
+			markConflicted(l, gatewayv1.ListenerReasonHostnameConflict, msg)
 		}
 	}
 }
 
-// conflicted marks a listener Conflicted, and so neither accepted nor
+// markConflicted marks a listener Conflicted, and so neither accepted nor
 // programmed, for the same reason.
-func conflicted(l *listener, reason gatewayv1.ListenerConditionReason, msg string) {
+func markConflicted(l *listener, reason gatewayv1.ListenerConditionReason, msg string) {
 	l.conds.set(string(gatewayv1.ListenerConditionConflicted), true, string(reason), msg)
 	l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(reason), msg)
 	l.conds.set(string(gatewayv1.ListenerConditionProgrammed), false, string(reason), msg)
