@@ -83,8 +83,8 @@ func newIndex(res *resources.Resources) *index {
 }
 
 // fingerprint hashes the unserved kinds, the Services' ports and the
-// ReferenceGrants. It is
-// order-sensitive, which is safe: a different order only costs a cache miss.
+// ReferenceGrants, as a sum over objects: the order of a listing does not
+// matter.
 func fingerprint(res *resources.Resources, idx *index) uint64 {
 	h := newSetHash()
 	// Which route kinds exist decides which kinds listeners accept.
