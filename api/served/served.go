@@ -97,12 +97,22 @@ func Why(dc discovery.DiscoveryInterface, gvk schema.GroupVersionKind) string {
 	return msg + fmt.Sprintf(" but at %s: the installed CRD is of another release", strings.Join(other, ", "))
 }
 
-// Watch returns when the kinds of want that the API server serves are no
-// longer have, checking every interval (errors of discovery are retried),
-// or nil when ctx ends. A binary sets its watches up once, so it restarts
-// on such a change to watch what is served then.
-func Watch(ctx context.Context, dc discovery.DiscoveryInterface, want []schema.GroupVersionKind, have Set, interval time.Duration) error {
-	t := time.NewTicker(interval)
+// Watcher ends its binary's serving when the kinds of Want that the API
+// server serves are no longer Have (a CRD installed, upgraded or removed),
+// checking every Interval; discovery errors are retried. A binary sets its
+// watches up once, so it exits with the error and its Pod restarts,
+// watching what is served then. It is a controller-runtime Runnable that
+// runs on every replica.
+type Watcher struct {
+	Discovery discovery.DiscoveryInterface
+	Want      []schema.GroupVersionKind
+	Have      Set
+	Interval  time.Duration
+}
+
+// Start checks until ctx ends (nil) or the served kinds change (an error).
+func (w *Watcher) Start(ctx context.Context) error {
+	t := time.NewTicker(w.Interval)
 	defer t.Stop()
 	for {
 		select {
@@ -110,12 +120,15 @@ func Watch(ctx context.Context, dc discovery.DiscoveryInterface, want []schema.G
 			return nil
 		case <-t.C:
 		}
-		now, err := Kinds(dc, want)
+		now, err := Kinds(w.Discovery, w.Want)
 		if err != nil {
 			continue
 		}
-		if !maps.Equal(now, have) {
-			return fmt.Errorf("the API kinds the cluster serves changed (missing before: %v, now: %v)", have.Missing(want), now.Missing(want))
+		if !maps.Equal(now, w.Have) {
+			return fmt.Errorf("the API kinds the cluster serves changed (missing before: %v, now: %v); restarting to watch them", w.Have.Missing(w.Want), now.Missing(w.Want))
 		}
 	}
 }
+
+// NeedLeaderElection is false: every replica watches what it serves from.
+func (*Watcher) NeedLeaderElection() bool { return false }

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -154,12 +153,7 @@ func Run(o Options) error {
 	} else if err := setupReconcilers(mgr, o); err != nil {
 		return err
 	}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if err := served.Watch(ctx, dc, want, have, o.KindsInterval); err != nil {
-			return fmt.Errorf("%w; restarting to watch them", err)
-		}
-		return nil
-	})); err != nil {
+	if err := mgr.Add(&served.Watcher{Discovery: dc, Want: want, Have: have, Interval: o.KindsInterval}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"context"
-	"fmt"
 	"reflect"
 	"slices"
 	"time"
@@ -73,7 +71,7 @@ func gatewayGVKs(s *runtime.Scheme) ([]schema.GroupVersionKind, error) {
 // servedKinds asks discovery which gatewayKinds the API server serves, and
 // for the others why not; the watch restarts the controller when that
 // changes.
-func servedKinds(dc discovery.DiscoveryInterface, s *runtime.Scheme, interval time.Duration) (kindSet, map[gatewayv1.Kind]string, *kindWatch, error) {
+func servedKinds(dc discovery.DiscoveryInterface, s *runtime.Scheme, interval time.Duration) (kindSet, map[gatewayv1.Kind]string, *served.Watcher, error) {
 	want, err := gatewayGVKs(s)
 	if err != nil {
 		return nil, nil, nil, err
@@ -89,24 +87,5 @@ func servedKinds(dc discovery.DiscoveryInterface, s *runtime.Scheme, interval ti
 	for _, gvk := range have.Missing(want) {
 		why[gatewayv1.Kind(gvk.Kind)] = served.Why(dc, gvk)
 	}
-	return set, why, &kindWatch{dc: dc, want: want, have: have, interval: interval}, nil
+	return set, why, &served.Watcher{Discovery: dc, Want: want, Have: have, Interval: interval}, nil
 }
-
-// kindWatch ends serving with an error when the served Gateway API kinds
-// change (a CRD installed, upgraded or removed): watches are set up once,
-// so the process exits and its Pod restarts, watching what is served then.
-type kindWatch struct {
-	dc       discovery.DiscoveryInterface
-	want     []schema.GroupVersionKind
-	have     served.Set
-	interval time.Duration
-}
-
-func (w *kindWatch) Start(ctx context.Context) error {
-	if err := served.Watch(ctx, w.dc, w.want, w.have, w.interval); err != nil {
-		return fmt.Errorf("%w; restarting to watch them", err)
-	}
-	return nil
-}
-
-func (*kindWatch) NeedLeaderElection() bool { return false }
