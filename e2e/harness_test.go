@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -158,13 +159,30 @@ func TestBinariesRun(t *testing.T) {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+		l.Close()
+		// The kernel may hand a just-closed port out again at once: two
+		// calls in a row gave one process the same port for two
+		// listeners (a CI flake). A port is handed out once per run.
+		if !freePorts.given[port] {
+			freePorts.given[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 }
+
+// freePorts are the ports freePort has handed out.
+var freePorts = struct {
+	sync.Mutex
+	given map[string]bool
+}{given: map[string]bool{}}
 
 // eventually polls cond until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
