@@ -172,15 +172,17 @@ func (a *NodeAgent) sync(ctx context.Context, key string, pod *corev1.Pod) error
 	case pod.Spec.NodeName != NodeName || pod.Status.Phase == corev1.PodRunning:
 		return nil
 	}
+	// The runner sees the Pod with its IP, as a container sees its
+	// network from the start.
+	ip := a.ip(string(pod.UID))
+	pod = pod.DeepCopy()
+	pod.Status.HostIP, pod.Status.PodIP = "127.0.0.1", ip
+	pod.Status.HostIPs, pod.Status.PodIPs = []corev1.HostIP{{IP: "127.0.0.1"}}, []corev1.PodIP{{IP: ip}}
 	if err := a.start(key, pod); err != nil {
 		return nil // left Pending; the error is in Errors
 	}
 	now := metav1.Now()
-	ip := a.ip(string(pod.UID))
-	pod = pod.DeepCopy()
 	pod.Status.Phase = corev1.PodRunning
-	pod.Status.HostIP, pod.Status.PodIP = "127.0.0.1", ip
-	pod.Status.HostIPs, pod.Status.PodIPs = []corev1.HostIP{{IP: "127.0.0.1"}}, []corev1.PodIP{{IP: ip}}
 	pod.Status.StartTime = &now
 	pod.Status.Conditions = nil
 	for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {

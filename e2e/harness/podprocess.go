@@ -58,29 +58,20 @@ func (e *Env) RunPodProcess(ctx context.Context, kubeconfig string, pod *corev1.
 	if c == nil {
 		return nil, fmt.Errorf("pod %s/%s has no container %q", pod.Namespace, pod.Name, container)
 	}
-	// One directory per Pod, so that its containers share its emptyDir
-	// volumes, as an init container hands files to the others.
-	root := filepath.Join(e.Dir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	mounts, err := e.Mount(ctx, pod, c)
+	if err != nil {
 		return nil, err
 	}
-	mounts := map[string]string{}  // mount path -> local directory
 	volumes := map[string]string{} // volume name -> local directory
 	for _, m := range c.VolumeMounts {
-		dir := filepath.Join(root, "volumes", m.Name)
-		if err := e.writeVolume(ctx, pod, m.Name, dir); err != nil {
-			return nil, err
-		}
-		mounts[m.MountPath] = dir
-		volumes[m.Name] = dir
+		volumes[m.Name] = mounts[m.MountPath]
 	}
+	root := e.podDir(pod)
 	host := Loopback(pod.Status.PodIP)
 	listen := map[string]string{}
 	args := append([]string(nil), c.Command[min(1, len(c.Command)):]...)
 	for _, a := range c.Args {
-		for from, to := range mounts {
-			a = strings.ReplaceAll(a, from, to)
-		}
+		a = mounts.Rewrite(a)
 		if name, port, ok := strings.Cut(a, "=:"); ok {
 			a = name + "=" + host + ":" + port
 			listen[name] = host + ":" + port
@@ -115,6 +106,44 @@ func (e *Env) RunPodProcess(ctx context.Context, kubeconfig string, pod *corev1.
 		return nil, err
 	}
 	return &PodProcess{Process: p, Listen: listen, Volumes: volumes}, nil
+}
+
+// Mounts maps a container's mount paths to the local directories that
+// stand for them.
+type Mounts map[string]string
+
+// Rewrite replaces the mount paths in s (an argument, a file path) with
+// their local directories.
+func (m Mounts) Rewrite(s string) string {
+	for from, to := range m {
+		if s == from || strings.HasPrefix(s, from+"/") || strings.Contains(s, "="+from) {
+			s = strings.Replace(s, from, to, 1)
+		}
+	}
+	return s
+}
+
+// Mount writes the volumes a container of the Pod mounts, as the kubelet
+// would, and returns where they are. The Pod's containers share its
+// emptyDir volumes, as an init container hands files to the others.
+func (e *Env) Mount(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (Mounts, error) {
+	root := e.podDir(pod)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	mounts := Mounts{}
+	for _, m := range c.VolumeMounts {
+		dir := filepath.Join(root, "volumes", m.Name)
+		if err := e.writeVolume(ctx, pod, m.Name, dir); err != nil {
+			return nil, err
+		}
+		mounts[m.MountPath] = dir
+	}
+	return mounts, nil
+}
+
+func (e *Env) podDir(pod *corev1.Pod) string {
+	return filepath.Join(e.Dir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
 }
 
 // writeVolume writes a Secret or ConfigMap volume's keys as files, as the

@@ -1,0 +1,148 @@
+// Package conformance runs the official Gateway API conformance suite
+// (sigs.k8s.io/gateway-api/conformance, the release we build against)
+// against Isobar: the real operator and controllers on a real API server,
+// etcd and kube-controller-manager, with a node agent for a kubelet and
+// simulated Envoys following the bootstraps our fleets write.
+//
+// `make test` runs the tests that check status alone (ISOBAR_CONFORMANCE
+// unset or "status"); `make conformance` runs every test of the profiles
+// (ISOBAR_CONFORMANCE=all) and writes the suite's report.
+package conformance
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gwconformance "sigs.k8s.io/gateway-api/conformance"
+	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance/tests"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
+	"sigs.k8s.io/yaml"
+
+)
+
+const (
+	controllerName   = "isobar.dev/gateway-controller"
+	gatewayClassName = "isobar"
+	// modeVariable chooses which tests run: "status" (the default) or "all".
+	modeVariable = "ISOBAR_CONFORMANCE"
+	// reportVariable names the directory the suite's report is written to.
+	reportVariable = "ISOBAR_CONFORMANCE_REPORTS"
+)
+
+var profiles = []suite.ConformanceProfileName{
+	suite.GatewayHTTPConformanceProfileName,
+	suite.GatewayTLSConformanceProfileName,
+	suite.GatewayGRPCConformanceProfileName,
+	suite.GatewayTCPConformanceProfileName,
+	suite.GatewayUDPConformanceProfileName,
+}
+
+func TestConformance(t *testing.T) {
+	log.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	mode := os.Getenv(modeVariable)
+	if mode == "" {
+		mode = "status"
+	}
+	if mode != "status" && mode != "all" {
+		t.Fatalf("%s=%q: want status or all", modeVariable, mode)
+	}
+	r := startRig(t)
+
+	var skip []string
+	if mode == "status" {
+		var err error
+		if skip, err = trafficTests(tests.ConformanceTests); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(r.env.Config, client.Options{Scheme: r.env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(r.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := suite.ConformanceOptions{
+		Client:     c,
+		Clientset:  cs,
+		RestConfig: r.env.Config,
+		ManifestFS: []fs.FS{gwconformance.Manifests},
+		ConfigurableOptions: suite.ConfigurableOptions{
+			GatewayClassName:     gatewayClassName,
+			CleanupBaseResources: true,
+			CleanupTestResources: true,
+			SkipTests:            skip,
+			ConformanceProfiles:  profiles,
+			Mode:                 "simulated-envoy",
+			Implementation: confv1.Implementation{
+				Organization: "isobar", Project: "isobar", URL: "https://isobar.dev", Version: "main",
+				Contact: []string{"https://isobar.dev"},
+			},
+		},
+	}
+	s, err := suite.NewConformanceTestSuite(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Setup(t, tests.ConformanceTests)
+	if err := s.Run(t, tests.ConformanceTests); err != nil {
+		t.Fatal(err)
+	}
+	report, err := s.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("conformance (%s, %s channel, %d traffic tests skipped as status-only):\n%s", mode, r.env.Channel, len(skip), summary(report))
+	if dir := os.Getenv(reportVariable); dir != "" {
+		data, err := yaml.Marshal(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, fmt.Sprintf("%s-%s.yaml", r.env.Channel, mode))
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("report written to %s", path)
+	}
+}
+
+// summary lists each profile's counts and its failed and skipped tests.
+func summary(r *confv1.ConformanceReport) string {
+	var b strings.Builder
+	for _, p := range r.ProfileReports {
+		fmt.Fprintf(&b, "%s: core %s (passed %d, failed %d, skipped %d)", p.Name, p.Core.Result, p.Core.Passed, p.Core.Failed, p.Core.Skipped)
+		if p.Extended != nil {
+			fmt.Fprintf(&b, ", extended %s (passed %d, failed %d, skipped %d)", p.Extended.Result, p.Extended.Passed, p.Extended.Failed, p.Extended.Skipped)
+		}
+		b.WriteString("\n")
+		for _, s := range []struct {
+			what  string
+			names []string
+		}{{"failed", p.Core.FailedTests}, {"skipped", p.Core.SkippedTests}} {
+			if len(s.names) > 0 {
+				fmt.Fprintf(&b, "  core %s: %s\n", s.what, strings.Join(s.names, ", "))
+			}
+		}
+		if p.Extended != nil {
+			for _, s := range []struct {
+				what  string
+				names []string
+			}{{"failed", p.Extended.FailedTests}, {"skipped", p.Extended.SkippedTests}} {
+				if len(s.names) > 0 {
+					fmt.Fprintf(&b, "  extended %s: %s\n", s.what, strings.Join(s.names, ", "))
+				}
+			}
+		}
+	}
+	return b.String()
+}

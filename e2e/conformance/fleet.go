@@ -1,0 +1,190 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"isobar.dev/e2e/dataplane"
+	"isobar.dev/e2e/harness"
+)
+
+// Component label values the operator gives the Pods of a fleet.
+const (
+	componentLabel      = "app.kubernetes.io/component"
+	controllerComponent = "controller"
+	envoyComponent      = "envoy"
+)
+
+// fleet plays the Pods of our fleets on the node agent: a controller Pod
+// becomes the real isobar-controller, an Envoy Pod runs its real bootstrap
+// init container and then a simulated Envoy that follows the bootstrap.
+// Every other Pod (the suite's echo backends) runs nothing of ours.
+type fleet struct {
+	env        *harness.Env
+	kubeconfig string
+	ctx        context.Context
+
+	mu     sync.Mutex
+	envoys map[types.NamespacedName]*dataplane.Envoy
+}
+
+func (f *fleet) run(pod *corev1.Pod) (func(), error) {
+	switch pod.Labels[componentLabel] {
+	case controllerComponent:
+		p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "controller", "isobar-controller")
+		if err != nil {
+			return nil, err
+		}
+		return func() { _, _ = p.Stop(10 * time.Second) }, nil
+	case envoyComponent:
+		stop, err := f.runEnvoy(pod)
+		if err != nil {
+			// The node agent keeps it for the end; it matters now.
+			fmt.Fprintf(os.Stderr, "simulated Envoy %s/%s: %v\n", pod.Namespace, pod.Name, err)
+		}
+		return stop, err
+	}
+	return nil, nil
+}
+
+func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
+	p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "bootstrap", "isobar-controller")
+	if err != nil {
+		return nil, err
+	}
+	if code, err := p.Wait(30 * time.Second); err != nil || code != 0 {
+		return nil, fmt.Errorf("pod %s/%s: bootstrap exited with %d, %v:\n%s", pod.Namespace, pod.Name, code, err, p.Output())
+	}
+	var envoy *corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == "envoy" {
+			envoy = &pod.Spec.Containers[i]
+		}
+	}
+	if envoy == nil {
+		return nil, fmt.Errorf("pod %s/%s has no envoy container", pod.Namespace, pod.Name)
+	}
+	mounts, err := f.env.Mount(f.ctx, pod, envoy)
+	if err != nil {
+		return nil, err
+	}
+	b, err := dataplane.ReadBootstrap(filepath.Join(p.Volumes["bootstrap"], "envoy.json"), mounts.Rewrite)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	e, err := dataplane.Start(b, f.dial)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	go f.report(key, e)
+	f.mu.Lock()
+	f.envoys[key] = e
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		delete(f.envoys, key)
+		f.mu.Unlock()
+		e.Stop()
+	}, nil
+}
+
+// envoy is the simulated Envoy of a Pod, if it runs.
+func (f *fleet) envoy(key types.NamespacedName) *dataplane.Envoy {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.envoys[key]
+}
+
+// dial connects to a Service's DNS name and port as the cluster's DNS and
+// kube-proxy would: to a ready endpoint of the Service, at the Loopback
+// address where the node agent's process for that Pod listens.
+func (f *fleet) dial(ctx context.Context, address string) (net.Conn, error) {
+	host, portText, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return nil, err
+	}
+	parts := strings.Split(strings.TrimSuffix(strings.TrimSuffix(host, ".cluster.local"), ".svc"), ".")
+	if len(parts) != 2 {
+		return nil, fmt.Errorf("%s is not a Service's DNS name", host)
+	}
+	ip, target, err := f.endpoint(ctx, types.NamespacedName{Namespace: parts[1], Name: parts[0]}, int32(port))
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", net.JoinHostPort(harness.Loopback(ip), strconv.Itoa(int(target))))
+}
+
+// endpoint picks a ready endpoint of a Service's port: its Pod IP and the
+// target port the EndpointSlice resolved.
+func (f *fleet) endpoint(ctx context.Context, svc types.NamespacedName, port int32) (string, int32, error) {
+	s := &corev1.Service{}
+	if err := f.env.Client.Get(ctx, svc, s); err != nil {
+		return "", 0, err
+	}
+	name, found := "", false
+	for _, p := range s.Spec.Ports {
+		if p.Port == port {
+			name, found = p.Name, true
+		}
+	}
+	if !found {
+		return "", 0, fmt.Errorf("service %s has no port %d", svc, port)
+	}
+	var slices discoveryv1.EndpointSliceList
+	if err := f.env.Client.List(ctx, &slices, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+		return "", 0, err
+	}
+	for _, sl := range slices.Items {
+		for _, p := range sl.Ports {
+			if ptr.Deref(p.Name, "") != name || p.Port == nil {
+				continue
+			}
+			for _, ep := range sl.Endpoints {
+				if ptr.Deref(ep.Conditions.Ready, false) && len(ep.Addresses) > 0 {
+					return ep.Addresses[0], *p.Port, nil
+				}
+			}
+		}
+	}
+	return "", 0, fmt.Errorf("service %s port %d has no ready endpoint", svc, port)
+}
+
+// report says on stderr why an Envoy has not synced, every few seconds
+// until it has: the suite's own messages only say a Gateway is not
+// Programmed.
+func (f *fleet) report(key types.NamespacedName, e *dataplane.Envoy) {
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+		synced, err := e.Synced()
+		if synced {
+			return
+		}
+		if f.envoy(key) != e {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "simulated Envoy %s has not synced yet: last stream error: %v\n", key, err)
+	}
+}

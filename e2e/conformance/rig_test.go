@@ -1,0 +1,144 @@
+package conformance
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+
+	isobarv1alpha1 "isobar.dev/api/v1alpha1"
+	"isobar.dev/e2e/dataplane"
+	"isobar.dev/e2e/harness"
+)
+
+// rig is a cluster with Isobar installed as a user would: the operator
+// running, and a GatewayClass whose ContourDeployment publishes Envoy on a
+// ClusterIP Service, so Gateways get addresses without a cloud.
+type rig struct {
+	env   *harness.Env
+	fleet *fleet
+	agent *harness.NodeAgent
+}
+
+func startRig(t *testing.T) *rig {
+	t.Helper()
+	e, err := harness.Start(harness.Options{ControllerManager: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := xv1alpha1.Install(e.Client.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	kubeconfig, err := e.Kubeconfig("fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{env: e, kubeconfig: kubeconfig, ctx: ctx, envoys: map[types.NamespacedName]*dataplane.Envoy{}}
+	agent, err := harness.StartNodeAgent(ctx, e.Config, f.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, err := range agent.Errors() {
+			t.Errorf("node agent: %v", err)
+		}
+	})
+
+	operatorConfig, err := e.Kubeconfig("isobar-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := e.Binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := freePort(t)
+	op, err := harness.StartProcessEnv(e.Dir, []string{"KUBECONFIG=" + operatorConfig}, filepath.Join(bin, "isobar-operator"),
+		"--controller-name="+controllerName, "--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=0", "--log-format=console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("isobar-operator:\n%s", op.Output())
+		}
+		_, _ = op.Stop(10 * time.Second)
+	})
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if exited, err := op.Exited(); exited {
+			t.Fatalf("isobar-operator exited: %v\n%s", err, op.Output())
+		}
+		resp, err := http.Get("http://127.0.0.1:" + health + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("isobar-operator not ready in a minute:\n%s", op.Output())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	const ns = "isobar-system"
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&isobarv1alpha1.ContourDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conformance"}, Spec: isobarv1alpha1.ContourDeploymentSpec{
+			Envoy: isobarv1alpha1.EnvoySettings{NetworkPublishing: isobarv1alpha1.NetworkPublishing{Type: isobarv1alpha1.ClusterIPServicePublishing}},
+		}},
+		&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: gatewayClassName}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controllerName,
+			ParametersRef: &gatewayv1.ParametersReference{Group: "isobar.dev", Kind: "ContourDeployment", Namespace: ptr.To(gatewayv1.Namespace(ns)), Name: "conformance"}}},
+	} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The suite reads the features to test from the class's status.
+	deadline = time.Now().Add(time.Minute)
+	for {
+		gc := &gatewayv1.GatewayClass{}
+		if err := e.Client.Get(ctx, types.NamespacedName{Name: gatewayClassName}, gc); err != nil {
+			t.Fatal(err)
+		}
+		if meta.IsStatusConditionTrue(gc.Status.Conditions, string(gatewayv1.GatewayClassConditionStatusAccepted)) && len(gc.Status.SupportedFeatures) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GatewayClass %s not accepted with supported features in a minute: %+v", gatewayClassName, gc.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return &rig{env: e, fleet: f, agent: agent}
+}
+
+// freePort returns a port nothing listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}

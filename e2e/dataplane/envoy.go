@@ -1,0 +1,291 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/proto"
+
+	"isobar.dev/controller/pkg/envoysim"
+)
+
+// Dialer opens a connection to host:port as the Pod's network would: the
+// caller resolves Service names.
+type Dialer func(ctx context.Context, address string) (net.Conn, error)
+
+// Envoy is one simulated Envoy connected to its xDS server.
+type Envoy struct {
+	boot   *Bootstrap
+	conn   *grpc.ClientConn
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu sync.Mutex
+	// resources holds what was applied, per type and name.
+	resources map[string]map[string]proto.Message
+	versions  map[string]map[string]string
+	// received says which wildcard types have had their first response.
+	received map[string]bool
+	// subscribed holds the names asked for of the types Envoy asks for by
+	// name (endpoints, routes, secrets).
+	subscribed map[string]map[string]bool
+	err        error
+	changed    chan struct{}
+}
+
+// wildcard are the types Envoy subscribes to as a whole (LDS and CDS over
+// ADS); named are those it asks for as its clusters and listeners refer to
+// them, in the order it asks.
+var (
+	wildcard = []string{resourcev3.ClusterType, resourcev3.ListenerType}
+	named    = []string{resourcev3.EndpointType, resourcev3.RouteType, resourcev3.SecretType}
+)
+
+// Start connects as the bootstrap says and keeps the ADS stream up, opening
+// a new one (with the versions it holds, as Envoy does) when it breaks,
+// until Stop.
+func Start(b *Bootstrap, dial Dialer) (*Envoy, error) {
+	if !b.Delta {
+		return nil, errors.New("the simulated Envoy speaks delta ADS only; the bootstrap asks for state of the world")
+	}
+	conn, err := grpc.NewClient("passthrough:///"+b.Address,
+		grpc.WithTransportCredentials(credentials.NewTLS(b.TLS)),
+		grpc.WithContextDialer(dial),
+		// Envoy's envoy_grpc has no message size limit.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Envoy{boot: b, conn: conn, cancel: cancel, done: make(chan struct{}),
+		resources: map[string]map[string]proto.Message{}, versions: map[string]map[string]string{},
+		received: map[string]bool{}, subscribed: map[string]map[string]bool{}, changed: make(chan struct{})}
+	for _, t := range append(slices.Clone(wildcard), named...) {
+		e.resources[t] = map[string]proto.Message{}
+		e.versions[t] = map[string]string{}
+		e.subscribed[t] = map[string]bool{}
+	}
+	go e.run(ctx)
+	return e, nil
+}
+
+// Stop closes the stream and the connection.
+func (e *Envoy) Stop() {
+	e.cancel()
+	<-e.done
+	e.conn.Close()
+}
+
+// Node is the bootstrap's node.
+func (e *Envoy) Node() *corev3.Node { return e.boot.Node }
+
+// Synced reports whether clusters and listeners have arrived once, as
+// Envoy's initialization waits for, and the last stream error if any.
+func (e *Envoy) Synced() (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.received[resourcev3.ClusterType] && e.received[resourcev3.ListenerType], e.err
+}
+
+// Changed returns a channel closed at the next applied response.
+func (e *Envoy) Changed() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.changed
+}
+
+// Simulator interprets what this Envoy holds now.
+func (e *Envoy) Simulator() (*envoysim.Simulator, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return envoysim.New(values[*listenerv3.Listener](e.resources[resourcev3.ListenerType]),
+		values[*routev3.RouteConfiguration](e.resources[resourcev3.RouteType]),
+		values[*clusterv3.Cluster](e.resources[resourcev3.ClusterType]),
+		values[*endpointv3.ClusterLoadAssignment](e.resources[resourcev3.EndpointType]),
+		values[*tlsv3.Secret](e.resources[resourcev3.SecretType]))
+}
+
+func values[T proto.Message](m map[string]proto.Message) []T {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]T, 0, len(m))
+	for _, n := range names {
+		out = append(out, m[n].(T))
+	}
+	return out
+}
+
+func (e *Envoy) run(ctx context.Context) {
+	defer close(e.done)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := e.stream(ctx)
+		e.mu.Lock()
+		e.err = err
+		e.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// stream runs one ADS stream until it fails.
+func (e *Envoy) stream(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := discoveryv3.NewAggregatedDiscoveryServiceClient(e.conn).DeltaAggregatedResources(ctx)
+	if err != nil {
+		return err
+	}
+	first := true
+	send := func(r *discoveryv3.DeltaDiscoveryRequest) error {
+		// set_node_on_first_message_only, as our bootstraps say.
+		if first {
+			r.Node = e.boot.Node
+			first = false
+		}
+		return s.Send(r)
+	}
+	e.mu.Lock()
+	var opening []*discoveryv3.DeltaDiscoveryRequest
+	for _, t := range wildcard {
+		opening = append(opening, &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, InitialResourceVersions: maps(e.versions[t])})
+	}
+	for _, t := range named {
+		if len(e.subscribed[t]) > 0 {
+			opening = append(opening, &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResourceNamesSubscribe: sortedKeys(e.subscribed[t]), InitialResourceVersions: maps(e.versions[t])})
+		}
+	}
+	e.mu.Unlock()
+	for _, r := range opening {
+		if err := send(r); err != nil {
+			return err
+		}
+	}
+	for {
+		resp, err := s.Recv()
+		if err != nil {
+			return err
+		}
+		if err := e.apply(resp); err != nil {
+			// A NACK keeps what Envoy had, with the reason.
+			if err := send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce(),
+				ErrorDetail: statusOf(err)}); err != nil {
+				return err
+			}
+			continue
+		}
+		// Envoy asks for what the new clusters and listeners refer to
+		// before it ACKs them (they warm until those arrive).
+		for _, r := range e.resubscribe() {
+			if err := send(r); err != nil {
+				return err
+			}
+		}
+		if err := send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()}); err != nil {
+			return err
+		}
+	}
+}
+
+func (e *Envoy) apply(resp *discoveryv3.DeltaDiscoveryResponse) error {
+	t := resp.GetTypeUrl()
+	decoded := map[string]proto.Message{}
+	for _, r := range resp.GetResources() {
+		m, err := r.GetResource().UnmarshalNew()
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", t, r.GetName(), err)
+		}
+		decoded[r.GetName()] = m
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.resources[t]; !ok {
+		return fmt.Errorf("unexpected type %s", t)
+	}
+	for _, r := range resp.GetResources() {
+		e.resources[t][r.GetName()] = decoded[r.GetName()]
+		e.versions[t][r.GetName()] = r.GetVersion()
+	}
+	for _, n := range resp.GetRemovedResources() {
+		delete(e.resources[t], n)
+		delete(e.versions[t], n)
+	}
+	e.received[t] = true
+	close(e.changed)
+	e.changed = make(chan struct{})
+	return nil
+}
+
+// resubscribe returns the subscription changes that the clusters and
+// listeners held now call for.
+func (e *Envoy) resubscribe() []*discoveryv3.DeltaDiscoveryRequest {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	want := references(e.resources[resourcev3.ClusterType], e.resources[resourcev3.ListenerType])
+	var out []*discoveryv3.DeltaDiscoveryRequest
+	for _, t := range named {
+		r := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t}
+		for n := range want[t] {
+			if !e.subscribed[t][n] {
+				r.ResourceNamesSubscribe = append(r.ResourceNamesSubscribe, n)
+				e.subscribed[t][n] = true
+			}
+		}
+		for n := range e.subscribed[t] {
+			if !want[t][n] {
+				r.ResourceNamesUnsubscribe = append(r.ResourceNamesUnsubscribe, n)
+				delete(e.subscribed[t], n)
+				delete(e.resources[t], n)
+				delete(e.versions[t], n)
+			}
+		}
+		if len(r.ResourceNamesSubscribe)+len(r.ResourceNamesUnsubscribe) > 0 {
+			slices.Sort(r.ResourceNamesSubscribe)
+			slices.Sort(r.ResourceNamesUnsubscribe)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func maps(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
