@@ -180,7 +180,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up the GatewayClass reconciler: %w", err)
 	}
 	if err := (&gateway.Reconciler{
-		Client: mgr.GetClient(), ControllerName: o.ControllerName,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ControllerName: o.ControllerName,
 		Images:   render.Images{Controller: o.ControllerImage, Envoy: o.EnvoyImage},
 		Recorder: mgr.GetEventRecorder("isobar-operator"),
 		Now:      time.Now,
@@ -188,7 +188,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up the Gateway reconciler: %w", err)
 	}
 	if err := (&static.Reconciler{
-		Client: mgr.GetClient(), OperatorControllerName: o.ControllerName,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OperatorControllerName: o.ControllerName,
 		Images: render.Images{Controller: o.ControllerImage, Envoy: o.EnvoyImage}, Now: time.Now,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the static fleet reconciler: %w", err)

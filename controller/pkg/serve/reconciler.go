@@ -30,6 +30,9 @@ type reconciler struct {
 	xds    *xdsserver.Server
 	status *statusWriter
 	ready  atomic.Bool
+	// generation is the served Gateway's generation in the configuration
+	// served: what this replica reports to the leader.
+	generation atomic.Int64
 	// clusters are the last full translation's, by Service: what the
 	// endpoint fast path may update.
 	clusters map[types.NamespacedName][]*ir.Cluster
@@ -88,6 +91,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.clusters = clustersByService(result.Gateways[0].Clusters)
+	for _, gw := range res.Gateways {
+		if gw.Namespace == tgt.Gateway.Namespace && gw.Name == tgt.Gateway.Name {
+			r.generation.Store(gw.Generation)
+		}
+	}
 	r.ready.Store(true)
 	if changed > 0 {
 		log.V(1).Info("pushed configuration", "changed", changed)

@@ -7,18 +7,25 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -32,6 +39,7 @@ import (
 
 	"isobar.dev/api/fleet"
 	"isobar.dev/api/logs"
+	"isobar.dev/controller/pkg/fleetreport"
 	"isobar.dev/controller/pkg/xds"
 	"isobar.dev/controller/pkg/xdsserver"
 )
@@ -76,8 +84,18 @@ func Run(ctx context.Context, o Options) error {
 			return errors.New("--leader-election-namespace is required with --leader-elect and no --gateway")
 		}
 	}
+	replica := os.Getenv("POD_NAME")
+	if replica == "" {
+		replica, _ = os.Hostname()
+	}
+	// Replicas report their Envoys to the leader through Leases beside
+	// the leader election's; the cache holds only those.
+	reports := client.MatchingLabels{fleetreport.LabelGateway: leID}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        s,
+		Scheme: s,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{leNS: {}}, Label: labels.SelectorFromSet(labels.Set(reports))},
+		}},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress, ExtraHandlers: profiles(o.Profiling)},
 		HealthProbeBindAddress:        o.HealthAddress,
 		LeaderElection:                o.LeaderElect,
@@ -135,8 +153,20 @@ func Run(ctx context.Context, o Options) error {
 		snap:   &snapshotter{informers: mgr.GetCache(), served: served},
 		stage2: xds.NewTranslator(settings),
 		xds:    xdsServer,
-		status: newStatusWriter(o, mgr.GetClient(), mgr.GetAPIReader(), xdsServer.Status),
 	}
+	own := func() fleetreport.Report {
+		st := xdsServer.Status()
+		return fleetreport.Report{Replica: replica, Connected: st.Connected, Acknowledged: st.Acknowledged, Rejections: st.Rejections, Generation: r.generation.Load()}
+	}
+	fleetStatus := func() (fleetreport.Fleet, error) {
+		mine := own()
+		if !o.LeaderElect {
+			return fleetreport.Combine(mine, nil, mine.Generation), nil
+		}
+		others, err := fleetreport.Others(ctx, mgr.GetClient(), leNS, leID, replica, time.Now())
+		return fleetreport.Combine(mine, others, mine.Generation), err
+	}
+	r.status = newStatusWriter(o, mgr.GetClient(), mgr.GetAPIReader(), fleetStatus)
 	if err := r.setup(mgr, served); err != nil {
 		return err
 	}
@@ -145,11 +175,21 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// Envoys connecting, acknowledging or rejecting change only the
 	// Gateway's Programmed condition: rewrite status, translate nothing.
+	published := make(chan struct{}, 1)
 	go func() {
 		for range xdsServer.Changes() {
 			r.status.pokeGateway()
+			select {
+			case published <- struct{}{}:
+			default:
+			}
 		}
 	}()
+	if o.LeaderElect {
+		if err := r.watchReports(ctx, mgr, leNS, leID, replica, own, published); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
@@ -243,4 +283,46 @@ func profiles(on bool) map[string]http.Handler {
 		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
 		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
 	}
+}
+
+// reportPeriod is how often a replica renews its fleet report when
+// nothing changes; a report three periods old no longer counts.
+const reportPeriod = 10 * time.Second
+
+// watchReports has every replica publish its fleet report, and the leader
+// rewrite the Gateway's status when another replica's report changes or
+// may have expired.
+func (r *reconciler) watchReports(ctx context.Context, mgr ctrl.Manager, namespace, group, replica string, own func() fleetreport.Report, changes <-chan struct{}) error {
+	lease := types.NamespacedName{Namespace: namespace, Name: fleet.Shorten(group + "-" + replica)}
+	if err := mgr.Add(&fleetreport.Publisher{
+		Client: mgr.GetClient(), Lease: lease, Group: group, Replica: replica,
+		Period: reportPeriod, Report: own, Changes: changes,
+	}); err != nil {
+		return err
+	}
+	informer, err := mgr.GetCache().GetInformer(ctx, &coordinationv1.Lease{})
+	if err != nil {
+		return fmt.Errorf("watching the replicas' fleet reports: %w", err)
+	}
+	poke := func(any) { r.status.pokeGateway() }
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    poke,
+		UpdateFunc: func(any, any) { r.status.pokeGateway() },
+		DeleteFunc: poke,
+	}); err != nil {
+		return err
+	}
+	// A replica that died without deleting its report expires unseen.
+	return mgr.Add(everyReplica(func(ctx context.Context) error {
+		t := time.NewTicker(reportPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				r.status.pokeGateway()
+			}
+		}
+	}))
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -13,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/fleetreport"
 	"isobar.dev/controller/pkg/gatewayapi"
-	"isobar.dev/controller/pkg/xdsserver"
 )
 
 // statusCache remembers which routes and policies carry entries of ours,
@@ -40,7 +41,7 @@ type statusWork struct {
 // controllers write the same routes. With gatewayOnly it writes the served
 // Gateway's status alone: all a change of the fleet's acknowledgements can
 // change.
-func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress, gatewayOnly bool, recheck func(key any) bool) error {
+func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet fleetreport.Fleet, addresses []gatewayv1.GatewayStatusAddress, gatewayOnly bool, recheck func(key any) bool) error {
 	w.gateway = work.target.Gateway
 	st := work.status
 	if st == nil {
@@ -139,8 +140,8 @@ func condition[T, R ~string](typ T, status bool, reason R, msg string) metav1.Co
 
 // programmed sets the Gateway's Programmed condition from the fleet: the
 // configuration is programmed once an address is assigned and every
-// connected Envoy has acknowledged it.
-func programmed(gs gatewayv1.GatewayStatus, fleet xdsserver.FleetStatus, addresses []gatewayv1.GatewayStatusAddress, needAddress bool) gatewayv1.GatewayStatus {
+// connected Envoy, on whichever replica, has acknowledged it.
+func programmed(gs gatewayv1.GatewayStatus, fleet fleetreport.Fleet, addresses []gatewayv1.GatewayStatusAddress, needAddress bool) gatewayv1.GatewayStatus {
 	out := *gs.DeepCopy()
 	cond := meta.FindStatusCondition(out.Conditions, string(gatewayv1.GatewayConditionProgrammed))
 	if cond == nil || cond.Status != metav1.ConditionTrue {
@@ -156,6 +157,8 @@ func programmed(gs gatewayv1.GatewayStatus, fleet xdsserver.FleetStatus, address
 		set(gatewayv1.GatewayReasonPending, "no Envoy of the fleet is connected")
 	case len(fleet.Rejections) > 0:
 		set(gatewayv1.GatewayReasonInvalid, fmt.Sprintf("Envoy rejected the configuration: %v", fleet.Rejections))
+	case len(fleet.Behind) > 0:
+		set(gatewayv1.GatewayReasonPending, fmt.Sprintf("waiting for replicas %s to translate the Gateway's current generation", strings.Join(fleet.Behind, ", ")))
 	case !fleet.Acknowledged:
 		set(gatewayv1.GatewayReasonPending, fmt.Sprintf("waiting for %d connected Envoys to acknowledge the configuration", fleet.Connected))
 	}

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/fleetreport"
 	"isobar.dev/controller/pkg/gatewayapi"
-	"isobar.dev/controller/pkg/xdsserver"
 )
 
 // statusWriter writes the latest translated status, merged with what the
@@ -28,7 +28,7 @@ type statusWriter struct {
 	// live reads from the API server, past the cache, after a conflict:
 	// the cache may not have caught up with our own last write yet.
 	live  client.Reader
-	fleet func() xdsserver.FleetStatus
+	fleet func() (fleetreport.Fleet, error)
 
 	mu     sync.Mutex
 	latest *statusWork
@@ -45,7 +45,7 @@ type statusWriter struct {
 	written statusCache
 }
 
-func newStatusWriter(opts Options, c client.Client, live client.Reader, fleet func() xdsserver.FleetStatus) *statusWriter {
+func newStatusWriter(opts Options, c client.Client, live client.Reader, fleet func() (fleetreport.Fleet, error)) *statusWriter {
 	return &statusWriter{opts: opts, client: c, live: live, fleet: fleet, kick: make(chan struct{}, 1)}
 }
 
@@ -123,8 +123,12 @@ func (w *statusWriter) Start(ctx context.Context) error {
 		}
 		recheck := func(key any) bool { return all || dirty[key] }
 		addresses, err := w.addresses(ctx, st.target.Gateway)
+		var fleet fleetreport.Fleet
 		if err == nil {
-			err = w.writeStatus(ctx, st, w.fleet(), addresses, gatewayOnly, recheck)
+			fleet, err = w.fleet()
+		}
+		if err == nil {
+			err = w.writeStatus(ctx, st, fleet, addresses, gatewayOnly, recheck)
 		}
 		if err == nil {
 			w.lastWritten = st

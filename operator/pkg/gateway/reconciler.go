@@ -35,7 +35,9 @@ const ConditionProvisioned = "isobar.dev/Provisioned"
 
 // Reconciler provisions fleets.
 type Reconciler struct {
-	Client         client.Client
+	Client client.Client
+	// APIReader reads what must not be stale: the certificate Secrets.
+	APIReader      client.Reader
 	ControllerName string
 	Images         render.Images
 	Recorder       events.EventRecorder
@@ -93,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonInvalidParameters), err.Error())
 	}
 
-	renewAt, issued, err := provision.Fleet(ctx, r.Client, gw, gatewayv1.SchemeGroupVersion.WithKind("Gateway"), f, render.Labels(gw, fleet.Controller), r.Now())
+	renewAt, issued, err := provision.Fleet(ctx, r.Client, r.APIReader, gw, gatewayv1.SchemeGroupVersion.WithKind("Gateway"), f, render.Labels(gw, fleet.Controller), r.Now())
 	if err != nil {
 		return ctrl.Result{}, err
 	}

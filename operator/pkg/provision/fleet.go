@@ -23,8 +23,13 @@ import (
 // (a Gateway, or a ContourDeployment in static mode), the cluster-scoped
 // ones applied, leftovers of an earlier rendering pruned. It returns when
 // the next certificate renewal is due and the Secrets it issued.
-func Fleet(ctx context.Context, c client.Client, owner client.Object, ownerGVK schema.GroupVersionKind, f *render.Fleet, secretLabels map[string]string, now time.Time) (time.Time, []string, error) {
-	secrets, renewAt, err := certSecrets(ctx, c, owner.GetNamespace(), f.Names, secretLabels, now)
+//
+// The certificate Secrets are read from live, not from the cache: a cache
+// that has not yet seen the CA Secret just created would have a second CA
+// issued over it, and Pods started in between would hold certificates the
+// other side no longer trusts.
+func Fleet(ctx context.Context, c client.Client, live client.Reader, owner client.Object, ownerGVK schema.GroupVersionKind, f *render.Fleet, secretLabels map[string]string, now time.Time) (time.Time, []string, error) {
+	secrets, renewAt, err := certSecrets(ctx, live, owner.GetNamespace(), f.Names, secretLabels, now)
 	if err != nil {
 		return time.Time{}, nil, fmt.Errorf("certificates: %w", err)
 	}

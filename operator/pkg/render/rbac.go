@@ -12,14 +12,16 @@ var (
 	writeStatus = []string{"get", "update", "patch"}
 )
 
-// controllerRole lets the controller elect a leader in its namespace: a
-// Lease, and the events leader election records.
+// controllerRole lets the controller elect a leader in its namespace (a
+// Lease, and the events leader election records) and its replicas report
+// their Envoys to the leader (a Lease each, which the leader watches, and
+// which a replica deletes as it stops).
 func (r *renderer) controllerRole() (*rbacv1.Role, *rbacv1.RoleBinding) {
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 		ObjectMeta: r.meta(r.names.Controller, fleet.Controller),
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},

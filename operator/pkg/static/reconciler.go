@@ -35,6 +35,8 @@ const ConditionProvisioned = "Provisioned"
 // Reconciler provisions static fleets.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads what must not be stale: the certificate Secrets.
+	APIReader client.Reader
 	// OperatorControllerName is the operator's own controllerName, which a
 	// static fleet may not take.
 	OperatorControllerName string
@@ -112,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, r.setCondition(ctx, cd, false, "Invalid", err.Error())
 	}
-	renewAt, _, err := provision.Fleet(ctx, r.Client, cd, v1alpha1.GroupVersion.WithKind("ContourDeployment"), f, render.Labels(stand, fleet.Controller), r.Now())
+	renewAt, _, err := provision.Fleet(ctx, r.Client, r.APIReader, cd, v1alpha1.GroupVersion.WithKind("ContourDeployment"), f, render.Labels(stand, fleet.Controller), r.Now())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
