@@ -46,9 +46,22 @@ envtest: ## Build (once) the kube-apiserver, kube-controller-manager and etcd th
 	@bash hack/envtest/build.sh
 
 .PHONY: test
-test: ## Unit and envtest tests against a real kube-apiserver built from Go modules; e2e on both Gateway API channels.
-	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" go test $(TESTFLAGS) $(PACKAGES)
-	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" ISOBAR_GATEWAY_API_CHANNEL=experimental go test $(TESTFLAGS) ./e2e/...
+test: ## Unit and envtest tests against a real kube-apiserver built from Go modules; e2e (with the conformance suite's status tests) on both Gateway API channels.
+	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" go test -timeout 30m $(TESTFLAGS) $(PACKAGES)
+	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" ISOBAR_GATEWAY_API_CHANNEL=experimental go test -timeout 30m $(TESTFLAGS) ./e2e/...
+
+# The official Gateway API conformance suite, every test of the profiles we
+# implement, on both channels; reports go to conformance/reports/.
+REPORTS := $(CURDIR)/conformance/reports
+
+.PHONY: conformance
+conformance: ## Run the Gateway API conformance suite (all tests of our profiles) on both channels and write its reports.
+	mkdir -p $(REPORTS)
+	for channel in standard experimental; do \
+	  KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" ISOBAR_GATEWAY_API_CHANNEL=$$channel ISOBAR_CONFORMANCE=all \
+	    ISOBAR_CONFORMANCE_REPORTS=$(REPORTS) go test -count=1 -timeout 60m -run '^TestConformance$$' -v ./e2e/conformance \
+	    | tee $(REPORTS)/$$channel-all.log | grep -E '^(=== RUN|--- |    --- |PASS|FAIL|ok)|conformance \(|^    [A-Z ]|^  (core|extended)' || true; \
+	done
 
 .PHONY: vet
 vet:

@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/gateway-api/conformance/tests"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/yaml"
-
 )
 
 const (
@@ -64,7 +63,9 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := client.New(r.env.Config, client.Options{Scheme: r.env.Client.Scheme()})
+	// The suite makes a new client for every test from ClientOptions.
+	clientOptions := client.Options{Scheme: r.env.Client.Scheme()}
+	c, err := client.New(r.env.Config, clientOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +74,11 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := suite.ConformanceOptions{
-		Client:     c,
-		Clientset:  cs,
-		RestConfig: r.env.Config,
-		ManifestFS: []fs.FS{gwconformance.Manifests},
+		Client:        c,
+		ClientOptions: clientOptions,
+		Clientset:     cs,
+		RestConfig:    r.env.Config,
+		ManifestFS:    []fs.FS{gwconformance.Manifests},
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:     gatewayClassName,
 			CleanupBaseResources: true,

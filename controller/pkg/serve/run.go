@@ -90,7 +90,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// Replicas report their Envoys to the leader through Leases beside
 	// the leader election's; the cache holds only those.
-	reports := client.MatchingLabels{fleetreport.LabelGateway: leID}
+	// The group is a label value: at most 63 characters.
+	group := fleet.Shorten(leID)
+	reports := client.MatchingLabels{fleetreport.LabelGateway: group}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: s,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
@@ -163,7 +165,7 @@ func Run(ctx context.Context, o Options) error {
 		if !o.LeaderElect {
 			return fleetreport.Combine(mine, nil, mine.Generation), nil
 		}
-		others, err := fleetreport.Others(ctx, mgr.GetClient(), leNS, leID, replica, time.Now())
+		others, err := fleetreport.Others(ctx, mgr.GetClient(), leNS, group, replica, time.Now())
 		return fleetreport.Combine(mine, others, mine.Generation), err
 	}
 	r.status = newStatusWriter(o, mgr.GetClient(), mgr.GetAPIReader(), fleetStatus)
@@ -186,7 +188,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}()
 	if o.LeaderElect {
-		if err := r.watchReports(ctx, mgr, leNS, leID, replica, own, published); err != nil {
+		if err := r.watchReports(ctx, mgr, leNS, group, replica, own, published); err != nil {
 			return err
 		}
 	}
