@@ -78,6 +78,7 @@ func TestConformance(t *testing.T) {
 		ClientOptions: clientOptions,
 		Clientset:     cs,
 		RestConfig:    r.env.Config,
+		RoundTripper:  &roundTripper{fleet: r.fleet},
 		ManifestFS:    []fs.FS{gwconformance.Manifests},
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:     gatewayClassName,
@@ -96,21 +97,29 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The suite marks its run finished in a cleanup of Run's; this one,
+	// registered first, runs after it.
+	t.Cleanup(func() { writeReport(t, s, mode, r.env.Channel, len(skip)) })
 	s.Setup(t, tests.ConformanceTests)
 	if err := s.Run(t, tests.ConformanceTests); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeReport logs the suite's results and writes its report where
+// $ISOBAR_CONFORMANCE_REPORTS says.
+func writeReport(t *testing.T, s *suite.ConformanceTestSuite, mode, channel string, skipped int) {
 	report, err := s.Report()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("conformance (%s, %s channel, %d traffic tests skipped as status-only):\n%s", mode, r.env.Channel, len(skip), summary(report))
+	t.Logf("conformance (%s, %s channel, %d traffic tests skipped as status-only):\n%s", mode, channel, skipped, summary(report))
 	if dir := os.Getenv(reportVariable); dir != "" {
 		data, err := yaml.Marshal(report)
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join(dir, fmt.Sprintf("%s-%s.yaml", r.env.Channel, mode))
+		path := filepath.Join(dir, fmt.Sprintf("%s-%s.yaml", channel, mode))
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,8 @@ import (
 // sendsTraffic matches what a conformance test's source calls to send
 // requests or open connections to a Gateway: the suite's round tripper,
 // gRPC client and WebSocket dialer, and its TLS, TCP, UDP, weighted and
-// HTTP request helpers.
-var sendsTraffic = regexp.MustCompile(`suite\.(RoundTripper|GRPCClient|WebSocketDialer)\b|\b(tls|tcp|udp|weight)\.[A-Z]|\bhttp\.(MakeRequest|AwaitConvergence|CompareRoundTrip|ExpectMirroredRequest)|\bnet\.Dial`)
+// HTTP request helpers, and the UDP tests' DNS and echo probes.
+var sendsTraffic = regexp.MustCompile(`suite\.(RoundTripper|GRPCClient|WebSocketDialer)\b|\b(tls|tcp|udp|weight)\.[A-Z]|\bhttp\.(MakeRequest|AwaitConvergence|CompareRoundTrip|ExpectMirroredRequest)|\bnet\.Dial|\bdns\.Exchange|\budpEchoSendOnce\(`)
 
 // trafficTests returns the ShortNames of the tests that send traffic, read
 // from the source file of each test's function: those that check status

@@ -121,6 +121,15 @@ func (e *Envoy) Simulator() (*envoysim.Simulator, error) {
 		values[*tlsv3.Secret](e.resources[resourcev3.SecretType]))
 }
 
+// Secret is a secret Envoy holds, or nil: the certificates it presents
+// come from here.
+func (e *Envoy) Secret(name string) *tlsv3.Secret {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, _ := e.resources[resourcev3.SecretType][name].(*tlsv3.Secret)
+	return s
+}
+
 func values[T proto.Message](m map[string]proto.Message) []T {
 	names := make([]string, 0, len(m))
 	for n := range m {
