@@ -55,13 +55,16 @@ test: ## Unit and envtest tests against a real kube-apiserver built from Go modu
 REPORTS := $(CURDIR)/conformance/reports
 
 .PHONY: conformance
-conformance: ## Run the Gateway API conformance suite (all tests of our profiles) on both channels and write its reports.
+conformance: ## Run the Gateway API conformance suite (every test of our profiles) on both channels; reports and logs in conformance/reports/.
 	mkdir -p $(REPORTS)
-	for channel in standard experimental; do \
+	status=0; for channel in standard experimental; do \
+	  echo "--- conformance, $$channel channel (log: $(REPORTS)/$$channel-all.log)"; \
 	  KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" ISOBAR_GATEWAY_API_CHANNEL=$$channel ISOBAR_CONFORMANCE=all \
 	    ISOBAR_CONFORMANCE_REPORTS=$(REPORTS) go test -count=1 -timeout 60m -run '^TestConformance$$' -v ./e2e/conformance \
-	    | tee $(REPORTS)/$$channel-all.log | grep -E '^(=== RUN|--- |    --- |PASS|FAIL|ok)|conformance \(|^    [A-Z ]|^  (core|extended)' || true; \
-	done
+	    > $(REPORTS)/$$channel-all.log 2>&1 || status=1; \
+	  grep -aE '^    --- (PASS|FAIL)' $(REPORTS)/$$channel-all.log || true; \
+	  sed -n '/conformance (all/,/report written/p' $(REPORTS)/$$channel-all.log; \
+	done; exit $$status
 
 .PHONY: vet
 vet:

@@ -35,6 +35,8 @@ const (
 	modeVariable = "ISOBAR_CONFORMANCE"
 	// reportVariable names the directory the suite's report is written to.
 	reportVariable = "ISOBAR_CONFORMANCE_REPORTS"
+	// testVariable runs one test of the suite alone (its ShortName).
+	testVariable = "ISOBAR_CONFORMANCE_TEST"
 )
 
 var profiles = []suite.ConformanceProfileName{
@@ -74,17 +76,20 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := suite.ConformanceOptions{
-		Client:        c,
-		ClientOptions: clientOptions,
-		Clientset:     cs,
-		RestConfig:    r.env.Config,
-		RoundTripper:  &roundTripper{fleet: r.fleet},
-		ManifestFS:    []fs.FS{gwconformance.Manifests},
+		Client:          c,
+		ClientOptions:   clientOptions,
+		Clientset:       cs,
+		RestConfig:      r.env.Config,
+		RoundTripper:    &roundTripper{fleet: r.fleet},
+		GRPCClient:      &grpcClient{fleet: r.fleet},
+		WebSocketDialer: &webSocketDialer{fleet: r.fleet},
+		ManifestFS:      []fs.FS{gwconformance.Manifests},
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:     gatewayClassName,
 			CleanupBaseResources: true,
 			CleanupTestResources: true,
 			SkipTests:            skip,
+			RunTest:              os.Getenv(testVariable),
 			ConformanceProfiles:  profiles,
 			Mode:                 "simulated-envoy",
 			Implementation: confv1.Implementation{

@@ -49,9 +49,23 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 			continue
 		}
 		a.Route, a.RouteIndex = rt.GetName(), i
-		_, vhCORS := vh.GetTypedPerFilterConfig()["envoy.filters.http.cors"]
-		_, rtCORS := rt.GetTypedPerFilterConfig()["envoy.filters.http.cors"]
-		a.CORS = cors && (vhCORS || rtCORS)
+		var corsHeaders []Header
+		if cors {
+			ps, err := corsPoliciesOf(vh, rt)
+			if err != nil {
+				return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
+			}
+			a.CORS = len(ps) > 0
+			preflight, hs, err := ps.cors(r)
+			if err != nil {
+				return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
+			}
+			if preflight != nil {
+				a.Response = preflight
+				return nil
+			}
+			corsHeaders = hs
+		}
 		lv := levels{
 			route:        mutation{rt.GetRequestHeadersToRemove(), rt.GetRequestHeadersToAdd()},
 			vhost:        mutation{vh.GetRequestHeadersToRemove(), vh.GetRequestHeadersToAdd()},
@@ -63,14 +77,26 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 		}
 		switch act := rt.GetAction().(type) {
 		case *routev3.Route_Route:
-			return s.forward(act.Route, rt.GetMatch(), matched, r, req, lv, a)
+			err = s.forward(act.Route, rt.GetMatch(), matched, r, req, lv, a)
 		case *routev3.Route_Redirect:
-			return s.redirect(act.Redirect, rt.GetMatch(), matched, r, lv, a)
+			err = s.redirect(act.Redirect, rt.GetMatch(), matched, r, lv, a)
 		case *routev3.Route_DirectResponse:
-			return s.direct(act.DirectResponse, req, lv, a)
+			err = s.direct(act.DirectResponse, req, lv, a)
 		default:
 			return errUnsupportedf("route %s: action %T", rt.GetName(), act)
 		}
+		if err != nil || corsHeaders == nil {
+			return err
+		}
+		// The CORS filter's encodeHeaders runs after the router's
+		// response header mutations, on every answer.
+		if a.Response != nil {
+			a.Response.Headers = withHeaders(a.Response.Headers, corsHeaders)
+		}
+		for i := range a.Backends {
+			a.Backends[i].ResponseHeaders = withHeaders(a.Backends[i].ResponseHeaders, corsHeaders)
+		}
+		return nil
 	}
 	return s.localReply(a, 404, "no route of virtual host "+vh.GetName()+" matches")
 }

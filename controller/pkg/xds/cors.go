@@ -15,12 +15,16 @@ import (
 const corsFilter = "envoy.filters.http.cors"
 
 // corsPolicy is a route's CORS policy for Envoy's CORS filter. An origin
-// with "*" matches any characters in its place.
+// with "*" matches any characters in its place. A preflight from an origin
+// the route does not allow is answered by Envoy without
+// Access-Control-Allow-Origin (the browser's refusal), never forwarded to
+// the backend, which would answer it as if the route allowed it.
 func corsPolicy(c *ir.CORS) *corsv3.CorsPolicy {
 	p := &corsv3.CorsPolicy{
-		AllowMethods:  strings.Join(c.AllowMethods, ","),
-		AllowHeaders:  strings.Join(c.AllowHeaders, ","),
-		ExposeHeaders: strings.Join(c.ExposeHeaders, ","),
+		AllowMethods:                 strings.Join(c.AllowMethods, ","),
+		AllowHeaders:                 strings.Join(c.AllowHeaders, ","),
+		ExposeHeaders:                strings.Join(c.ExposeHeaders, ","),
+		ForwardNotMatchingPreflights: wrapperspb.Bool(false),
 	}
 	if c.AllowCredentials {
 		p.AllowCredentials = wrapperspb.Bool(true)
