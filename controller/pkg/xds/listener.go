@@ -129,9 +129,7 @@ func httpConnectionManager(listener, routeConfig string, s Settings) *listenerv3
 		XffNumTrustedHops: s.NumTrustedHops,
 		NormalizePath:     wrapperspb.Bool(true),
 		MergeSlashes:      s.MergeSlashes,
-		// The Host header may carry a port; virtual hosts list names only.
-		StripPortMode:  &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
-		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+		UpgradeConfigs:    []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{
 			IdleTimeout:           duration(s.ConnectionIdleTimeout),
 			MaxConnectionDuration: duration(s.MaxConnectionDuration),

@@ -32,6 +32,10 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable) *routev3.RouteConfigur
 		// Clusters are served by CDS before routes refer to them; Envoy need
 		// not check, and skipping the check keeps route updates cheap.
 		ValidateClusters: wrapperspb.Bool(false),
+		// The Host header may carry a port and virtual hosts list names
+		// only; the port is ignored for matching, but the backend gets the
+		// Host header as the client sent it.
+		IgnorePortInHostMatching: true,
 	}
 	for _, v := range t.VirtualHosts {
 		vh, ok := x.freshVhosts[v]

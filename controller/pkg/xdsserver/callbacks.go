@@ -2,6 +2,7 @@ package xdsserver
 
 import (
 	"context"
+	"slices"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -16,7 +17,8 @@ func (s *Server) callbacks() server.Callbacks {
 		return func(_ context.Context, id int64, _ string) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.streams[id] = &stream{delta: delta, sent: map[string]string{}, nonce: map[string]string{}, acked: map[string]string{}, nack: map[string]string{}}
+			s.streams[id] = &stream{delta: delta, sent: map[string]string{}, nonce: map[string]string{}, acked: map[string]string{},
+				nack: map[string]string{}, subs: map[string]*subscription{}}
 			s.notify()
 			return nil
 		}
@@ -33,6 +35,15 @@ func (s *Server) callbacks() server.Callbacks {
 		StreamClosedFunc:      closed,
 		DeltaStreamClosedFunc: closed,
 		StreamRequestFunc: func(id int64, r *discoveryv3.DiscoveryRequest) error {
+			s.subscribe(id, r.GetTypeUrl(), func(sub *subscription, first bool) {
+				// Every request carries the whole subscription; an empty
+				// first one is the legacy wildcard.
+				sub.wildcard = slices.Contains(r.GetResourceNames(), "*") || len(r.GetResourceNames()) == 0 && (first || sub.wildcard)
+				sub.names = map[string]bool{}
+				for _, n := range r.GetResourceNames() {
+					sub.names[n] = true
+				}
+			})
 			s.request(id, r.GetNode(), r.GetTypeUrl(), r.GetVersionInfo(), "", r.GetErrorDetail().GetMessage(), r.GetErrorDetail() != nil)
 			return nil
 		},
@@ -40,6 +51,21 @@ func (s *Server) callbacks() server.Callbacks {
 			s.sent(id, resp.GetTypeUrl(), resp.GetVersionInfo(), "")
 		},
 		StreamDeltaRequestFunc: func(id int64, r *discoveryv3.DeltaDiscoveryRequest) error {
+			s.subscribe(id, r.GetTypeUrl(), func(sub *subscription, first bool) {
+				// Delta requests change the subscription; "*" is the
+				// wildcard, as is an empty first request.
+				if first && len(r.GetResourceNamesSubscribe()) == 0 {
+					sub.wildcard = true
+				}
+				for _, n := range r.GetResourceNamesSubscribe() {
+					sub.wildcard = sub.wildcard || n == "*"
+					sub.names[n] = true
+				}
+				for _, n := range r.GetResourceNamesUnsubscribe() {
+					sub.wildcard = sub.wildcard && n != "*"
+					delete(sub.names, n)
+				}
+			})
 			s.request(id, r.GetNode(), r.GetTypeUrl(), "", r.GetResponseNonce(), r.GetErrorDetail().GetMessage(), r.GetErrorDetail() != nil)
 			return nil
 		},
@@ -47,6 +73,24 @@ func (s *Server) callbacks() server.Callbacks {
 			s.sent(id, resp.GetTypeUrl(), resp.GetSystemVersionInfo(), resp.GetNonce())
 		},
 	}
+}
+
+// subscribe lets change update a stream's subscription to a type; first
+// says it is the stream's first request of the type.
+func (s *Server) subscribe(id int64, typ string, change func(sub *subscription, first bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	str, ok := s.streams[id]
+	if !ok {
+		return
+	}
+	sub, subscribed := str.subs[typ]
+	if !subscribed {
+		sub = &subscription{names: map[string]bool{}}
+		str.subs[typ] = sub
+	}
+	change(sub, !subscribed)
+	s.notify()
 }
 
 func (s *Server) sent(id int64, typ, version, nonce string) {

@@ -59,9 +59,20 @@ type Server struct {
 	mu       sync.Mutex
 	current  map[string]map[string]proto.Message // type -> name -> resource
 	versions map[string]uint64                   // type -> the cache's version counter
-	streams  map[int64]*stream
-	acks     uint64
-	nacks    uint64
+	// changedAt is the version at which each resource last changed or
+	// was removed: what a stream that subscribes to it must have
+	// acknowledged. The cache answers a stream only when a resource it
+	// subscribes to changes, so comparing with the type's version would
+	// wait forever for a stream that is not sent the change (a removed
+	// route configuration over state of the world, a cluster another
+	// Envoy subscribes to).
+	changedAt map[string]map[string]uint64
+	// removed are the names in changedAt that are no longer served; they
+	// are forgotten once no stream subscribes to them.
+	removed map[string]map[string]bool
+	streams map[int64]*stream
+	acks    uint64
+	nacks   uint64
 }
 
 // stream is what one Envoy's connection has been sent and has answered.
@@ -72,6 +83,14 @@ type stream struct {
 	nonce map[string]string // type -> nonce of the last delta response
 	acked map[string]string // type -> last version acknowledged
 	nack  map[string]string // type -> error of the last rejection, until an ACK
+	subs  map[string]*subscription
+}
+
+// subscription is what a stream asked for of one type: every resource
+// (wildcard) or the named ones.
+type subscription struct {
+	wildcard bool
+	names    map[string]bool
 }
 
 // New returns a server with no resources.
@@ -80,8 +99,10 @@ func New(ctx context.Context) *Server {
 		caches:   map[string]*cache.LinearCache{},
 		packer:   newPacker(),
 		current:  map[string]map[string]proto.Message{},
-		versions: map[string]uint64{},
-		streams:  map[int64]*stream{},
+		versions:  map[string]uint64{},
+		changedAt: map[string]map[string]uint64{},
+		removed:   map[string]map[string]bool{},
+		streams:   map[int64]*stream{},
 		changes:  make(chan struct{}, 1),
 	}
 	mux := &cache.MuxCache{
@@ -92,6 +113,8 @@ func New(ctx context.Context) *Server {
 	for _, t := range pushOrder {
 		s.caches[t] = cache.NewLinearCache(t)
 		s.current[t] = map[string]proto.Message{}
+		s.changedAt[t] = map[string]uint64{}
+		s.removed[t] = map[string]bool{}
 		mux.Caches[t] = s.caches[t]
 	}
 	s.xds = server.NewServer(ctx, mux, s.callbacks())
@@ -178,6 +201,10 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 			return changed, fmt.Errorf("updating %s: %w", t, err)
 		}
 		s.versions[t]++
+		for name := range update {
+			s.changedAt[t][name] = s.versions[t]
+			delete(s.removed[t], name)
+		}
 		changed += len(update)
 	}
 	for i := len(pushOrder) - 1; i >= 0; i-- {
@@ -189,10 +216,32 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 			return changed, fmt.Errorf("removing %s: %w", t, err)
 		}
 		s.versions[t]++
+		for _, name := range deletions[t] {
+			s.changedAt[t][name] = s.versions[t]
+			s.removed[t][name] = true
+		}
 		changed += len(deletions[t])
 	}
 	s.current = next
+	s.forgetRemoved()
 	return changed, nil
+}
+
+// forgetRemoved drops removed resources no stream subscribes to by name:
+// a stream that subscribes later was never sent them.
+func (s *Server) forgetRemoved() {
+	for t, names := range s.removed {
+		for name := range names {
+			wanted := false
+			for _, str := range s.streams {
+				wanted = wanted || str.subs[t] != nil && str.subs[t].names[name]
+			}
+			if !wanted {
+				delete(names, name)
+				delete(s.changedAt[t], name)
+			}
+		}
+	}
 }
 
 // referencesChanged reports whether an update changes a listener or a
@@ -234,10 +283,11 @@ func (s *Server) UpdateEndpoints(clas []*endpointv3.ClusterLoadAssignment) (int,
 	if err := s.caches[resourcev3.EndpointType].UpdateResources(update, nil); err != nil {
 		return 0, fmt.Errorf("updating endpoints: %w", err)
 	}
+	s.versions[resourcev3.EndpointType]++
 	for k, v := range update {
 		current[k] = v.(proto.Message)
+		s.changedAt[resourcev3.EndpointType][k] = s.versions[resourcev3.EndpointType]
 	}
-	s.versions[resourcev3.EndpointType]++
 	return len(update), nil
 }
 
@@ -254,6 +304,19 @@ func (s *Server) notify() {
 	case s.changes <- struct{}{}:
 	default:
 	}
+}
+
+// needed is the version a stream must have acknowledged of a type to
+// hold every resource it subscribes to as it is now.
+func (s *Server) needed(t string, sub *subscription) uint64 {
+	if sub == nil || sub.wildcard {
+		return s.versions[t]
+	}
+	var v uint64
+	for name := range sub.names {
+		v = max(v, s.changedAt[t][name])
+	}
+	return v
 }
 
 // FleetStatus is what the connected Envoys have done with the
@@ -276,7 +339,8 @@ func (s *Server) Status() FleetStatus {
 	st := FleetStatus{Connected: len(s.streams), Acknowledged: true}
 	for _, str := range s.streams {
 		for t := range str.sent {
-			if str.acked[t] != s.version(t) {
+			acked, err := strconv.ParseUint(str.acked[t], 10, 64)
+			if err != nil || acked < s.needed(t, str.subs[t]) {
 				st.Acknowledged = false
 			}
 			if msg, ok := str.nack[t]; ok {

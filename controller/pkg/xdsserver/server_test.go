@@ -259,3 +259,81 @@ func TestUpdateRefusesInconsistentSets(t *testing.T) {
 		t.Errorf("the served set again: %d changed, %v", changed, err)
 	}
 }
+
+// Fleet status asks of each stream only what it subscribes to: a change
+// or removal of a resource a state-of-the-world stream does not ask for is
+// never sent to it, and must not leave it unacknowledged forever.
+func TestStatusFollowsSubscriptions(t *testing.T) {
+	pki := newTestPKI(t)
+	s, addr := serve(t, pki)
+	r := translated(t, "../offline/testdata/backends.in.yaml")
+	if _, err := s.Update(r); err != nil {
+		t.Fatal(err)
+	}
+	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(dial(t, pki, addr, true)).StreamAggregatedResources(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev3.Node{Id: "envoy-3"}
+	mine, other := r.Endpoints[0].ClusterName, r.Endpoints[1].ClusterName
+	var last *discoveryv3.DiscoveryResponse
+	ask := func(names ...string) {
+		t.Helper()
+		req := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: resourcev3.EndpointType, ResourceNames: names}
+		if last != nil {
+			req.VersionInfo, req.ResponseNonce = last.VersionInfo, last.Nonce
+		}
+		if err := ads.Send(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive := func() {
+		t.Helper()
+		var err error
+		if last, err = ads.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acknowledged := func() bool { st := s.Status(); return st.Connected == 1 && st.Acknowledged }
+
+	ask(mine)
+	receive()
+	ask(mine) // the ACK
+	waitFor(t, "the ACK", acknowledged)
+
+	changeEndpoints := func(cluster string) {
+		t.Helper()
+		cla := proto.Clone(r.Endpoints[slices.IndexFunc(r.Endpoints, func(e *endpointv3.ClusterLoadAssignment) bool { return e.ClusterName == cluster })]).(*endpointv3.ClusterLoadAssignment)
+		cla.Endpoints = []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{
+			Endpoint: &endpointv3.Endpoint{Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+				Address: "10.9.9.9", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(8000 + len(cluster))}}}}},
+		}}}}}
+		if n, err := s.UpdateEndpoints([]*endpointv3.ClusterLoadAssignment{cla}); err != nil || n != 1 {
+			t.Fatalf("UpdateEndpoints changed %d (%v), want 1", n, err)
+		}
+	}
+	changeEndpoints(other)
+	if !acknowledged() {
+		t.Fatal("a change to a cluster the stream does not subscribe to left it unacknowledged")
+	}
+	changeEndpoints(mine)
+	if acknowledged() {
+		t.Fatal("acknowledged before the stream was sent its cluster's change")
+	}
+	receive()
+	ask(mine)
+	waitFor(t, "the ACK of the change", acknowledged)
+
+	// Removing the stream's cluster: Envoy stops asking for it once CDS
+	// no longer has it, whether or not the cache answered the removal.
+	r.Clusters = slices.DeleteFunc(slices.Clone(r.Clusters), func(c *clusterv3.Cluster) bool { return c.Name == mine })
+	r.Endpoints = slices.DeleteFunc(slices.Clone(r.Endpoints), func(e *endpointv3.ClusterLoadAssignment) bool { return e.ClusterName == mine })
+	if _, err := s.Update(r); err != nil {
+		t.Fatal(err)
+	}
+	if acknowledged() {
+		t.Fatal("acknowledged before the stream saw its cluster go")
+	}
+	ask()
+	waitFor(t, "the stream that no longer asks for the removed cluster", acknowledged)
+}
