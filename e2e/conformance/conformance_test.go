@@ -71,7 +71,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(r.env.Config)
+	cs, err := kubernetes.NewForConfig(r.fleet.logs.wrap(r.env.Config))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,9 @@ type fleet struct {
 
 	mu     sync.Mutex
 	envoys map[types.NamespacedName]*dataplane.Envoy
+	// backends stand in for the suite's echo servers; logs are theirs.
+	backends *echoBackends
+	logs     *podLogs
 }
 
 func (f *fleet) run(pod *corev1.Pod) (func(), error) {

@@ -34,7 +34,7 @@ type rig struct {
 
 func startRig(t *testing.T) *rig {
 	t.Helper()
-	e, err := harness.Start(harness.Options{ControllerManager: true})
+	e, err := harness.Start(harness.Options{ControllerManager: true, ServiceCIDR: serviceCIDR})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,9 @@ func startRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{env: e, kubeconfig: kubeconfig, ctx: ctx, envoys: map[types.NamespacedName]*dataplane.Envoy{}}
+	logs := &podLogs{}
+	f := &fleet{env: e, kubeconfig: kubeconfig, ctx: ctx, envoys: map[types.NamespacedName]*dataplane.Envoy{}, logs: logs, backends: &echoBackends{logs: logs}}
+	go (&proxy{fleet: f}).run(ctx)
 	agent, err := harness.StartNodeAgent(ctx, e.Config, f.run)
 	if err != nil {
 		t.Fatal(err)

@@ -111,10 +111,28 @@ func (rt *roundTripper) roundTrip(r roundtripper.Request) (*roundtripper.Capture
 	if b.Status != 0 || len(b.Endpoints) == 0 {
 		return respond(method, &envoysim.Response{Status: max(b.Status, http.StatusServiceUnavailable), Body: "no healthy upstream"}, res)
 	}
-	endpoint := b.Endpoints[rand.IntN(len(b.Endpoints))]
-	pod, err := rt.fleet.podAt(ctx, endpoint)
-	if err != nil {
+	if err := rt.mirror(ctx, envoy.Node().GetId(), a.Mirrors, b.Request); err != nil {
 		return nil, nil, err
+	}
+	// Each try goes to an endpoint of its own, which answers as the
+	// suite's echo server would; Envoy's timeouts and retries decide what
+	// the client gets.
+	var pod *corev1.Pod
+	var podErr error
+	out := a.Play(func(int) envoysim.Attempt {
+		if pod, podErr = rt.fleet.podAt(ctx, b.Endpoints[rand.IntN(len(b.Endpoints))]); podErr != nil {
+			return envoysim.Attempt{Reset: true}
+		}
+		return rt.fleet.backends.attempt(pod, envoy.Node().GetId(), b.Request)
+	})
+	if podErr != nil {
+		return nil, nil, podErr
+	}
+	if out.FromEnvoy {
+		return respond(method, &envoysim.Response{Status: out.Status, Body: out.Body}, res)
+	}
+	if out.Status != http.StatusOK {
+		return respond(method, &envoysim.Response{Status: out.Status}, res)
 	}
 	echoed := echo(b.Request, pod, b.HTTP2)
 	// A second pass gives the client the echo's response headers as
@@ -134,6 +152,22 @@ func (rt *roundTripper) roundTrip(r roundtripper.Request) (*roundtripper.Capture
 	}
 	res.ContentLength = int64(len(body))
 	return echoed.request, res, nil
+}
+
+// mirror has the echo backends that receive a copy of the request log it,
+// as the suite's echo server does.
+func (rt *roundTripper) mirror(ctx context.Context, from string, mirrors []envoysim.Mirror, r *envoysim.HTTPRequest) error {
+	for _, m := range mirrors {
+		if len(m.Endpoints) == 0 || rand.Float64() >= m.Fraction {
+			continue
+		}
+		pod, err := rt.fleet.podAt(ctx, m.Endpoints[rand.IntN(len(m.Endpoints))])
+		if err != nil {
+			return err
+		}
+		rt.fleet.backends.attempt(pod, from, r)
+	}
+	return nil
 }
 
 // respond is an answer Envoy gives itself.

@@ -46,6 +46,10 @@ type Options struct {
 	// "udproutes.gateway.networking.k8s.io") to leave out, as a cluster
 	// that installed only some of them; InstallOmitted adds them later.
 	Omit []string
+	// ServiceCIDR is the range Services' cluster IPs come from (envtest's
+	// default is 10.0.0.0/24). A loopback range makes every cluster IP an
+	// address this machine can listen on and dial.
+	ServiceCIDR string
 }
 
 // ChannelVariable names the environment variable that chooses the default
@@ -129,6 +133,9 @@ func Start(opts Options) (_ *Env, err error) {
 		Scheme:                   scheme,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+	}
+	if opts.ServiceCIDR != "" {
+		e.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", opts.ServiceCIDR)
 	}
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)

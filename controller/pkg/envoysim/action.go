@@ -23,8 +23,19 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 	if ra.GetTimeout() != nil {
 		a.Timeout = ra.GetTimeout().AsDuration().String()
 	}
+	var err error
+	if a.timeouts, err = timeoutsOf(ra); err != nil {
+		return err
+	}
 	if rp := ra.GetRetryPolicy(); rp != nil {
-		a.Retry = fmt.Sprintf("retry_on %s, %d retries", rp.GetRetryOn(), max(rp.GetNumRetries().GetValue(), 1))
+		retries := uint32(1)
+		if rp.GetNumRetries() != nil {
+			retries = rp.GetNumRetries().GetValue()
+		}
+		a.Retry = fmt.Sprintf("retry_on %s, %d retries", rp.GetRetryOn(), retries)
+		if rp.GetPerTryTimeout() != nil {
+			a.Retry += fmt.Sprintf(", per try timeout %s", rp.GetPerTryTimeout().AsDuration())
+		}
 		if codes := rp.GetRetriableStatusCodes(); len(codes) > 0 {
 			a.Retry += fmt.Sprintf(", status codes %v", codes)
 		}
@@ -33,7 +44,12 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 		if err := understand(mp, "cluster", "runtime_fraction", "trace_sampled"); err != nil {
 			return err
 		}
-		a.Mirrors = append(a.Mirrors, Mirror{Cluster: mp.GetCluster(), Fraction: fraction(mp.GetRuntimeFraction().GetDefaultValue(), mp.GetRuntimeFraction() == nil)})
+		b := Backend{Cluster: mp.GetCluster()}
+		if err := s.upstream(&b, 503); err != nil {
+			return err
+		}
+		a.Mirrors = append(a.Mirrors, Mirror{Cluster: mp.GetCluster(), Endpoints: b.Endpoints,
+			Fraction: fraction(mp.GetRuntimeFraction().GetDefaultValue(), mp.GetRuntimeFraction() == nil)})
 	}
 	for _, u := range ra.GetUpgradeConfigs() {
 		enabled := u.GetEnabled() == nil || u.GetEnabled().GetValue()

@@ -141,6 +141,9 @@ type Answer struct {
 	Retry    string   `json:"retry,omitempty"`
 	CORS     bool     `json:"cors,omitempty"`
 	Upgrades []string `json:"upgrades,omitempty"`
+
+	// timeouts are what Play plays a forwarded request against.
+	timeouts timeouts
 }
 
 // Backend is one cluster a request may go to, and the request as that
@@ -191,8 +194,10 @@ type Response struct {
 }
 
 // Mirror is a request_mirror_policy: a copy of the request sent to Cluster
-// for the given fraction of requests.
+// for the given fraction of requests, to one of its Endpoints (none: the
+// copy is dropped).
 type Mirror struct {
-	Cluster  string  `json:"cluster"`
-	Fraction float64 `json:"fraction"`
+	Cluster   string   `json:"cluster"`
+	Endpoints []string `json:"endpoints,omitempty"`
+	Fraction  float64  `json:"fraction"`
 }

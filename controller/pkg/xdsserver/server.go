@@ -96,14 +96,14 @@ type subscription struct {
 // New returns a server with no resources.
 func New(ctx context.Context) *Server {
 	s := &Server{
-		caches:   map[string]*cache.LinearCache{},
-		packer:   newPacker(),
-		current:  map[string]map[string]proto.Message{},
+		caches:    map[string]*cache.LinearCache{},
+		packer:    newPacker(),
+		current:   map[string]map[string]proto.Message{},
 		versions:  map[string]uint64{},
 		changedAt: map[string]map[string]uint64{},
 		removed:   map[string]map[string]bool{},
 		streams:   map[int64]*stream{},
-		changes:  make(chan struct{}, 1),
+		changes:   make(chan struct{}, 1),
 	}
 	mux := &cache.MuxCache{
 		Classify:      func(r *cache.Request) string { return r.GetTypeUrl() },

@@ -1,0 +1,83 @@
+package conformance
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+)
+
+// podLogs stands in for the kubelet's log endpoint, which the suite reads
+// to see that a mirrored request reached its backend: the rig's echo
+// backends write to it what the suite's echo server prints.
+type podLogs struct {
+	mu    sync.Mutex
+	lines map[types.NamespacedName][]logLine
+}
+
+type logLine struct {
+	at   time.Time
+	text string
+}
+
+func (l *podLogs) printf(pod types.NamespacedName, format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lines == nil {
+		l.lines = map[types.NamespacedName][]logLine{}
+	}
+	l.lines[pod] = append(l.lines[pod], logLine{at: time.Now(), text: fmt.Sprintf(format, args...)})
+}
+
+// since is a Pod's log from a time on, as the kubelet serves it.
+func (l *podLogs) since(pod types.NamespacedName, t time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, line := range l.lines[pod] {
+		if !line.at.Before(t) {
+			b.WriteString(line.text + "\n")
+		}
+	}
+	return b.String()
+}
+
+var logPath = regexp.MustCompile(`^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$`)
+
+// wrap makes cfg's clients read Pod logs from l; every other request goes
+// to the API server.
+func (l *podLogs) wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			m := logPath.FindStringSubmatch(r.URL.Path)
+			if r.Method != http.MethodGet || m == nil {
+				return next.RoundTrip(r)
+			}
+			var since time.Time
+			if v := r.URL.Query().Get("sinceTime"); v != "" {
+				var err error
+				if since, err = time.Parse(time.RFC3339, v); err != nil {
+					return nil, fmt.Errorf("sinceTime %q: %w", v, err)
+				}
+			}
+			body := l.since(types.NamespacedName{Namespace: m[1], Name: m[2]}, since)
+			return &http.Response{
+				StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header: http.Header{"Content-Type": {"text/plain"}}, Body: io.NopCloser(strings.NewReader(body)),
+				ContentLength: int64(len(body)), Request: r,
+			}, nil
+		})
+	})
+	return cfg
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
