@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,6 +126,17 @@ func TestOperatorGatewayClasses(t *testing.T) {
 			classCondition(t, ctx, gc.Name, "SupportedVersion", metav1.ConditionTrue, "SupportedVersion", "v1.6")
 		}
 	}
+	// HTTPRoute retry is claimed only where the installed CRD has the
+	// field: the standard channel's API server prunes it.
+	wantRetry := env.Channel == "experimental"
+	eventually(t, 30*time.Second, fmt.Sprintf("HTTPRouteRetry claimed: %t on the %s channel", wantRetry, env.Channel), func() bool {
+		c := &gatewayv1.GatewayClass{}
+		if err := env.Client.Get(ctx, keyOf("", "good-"+ns), c); err != nil {
+			t.Fatal(err)
+		}
+		claimed := slices.ContainsFunc(c.Status.SupportedFeatures, func(f gatewayv1.SupportedFeature) bool { return f.Name == "HTTPRouteRetry" })
+		return len(c.Status.SupportedFeatures) > 0 && claimed == wantRetry
+	})
 	// Profiles say who uses them and whether they can be used.
 	eventually(t, 30*time.Second, "the good profile's status", func() bool {
 		cd := &v1alpha1.ContourDeployment{}

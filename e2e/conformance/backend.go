@@ -121,11 +121,7 @@ func (b *echoBackends) serveTCP(ctx context.Context, f *fleet, pod *corev1.Pod, 
 		TCPPort: cmp.Or(podEnv(pod, c, "TCP_PORT"), "3000"), TLSPort: cmp.Or(podEnv(pod, c, "TLS_PORT"), "8443"),
 	}}
 	if port == assertions.TLSPort {
-		mounts, err := f.env.Mount(ctx, pod, c)
-		if err != nil {
-			return
-		}
-		cert, err := tls.LoadX509KeyPair(mounts.Rewrite(podEnv(pod, c, "TLS_SERVER_CERT")), mounts.Rewrite(podEnv(pod, c, "TLS_SERVER_PRIV_KEY")))
+		cert, err := f.backendCertificate(ctx, pod)
 		if err != nil {
 			return
 		}
@@ -192,4 +188,20 @@ func (b *echoBackends) answerUDP(pod *corev1.Pod, data []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// backendCertificate is the serving certificate an echo backend Pod
+// mounts (echo-basic's HTTP server reads TLS_SERVER_PRIVKEY, its TCP
+// server TLS_SERVER_PRIV_KEY).
+func (f *fleet) backendCertificate(ctx context.Context, pod *corev1.Pod) (tls.Certificate, error) {
+	if len(pod.Spec.Containers) == 0 {
+		return tls.Certificate{}, fmt.Errorf("pod %s/%s has no container", pod.Namespace, pod.Name)
+	}
+	c := &pod.Spec.Containers[0]
+	mounts, err := f.env.Mount(ctx, pod, c)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key := cmp.Or(podEnv(pod, c, "TLS_SERVER_PRIVKEY"), podEnv(pod, c, "TLS_SERVER_PRIV_KEY"))
+	return tls.LoadX509KeyPair(mounts.Rewrite(podEnv(pod, c, "TLS_SERVER_CERT")), mounts.Rewrite(key))
 }

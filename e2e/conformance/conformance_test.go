@@ -76,10 +76,12 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := suite.ConformanceOptions{
-		Client:          c,
-		ClientOptions:   clientOptions,
-		Clientset:       cs,
-		RestConfig:      r.env.Config,
+		Client:        c,
+		ClientOptions: clientOptions,
+		Clientset:     cs,
+		// The suite builds its clients from RestConfig for every test; Pod
+		// logs come from the rig's echo backends.
+		RestConfig:      r.fleet.logs.wrap(r.env.Config),
 		RoundTripper:    &roundTripper{fleet: r.fleet},
 		GRPCClient:      &grpcClient{fleet: r.fleet},
 		WebSocketDialer: &webSocketDialer{fleet: r.fleet},

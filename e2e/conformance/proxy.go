@@ -150,7 +150,7 @@ func (p *proxy) serveConn(ctx context.Context, c net.Conn, host, port string) {
 		return
 	}
 	b := a.Upstream
-	if a.Filter != "envoy.filters.network.tcp_proxy" || b == nil || b.Status != 0 || len(b.Endpoints) == 0 || b.TLS != nil {
+	if a.Filter != tcpProxyFilter || b == nil || b.Status != 0 || len(b.Endpoints) == 0 || b.TLS != nil {
 		return
 	}
 	var down net.Conn = conn

@@ -96,6 +96,9 @@ func (rt *roundTripper) roundTrip(r roundtripper.Request) (*roundtripper.Capture
 	if err != nil {
 		return nil, nil, err
 	}
+	if in.TLS && a.Filter == tcpProxyFilter && len(a.DownstreamTLS) == 0 {
+		return rt.passthrough(ctx, a, in, r, res)
+	}
 	if in.TLS {
 		if res.PeerCertificates, err = verifyServer(envoy, a.DownstreamTLS, in.SNI, r); err != nil {
 			return nil, nil, err
@@ -123,6 +126,10 @@ func (rt *roundTripper) roundTrip(r roundtripper.Request) (*roundtripper.Capture
 		if pod, podErr = rt.fleet.podAt(ctx, b.Endpoints[rand.IntN(len(b.Endpoints))]); podErr != nil {
 			return envoysim.Attempt{Reset: true}
 		}
+		if b.TLS != nil && rt.upstreamTLS(ctx, sim, b.Cluster, pod) != nil {
+			// Envoy's handshake fails: it resets the stream.
+			return envoysim.Attempt{Reset: true}
+		}
 		return rt.fleet.backends.attempt(pod, envoy.Node().GetId(), b.Request)
 	})
 	if podErr != nil {
@@ -135,6 +142,10 @@ func (rt *roundTripper) roundTrip(r roundtripper.Request) (*roundtripper.Capture
 		return respond(method, &envoysim.Response{Status: out.Status}, res)
 	}
 	echoed := echo(b.Request, pod, b.HTTP2)
+	if b.TLS != nil {
+		// What the backend's TLS server saw of Envoy's handshake.
+		echoed.request.TLS = roundtripper.TLS{ServerName: b.TLS.SNI, Version: "TLSv1.3"}
+	}
 	// A second pass gives the client the echo's response headers as
 	// Envoy's response filters change them.
 	in.BackendResponseHeaders = echoed.responseHeaders
@@ -168,6 +179,59 @@ func (rt *roundTripper) mirror(ctx context.Context, from string, mirrors []envoy
 		rt.fleet.backends.attempt(pod, from, r)
 	}
 	return nil
+}
+
+// upstreamTLS checks the certificate the backend Pod serves as Envoy would
+// for the cluster.
+func (rt *roundTripper) upstreamTLS(ctx context.Context, sim *envoysim.Simulator, cluster string, pod *corev1.Pod) error {
+	cert, err := rt.fleet.backendCertificate(ctx, pod)
+	if err != nil {
+		return err
+	}
+	var chain []*x509.Certificate
+	for _, der := range cert.Certificate {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return err
+		}
+		chain = append(chain, c)
+	}
+	return sim.VerifyUpstream(cluster, chain)
+}
+
+// tcpProxyFilter is the network filter of TLS passthrough (and TCP).
+const tcpProxyFilter = "envoy.filters.network.tcp_proxy"
+
+// passthrough is an HTTPS request Envoy passes through by SNI: the echo
+// backend the connection reaches terminates TLS with the certificate its
+// Pod mounts and answers the request as it was sent.
+func (rt *roundTripper) passthrough(ctx context.Context, a *envoysim.Answer, in envoysim.Request, r roundtripper.Request, res *roundtripper.CapturedResponse) (*roundtripper.CapturedRequest, *roundtripper.CapturedResponse, error) {
+	b := a.Upstream
+	if b == nil || b.Status != 0 || len(b.Endpoints) == 0 {
+		return nil, nil, fmt.Errorf("read tcp %s: connection reset by peer (Envoy has no upstream for SNI %q)", r.URL.Host, in.SNI)
+	}
+	pod, err := rt.fleet.podAt(ctx, b.Endpoints[rand.IntN(len(b.Endpoints))])
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := rt.fleet.backendCertificate(ctx, pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.PeerCertificates, err = verifyChain(cert, in.SNI, r); err != nil {
+		return nil, nil, err
+	}
+	req := &envoysim.HTTPRequest{Method: in.Method, Scheme: "https", Authority: in.Authority, Path: in.Path, Headers: in.Headers}
+	if at := rt.fleet.backends.attempt(pod, "", req); at.Status != http.StatusOK || at.Reset {
+		return respond(in.Method, &envoysim.Response{Status: at.Status}, res)
+	}
+	echoed := echo(req, pod, false)
+	res.StatusCode = http.StatusOK
+	for _, h := range echoed.responseHeaders {
+		k := http.CanonicalHeaderKey(h.Name)
+		res.Headers[k] = append(res.Headers[k], h.Value)
+	}
+	return echoed.request, res, nil
 }
 
 // respond is an answer Envoy gives itself.
@@ -240,16 +304,16 @@ func verifyServer(e *dataplane.Envoy, secrets []string, sni string, r roundtripp
 	if len(secrets) == 0 {
 		return nil, fmt.Errorf("tls: Envoy presents no certificate for %q", sni)
 	}
-	s := e.Secret(secrets[0])
-	if s == nil {
-		return nil, fmt.Errorf("tls: secret %s is not served", secrets[0])
-	}
-	chain := s.GetTlsCertificate().GetCertificateChain().GetInlineBytes()
-	key := s.GetTlsCertificate().GetPrivateKey().GetInlineBytes()
-	cert, err := tls.X509KeyPair(chain, key)
+	cert, err := serving(e, secrets)
 	if err != nil {
-		return nil, fmt.Errorf("tls: secret %s: %w", secrets[0], err)
+		return nil, fmt.Errorf("tls: %w", err)
 	}
+	return verifyChain(cert, sni, r)
+}
+
+// verifyChain checks a server's certificate as the suite's client does,
+// against the request's ServerCertificate (when it has one).
+func verifyChain(cert tls.Certificate, sni string, r roundtripper.Request) ([]*x509.Certificate, error) {
 	var certs []*x509.Certificate
 	for _, der := range cert.Certificate {
 		c, err := x509.ParseCertificate(der)

@@ -157,6 +157,7 @@ func (e *Env) writeVolume(ctx context.Context, pod *corev1.Pod, name, dir string
 			continue
 		}
 		data := map[string][]byte{}
+		var items []corev1.KeyToPath
 		switch {
 		case v.EmptyDir != nil:
 			return nil
@@ -165,7 +166,7 @@ func (e *Env) writeVolume(ctx context.Context, pod *corev1.Pod, name, dir string
 			if err := e.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: v.Secret.SecretName}, s); err != nil {
 				return fmt.Errorf("volume %s: %w", name, err)
 			}
-			data = s.Data
+			data, items = s.Data, v.Secret.Items
 		case v.ConfigMap != nil:
 			cm := &corev1.ConfigMap{}
 			if err := e.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: v.ConfigMap.Name}, cm); err != nil {
@@ -174,11 +175,31 @@ func (e *Env) writeVolume(ctx context.Context, pod *corev1.Pod, name, dir string
 			for k, val := range cm.Data {
 				data[k] = []byte(val)
 			}
+			items = v.ConfigMap.Items
 		default:
 			return fmt.Errorf("volume %s: only Secret, ConfigMap and emptyDir volumes can be played here", name)
 		}
-		for k, val := range data {
-			if err := os.WriteFile(filepath.Join(dir, k), val, 0o600); err != nil {
+		// Without items every key is a file; with them, only the keys
+		// they list, at their paths.
+		paths := map[string]string{}
+		for k := range data {
+			paths[k] = k
+		}
+		if len(items) > 0 {
+			paths = map[string]string{}
+			for _, it := range items {
+				if _, ok := data[it.Key]; !ok {
+					return fmt.Errorf("volume %s: key %s is not in the object", name, it.Key)
+				}
+				paths[it.Key] = it.Path
+			}
+		}
+		for k, p := range paths {
+			file := filepath.Join(dir, p)
+			if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+				return err
+			}
+			if err := os.WriteFile(file, data[k], 0o600); err != nil {
 				return err
 			}
 		}

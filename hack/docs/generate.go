@@ -11,6 +11,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/pkg/features"
 	"sigs.k8s.io/yaml"
 
@@ -127,6 +128,9 @@ func featureTable() []byte {
 		mark := "no"
 		if supported[string(f.Name)] {
 			mark = "yes"
+			if field, ok := gatewayapi.Requires[gatewayv1.FeatureName(f.Name)]; ok {
+				mark = fmt.Sprintf("yes, where the installed %s CRD has `%s` (claimed only then)", field.CRD, strings.Join(field.Path, "."))
+			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.Name, level, f.Channel, mark)
 	}

@@ -238,10 +238,12 @@ func (t *gatewayTranslator) routeHosts(l *listener, hostnames []gatewayv1.Hostna
 	return out
 }
 
-// claimedElsewhere reports whether an exact host belongs to a more specific
-// listener on l's port.
+// claimedElsewhere reports whether every request for host (exact or
+// wildcard) belongs to a more specific listener on l's port. A wildcard
+// that is only partly claimed stays: Envoy picks the more specific virtual
+// host for the claimed part itself.
 func (t *gatewayTranslator) claimedElsewhere(l *listener, host string) bool {
-	if host == "" || isWildcard(host) {
+	if host == "" {
 		return false
 	}
 	for _, o := range t.listeners {

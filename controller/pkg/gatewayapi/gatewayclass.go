@@ -47,6 +47,34 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportBackendTLSPolicySANValidation,
 )
 
+// Field is a field of a Gateway API kind, as its CRD's schema names it.
+type Field struct {
+	CRD string
+	// Path is the properties from the schema's root; arrays are walked
+	// through.
+	Path []string
+}
+
+// Requires are the claimed features whose field only some channels' CRDs
+// serve: v1.6's standard channel prunes HTTPRoute rules' retry. A field the
+// API server drops cannot work, so a class claims such a feature only
+// where the installed CRD has the field.
+var Requires = map[gatewayv1.FeatureName]Field{
+	gatewayv1.FeatureName(features.SupportHTTPRouteRetry): {CRD: "httproutes.gateway.networking.k8s.io", Path: []string{"spec", "rules", "retry"}},
+}
+
+// Claimed are the supported features a class claims where served says
+// which fields the installed CRDs have.
+func Claimed(served func(Field) bool) []gatewayv1.SupportedFeature {
+	var out []gatewayv1.SupportedFeature
+	for _, f := range SupportedFeatures {
+		if field, ok := Requires[f.Name]; !ok || served(field) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func sortedFeatures(names ...features.FeatureName) []gatewayv1.SupportedFeature {
 	out := make([]gatewayv1.SupportedFeature, len(names))
 	for i, n := range names {
@@ -65,13 +93,14 @@ func sortedFeatures(names ...features.FeatureName) []gatewayv1.SupportedFeature 
 }
 
 // ClassStatus is a GatewayClass's status: Accepted, or not with reason
-// InvalidParameters and paramsErr's message, and the supported features.
-// The operator writes it, having checked the parametersRef.
-func ClassStatus(class *gatewayv1.GatewayClass, paramsErr error) gatewayv1.GatewayClassStatus {
+// InvalidParameters and paramsErr's message, and the features it claims.
+// The operator writes it, having checked the parametersRef and the
+// installed CRDs.
+func ClassStatus(class *gatewayv1.GatewayClass, paramsErr error, claimed []gatewayv1.SupportedFeature) gatewayv1.GatewayClassStatus {
 	c := conditions{generation: class.Generation}
 	if paramsErr != nil {
 		c.set(string(gatewayv1.GatewayClassConditionStatusAccepted), false, string(gatewayv1.GatewayClassReasonInvalidParameters), paramsErr.Error())
 	}
 	c.set(string(gatewayv1.GatewayClassConditionStatusAccepted), true, string(gatewayv1.GatewayClassReasonAccepted), "GatewayClass is accepted")
-	return gatewayv1.GatewayClassStatus{Conditions: c.sorted(), SupportedFeatures: slices.Clone(SupportedFeatures)}
+	return gatewayv1.GatewayClassStatus{Conditions: c.sorted(), SupportedFeatures: slices.Clone(claimed)}
 }

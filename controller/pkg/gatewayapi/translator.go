@@ -80,7 +80,8 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	out := &Result{Status: st}
 	for _, class := range res.GatewayClasses {
 		if class.Spec.ControllerName == tr.opts.ControllerName {
-			cs := ClassStatus(class, nil)
+			// Offline there are no CRDs to ask: every field is there.
+			cs := ClassStatus(class, nil, SupportedFeatures)
 			st.GatewayClasses[class.Name] = &cs
 		}
 	}

@@ -65,6 +65,11 @@ func TestGoldenRequests(t *testing.T) {
 			{gateway: "default/isolated", url: "http://x.foo.example.com/", status: 404},
 			{gateway: "default/isolated", url: "http://a.foo.example.com/", route: "httproute/default/attaches-to-all/rule/0/match/0"},
 			{gateway: "default/isolated", url: "http://zzz.example.com/", route: "httproute/default/wildcard-only/rule/0/match/0"},
+			// Wildcard route hostnames that more specific listeners claim
+			// whole do not reach the empty listener's routes.
+			{gateway: "default/isolated", url: "http://zzz.example.com/empty", route: "httproute/default/wildcard-only/rule/0/match/0"},
+			{gateway: "default/isolated", url: "http://b.foo.example.com/empty", status: 404},
+			{gateway: "default/isolated", url: "http://x.org/empty", route: "httproute/default/wildcards-on-empty/rule/0/match/0"},
 		},
 		"filters": {
 			{url: "http://f.example.com/moved", status: 308, location: "http://f.example.com:8443/elsewhere"},

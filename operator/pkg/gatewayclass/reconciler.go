@@ -38,18 +38,37 @@ type Reconciler struct {
 	ControllerName string
 }
 
-// SetupWithManager watches our classes and the ContourDeployments they
-// refer to.
+// SetupWithManager watches our classes, the ContourDeployments they refer
+// to, and the Gateway API CRDs (their version and fields decide
+// SupportedVersion and the features claimed).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		gc, ok := o.(*gatewayv1.GatewayClass)
 		return ok && string(gc.Spec.ControllerName) == r.ControllerName
 	})
+	gatewayAPI := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return strings.HasSuffix(o.GetName(), "."+gatewayv1.GroupName)
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gatewayclass").
 		For(&gatewayv1.GatewayClass{}, builder.WithPredicates(ours, predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.ContourDeployment{}, handler.EnqueueRequestsFromMapFunc(r.classesOf)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.allClasses), builder.WithPredicates(gatewayAPI)).
 		Complete(r)
+}
+
+// allClasses maps a Gateway API CRD to every class (ours are filtered in
+// Reconcile).
+func (r *Reconciler) allClasses(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list gatewayv1.GatewayClassList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, gc := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: gc.Name}})
+	}
+	return out
 }
 
 // classesOf maps a ContourDeployment to the classes that refer to it.
@@ -81,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if paramsErr != nil && !params.IsInvalid(paramsErr) {
 		return ctrl.Result{}, paramsErr
 	}
-	next := gatewayapi.ClassStatus(gc, paramsErr)
+	next := gatewayapi.ClassStatus(gc, paramsErr, gatewayapi.Claimed(func(f gatewayapi.Field) bool { return r.served(ctx, f) }))
 	meta.SetStatusCondition(&next.Conditions, r.supportedVersion(ctx, gc.Generation))
 	// Keep transition times of unchanged conditions.
 	merged := gc.Status.DeepCopy()
@@ -129,6 +148,36 @@ func (r *Reconciler) supportedVersion(ctx context.Context, generation int64) met
 	c.Status, c.Reason = metav1.ConditionFalse, string(gatewayv1.GatewayClassReasonUnsupportedVersion)
 	c.Message = fmt.Sprintf("Gateway API CRDs %q are installed; Isobar supports %s", installed, minor(consts.BundleVersion)+".x")
 	return c
+}
+
+// served reports whether the installed CRD's served v1 schema has the
+// field.
+func (r *Reconciler) served(ctx context.Context, f gatewayapi.Field) bool {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: f.CRD}, crd); err != nil {
+		return false
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Name != "v1" || !v.Served || v.Schema == nil {
+			continue
+		}
+		s := v.Schema.OpenAPIV3Schema
+		for _, p := range f.Path {
+			for s != nil && s.Type == "array" && s.Items != nil {
+				s = s.Items.Schema
+			}
+			if s == nil {
+				return false
+			}
+			child, ok := s.Properties[p]
+			if !ok {
+				return false
+			}
+			s = &child
+		}
+		return true
+	}
+	return false
 }
 
 // minor is "v1.6" of "v1.6.3".
