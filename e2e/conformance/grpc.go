@@ -82,7 +82,7 @@ func (c *grpcClient) SendRPC(_ *testing.T, address string, expected confgrpc.Exp
 		resp.Code = codes.Unimplemented
 		return resp, nil
 	}
-	pod, err := c.fleet.podAt(ctx, b.Endpoints[rand.IntN(len(b.Endpoints))])
+	pod, err := c.fleet.podAt(ctx, b.Pick(rand.Uint64()))
 	if err != nil {
 		return &confgrpc.Response{}, err
 	}

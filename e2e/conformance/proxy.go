@@ -166,7 +166,7 @@ func (p *proxy) serveConn(ctx context.Context, c net.Conn, host, port string) {
 		}
 		down = tc
 	}
-	endpoint := b.Endpoints[rand.IntN(len(b.Endpoints))]
+	endpoint := b.Pick(rand.Uint64())
 	pod, err := p.fleet.podAt(ctx, endpoint)
 	if err != nil {
 		return
@@ -196,7 +196,7 @@ func (p *proxy) serveDatagram(ctx context.Context, pc net.PacketConn, from net.A
 	if b == nil || b.Status != 0 || len(b.Endpoints) == 0 {
 		return
 	}
-	pod, err := p.fleet.podAt(ctx, b.Endpoints[rand.IntN(len(b.Endpoints))])
+	pod, err := p.fleet.podAt(ctx, b.Pick(rand.Uint64()))
 	if err != nil {
 		return
 	}

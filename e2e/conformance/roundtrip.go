@@ -123,7 +123,7 @@ func (rt *roundTripper) roundTrip(r roundtripper.Request) (*roundtripper.Capture
 	var pod *corev1.Pod
 	var podErr error
 	out := a.Play(func(int) envoysim.Attempt {
-		if pod, podErr = rt.fleet.podAt(ctx, b.Endpoints[rand.IntN(len(b.Endpoints))]); podErr != nil {
+		if pod, podErr = rt.fleet.podAt(ctx, b.Pick(rand.Uint64())); podErr != nil {
 			return envoysim.Attempt{Reset: true}
 		}
 		if b.TLS != nil && rt.upstreamTLS(ctx, sim, b.Cluster, pod) != nil {
@@ -210,7 +210,7 @@ func (rt *roundTripper) passthrough(ctx context.Context, a *envoysim.Answer, in 
 	if b == nil || b.Status != 0 || len(b.Endpoints) == 0 {
 		return nil, nil, fmt.Errorf("read tcp %s: connection reset by peer (Envoy has no upstream for SNI %q)", r.URL.Host, in.SNI)
 	}
-	pod, err := rt.fleet.podAt(ctx, b.Endpoints[rand.IntN(len(b.Endpoints))])
+	pod, err := rt.fleet.podAt(ctx, b.Pick(rand.Uint64()))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -154,9 +154,12 @@ type Backend struct {
 	Weight      uint32 `json:"weight"`
 	TotalWeight uint32 `json:"totalWeight"`
 	// Endpoints are address:port; none means Envoy answers 503.
-	Endpoints []string     `json:"endpoints"`
-	TLS       *UpstreamTLS `json:"tls,omitempty"`
-	HTTP2     bool         `json:"http2,omitempty"`
+	Endpoints []string `json:"endpoints"`
+	// Localities, when the cluster weights its localities, are how
+	// Envoy shares connections among Endpoints: see Pick.
+	Localities []Locality   `json:"localities,omitempty"`
+	TLS        *UpstreamTLS `json:"tls,omitempty"`
+	HTTP2      bool         `json:"http2,omitempty"`
 	// Request is what the backend receives; when Status is set, what it
 	// would receive if it had endpoints.
 	Request *HTTPRequest `json:"request,omitempty"`
@@ -166,6 +169,38 @@ type Backend struct {
 	// Status is 503 when the cluster has no endpoints (or does not exist),
 	// which Envoy answers itself.
 	Status int `json:"status,omitempty"`
+}
+
+// Locality is a weighted group of a cluster's endpoints.
+type Locality struct {
+	Weight    uint32   `json:"weight"`
+	Endpoints []string `json:"endpoints"`
+}
+
+// Pick is the endpoint a connection or request goes to, chosen with seed:
+// a locality by weight when the cluster weights them, then an endpoint in
+// it; otherwise any endpoint alike. "" when there is none.
+func (b *Backend) Pick(seed uint64) string {
+	eps := b.Endpoints
+	if len(b.Localities) > 0 {
+		var total uint64
+		for _, l := range b.Localities {
+			total += uint64(l.Weight)
+		}
+		x := seed % total
+		for _, l := range b.Localities {
+			if x < uint64(l.Weight) {
+				eps = l.Endpoints
+				break
+			}
+			x -= uint64(l.Weight)
+		}
+		seed /= total
+	}
+	if len(eps) == 0 {
+		return ""
+	}
+	return eps[seed%uint64(len(eps))]
 }
 
 // HTTPRequest is an HTTP request as a backend receives it.

@@ -54,6 +54,16 @@ func (s *Simulator) upstream(b *Backend, notFound int) error {
 		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
 	}
 	b.Endpoints = eps
+	if lb := c.GetCommonLbConfig(); lb != nil {
+		if err := understand(lb, "locality_weighted_lb_config"); err != nil {
+			return err
+		}
+		if lb.GetLocalityWeightedLbConfig() != nil {
+			if b.Localities, err = localities(cla); err != nil {
+				return fmt.Errorf("cluster %s: %w", c.GetName(), err)
+			}
+		}
+	}
 	if len(eps) == 0 {
 		b.Status = 503
 	}
@@ -91,6 +101,25 @@ func endpoints(cla *endpointv3.ClusterLoadAssignment) ([]string, error) {
 			}
 			out = append(out, net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)))
 		}
+	}
+	return out, nil
+}
+
+// localities are an assignment's weighted localities, for a cluster with
+// locality weighted load balancing: a locality without a weight or without
+// a healthy endpoint gets no traffic (Envoy's locality weighted LB).
+func localities(cla *endpointv3.ClusterLoadAssignment) ([]Locality, error) {
+	var out []Locality
+	for _, lle := range cla.GetEndpoints() {
+		eps, err := endpoints(&endpointv3.ClusterLoadAssignment{Endpoints: []*endpointv3.LocalityLbEndpoints{lle}})
+		if err != nil {
+			return nil, err
+		}
+		w := lle.GetLoadBalancingWeight().GetValue()
+		if w == 0 || len(eps) == 0 {
+			continue
+		}
+		out = append(out, Locality{Weight: w, Endpoints: eps})
 	}
 	return out, nil
 }

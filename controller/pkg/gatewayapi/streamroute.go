@@ -125,7 +125,24 @@ func (t *gatewayTranslator) streamBackends(r streamRoute, resolved *conditions) 
 			d.Backends = append(d.Backends, ir.WeightedCluster{Cluster: name, Weight: weight})
 		}
 	}
+	if r.kind == "UDPRoute" && len(d.Backends) > 1 {
+		d.Backends = []ir.WeightedCluster{{Cluster: t.sharedCluster(r, d.Backends), Weight: 1}}
+	}
 	return d
+}
+
+// sharedCluster makes a UDPRoute's weighted backends one cluster whose
+// localities are the backends, weighted: Envoy's UDP proxy sends a session
+// to one cluster, and picks a locality by weight. ":" cannot be in a
+// namespace, so the name is no Service port's.
+func (t *gatewayTranslator) sharedCluster(r streamRoute, backends []ir.WeightedCluster) string {
+	c := &ir.Cluster{Name: "udproute:" + r.meta.Namespace + "/" + r.meta.Name, UDP: true}
+	for _, b := range backends {
+		member := t.clusters[b.Cluster]
+		c.Shares = append(c.Shares, ir.Share{Cluster: b.Cluster, Weight: b.Weight, Endpoints: member.Endpoints, Source: member.Source})
+	}
+	t.clusters[c.Name] = c
+	return c.Name
 }
 
 // addStream claims the listener's server names (TLS) or the listener (TCP,

@@ -227,6 +227,20 @@ type Cluster struct {
 	// Source is the Service port the endpoints come from, so that they can
 	// be recomputed alone when only EndpointSlices change.
 	Source ClusterSource `json:"-"`
+	// Shares, when set, make the cluster several Service ports' endpoints,
+	// each share a locality with its weight, in place of Source and
+	// Endpoints: Envoy's UDP proxy routes to one cluster, so a UDPRoute's
+	// weighted backends become one cluster with locality weights.
+	Shares []Share `json:"shares,omitempty"`
+}
+
+// Share is one backend's part of a cluster with Shares.
+type Share struct {
+	// Cluster is the backend's own cluster name, for reading.
+	Cluster   string        `json:"cluster"`
+	Weight    uint32        `json:"weight"`
+	Endpoints []Endpoint    `json:"endpoints,omitempty"`
+	Source    ClusterSource `json:"-"`
 }
 
 // ClusterSource names a Service port: its namespace, Service, the port's

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -31,12 +32,21 @@ func endpointsRequest(_ context.Context, o client.Object) []reconcile.Request {
 }
 
 // clustersByService indexes the last full translation's clusters by the
-// Service they come from.
+// Services they come from: a cluster with shares under each share's.
 func clustersByService(clusters []*ir.Cluster) map[types.NamespacedName][]*ir.Cluster {
 	out := map[types.NamespacedName][]*ir.Cluster{}
 	for _, c := range clusters {
-		k := types.NamespacedName{Namespace: c.Source.Namespace, Name: c.Source.Service}
-		out[k] = append(out[k], c)
+		if len(c.Shares) == 0 {
+			k := types.NamespacedName{Namespace: c.Source.Namespace, Name: c.Source.Service}
+			out[k] = append(out[k], c)
+			continue
+		}
+		for _, sh := range c.Shares {
+			k := types.NamespacedName{Namespace: sh.Source.Namespace, Name: sh.Source.Service}
+			if !slices.Contains(out[k], c) {
+				out[k] = append(out[k], c)
+			}
+		}
 	}
 	return out
 }
@@ -51,18 +61,26 @@ func (r *reconciler) reconcileEndpoints(ctx context.Context, req ctrl.Request) (
 	if len(clusters) == 0 {
 		return ctrl.Result{}, nil
 	}
-	var list discoveryv1.EndpointSliceList
-	if err := r.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, err
-	}
-	slices := make([]*discoveryv1.EndpointSlice, len(list.Items))
-	for i := range list.Items {
-		slices[i] = &list.Items[i]
-	}
 	clas := make([]*endpointv3.ClusterLoadAssignment, 0, len(clusters))
 	for _, c := range clusters {
 		next := *c
-		next.Endpoints = gatewayapi.Endpoints(c.Source, slices)
+		if len(c.Shares) == 0 {
+			eps, err := r.endpoints(ctx, c.Source)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			next.Endpoints = eps
+		}
+		// A cluster with shares is recomputed whole, from every share's
+		// Service, so that nothing of an earlier fast path is kept.
+		next.Shares = slices.Clone(c.Shares)
+		for i, sh := range next.Shares {
+			eps, err := r.endpoints(ctx, sh.Source)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			next.Shares[i].Endpoints = eps
+		}
 		clas = append(clas, xds.LoadAssignment(&next))
 	}
 	changed, err := r.xds.UpdateEndpoints(clas)
@@ -74,4 +92,18 @@ func (r *reconciler) reconcileEndpoints(ctx context.Context, req ctrl.Request) (
 		ctrl.LoggerFrom(ctx).V(1).Info("pushed endpoints", "service", svc.String(), "changed", changed)
 	}
 	return ctrl.Result{}, nil
+}
+
+// endpoints are a Service port's ready endpoints in the EndpointSlices the
+// cache holds now.
+func (r *reconciler) endpoints(ctx context.Context, src ir.ClusterSource) ([]ir.Endpoint, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := r.client.List(ctx, &list, client.InNamespace(src.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: src.Service}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	endpointSlices := make([]*discoveryv1.EndpointSlice, len(list.Items))
+	for i := range list.Items {
+		endpointSlices[i] = &list.Items[i]
+	}
+	return gatewayapi.Endpoints(src, endpointSlices), nil
 }

@@ -10,6 +10,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"isobar.dev/controller/pkg/ir"
 )
@@ -34,6 +35,11 @@ func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 	}
 	if c.TLS != nil {
 		out.TransportSocket = upstreamTLS(c.TLS)
+	}
+	if len(c.Shares) > 0 {
+		out.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{LocalityConfigSpecifier: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{
+			LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{},
+		}}
 	}
 	return out
 }
@@ -90,11 +96,31 @@ func LoadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 	if c.UDP {
 		proto = corev3.SocketAddress_UDP
 	}
+	if len(c.Shares) > 0 {
+		// A locality per share with endpoints, weighted: Envoy picks a
+		// locality by weight among those with healthy endpoints, then an
+		// endpoint in it.
+		for _, sh := range c.Shares {
+			if sh.Weight == 0 || len(sh.Endpoints) == 0 {
+				continue
+			}
+			lle := localityEndpoints(sh.Endpoints, proto)
+			lle.Locality = &corev3.Locality{SubZone: sh.Cluster}
+			lle.LoadBalancingWeight = wrapperspb.UInt32(sh.Weight)
+			out.Endpoints = append(out.Endpoints, lle)
+		}
+		return out
+	}
 	if len(c.Endpoints) == 0 {
 		return out
 	}
-	lle := &endpointv3.LocalityLbEndpoints{LbEndpoints: make([]*endpointv3.LbEndpoint, len(c.Endpoints))}
-	for i, e := range c.Endpoints {
+	out.Endpoints = []*endpointv3.LocalityLbEndpoints{localityEndpoints(c.Endpoints, proto)}
+	return out
+}
+
+func localityEndpoints(eps []ir.Endpoint, proto corev3.SocketAddress_Protocol) *endpointv3.LocalityLbEndpoints {
+	lle := &endpointv3.LocalityLbEndpoints{LbEndpoints: make([]*endpointv3.LbEndpoint, len(eps))}
+	for i, e := range eps {
 		lle.LbEndpoints[i] = &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
 			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
 				Protocol:      proto,
@@ -103,8 +129,7 @@ func LoadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 			}}},
 		}}}
 	}
-	out.Endpoints = []*endpointv3.LocalityLbEndpoints{lle}
-	return out
+	return lle
 }
 
 func secret(s *ir.Secret) *tlsv3.Secret {

@@ -34,8 +34,9 @@ func tcpProxy(statPrefix string, d *ir.Destination) *listenerv3.Filter {
 	}
 }
 
-// udpProxy sends every datagram to the destination's first backend: Envoy's
-// UDP proxy routes to one cluster, so weights do not apply.
+// udpProxy sends every datagram to the destination's one backend: Envoy's
+// UDP proxy routes to one cluster, so the first stage makes weighted
+// backends one cluster with locality weights (ir.Cluster.Shares).
 func udpProxy(statPrefix string, d *ir.Destination) *listenerv3.ListenerFilter {
 	cluster := NoBackendCluster
 	if len(d.Backends) > 0 {
