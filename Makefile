@@ -46,7 +46,7 @@ envtest: ## Build (once) the kube-apiserver, kube-controller-manager and etcd th
 	@bash hack/envtest/build.sh
 
 .PHONY: test
-test: ## Unit and envtest tests against a real kube-apiserver built from Go modules; e2e (with the conformance suite's status tests) on both Gateway API channels.
+test: ## Unit and envtest tests against a real kube-apiserver built from Go modules; e2e, with every test of the official conformance suite's profiles, on both Gateway API channels.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" go test -timeout 30m $(TESTFLAGS) $(PACKAGES)
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" ISOBAR_GATEWAY_API_CHANNEL=experimental go test -timeout 30m $(TESTFLAGS) ./e2e/...
 
