@@ -242,13 +242,19 @@ func (s *Simulator) direct(d *routev3.DirectResponseAction, req Request, lv leve
 	if err := understand(d.GetBody(), "inline_string", "inline_bytes"); d.GetBody() != nil && err != nil {
 		return err
 	}
-	headers, err := lv.response(mutation{}, nil)
-	if err != nil {
-		return err
-	}
 	body := d.GetBody().GetInlineString()
 	if b := d.GetBody().GetInlineBytes(); b != nil {
 		body = string(b)
+	}
+	// Envoy's local reply carries the body's length, and text/plain for a
+	// body; the route's response header mutations apply after.
+	base := []Header{{Name: "content-length", Value: itoa(len(body))}}
+	if body != "" {
+		base = append(base, Header{Name: "content-type", Value: "text/plain"})
+	}
+	headers, err := lv.response(mutation{}, base)
+	if err != nil {
+		return err
 	}
 	a.Response = &Response{Status: int(d.GetStatus()), Headers: headers, Body: body}
 	return nil

@@ -289,6 +289,16 @@ func TestRoutes(t *testing.T) {
 			if a.Response.Status != 418 || a.Response.Body != "short and stout" {
 				t.Errorf("response %+v", a.Response)
 			}
+			// The local reply's own headers, then the virtual host's.
+			if got := header(a.Response.Headers, "content-type"); len(got) != 1 || got[0] != "text/plain" {
+				t.Errorf("content-type %q, want text/plain", got)
+			}
+			if got := header(a.Response.Headers, "content-length"); len(got) != 1 || got[0] != "15" {
+				t.Errorf("content-length %q, want 15", got)
+			}
+			if got := header(a.Response.Headers, "x-resp"); len(got) != 1 || got[0] != "vhost" {
+				t.Errorf("x-resp %q, want the virtual host's", got)
+			}
 		}},
 		{"no endpoints: 503", get("/empty"), func(t *testing.T, a *Answer) {
 			if a.Upstream.Status != 503 {
