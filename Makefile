@@ -62,7 +62,7 @@ conformance: ## Run the Gateway API conformance suite (every test of our profile
 	  KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" ISOBAR_GATEWAY_API_CHANNEL=$$channel ISOBAR_CONFORMANCE=all \
 	    ISOBAR_CONFORMANCE_REPORTS=$(REPORTS) go test -count=1 -timeout 60m -run '^TestConformance$$' -v ./e2e/conformance \
 	    > $(REPORTS)/$$channel-all.log 2>&1 || status=1; \
-	  grep -aE '^    --- (PASS|FAIL)' $(REPORTS)/$$channel-all.log || true; \
+	  grep -aE '^    --- (PASS|FAIL|SKIP)' $(REPORTS)/$$channel-all.log || true; \
 	  sed -n '/conformance (all/,/report written/p' $(REPORTS)/$$channel-all.log; \
 	done; exit $$status
 
