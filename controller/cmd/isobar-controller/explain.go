@@ -215,7 +215,8 @@ func writeAnswer(w io.Writer, a *envoysim.Answer) {
 }
 
 // routeSource reads the route name Isobar gives Envoy routes,
-// "<kind>/<namespace>/<name>/rule/<i>/match/<j>", back into the rule.
+// "<kind>/<namespace>/<name>/rule/<i>[:<rule name>]/match/<j>", back into
+// the rule.
 func routeSource(name string) string {
 	p := strings.Split(name, "/")
 	if len(p) != 7 || p[3] != "rule" || p[5] != "match" {
@@ -226,7 +227,11 @@ func routeSource(name string) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf(" (%s %s/%s, rule %s, match %s)", kind, p[1], p[2], p[4], p[6])
+	rule := p[4]
+	if i, ruleName, named := strings.Cut(rule, ":"); named {
+		rule = fmt.Sprintf("%s (%s)", i, ruleName)
+	}
+	return fmt.Sprintf(" (%s %s/%s, rule %s, match %s)", kind, p[1], p[2], rule, p[6])
 }
 
 // serviceOf reads a cluster name, "<namespace>/<service>/<port>", back into

@@ -37,6 +37,8 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportHTTPRoute307RedirectStatusCode,
 	features.SupportHTTPRoute308RedirectStatusCode,
 	features.SupportHTTPRouteRetry,
+	features.SupportHTTPRouteNamedRouteRule,
+	features.SupportGRPCRouteNamedRouteRule,
 	features.SupportGRPCRoute,
 	features.SupportTLSRoute,
 	features.SupportTLSRouteModeTerminate,

@@ -19,6 +19,7 @@ func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute) {
 		out := make([][]*ir.Route, len(gr.Spec.Rules))
 		for i := range gr.Spec.Rules {
 			rule := &gr.Spec.Rules[i]
+			problems.named(i, rule.Name)
 			action, problem := t.grpcAction(gr, rule, resolved)
 			if problem != "" {
 				problems.add(i, problem)
@@ -33,7 +34,7 @@ func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute) {
 					problems.add(i, fmt.Sprintf("match %d: %v", j, err))
 					continue
 				}
-				out[i] = append(out[i], matchRoute(action, j == len(matches)-1, routeName("grpcroute", gr.Namespace, gr.Name, i, j), m))
+				out[i] = append(out[i], matchRoute(action, j == len(matches)-1, routeName("grpcroute", gr.Namespace, gr.Name, i, rule.Name, j), m))
 			}
 		}
 		return out, problems

@@ -61,6 +61,19 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate fun
 type ruleProblems struct {
 	invalid map[int]bool
 	msgs    []string
+	// names are the rules' names, where they have one, for the messages.
+	names map[int]string
+}
+
+// named records a rule's name, which messages about it then use.
+func (p *ruleProblems) named(rule int, name *gatewayv1.SectionName) {
+	if name == nil || *name == "" {
+		return
+	}
+	if p.names == nil {
+		p.names = map[int]string{}
+	}
+	p.names[rule] = string(*name)
 }
 
 func (p *ruleProblems) add(rule int, msg string) {
@@ -68,6 +81,10 @@ func (p *ruleProblems) add(rule int, msg string) {
 		p.invalid = map[int]bool{}
 	}
 	p.invalid[rule] = true
+	if name, ok := p.names[rule]; ok {
+		p.msgs = append(p.msgs, fmt.Sprintf("rule %d (%s): %s", rule, name, msg))
+		return
+	}
 	p.msgs = append(p.msgs, fmt.Sprintf("rule %d: %s", rule, msg))
 }
 
@@ -96,6 +113,7 @@ func (t *gatewayTranslator) translateHTTPRules(hr *gatewayv1.HTTPRoute, resolved
 	out := make([][]*ir.Route, len(hr.Spec.Rules))
 	for i := range hr.Spec.Rules {
 		rule := &hr.Spec.Rules[i]
+		problems.named(i, rule.Name)
 		action, problem := t.httpAction(hr, rule, resolved)
 		if problem != "" {
 			problems.add(i, problem)
@@ -110,7 +128,7 @@ func (t *gatewayTranslator) translateHTTPRules(hr *gatewayv1.HTTPRoute, resolved
 				problems.add(i, fmt.Sprintf("match %d: %v", j, err))
 				continue
 			}
-			out[i] = append(out[i], matchRoute(action, j == len(matches)-1, routeName("httproute", hr.Namespace, hr.Name, i, j), m))
+			out[i] = append(out[i], matchRoute(action, j == len(matches)-1, routeName("httproute", hr.Namespace, hr.Name, i, rule.Name, j), m))
 		}
 	}
 	return out, problems
@@ -428,9 +446,11 @@ func checkReplacement(what, p string) error {
 	return checkPath(what+" path", p)
 }
 
-// routeName names an Envoy route after the rule and match it came from;
-// built by hand because it runs for every match of every route.
-func routeName(kind, namespace, name string, rule, match int) string {
+// routeName names an Envoy route after the rule and match it came from,
+// "<kind>/<namespace>/<name>/rule/<i>[:<rule name>]/match/<j>" (a rule
+// name has neither ":" nor "/"); built by hand because it runs for every
+// match of every route.
+func routeName(kind, namespace, name string, rule int, ruleName *gatewayv1.SectionName, match int) string {
 	b := make([]byte, 0, len(kind)+len(namespace)+len(name)+24)
 	b = append(b, kind...)
 	b = append(b, '/')
@@ -439,6 +459,10 @@ func routeName(kind, namespace, name string, rule, match int) string {
 	b = append(b, name...)
 	b = append(b, "/rule/"...)
 	b = strconv.AppendInt(b, int64(rule), 10)
+	if ruleName != nil && *ruleName != "" {
+		b = append(b, ':')
+		b = append(b, *ruleName...)
+	}
 	b = append(b, "/match/"...)
 	b = strconv.AppendInt(b, int64(match), 10)
 	return string(b)

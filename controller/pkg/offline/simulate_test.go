@@ -44,7 +44,7 @@ func TestGoldenRequests(t *testing.T) {
 	}
 	cases := map[string][]request{
 		"basic-http": {
-			{url: "http://app.example.com/api/users", route: "httproute/default/app/rule/0/match/0", cluster: "default/api/80"},
+			{url: "http://app.example.com/api/users", route: "httproute/default/app/rule/0:api/match/0", cluster: "default/api/80"},
 			{url: "http://app.example.com/apiary", route: "httproute/default/app/rule/1/match/0"},
 			{url: "http://nowhere.example.org/", status: 404},
 		},
