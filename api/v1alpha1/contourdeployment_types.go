@@ -54,11 +54,13 @@ type ContourDeploymentSpec struct {
 	// +optional
 	RuntimeSettings RuntimeSettings `json:"runtimeSettings,omitempty"`
 
-	// Gateway, when set, makes this profile a fleet of its own (the static
-	// mode of seed 000): the operator runs one fleet, named after this
-	// ContourDeployment, whose controller serves in controllerName mode the
-	// oldest Gateway of the oldest GatewayClass with Gateway.ControllerName.
-	// A GatewayClass should not refer to such a profile.
+	// Gateway, when set, makes this profile a static fleet: instead of
+	// one fleet per Gateway, the operator runs one fleet, named after this
+	// ContourDeployment, whose controller serves the oldest Gateway of the
+	// oldest GatewayClass whose controllerName is Gateway.ControllerName
+	// (and tells the other classes and Gateways why not). For a cluster
+	// that wants one long-lived fleet it manages like a Deployment. A
+	// GatewayClass should not refer to such a profile.
 	// +optional
 	Gateway *StaticGateway `json:"gateway,omitempty"`
 }
