@@ -32,7 +32,7 @@ func TestRun(t *testing.T) {
 		{name: "explain a bad header", args: []string{"explain", "-f", golden, "--request", "http://app.example.com/", "-H", "novalue"}, code: 2, stderr: "want 'Name: value'"},
 		{name: "explain several gateways", args: []string{"explain", "-f", "../../pkg/offline/testdata/isolation.in.yaml", "-f", "../../pkg/offline/testdata/precedence.in.yaml", "--request", "http://a/"}, code: 2, stderr: "choose one with --gateway"},
 		{name: "explain a route", args: []string{"explain", "-f", golden, "--request", "GET http://app.example.com/api/v1", "-H", "x-a: b"}, code: 0,
-			stdout: "route #0 httproute/default/app/rule/0/match/0 (HTTPRoute default/app, rule 0, match 0)"},
+			stdout: "route #0 httproute/default/app/rule/0:api/match/0 (HTTPRoute default/app, rule 0 (api), match 0)"},
 		{name: "explain as YAML", args: []string{"explain", "-f", golden, "--request", "http://app.example.com/api", "-o", "yaml"}, code: 0, stdout: "cluster: default/api/80"},
 		{name: "explain a port without a listener", args: []string{"explain", "-f", golden, "--request", "http://app.example.com:8080/"}, code: 1, stderr: "no listener on TCP port 8080"},
 		{name: "unknown field", args: []string{"translate", "-f", "testdata/bad-input.yaml"}, code: 1,
