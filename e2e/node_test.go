@@ -29,7 +29,8 @@ import (
 // Deployment are bound, get IPs, run what their runner starts and turn
 // Ready, kube-controller-manager puts them in their Service's
 // EndpointSlices, and a deleted Pod's runner is stopped and the Pod goes
-// away.
+// away. A Pod whose Secret volume does not exist yet waits for it, as the
+// kubelet waits to mount it, and is no error.
 func TestNodeAgent(t *testing.T) {
 	t.Parallel()
 	e := startCluster(t, harness.Options{ControllerManager: true})
@@ -37,7 +38,10 @@ func TestNodeAgent(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	running := map[string]bool{}
-	_, err := harness.StartNodeAgent(ctx, e.Config, func(pod *corev1.Pod) (func(), error) {
+	agent, err := harness.StartNodeAgent(ctx, e.Config, func(pod *corev1.Pod) (func(), error) {
+		if _, err := e.Mount(ctx, pod, &pod.Spec.Containers[0]); err != nil {
+			return nil, err
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		running[pod.Name] = true
@@ -57,7 +61,9 @@ func TestNodeAgent(t *testing.T) {
 			Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "echo", Image: "echo:test", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 3000}}}},
+				Containers: []corev1.Container{{Name: "echo", Image: "echo:test", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 3000}},
+					VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/echo"}}}},
+				Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "echo-cfg"}}}},
 			}},
 		}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"}, Spec: corev1.ServiceSpec{
@@ -83,6 +89,21 @@ func TestNodeAgent(t *testing.T) {
 		}
 		slices.Sort(ips)
 		return ips
+	}
+	eventually(t, time.Minute, "both Pods bound to the node", func() bool {
+		var pods corev1.PodList
+		if err := e.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+			t.Fatal(err)
+		}
+		return len(pods.Items) == 2 && pods.Items[0].Spec.NodeName != "" && pods.Items[1].Spec.NodeName != ""
+	})
+	mu.Lock()
+	if len(running) != 0 {
+		t.Errorf("runners started for %v before their Secret volume exists", running)
+	}
+	mu.Unlock()
+	if err := e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo-cfg"}, StringData: map[string]string{"k": "v"}}); err != nil {
+		t.Fatal(err)
 	}
 	var first []string
 	eventually(t, time.Minute, "the Service's EndpointSlices to hold both Pods, ready, on the node", func() bool {
@@ -113,6 +134,9 @@ func TestNodeAgent(t *testing.T) {
 		now := ready()
 		return stopped && len(now) == 2 && !slices.Contains(now, victim.Status.PodIP)
 	})
+	if errs := agent.Errors(); len(errs) > 0 {
+		t.Errorf("node agent errors: %v", errs)
+	}
 }
 
 // The rig's first step toward the conformance suite: the real operator

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -54,7 +55,7 @@ func (f *fleet) run(pod *corev1.Pod) (func(), error) {
 		return func() { _, _ = p.Stop(10 * time.Second) }, nil
 	case envoyComponent:
 		stop, err := f.runEnvoy(pod)
-		if err != nil {
+		if _, pending := errors.AsType[*harness.MountPending](err); err != nil && !pending {
 			// The node agent keeps it for the end; it matters now.
 			fmt.Fprintf(os.Stderr, "simulated Envoy %s/%s: %v\n", pod.Namespace, pod.Name, err)
 		}

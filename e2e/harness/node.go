@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -179,6 +180,9 @@ func (a *NodeAgent) sync(ctx context.Context, key string, pod *corev1.Pod) error
 	pod.Status.HostIP, pod.Status.PodIP = "127.0.0.1", ip
 	pod.Status.HostIPs, pod.Status.PodIPs = []corev1.HostIP{{IP: "127.0.0.1"}}, []corev1.PodIP{{IP: ip}}
 	if err := a.start(key, pod); err != nil {
+		if _, pending := errors.AsType[*MountPending](err); pending {
+			return err // retried, as the kubelet retries a mount
+		}
 		return nil // left Pending; the error is in Errors
 	}
 	now := metav1.Now()
@@ -211,6 +215,9 @@ func (a *NodeAgent) start(key string, pod *corev1.Pod) error {
 	stop, err := a.run(pod)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if _, pending := errors.AsType[*MountPending](err); pending {
+		return err
+	}
 	if err != nil {
 		a.errs = append(a.errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 		return err

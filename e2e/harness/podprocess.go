@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -164,13 +165,13 @@ func (e *Env) writeVolume(ctx context.Context, pod *corev1.Pod, name, dir string
 		case v.Secret != nil:
 			s := &corev1.Secret{}
 			if err := e.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: v.Secret.SecretName}, s); err != nil {
-				return fmt.Errorf("volume %s: %w", name, err)
+				return volumeError(name, err)
 			}
 			data, items = s.Data, v.Secret.Items
 		case v.ConfigMap != nil:
 			cm := &corev1.ConfigMap{}
 			if err := e.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: v.ConfigMap.Name}, cm); err != nil {
-				return fmt.Errorf("volume %s: %w", name, err)
+				return volumeError(name, err)
 			}
 			for k, val := range cm.Data {
 				data[k] = []byte(val)
@@ -206,4 +207,20 @@ func (e *Env) writeVolume(ctx context.Context, pod *corev1.Pod, name, dir string
 		return nil
 	}
 	return fmt.Errorf("no volume %s", name)
+}
+
+// MountPending is a volume whose Secret or ConfigMap does not exist (yet):
+// the kubelet keeps such a Pod waiting and mounts it when it appears, so
+// the node agent retries it rather than failing it.
+type MountPending struct{ err error }
+
+func (m *MountPending) Error() string { return m.err.Error() }
+func (m *MountPending) Unwrap() error { return m.err }
+
+func volumeError(name string, err error) error {
+	err = fmt.Errorf("volume %s: %w", name, err)
+	if apierrors.IsNotFound(err) {
+		return &MountPending{err}
+	}
+	return err
 }
