@@ -153,10 +153,7 @@ func (rt *roundTripper) roundTrip(r roundtripper.Request) (*roundtripper.Capture
 		return nil, nil, err
 	}
 	res.StatusCode = http.StatusOK
-	for _, h := range a.Upstream.ResponseHeaders {
-		k := http.CanonicalHeaderKey(h.Name)
-		res.Headers[k] = append(res.Headers[k], h.Value)
-	}
+	addHeaders(res, a.Upstream.ResponseHeaders)
 	body, err := json.Marshal(echoed.request)
 	if err != nil {
 		return nil, nil, err
@@ -227,20 +224,14 @@ func (rt *roundTripper) passthrough(ctx context.Context, a *envoysim.Answer, in 
 	}
 	echoed := echo(req, pod, false)
 	res.StatusCode = http.StatusOK
-	for _, h := range echoed.responseHeaders {
-		k := http.CanonicalHeaderKey(h.Name)
-		res.Headers[k] = append(res.Headers[k], h.Value)
-	}
+	addHeaders(res, echoed.responseHeaders)
 	return echoed.request, res, nil
 }
 
 // respond is an answer Envoy gives itself.
 func respond(method string, r *envoysim.Response, res *roundtripper.CapturedResponse) (*roundtripper.CapturedRequest, *roundtripper.CapturedResponse, error) {
 	res.StatusCode = r.Status
-	for _, h := range r.Headers {
-		k := http.CanonicalHeaderKey(h.Name)
-		res.Headers[k] = append(res.Headers[k], h.Value)
-	}
+	addHeaders(res, r.Headers)
 	res.ContentLength = int64(len(r.Body))
 	if roundtripper.IsRedirect(r.Status) {
 		loc, ok := res.Headers["Location"]
@@ -419,4 +410,12 @@ func (f *fleet) podAt(ctx context.Context, endpoint string) (*corev1.Pod, error)
 		}
 	}
 	return nil, fmt.Errorf("no Pod has the address %s", ip)
+}
+
+// addHeaders gives the client's response the headers, as net/http keys them.
+func addHeaders(res *roundtripper.CapturedResponse, hs []envoysim.Header) {
+	for _, h := range hs {
+		k := http.CanonicalHeaderKey(h.Name)
+		res.Headers[k] = append(res.Headers[k], h.Value)
+	}
 }

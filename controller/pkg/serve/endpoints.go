@@ -61,11 +61,26 @@ func (r *reconciler) reconcileEndpoints(ctx context.Context, req ctrl.Request) (
 	if len(clusters) == 0 {
 		return ctrl.Result{}, nil
 	}
+	// Each Service's slices are listed once, however many of its ports
+	// and shared clusters use them.
+	listed := map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
+	endpoints := func(src ir.ClusterSource) ([]ir.Endpoint, error) {
+		k := types.NamespacedName{Namespace: src.Namespace, Name: src.Service}
+		sl, ok := listed[k]
+		if !ok {
+			var err error
+			if sl, err = r.endpointSlices(ctx, k); err != nil {
+				return nil, err
+			}
+			listed[k] = sl
+		}
+		return gatewayapi.Endpoints(src, sl), nil
+	}
 	clas := make([]*endpointv3.ClusterLoadAssignment, 0, len(clusters))
 	for _, c := range clusters {
 		next := *c
 		if len(c.Shares) == 0 {
-			eps, err := r.endpoints(ctx, c.Source)
+			eps, err := endpoints(c.Source)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
@@ -75,7 +90,7 @@ func (r *reconciler) reconcileEndpoints(ctx context.Context, req ctrl.Request) (
 		// Service, so that nothing of an earlier fast path is kept.
 		next.Shares = slices.Clone(c.Shares)
 		for i, sh := range next.Shares {
-			eps, err := r.endpoints(ctx, sh.Source)
+			eps, err := endpoints(sh.Source)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
@@ -94,16 +109,15 @@ func (r *reconciler) reconcileEndpoints(ctx context.Context, req ctrl.Request) (
 	return ctrl.Result{}, nil
 }
 
-// endpoints are a Service port's ready endpoints in the EndpointSlices the
-// cache holds now.
-func (r *reconciler) endpoints(ctx context.Context, src ir.ClusterSource) ([]ir.Endpoint, error) {
+// endpointSlices are a Service's EndpointSlices as the cache holds them now.
+func (r *reconciler) endpointSlices(ctx context.Context, svc types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
 	var list discoveryv1.EndpointSliceList
-	if err := r.client.List(ctx, &list, client.InNamespace(src.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: src.Service}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	endpointSlices := make([]*discoveryv1.EndpointSlice, len(list.Items))
+	out := make([]*discoveryv1.EndpointSlice, len(list.Items))
 	for i := range list.Items {
-		endpointSlices[i] = &list.Items[i]
+		out[i] = &list.Items[i]
 	}
-	return gatewayapi.Endpoints(src, endpointSlices), nil
+	return out, nil
 }
