@@ -11,7 +11,6 @@ import (
 
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/offline"
-	"isobar.dev/controller/pkg/xds"
 )
 
 // stringList is a repeatable flag.
@@ -64,7 +63,7 @@ func translate(args []string, stdout, stderr io.Writer) int {
 // a --gateway that is not in it, is reported and makes the code 1, and
 // the rest is translated.
 func translateFiles(cmd string, files, gateways []string, controllerName, namespace string, reportSkipped bool, stderr io.Writer) (*offline.Result, int) {
-	opts := offline.Options{ControllerName: controllerName, Settings: xds.DefaultSettings()}
+	opts := offline.Options{ControllerName: controllerName}
 	for _, g := range gateways {
 		ns, name, ok := strings.Cut(g, "/")
 		if !ok || ns == "" || name == "" {
@@ -98,6 +97,9 @@ func translateFiles(cmd string, files, gateways []string, controllerName, namesp
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return nil, 1
+	}
+	for _, n := range result.Notes {
+		fmt.Fprintf(stderr, "%s: %s\n", cmd, n)
 	}
 	for _, g := range opts.Gateways {
 		if !slices.ContainsFunc(result.Gateways.Gateways, func(tr *ir.Gateway) bool { return tr.Name == g.String() }) {

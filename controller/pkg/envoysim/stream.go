@@ -59,7 +59,7 @@ func (s *Simulator) udp(l *listenerv3.Listener, a *Answer) error {
 	if err != nil {
 		return err
 	}
-	if err := understand(cfg, "stat_prefix", "matcher", "idle_timeout"); err != nil {
+	if err := understand(cfg, "stat_prefix", "matcher", "idle_timeout", "access_log"); err != nil {
 		return err
 	}
 	m := cfg.GetMatcher()

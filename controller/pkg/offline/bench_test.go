@@ -68,7 +68,7 @@ func BenchmarkTranslate(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					if check {
-						if _, err := Translate(res, Options{Settings: xds.DefaultSettings()}); err != nil {
+						if _, err := Translate(res, Options{}); err != nil {
 							b.Fatal(err)
 						}
 					} else {

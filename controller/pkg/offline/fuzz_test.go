@@ -13,7 +13,6 @@ import (
 
 	"isobar.dev/controller/pkg/envoysim"
 	"isobar.dev/controller/pkg/resources"
-	"isobar.dev/controller/pkg/xds"
 )
 
 // FuzzLoadAndTranslate feeds arbitrary YAML through the loader and both
@@ -33,7 +32,7 @@ func FuzzLoadAndTranslate(f *testing.F) {
 		if _, err := res.Load("fuzz", bytes.NewReader(data)); err != nil {
 			return
 		}
-		result, err := Translate(res, Options{Settings: xds.DefaultSettings()})
+		result, err := Translate(res, Options{})
 		if err != nil {
 			t.Fatalf("translation produced invalid Envoy configuration: %v", err)
 		}
@@ -63,7 +62,7 @@ func FuzzHTTPRoute(f *testing.F) {
 	f.Add("api", "bad header", "\x00", "*.example.com", "q p", "([", int32(-5), 999, "bad host!", "no-slash", "NOPE")
 	f.Fuzz(func(t *testing.T, path, header, value, hostname, query, regex string, weight int32, code int, redirectHost, replace, method string) {
 		res := fuzzResources(path, header, value, hostname, query, regex, weight, code, redirectHost, replace, method)
-		result, err := Translate(res, Options{Settings: xds.DefaultSettings()})
+		result, err := Translate(res, Options{})
 		if err != nil {
 			t.Fatalf("translation produced invalid Envoy configuration: %v", err)
 		}

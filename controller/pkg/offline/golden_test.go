@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"isobar.dev/controller/pkg/xds"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current output")
@@ -29,7 +27,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			result, err := Translate(res, Options{Settings: xds.DefaultSettings()})
+			result, err := Translate(res, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

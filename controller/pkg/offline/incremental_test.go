@@ -109,7 +109,7 @@ func (inc *incremental) check(t *testing.T, step string, res *resources.Resource
 		}
 		incremental.XDS = append(incremental.XDS, out)
 	}
-	fresh, err := Translate(res, Options{Settings: xds.DefaultSettings()})
+	fresh, err := Translate(res, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,6 @@ const DefaultControllerName = "isobar.dev/gateway-controller"
 type Options struct {
 	ControllerName string
 	Gateways       []types.NamespacedName
-	Settings       xds.Settings
 }
 
 // Result is everything a translation produced.
@@ -37,6 +36,9 @@ type Result struct {
 	// XDS holds each Gateway's Envoy resources, in the order of
 	// Gateways.Gateways.
 	XDS []*xds.Resources
+	// Notes say where the translation had to assume what a cluster would
+	// know, such as a profile missing from the input.
+	Notes []string
 }
 
 // LoadFiles reads YAML files ("-" is standard input; a directory means its
@@ -81,19 +83,23 @@ func LoadFiles(paths []string, namespace string) (*resources.Resources, []resour
 	return res, skipped, errors.Join(errs...)
 }
 
-// TranslateFiles loads files and translates them with the default
-// settings, every Gateway of DefaultControllerName.
+// TranslateFiles loads files and translates every Gateway of
+// DefaultControllerName in them.
 func TranslateFiles(files ...string) (*Result, error) {
 	res, _, err := LoadFiles(files, "")
 	if err != nil {
 		return nil, err
 	}
-	return Translate(res, Options{Settings: xds.DefaultSettings()})
+	return Translate(res, Options{})
 }
 
-// Translate runs both stages on res and checks the Envoy resources. An
-// error means the translator produced resources Envoy would reject: a bug,
-// never a user's mistake, which status reports instead.
+// Translate runs both stages on res and checks the Envoy resources. Each
+// Gateway's Envoy configuration follows the runtimeSettings of its profile
+// (the ContourDeployments its class's and its own parametersRef name), as
+// the operator hands them to its controller; Notes say when res does not
+// hold a usable one. An error means the translator produced resources Envoy
+// would reject: a bug, never a user's mistake, which status reports
+// instead.
 func Translate(res *resources.Resources, opts Options) (*Result, error) {
 	if opts.ControllerName == "" {
 		opts.ControllerName = DefaultControllerName
@@ -104,7 +110,11 @@ func Translate(res *resources.Resources, opts Options) (*Result, error) {
 		Gateways:       opts.Gateways,
 	})
 	for _, g := range out.Gateways.Gateways {
-		r, err := xds.Translate(g, opts.Settings)
+		s, note := settings(res, g.Name)
+		if note != "" {
+			out.Notes = append(out.Notes, fmt.Sprintf("gateway %s: %s", g.Name, note))
+		}
+		r, err := xds.Translate(g, s)
 		if err != nil {
 			return nil, fmt.Errorf("gateway %s: %w", g.Name, err)
 		}

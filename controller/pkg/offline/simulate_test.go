@@ -9,7 +9,6 @@ import (
 
 	"isobar.dev/api/ports"
 	"isobar.dev/controller/pkg/envoysim"
-	"isobar.dev/controller/pkg/xds"
 )
 
 // request is one request against a golden case's Gateway and what Envoy,
@@ -135,7 +134,7 @@ func TestGoldenRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			result, err := Translate(res, Options{Settings: xds.DefaultSettings()})
+			result, err := Translate(res, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"isobar.dev/api/v1alpha1"
+
 	"bufio"
 	"bytes"
 	"cmp"
@@ -236,6 +238,8 @@ var decoders = map[string]decoder{
 	"Secret": {versions("v1"), decodeSecret, false},
 	"ConfigMap": {versions("v1"),
 		decodeAs(func(r *Resources) *[]*corev1.ConfigMap { return &r.ConfigMaps }), false},
+	"ContourDeployment.isobar.dev": {versions("v1alpha1"),
+		decodeAs(func(r *Resources) *[]*v1alpha1.ContourDeployment { return &r.ContourDeployments }), false},
 	"Namespace": {versions("v1"),
 		decodeAs(func(r *Resources) *[]*corev1.Namespace { return &r.Namespaces }), true},
 }

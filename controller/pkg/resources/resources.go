@@ -5,6 +5,8 @@
 package resources
 
 import (
+	"isobar.dev/api/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -28,6 +30,10 @@ type Resources struct {
 	Secrets            []*corev1.Secret
 	ConfigMaps         []*corev1.ConfigMap
 	Namespaces         []*corev1.Namespace
+	// ContourDeployments are read by the offline tools only, for the
+	// runtimeSettings of each Gateway's profile; the live controller gets
+	// its Gateway's from the operator.
+	ContourDeployments []*v1alpha1.ContourDeployment
 
 	// Unserved lists the route kinds the cluster does not serve at the
 	// version the controller reads (their CRD is not installed, or is too

@@ -41,7 +41,9 @@ type Options struct {
 	Profiling        bool
 	LeaderElect      bool
 	LeaderElectionNS string
-	UpdateDelay      time.Duration
+	// UpdateDelay is how long changes must be quiet before a translation;
+	// MaxUpdateDelay bounds the wait after the first change.
+	UpdateDelay, MaxUpdateDelay time.Duration
 	// KindsInterval is how often the served Gateway API kinds are checked
 	// again; a change restarts the controller.
 	KindsInterval       time.Duration
@@ -62,6 +64,7 @@ func DefaultOptions() Options {
 		HealthAddress:  fmt.Sprintf(":%d", ports.ControllerHealth),
 		MetricsAddress: fmt.Sprintf(":%d", ports.ControllerMetrics),
 		UpdateDelay:    100 * time.Millisecond,
+		MaxUpdateDelay: time.Second,
 		KindsInterval:  time.Minute,
 		LogLevel:       "info",
 		LogFormat:      logs.JSON,
@@ -89,7 +92,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on the metrics address")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas to write status")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to the Gateway's")
-	fs.DurationVar(&o.UpdateDelay, "update-delay", o.UpdateDelay, "how long to wait after a change for more before translating")
+	fs.DurationVar(&o.UpdateDelay, "update-delay", o.UpdateDelay, "how long changes must be quiet before translating")
+	fs.DurationVar(&o.MaxUpdateDelay, "max-update-delay", o.MaxUpdateDelay, "the longest a change waits for quiet before it is translated; 0 means no limit")
 	fs.DurationVar(&o.KindsInterval, "kinds-interval", o.KindsInterval, "how often to check which Gateway API kinds the cluster serves; a change (a CRD installed or removed) restarts the controller")
 	fs.StringVar(&o.RuntimeSettingsFile, "runtime-settings", o.RuntimeSettingsFile, "a JSON file of the ContourDeployment's runtimeSettings; default: the built-in defaults")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
@@ -114,6 +118,9 @@ func (o *Options) runtimeSettings() (xds.Settings, error) {
 	}
 	if d := rs.XDS.UpdateDelay; d != nil {
 		o.UpdateDelay = d.Duration
+	}
+	if d := rs.XDS.MaxUpdateDelay; d != nil {
+		o.MaxUpdateDelay = d.Duration
 	}
 	s, err := xds.FromRuntime(rs)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/batch"
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/xds"
@@ -38,14 +39,16 @@ type reconciler struct {
 	clusters map[types.NamespacedName][]*ir.Cluster
 	// served is the Gateway stage1 translates.
 	served types.NamespacedName
+	// batch holds passes back while changes keep coming, up to its Max.
+	batch *batch.Batcher
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	// Let a burst of changes settle into one pass; changes that arrive
-	// meanwhile mark the work item for one more pass, not many.
-	if r.opts.UpdateDelay > 0 {
-		time.Sleep(r.opts.UpdateDelay)
+	// during the pass mark the work item for one more pass, not many.
+	if err := r.batch.Wait(ctx); err != nil {
+		return ctrl.Result{}, err
 	}
 	if strings.HasPrefix(req.Name, endpointsPrefix) {
 		return r.reconcileEndpoints(ctx, req)

@@ -39,6 +39,7 @@ import (
 
 	"isobar.dev/api/fleet"
 	"isobar.dev/api/logs"
+	"isobar.dev/controller/pkg/batch"
 	"isobar.dev/controller/pkg/fleetreport"
 	"isobar.dev/controller/pkg/xds"
 	"isobar.dev/controller/pkg/xdsserver"
@@ -155,6 +156,7 @@ func Run(ctx context.Context, o Options) error {
 		snap:   &snapshotter{informers: mgr.GetCache(), served: served},
 		stage2: xds.NewTranslator(settings),
 		xds:    xdsServer,
+		batch:  &batch.Batcher{Delay: o.UpdateDelay, Max: o.MaxUpdateDelay},
 	}
 	own := func() fleetreport.Report {
 		st := xdsServer.Status()
@@ -219,23 +221,30 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	// One work item stands for "translate again"; in controllerName mode
 	// it names no Gateway.
 	key := reconcile.Request{NamespacedName: r.opts.Gateway}
-	always := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{key} })
+	always := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		r.batch.Changed()
+		return []reconcile.Request{key}
+	})
 	// Status is not translated: an update of a Gateway API object that
 	// leaves its generation alone (a status write: ours, another
 	// controller's, the operator's) only has the status writer check that
 	// our entries are still there.
 	specOrStatus := handler.Funcs{
 		CreateFunc: func(_ context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.batch.Changed()
 			q.Add(key)
 		},
 		DeleteFunc: func(_ context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.batch.Changed()
 			q.Add(key)
 		},
 		GenericFunc: func(_ context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.batch.Changed()
 			q.Add(key)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
+				r.batch.Changed()
 				q.Add(key)
 				return
 			}
@@ -259,7 +268,10 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	// the phase changes of one being deleted.
 	b = b.Watches(&corev1.Namespace{}, always, builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	// EndpointSlices take the fast path of their own work item.
-	b = b.Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(endpointsRequest))
+	b = b.Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		r.batch.Changed()
+		return endpointsRequest(ctx, o)
+	}))
 	return b.Complete(r)
 }
 

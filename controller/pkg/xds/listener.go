@@ -60,7 +60,7 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 			fc := &listenerv3.FilterChain{}
 			switch {
 			case c.TCP != nil:
-				fc.Filters = []*listenerv3.Filter{tcpProxy(l.Name, c.TCP)}
+				fc.Filters = []*listenerv3.Filter{tcpProxy(l.Name, c.TCP, s)}
 				if len(c.Certificates) > 0 {
 					fc.TransportSocket = downstreamTLS(c.Certificates, nil, s)
 				}
@@ -73,11 +73,11 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 			out.FilterChains = append(out.FilterChains, fc)
 		}
 	case ir.TCP:
-		out.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxy(l.Name, l.TCP)}}}
+		out.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxy(l.Name, l.TCP, s)}}}
 	case ir.UDP:
 		out.Address.GetSocketAddress().Protocol = corev3.SocketAddress_UDP
 		out.PerConnectionBufferLimitBytes = nil
-		out.ListenerFilters = []*listenerv3.ListenerFilter{udpProxy(l.Name, l.UDP)}
+		out.ListenerFilters = []*listenerv3.ListenerFilter{udpProxy(l.Name, l.UDP, s)}
 	default:
 		return nil, nil, fmt.Errorf("listener %s: protocol %s is not supported so far", l.Name, l.Protocol)
 	}
@@ -134,10 +134,12 @@ func httpConnectionManager(listener, routeConfig string, s Settings) *listenerv3
 			IdleTimeout:           duration(s.ConnectionIdleTimeout),
 			MaxConnectionDuration: duration(s.MaxConnectionDuration),
 		},
-		StreamIdleTimeout:     duration(s.StreamIdleTimeout),
-		RequestHeadersTimeout: duration(s.RequestHeadersTimeout),
-		DrainTimeout:          duration(s.ConnectionShutdownGracePeriod),
-		MaxRequestHeadersKb:   wrapperspb.UInt32(s.MaxRequestHeadersKiB),
+		StreamIdleTimeout:          duration(s.StreamIdleTimeout),
+		RequestHeadersTimeout:      duration(s.RequestHeadersTimeout),
+		DrainTimeout:               duration(s.ConnectionShutdownGracePeriod),
+		MaxRequestHeadersKb:        wrapperspb.UInt32(s.MaxRequestHeadersKiB),
+		ServerHeaderTransformation: serverHeader(s),
+		AccessLog:                  accessLogs(s, false),
 	}
 	return &listenerv3.Filter{
 		Name:       "envoy.filters.network.http_connection_manager",

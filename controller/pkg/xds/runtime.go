@@ -3,6 +3,7 @@ package xds
 import (
 	"fmt"
 
+	"isobar.dev/api/accesslog"
 	"isobar.dev/api/v1alpha1"
 )
 
@@ -49,5 +50,16 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 	for _, c := range rs.TLS.CipherSuites {
 		s.CipherSuites = append(s.CipherSuites, string(c))
 	}
+	if v := h.ServerHeader; v != "" {
+		s.ServerHeader = v
+	}
+	if err := accesslog.Validate(rs.AccessLog); err != nil {
+		return s, err
+	}
+	if v := rs.AccessLog.Format; v != "" {
+		s.AccessLog = v
+	}
+	s.AccessLogText = rs.AccessLog.TextFormat
+	s.AccessLogJSON = rs.AccessLog.JSONFields
 	return s, nil
 }

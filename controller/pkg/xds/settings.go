@@ -18,6 +18,14 @@ type Settings struct {
 	TLSMinimumVersion string
 	TLSMaximumVersion string
 	CipherSuites      []string
+	// ServerHeader is Overwrite, AppendIfAbsent or PassThrough.
+	ServerHeader string
+	// AccessLog is Text, JSON or Disabled; AccessLogText is the Text line
+	// (empty: Envoy's default line, for UDP the UDP proxy's recommended
+	// one) and AccessLogJSON the JSON fields, "key=operators".
+	AccessLog     string
+	AccessLogText string
+	AccessLogJSON []string
 }
 
 // DefaultSettings are the ContourDeployment's defaults.
@@ -31,5 +39,7 @@ func DefaultSettings() Settings {
 		MaxRequestHeadersKiB:          60,
 		TLSMinimumVersion:             "1.2",
 		TLSMaximumVersion:             "1.3",
+		ServerHeader:                  "Overwrite",
+		AccessLog:                     "Text",
 	}
 }

@@ -14,8 +14,8 @@ import (
 // connections: it has no endpoints, so Envoy closes them at once.
 const NoBackendCluster = InvalidBackendCluster
 
-func tcpProxy(statPrefix string, d *ir.Destination) *listenerv3.Filter {
-	p := &tcpproxyv3.TcpProxy{StatPrefix: statPrefix}
+func tcpProxy(statPrefix string, d *ir.Destination, s Settings) *listenerv3.Filter {
+	p := &tcpproxyv3.TcpProxy{StatPrefix: statPrefix, AccessLog: accessLogs(s, false)}
 	switch len(d.Backends) {
 	case 0:
 		p.ClusterSpecifier = &tcpproxyv3.TcpProxy_Cluster{Cluster: NoBackendCluster}
@@ -37,13 +37,14 @@ func tcpProxy(statPrefix string, d *ir.Destination) *listenerv3.Filter {
 // udpProxy sends every datagram to the destination's one backend: Envoy's
 // UDP proxy routes to one cluster, so the first stage makes weighted
 // backends one cluster with locality weights (ir.Cluster.Shares).
-func udpProxy(statPrefix string, d *ir.Destination) *listenerv3.ListenerFilter {
+func udpProxy(statPrefix string, d *ir.Destination, s Settings) *listenerv3.ListenerFilter {
 	cluster := NoBackendCluster
 	if len(d.Backends) > 0 {
 		cluster = d.Backends[0].Cluster
 	}
 	p := &udpproxyv3.UdpProxyConfig{
 		StatPrefix: statPrefix,
+		AccessLog:  accessLogs(s, true),
 		RouteSpecifier: &udpproxyv3.UdpProxyConfig_Matcher{Matcher: &matcherv3.Matcher{
 			OnNoMatch: &matcherv3.Matcher_OnMatch{OnMatch: &matcherv3.Matcher_OnMatch_Action{Action: &xdscorev3.TypedExtensionConfig{
 				Name:        "route",

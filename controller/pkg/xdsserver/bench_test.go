@@ -148,7 +148,7 @@ func routeChange(b *testing.B, res *resources.Resources) {
 }
 
 func workloadResources(b *testing.B, n int) *xds.Resources {
-	r, err := offline.Translate(workload(b, n, 5), offline.Options{Settings: xds.DefaultSettings()})
+	r, err := offline.Translate(workload(b, n, 5), offline.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

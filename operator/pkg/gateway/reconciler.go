@@ -19,6 +19,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/fleet"
+	"isobar.dev/api/profile"
 	"isobar.dev/operator/pkg/gatewayclass"
 	"isobar.dev/operator/pkg/params"
 	"isobar.dev/operator/pkg/provision"
@@ -70,15 +71,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	classProfile, err := gatewayclass.Check(ctx, r.Client, class)
 	if err != nil {
-		if !params.IsInvalid(err) {
+		if !profile.IsInvalid(err) {
 			return ctrl.Result{}, err
 		}
 		msg := fmt.Sprintf("GatewayClass %s is not accepted: %v", class.Name, err)
 		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonPending), msg)
 	}
-	profile, err := params.ForGateway(ctx, r.Client, gw, classProfile)
+	p, err := profile.ForGateway(gw, classProfile, params.Lookup(ctx, r.Client))
 	if err != nil {
-		if params.IsInvalid(err) {
+		if profile.IsInvalid(err) {
 			return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonInvalidParameters), err.Error())
 		}
 		return ctrl.Result{}, err
@@ -87,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	f, err := render.Render(render.Input{Gateway: gw, ControllerName: r.ControllerName, Spec: profile.Spec, Images: r.Images, Autoscaled: scaled})
+	f, err := render.Render(render.Input{Gateway: gw, ControllerName: r.ControllerName, Spec: p.Spec, Images: r.Images, Autoscaled: scaled})
 	if errors.Is(err, render.ErrUnsupportedAddress) {
 		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonUnsupportedAddress), err.Error())
 	}

@@ -22,6 +22,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/pkg/consts"
 
+	"isobar.dev/api/profile"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/operator/pkg/params"
@@ -97,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	_, paramsErr := Check(ctx, r.Client, gc)
-	if paramsErr != nil && !params.IsInvalid(paramsErr) {
+	if paramsErr != nil && !profile.IsInvalid(paramsErr) {
 		return ctrl.Result{}, paramsErr
 	}
 	next := gatewayapi.ClassStatus(gc, paramsErr, gatewayapi.Claimed(func(f gatewayapi.Field) bool { return r.served(ctx, f) }))
@@ -119,13 +120,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // sample Gateway, so that a profile the operator could not use is refused
 // on the class, where a person sees it, rather than on every Gateway.
 // It returns the class's resolved profile.
-func Check(ctx context.Context, c client.Reader, gc *gatewayv1.GatewayClass) (*params.Profile, error) {
-	p, err := params.ForClass(ctx, c, gc)
+func Check(ctx context.Context, c client.Reader, gc *gatewayv1.GatewayClass) (*profile.Profile, error) {
+	p, err := profile.ForClass(gc, params.Lookup(ctx, c))
 	if err != nil {
 		return nil, err
 	}
 	if err := render.Check(p.Spec); err != nil {
-		return nil, params.Invalidf("ContourDeployment %s: %v", p.Sources, err)
+		return nil, profile.Invalidf("ContourDeployment %s: %v", p.Sources, err)
 	}
 	return p, nil
 }

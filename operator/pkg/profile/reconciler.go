@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	apiprofile "isobar.dev/api/profile"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/operator/pkg/render"
 )
@@ -45,7 +46,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 func classProfile(_ context.Context, o client.Object) []reconcile.Request {
 	ref := o.(*gatewayv1.GatewayClass).Spec.ParametersRef
-	if ref == nil || ref.Namespace == nil || string(ref.Kind) != "ContourDeployment" {
+	if ref == nil || ref.Namespace == nil || !apiprofile.IsRef(string(ref.Group), string(ref.Kind)) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: string(*ref.Namespace), Name: ref.Name}}}
@@ -55,7 +56,7 @@ func classProfile(_ context.Context, o client.Object) []reconcile.Request {
 func (r *Reconciler) gatewayProfiles(ctx context.Context, o client.Object) []reconcile.Request {
 	gw := o.(*gatewayv1.Gateway)
 	var out []reconcile.Request
-	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil && string(inf.ParametersRef.Kind) == "ContourDeployment" {
+	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil && apiprofile.IsRef(string(inf.ParametersRef.Group), string(inf.ParametersRef.Kind)) {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: gw.Namespace, Name: inf.ParametersRef.Name}})
 	}
 	gc := &gatewayv1.GatewayClass{}
@@ -93,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, gw := range gateways.Items {
 		inf := gw.Spec.Infrastructure
 		own := inf != nil && inf.ParametersRef != nil && inf.ParametersRef.Name == cd.Name && gw.Namespace == cd.Namespace &&
-			isProfile(string(inf.ParametersRef.Group), string(inf.ParametersRef.Kind))
+			apiprofile.IsRef(string(inf.ParametersRef.Group), string(inf.ParametersRef.Kind))
 		if own || using[string(gw.Spec.GatewayClassName)] {
 			refs = append(refs, v1alpha1.GatewayReference{Namespace: gw.Namespace, Name: gw.Name})
 		}
@@ -117,12 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.Client.Status().Update(ctx, cd)
 }
 
-// isProfile reports whether a group and kind name a ContourDeployment.
-func isProfile(group, kind string) bool {
-	return group == v1alpha1.GroupVersion.Group && kind == "ContourDeployment"
-}
-
 // refersTo reports whether a class's parametersRef names cd.
 func refersTo(ref *gatewayv1.ParametersReference, cd *v1alpha1.ContourDeployment) bool {
-	return ref != nil && isProfile(string(ref.Group), string(ref.Kind)) && ref.Name == cd.Name && ref.Namespace != nil && string(*ref.Namespace) == cd.Namespace
+	return ref != nil && apiprofile.IsRef(string(ref.Group), string(ref.Kind)) && ref.Name == cd.Name && ref.Namespace != nil && string(*ref.Namespace) == cd.Namespace
 }

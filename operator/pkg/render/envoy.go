@@ -97,13 +97,13 @@ func (r *renderer) envoyWorkload() (client.Object, error) {
 		InitContainers: []corev1.Container{{
 			Name:  "bootstrap",
 			Image: r.in.Images.Controller,
-			Args: []string{
+			Args: append([]string{
 				"bootstrap",
 				"--cluster=" + gw.Namespace + "/" + gw.Name,
 				"--xds-address=" + r.names.ControllerServiceDNS,
 				"--certs-dir=" + CertsDir,
 				"--output-dir=" + BootstrapDir,
-			},
+			}, maxHeap(es)...),
 			Env:             podEnv,
 			SecurityContext: containerSecurity(),
 			VolumeMounts: []corev1.VolumeMount{
@@ -195,4 +195,13 @@ func (r *renderer) podDisruptionBudget() *policyv1.PodDisruptionBudget {
 			MaxUnavailable: p.MaxUnavailable,
 		},
 	}
+}
+
+// maxHeap turns on Envoy's overload manager in the bootstrap for the
+// profile's heap size.
+func maxHeap(es v1alpha1.EnvoySettings) []string {
+	if es.OverloadMaxHeapSize == nil {
+		return nil
+	}
+	return []string{"--max-heap-bytes=" + strconv.FormatInt(es.OverloadMaxHeapSize.Value(), 10)}
 }

@@ -103,6 +103,9 @@ func NamesOf(gw *gatewayv1.Gateway) Names {
 // message names the field); nothing is half-rendered.
 func Render(in Input) (*Fleet, error) {
 	gw := in.Gateway
+	if err := validate(in.Spec); err != nil {
+		return nil, err
+	}
 	if in.Images.Controller == "" {
 		in.Images.Controller = DefaultControllerImage
 	}

@@ -1,0 +1,85 @@
+// Package batch folds a stream of changes into translation passes. A pass
+// waits until changes have been quiet for Delay, so that a burst (a
+// kubectl apply of fifty routes) costs one pass, but never longer than Max
+// after the first change it covers, so that a steady stream (EndpointSlices
+// of a rolling Deployment every few milliseconds) cannot hold Envoy's
+// configuration back forever.
+package batch
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Batcher is safe for concurrent use: event handlers call Changed, the one
+// worker calls Wait.
+type Batcher struct {
+	Delay, Max time.Duration
+	// Now and Sleep are the clock; nil means the real one.
+	Now   func() time.Time
+	Sleep func(context.Context, time.Duration) error
+
+	mu          sync.Mutex
+	pending     bool
+	first, last time.Time
+}
+
+// Changed records a change the next pass must cover.
+func (b *Batcher) Changed() {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.pending {
+		b.pending, b.first = true, now
+	}
+	b.last = now
+}
+
+// Wait returns when a pass should start: at once when no change is
+// pending, else once changes have been quiet for Delay or Max has passed
+// since the first of them. The changes are then taken as covered.
+func (b *Batcher) Wait(ctx context.Context) error {
+	for {
+		b.mu.Lock()
+		if !b.pending {
+			b.mu.Unlock()
+			return nil
+		}
+		due := b.last.Add(b.Delay)
+		if limit := b.first.Add(b.Max); b.Max > 0 && limit.Before(due) {
+			due = limit
+		}
+		wait := due.Sub(b.now())
+		if wait <= 0 {
+			b.pending = false
+			b.mu.Unlock()
+			return nil
+		}
+		b.mu.Unlock()
+		if err := b.sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+func (b *Batcher) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
+}
+
+func (b *Batcher) sleep(ctx context.Context, d time.Duration) error {
+	if b.Sleep != nil {
+		return b.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
