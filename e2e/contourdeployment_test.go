@@ -236,6 +236,66 @@ func TestContourDeploymentValidation(t *testing.T) {
 			want: []string{"spec.runtimeSettings.timeouts.upstreamConnect", "upstreamConnect must be greater than zero"},
 		},
 		{
+			name: "PDB limit that is not a percentage",
+			spec: "envoy: {podDisruptionBudget: {maxUnavailable: half}}",
+			want: []string{"spec.envoy.podDisruptionBudget.maxUnavailable", "maxUnavailable must be a count (0 or more) or a percentage from 0% to 100%"},
+		},
+		{
+			name: "PDB percentage above 100",
+			spec: "envoy: {podDisruptionBudget: {minAvailable: 150%}}",
+			want: []string{"spec.envoy.podDisruptionBudget.minAvailable", "percentage from 0% to 100%"},
+		},
+		{
+			name: "negative PDB count",
+			spec: "envoy: {podDisruptionBudget: {minAvailable: -1}}",
+			want: []string{"spec.envoy.podDisruptionBudget.minAvailable", "a count (0 or more)"},
+		},
+		{
+			name: "pod label value with a space",
+			spec: "envoy: {podLabels: {team: 'web team'}}",
+			want: []string{"spec.envoy.podLabels.team", "should match"},
+		},
+		{
+			name: "bad node selector value",
+			spec: "envoy: {nodePlacement: {nodeSelector: {zone: 'a b'}}}",
+			want: []string{"spec.envoy.nodePlacement.nodeSelector.zone", "should match"},
+		},
+		{
+			name: "memory request above its limit",
+			spec: "envoy: {resources: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}}",
+			want: []string{"spec.envoy.resources", "requests.memory must be at most limits.memory"},
+		},
+		{
+			name: "control plane CPU request above its limit",
+			spec: "controller: {resources: {requests: {cpu: '2'}, limits: {cpu: 500m}}}",
+			want: []string{"spec.controller.resources", "requests.cpu must be at most limits.cpu"},
+		},
+		{
+			name: "invalid priority class name",
+			spec: "envoy: {priorityClassName: Critical_Pods}",
+			want: []string{"spec.envoy.priorityClassName", "should match"},
+		},
+		{
+			name: "heap at the memory limit",
+			spec: "envoy: {overloadMaxHeapSize: 1Gi, resources: {limits: {memory: 1Gi}}}",
+			want: []string{"spec.envoy", "overloadMaxHeapSize must be below resources.limits.memory"},
+		},
+		{
+			name: "stray percent in the text format",
+			spec: "runtimeSettings: {accessLog: {format: Text, textFormat: '100% %RESPONSE_CODE%'}}",
+			want: []string{"spec.runtimeSettings.accessLog.textFormat", "should match"},
+		},
+		{
+			name: "unterminated operator in a JSON field",
+			spec: "runtimeSettings: {accessLog: {format: JSON, jsonFields: ['status=%RESPONSE_CODE']}}",
+			want: []string{"spec.runtimeSettings.accessLog.jsonFields[0]", "should match"},
+		},
+		{
+			name: "JSON key twice",
+			spec: "runtimeSettings: {accessLog: {format: JSON, jsonFields: ['s=%RESPONSE_CODE%', 's=%DURATION%']}}",
+			want: []string{"spec.runtimeSettings.accessLog.jsonFields", "each jsonFields key may appear once"},
+		},
+		{
 			name: "image with a space",
 			spec: "envoy: {image: 'envoyproxy/envoy: v1.36'}",
 			want: []string{"spec.envoy.image", "should match"},
@@ -269,6 +329,13 @@ func TestContourDeploymentAccepted(t *testing.T) {
 		"json-logs":         "runtimeSettings: {accessLog: {format: JSON, jsonFields: ['status=%RESPONSE_CODE%']}}",
 		"percent-pdb":       "envoy: {podDisruptionBudget: {maxUnavailable: 10%}}",
 		"drain-immediately": "envoy: {drain: {timeout: 0s, minDuration: 0s, strategy: Immediate}}",
+		"labels":            "envoy: {podLabels: {example.com/team: web-1, tier: ''}, podAnnotations: {example.com/a.b_c: 'any value at all'}, nodePlacement: {nodeSelector: {topology.kubernetes.io/zone: eu-1a}}}",
+		"requests-limits":   "envoy: {resources: {requests: {memory: 512Mi, cpu: 250m}, limits: {memory: 1Gi}}, overloadMaxHeapSize: 900Mi}",
+		"heap-no-limit":     "envoy: {overloadMaxHeapSize: 2Gi, resources: {requests: {memory: 1Gi}}}",
+		"pdb-full-range":    "envoy: {podDisruptionBudget: {minAvailable: 100%}}",
+		"pdb-zero":          "envoy: {podDisruptionBudget: {maxUnavailable: 0}}",
+		"text-format":       "runtimeSettings: {accessLog: {format: Text, textFormat: \"%START_TIME(%Y/%m/%d %s)% %REQ(USER-AGENT):20% done\\n\"}}",
+		"priority":          "envoy: {priorityClassName: system-node-critical}",
 	} {
 		if err := createProfile(t, ns, name, spec); err != nil {
 			t.Errorf("%s: the API server refused %s: %v", name, spec, err)

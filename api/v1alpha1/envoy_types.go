@@ -13,6 +13,7 @@ const ReservedMountPrefix = "/var/run/isobar"
 
 // EnvoySettings configure the data plane.
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.workloadType == 'Deployment'",message="replicas may only be set when workloadType is Deployment: a DaemonSet runs one Envoy per node"
+// +kubebuilder:validation:XValidation:rule="!has(self.overloadMaxHeapSize) || !has(self.resources) || !has(self.resources.limits) || !('memory' in self.resources.limits) || quantity(string(self.overloadMaxHeapSize)).isLessThan(quantity(string(self.resources.limits['memory'])))",message="overloadMaxHeapSize must be below resources.limits.memory: Envoy is killed at the limit before the overload manager acts"
 // +kubebuilder:validation:XValidation:rule="!has(self.extraVolumeMounts) || self.extraVolumeMounts.all(m, has(self.extraVolumes) && self.extraVolumes.exists(v, v.name == m.name))",message="every extraVolumeMounts[].name must name one of extraVolumes"
 type EnvoySettings struct {
 	// WorkloadType is how Envoy runs: a DaemonSet, one Envoy per node, or a
@@ -175,9 +176,11 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.minAvailable) != has(self.maxUnavailable)",message="set exactly one of minAvailable and maxUnavailable"
 type PodDisruptionBudgetSettings struct {
 	// MinAvailable is a count or a percentage of Envoy pods.
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="minAvailable must be a count (0 or more) or a percentage from 0% to 100%"
 	// +optional
 	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
 	// MaxUnavailable is a count or a percentage of Envoy pods.
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="maxUnavailable must be a count (0 or more) or a percentage from 0% to 100%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }

@@ -28,7 +28,7 @@ type NetworkPublishing struct {
 	IPFamilyPolicy *corev1.IPFamilyPolicy `json:"ipFamilyPolicy,omitempty"`
 
 	// ServiceAnnotations are added to the Service, typically to configure a
-	// cloud load balancer.
+	// cloud load balancer. Keys are checked as podAnnotations'.
 	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	ServiceAnnotations map[string]string `json:"serviceAnnotations,omitempty"`
@@ -81,6 +81,9 @@ type NodePort struct {
 
 	// NodePort is the port every node opens for it; it must lie in the
 	// cluster's node port range (30000-32767 unless configured otherwise).
+	// The range is the API server's setting, which a schema cannot know:
+	// the operator tries the rendered Service on the API server (dry run)
+	// and reports a port outside it in the profile's Accepted condition.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	NodePort int32 `json:"nodePort"`

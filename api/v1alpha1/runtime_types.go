@@ -178,16 +178,24 @@ type AccessLogSettings struct {
 
 	// TextFormat overrides the line format of Text, in Envoy's command
 	// operators, e.g. "%REQ(:METHOD)% %REQ(:PATH)% %RESPONSE_CODE%\n".
+	// Unset, Envoy's default line; for UDP, Envoy's recommended UDP
+	// session line. Every '%' starts a command operator.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^([^%]|%([A-Z]|[A-Z][A-Z0-9_]*[A-Z0-9])(\([^)]*\))?(:[0-9]+)?%)*$`
 	// +optional
 	TextFormat string `json:"textFormat,omitempty"`
 
 	// JSONFields are the fields of JSON, each a key and a command operator
-	// ("method=%REQ(:METHOD)%").
+	// ("method=%REQ(:METHOD)%"); keys must differ. Unset, the fields of
+	// Envoy's default text line (start_time, method, path, protocol,
+	// response_code, response_flags, bytes_received, bytes_sent, duration,
+	// upstream_service_time, x_forwarded_for, user_agent, request_id,
+	// authority, upstream_host) and upstream_cluster and route_name.
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=256
-	// +kubebuilder:validation:items:Pattern=`^[A-Za-z_][A-Za-z0-9_.-]*=.+$`
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z_][A-Za-z0-9_.-]*=([^%]|%([A-Z]|[A-Z][A-Z0-9_]*[A-Z0-9])(\([^)]*\))?(:[0-9]+)?%)+$`
+	// +kubebuilder:validation:XValidation:rule="self.all(f, self.exists_one(g, g.substring(0, g.indexOf('=')) == f.substring(0, f.indexOf('='))))",message="each jsonFields key may appear once"
 	// +listType=atomic
 	// +optional
 	JSONFields []string `json:"jsonFields,omitempty"`

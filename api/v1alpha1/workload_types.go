@@ -16,7 +16,11 @@ type WorkloadSettings struct {
 	// +optional
 	Image string `json:"image,omitempty"`
 
-	// Resources are the container's compute requests and limits.
+	// Resources are the container's compute requests and limits. A
+	// request above its limit is refused here for CPU and memory, by the
+	// API server's dry run of the fleet for other resources.
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('memory' in self.requests) || !('memory' in self.limits) || quantity(string(self.requests['memory'])).compareTo(quantity(string(self.limits['memory']))) <= 0",message="requests.memory must be at most limits.memory"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('cpu' in self.requests) || !('cpu' in self.limits) || quantity(string(self.requests['cpu'])).compareTo(quantity(string(self.limits['cpu']))) <= 0",message="requests.cpu must be at most limits.cpu"
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
@@ -25,21 +29,24 @@ type WorkloadSettings struct {
 	NodePlacement *NodePlacement `json:"nodePlacement,omitempty"`
 
 	// PodAnnotations are added to the pods, for example for a service mesh
-	// or a log collector.
+	// or a log collector. Keys must be qualified names; the schema cannot
+	// check map keys within the API server's validation cost budget, so
+	// the operator's dry run of the fleet reports a bad one in the
+	// profile's Accepted condition.
 	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 
 	// PodLabels are added to the pods. They may not replace the labels the
-	// operator selects the pods by.
+	// operator selects the pods by. Keys are checked as podAnnotations'.
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 63)",message="label values must be at most 63 characters"
 	// +optional
-	PodLabels map[string]string `json:"podLabels,omitempty"`
+	PodLabels map[string]LabelValue `json:"podLabels,omitempty"`
 
 	// PriorityClassName is the pods' PriorityClass. Give Envoy a high one:
 	// evicting it drops traffic.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
@@ -57,7 +64,7 @@ type NodePlacement struct {
 	// NodeSelector must match a node's labels for a pod to run there.
 	// +kubebuilder:validation:MaxProperties=32
 	// +optional
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
 	// Tolerations let the pods run on tainted nodes.
 	// +kubebuilder:validation:MaxItems=32
@@ -104,3 +111,8 @@ const (
 	ControllerLogWarn  ControllerLogLevel = "warn"
 	ControllerLogError ControllerLogLevel = "error"
 )
+
+// LabelValue is a Kubernetes label value.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string

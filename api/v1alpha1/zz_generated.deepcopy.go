@@ -380,7 +380,7 @@ func (in *NodePlacement) DeepCopyInto(out *NodePlacement) {
 	*out = *in
 	if in.NodeSelector != nil {
 		in, out := &in.NodeSelector, &out.NodeSelector
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]LabelValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}
@@ -578,7 +578,7 @@ func (in *WorkloadSettings) DeepCopyInto(out *WorkloadSettings) {
 	}
 	if in.PodLabels != nil {
 		in, out := &in.PodLabels, &out.PodLabels
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]LabelValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}

@@ -39,7 +39,7 @@ func (r *renderer) controllerDeployment() *appsv1.Deployment {
 	podLabels := r.labels(fleet.Controller)
 	for k, v := range cs.PodLabels {
 		if _, fleetLabel := podLabels[k]; !fleetLabel {
-			podLabels[k] = v
+			podLabels[k] = string(v)
 		}
 	}
 	podAnnotations := map[string]string{ConfigHashAnnotation: r.configHash}
@@ -156,7 +156,12 @@ func placement(pod *corev1.PodSpec, p *v1alpha1.NodePlacement) {
 	if p == nil {
 		return
 	}
-	pod.NodeSelector = p.NodeSelector
+	if len(p.NodeSelector) > 0 {
+		pod.NodeSelector = map[string]string{}
+		for k, v := range p.NodeSelector {
+			pod.NodeSelector[k] = string(v)
+		}
+	}
 	pod.Tolerations = p.Tolerations
 	pod.Affinity = p.Affinity
 	pod.TopologySpreadConstraints = p.TopologySpreadConstraints

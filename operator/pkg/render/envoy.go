@@ -78,7 +78,7 @@ func (r *renderer) envoyWorkload() (client.Object, error) {
 	podLabels := r.labels(fleet.Envoy)
 	for k, v := range es.PodLabels {
 		if _, fleetLabel := podLabels[k]; !fleetLabel {
-			podLabels[k] = v
+			podLabels[k] = string(v)
 		}
 	}
 	podAnnotations := map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": strconv.Itoa(ports.EnvoyStats), "prometheus.io/path": "/stats/prometheus"}
