@@ -55,6 +55,9 @@ type Options struct {
 	// KindsInterval is how often the served Gateway API kinds are checked
 	// again; a change restarts the operator.
 	KindsInterval time.Duration
+	// NodePortRange is the API server's --service-node-port-range: the API
+	// server does not publish it, and its dry run does not check it.
+	NodePortRange render.PortRange
 }
 
 // DefaultOptions work for a single operator replica in a cluster.
@@ -68,6 +71,7 @@ func DefaultOptions() Options {
 		LogLevel:           "info",
 		LogFormat:          logs.JSON,
 		KindsInterval:      time.Minute,
+		NodePortRange:      render.DefaultNodePortRange,
 	}
 }
 
@@ -82,6 +86,11 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to the pod's")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json or console")
+	fs.Func("service-node-port-range", "the API server's --service-node-port-range (default "+render.DefaultNodePortRange.String()+"): profiles' node ports are checked against it", func(v string) error {
+		r, err := render.ParsePortRange(v)
+		o.NodePortRange = r
+		return err
+	})
 	fs.DurationVar(&o.KindsInterval, "kinds-interval", o.KindsInterval, "how often to check that the cluster serves GatewayClass and Gateway; a change (their CRDs installed or removed) restarts the operator")
 }
 
@@ -176,24 +185,25 @@ func Run(o Options) error {
 }
 
 func setupReconcilers(mgr ctrl.Manager, o Options) error {
-	if err := (&gatewayclass.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName}).SetupWithManager(mgr); err != nil {
+	if err := (&gatewayclass.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName, NodePortRange: o.NodePortRange}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the GatewayClass reconciler: %w", err)
 	}
 	if err := (&gateway.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ControllerName: o.ControllerName,
-		Images:   render.Images{Controller: o.ControllerImage, Envoy: o.EnvoyImage},
-		Recorder: mgr.GetEventRecorder("isobar-operator"),
-		Now:      time.Now,
+		Images:        render.Images{Controller: o.ControllerImage, Envoy: o.EnvoyImage},
+		Recorder:      mgr.GetEventRecorder("isobar-operator"),
+		Now:           time.Now,
+		NodePortRange: o.NodePortRange,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Gateway reconciler: %w", err)
 	}
 	if err := (&static.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OperatorControllerName: o.ControllerName,
-		Images: render.Images{Controller: o.ControllerImage, Envoy: o.EnvoyImage}, Now: time.Now,
+		Images: render.Images{Controller: o.ControllerImage, Envoy: o.EnvoyImage}, Now: time.Now, NodePortRange: o.NodePortRange,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the static fleet reconciler: %w", err)
 	}
-	if err := (&profile.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName}).SetupWithManager(mgr); err != nil {
+	if err := (&profile.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName, NodePortRange: o.NodePortRange}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ContourDeployment reconciler: %w", err)
 	}
 	return nil

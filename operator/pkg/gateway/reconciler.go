@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +46,12 @@ type Reconciler struct {
 	Recorder       events.EventRecorder
 	// Now is the clock certificates are issued by.
 	Now func() time.Time
+	// NodePortRange is the API server's node port range.
+	NodePortRange render.PortRange
+	// tried holds, by Gateway UID, the sum of the last rendering the API
+	// server accepted in a dry run: a fleet is tried before it is applied
+	// only when it changed, not on every status change of its pods.
+	tried sync.Map
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -69,13 +77,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	classProfile, err := gatewayclass.Check(ctx, r.Client, class)
+	classProfile, err := gatewayclass.Check(ctx, r.Client, class, r.NodePortRange)
 	if err != nil {
 		if !profile.IsInvalid(err) {
 			return ctrl.Result{}, err
 		}
 		msg := fmt.Sprintf("GatewayClass %s is not accepted: %v", class.Name, err)
-		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonPending), msg)
+		return ctrl.Result{}, r.notApplied(ctx, gw, render.NamesOf(gw), gatewayv1.GatewayReasonPending, msg)
 	}
 	p, err := profile.ForGateway(gw, classProfile, params.Lookup(ctx, r.Client))
 	if err != nil {
@@ -88,16 +96,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	f, err := render.Render(render.Input{Gateway: gw, ControllerName: r.ControllerName, Spec: p.Spec, Images: r.Images, Autoscaled: scaled})
+	f, err := render.Render(render.Input{Gateway: gw, ControllerName: r.ControllerName, Spec: p.Spec, Images: r.Images, Autoscaled: scaled, NodePortRange: r.NodePortRange})
 	if errors.Is(err, render.ErrUnsupportedAddress) {
 		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonUnsupportedAddress), err.Error())
 	}
 	if err != nil {
-		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonInvalidParameters), err.Error())
+		return ctrl.Result{}, r.notApplied(ctx, gw, render.NamesOf(gw), gatewayv1.GatewayReasonInvalidParameters, fmt.Sprintf("the fleet cannot be rendered from %s: %v", from(p.Sources), err))
 	}
 
-	renewAt, issued, err := provision.Fleet(ctx, r.Client, r.APIReader, gw, gatewayv1.SchemeGroupVersion.WithKind("Gateway"), f, render.Labels(gw, fleet.Controller), r.Now())
+	gvk := gatewayv1.SchemeGroupVersion.WithKind("Gateway")
+	sum := render.Sum(f)
+	if last, ok := r.tried.Load(gw.UID); !ok || last != sum {
+		if err := provision.DryRun(ctx, r.Client, gw, gvk, f); err != nil {
+			if !provision.IsRefused(err) {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{RequeueAfter: refusedRetry}, r.notApplied(ctx, gw, f.Names, gatewayv1.GatewayReasonInvalidParameters, fmt.Sprintf("the API server refuses the fleet rendered from %s: %v", from(p.Sources), err))
+		}
+		r.tried.Store(gw.UID, sum)
+	}
+	renewAt, issued, err := provision.Fleet(ctx, r.Client, r.APIReader, gw, gvk, f, render.Labels(gw, fleet.Controller), r.Now())
 	if err != nil {
+		// The dry run passed, so this is rare (a conflict, a webhook that
+		// changed its mind); say so and retry.
+		r.Recorder.Eventf(gw, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provision", "%v", err)
+		if serr := r.setCondition(ctx, gw, metav1.ConditionFalse, "ProvisioningFailed", err.Error(), false); serr != nil {
+			log.Error(serr, "writing the Provisioned condition")
+		}
 		return ctrl.Result{}, err
 	}
 	for _, name := range issued {
@@ -111,9 +136,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: time.Until(renewAt) + time.Second}, nil
 }
 
+// refusedRetry is how soon a fleet the API server refused is tried again
+// without a change to its inputs: admission can depend on what the
+// profile does not say (quotas, webhooks, the node port range).
+const refusedRetry = 5 * time.Minute
+
+// notApplied reports a fleet that cannot be applied. A fleet that runs
+// keeps running as it was provisioned: nothing of it was changed. A
+// Gateway without one gets Accepted false too, since no controller will
+// ever report on it.
+func (r *Reconciler) notApplied(ctx context.Context, gw *gatewayv1.Gateway, names render.Names, reason gatewayv1.GatewayConditionReason, msg string) error {
+	running := &appsv1.Deployment{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: gw.Namespace, Name: names.Controller}, running)
+	if apierrors.IsNotFound(err) {
+		return r.refuse(ctx, gw, string(reason), msg)
+	}
+	if err != nil {
+		return err
+	}
+	msg += "; the fleet keeps running as last provisioned"
+	r.Recorder.Eventf(gw, nil, corev1.EventTypeWarning, string(reason), "Provision", "%s", msg)
+	return r.setCondition(ctx, gw, metav1.ConditionFalse, string(reason), msg, false)
+}
+
+// from names where a fleet is rendered from.
+func from(sources []types.NamespacedName) string {
+	if len(sources) == 0 {
+		return "the Gateway and the default profile"
+	}
+	return fmt.Sprintf("ContourDeployment %s", sources)
+}
+
 // release deletes the Gateway's cluster-scoped objects and drops the
 // finalizer.
 func (r *Reconciler) release(ctx context.Context, gw *gatewayv1.Gateway) error {
+	r.tried.Delete(gw.UID)
 	if !controllerutil.ContainsFinalizer(gw, Finalizer) {
 		return nil
 	}

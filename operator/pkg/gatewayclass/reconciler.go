@@ -37,6 +37,9 @@ const ConditionSupportedVersion = "SupportedVersion"
 type Reconciler struct {
 	Client         client.Client
 	ControllerName string
+	// NodePortRange is the API server's node port range, which profiles
+	// are checked against.
+	NodePortRange render.PortRange
 }
 
 // SetupWithManager watches our classes, the ContourDeployments they refer
@@ -97,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if string(gc.Spec.ControllerName) != r.ControllerName {
 		return ctrl.Result{}, nil
 	}
-	_, paramsErr := Check(ctx, r.Client, gc)
+	_, paramsErr := Check(ctx, r.Client, gc, r.NodePortRange)
 	if paramsErr != nil && !profile.IsInvalid(paramsErr) {
 		return ctrl.Result{}, paramsErr
 	}
@@ -120,12 +123,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // sample Gateway, so that a profile the operator could not use is refused
 // on the class, where a person sees it, rather than on every Gateway.
 // It returns the class's resolved profile.
-func Check(ctx context.Context, c client.Reader, gc *gatewayv1.GatewayClass) (*profile.Profile, error) {
+func Check(ctx context.Context, c client.Reader, gc *gatewayv1.GatewayClass, nodePorts render.PortRange) (*profile.Profile, error) {
 	p, err := profile.ForClass(gc, params.Lookup(ctx, c))
 	if err != nil {
 		return nil, err
 	}
-	if err := render.Check(p.Spec); err != nil {
+	if err := render.Check(p.Spec, nodePorts); err != nil {
 		return nil, profile.Invalidf("ContourDeployment %s: %v", p.Sources, err)
 	}
 	return p, nil

@@ -5,6 +5,7 @@ package profile
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -22,6 +23,7 @@ import (
 
 	apiprofile "isobar.dev/api/profile"
 	"isobar.dev/api/v1alpha1"
+	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
 )
 
@@ -32,6 +34,9 @@ const maxGateways = 256
 type Reconciler struct {
 	Client         client.Client
 	ControllerName string
+	// NodePortRange is the API server's node port range, which profiles
+	// are checked against.
+	NodePortRange render.PortRange
 }
 
 // SetupWithManager watches profiles and what refers to them.
@@ -107,8 +112,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	next.ObservedGeneration = cd.Generation
 	cond := metav1.Condition{Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAccepted,
 		Message: "fleets can be rendered from this profile", ObservedGeneration: cd.Generation}
-	if err := render.Check(cd.Spec); err != nil {
+	if err := render.Check(cd.Spec, r.NodePortRange); err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonInvalid, err.Error()
+	} else if err := r.dryRun(ctx, cd, gateways.Items, refs); err != nil {
+		if !provision.IsRefused(err) {
+			return ctrl.Result{}, err
+		}
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonInvalid
+		cond.Message = "the API server refuses a fleet rendered from this profile: " + err.Error()
 	}
 	meta.SetStatusCondition(&next.Conditions, cond)
 	if apiequality.Semantic.DeepEqual(next, &cd.Status) {
@@ -116,6 +127,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	cd.Status = *next
 	return ctrl.Result{}, r.Client.Status().Update(ctx, cd)
+}
+
+// dryRun renders a fleet from the profile alone and has the API server
+// try it: what the schema cannot check (label and annotation keys, the
+// cluster's node port range, admission) is found when the profile
+// changes, not when a Gateway's fleet is next applied. The fleet is that
+// of the first Gateway using the profile, so that its own objects (its
+// node ports) do not count as conflicts, or of a stand-in Gateway named
+// after the profile with a listener on each port the profile pins.
+func (r *Reconciler) dryRun(ctx context.Context, cd *v1alpha1.ContourDeployment, gateways []gatewayv1.Gateway, users []v1alpha1.GatewayReference) error {
+	var owner client.Object = cd
+	gvk := v1alpha1.GroupVersion.WithKind("ContourDeployment")
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: cd.Name, Namespace: cd.Namespace}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "dry-run"}}
+	for _, p := range cd.Spec.Envoy.NetworkPublishing.NodePorts {
+		gw.Spec.Listeners = append(gw.Spec.Listeners, gatewayv1.Listener{Name: gatewayv1.SectionName(fmt.Sprintf("tcp-%d", p.Port)), Port: p.Port, Protocol: gatewayv1.TCPProtocolType})
+	}
+	if len(gw.Spec.Listeners) == 0 {
+		gw.Spec.Listeners = []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}}
+	}
+	if len(users) > 0 {
+		for i := range gateways {
+			if gateways[i].Namespace == users[0].Namespace && gateways[i].Name == users[0].Name {
+				gw, owner, gvk = &gateways[i], &gateways[i], gatewayv1.SchemeGroupVersion.WithKind("Gateway")
+			}
+		}
+	}
+	f, err := render.Render(render.Input{Gateway: gw, ControllerName: r.ControllerName, Spec: cd.Spec})
+	if err != nil {
+		// render.Check passed: what is left is the Gateway's own (its
+		// addresses), which its status reports.
+		return nil
+	}
+	return provision.DryRun(ctx, r.Client, owner, gvk, f)
 }
 
 // refersTo reports whether a class's parametersRef names cd.

@@ -16,7 +16,7 @@ const FieldOwner = "isobar-operator"
 
 // apply server-side applies obj as rendered: only the fields the operator
 // sets, never status.
-func apply(ctx context.Context, c client.Client, obj client.Object) error {
+func apply(ctx context.Context, c client.Client, obj client.Object, opts ...client.ApplyOption) error {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return fmt.Errorf("converting %T: %w", obj, err)
@@ -26,7 +26,7 @@ func apply(ctx context.Context, c client.Client, obj client.Object) error {
 		delete(m, "creationTimestamp")
 	}
 	ac := client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
-	if err := c.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, ac, append([]client.ApplyOption{client.FieldOwner(FieldOwner), client.ForceOwnership}, opts...)...); err != nil {
 		return fmt.Errorf("applying %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 	}
 	return nil

@@ -48,10 +48,30 @@ type Input struct {
 	// listeners of the Gateway the controller will serve), and the
 	// controller runs in controllerName mode for ControllerName.
 	Static bool
+	// NodePortRange is the API server's --service-node-port-range, which a
+	// profile's node ports must lie in; the zero range is not checked.
+	NodePortRange PortRange
 	// Autoscaled names the Deployments a HorizontalPodAutoscaler scales:
 	// their replicas are left out, so that applying never undoes the
 	// autoscaler.
 	Autoscaled map[string]bool
+}
+
+// PortRange is an inclusive range of ports.
+type PortRange struct{ Min, Max int32 }
+
+func (p PortRange) String() string { return fmt.Sprintf("%d-%d", p.Min, p.Max) }
+
+// DefaultNodePortRange is the API server's default node port range.
+var DefaultNodePortRange = PortRange{30000, 32767}
+
+// ParsePortRange reads "MIN-MAX".
+func ParsePortRange(s string) (PortRange, error) {
+	var p PortRange
+	if _, err := fmt.Sscanf(s, "%d-%d", &p.Min, &p.Max); err != nil || p.Min < 1 || p.Max > 65535 || p.Min > p.Max {
+		return PortRange{}, fmt.Errorf("%q is not a port range such as 30000-32767", s)
+	}
+	return p, nil
 }
 
 // Images are the container images of a fleet.
@@ -103,7 +123,7 @@ func NamesOf(gw *gatewayv1.Gateway) Names {
 // message names the field); nothing is half-rendered.
 func Render(in Input) (*Fleet, error) {
 	gw := in.Gateway
-	if err := validate(in.Spec); err != nil {
+	if err := validate(in.Spec, in.NodePortRange); err != nil {
 		return nil, err
 	}
 	if in.Images.Controller == "" {
@@ -154,6 +174,18 @@ func Render(in Input) (*Fleet, error) {
 	return f, nil
 }
 
+// Sum identifies a rendering: two fleets with the same sum are the same
+// objects.
+func Sum(f *Fleet) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, o := range append(append([]client.Object(nil), f.Namespaced...), f.ClusterScoped...) {
+		// Objects of the renderer's own types always encode.
+		_ = enc.Encode(o)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // LabelGatewayNamespace on cluster-scoped objects names their Gateway's
 // namespace, which the Gateway-name label alone cannot.
 const LabelGatewayNamespace = "isobar.dev/gateway-namespace"
@@ -167,9 +199,9 @@ func Labels(gw *gatewayv1.Gateway, c fleet.Component) map[string]string {
 // Check renders a fleet from spec for a sample Gateway: a profile the
 // operator could not use is refused where it is referenced (class,
 // profile status) rather than on every Gateway.
-func Check(spec v1alpha1.ContourDeploymentSpec) error {
+func Check(spec v1alpha1.ContourDeploymentSpec, nodePorts PortRange) error {
 	sample := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "check", Namespace: "check"}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "check"}}
-	_, err := Render(Input{Gateway: sample, Spec: spec})
+	_, err := Render(Input{Gateway: sample, Spec: spec, NodePortRange: nodePorts})
 	return err
 }
 

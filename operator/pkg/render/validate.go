@@ -10,9 +10,10 @@ import (
 )
 
 // validate refuses what the CRD's schema cannot see or a profile merged
-// from two ContourDeployments may still combine: each rule has its CEL
-// twin, and this one also guards the merge and the offline tools.
-func validate(spec v1alpha1.ContourDeploymentSpec) error {
+// from two ContourDeployments may still combine: the schema has a twin of
+// each rule but the node port range, which is the API server's setting
+// (and which its dry run does not check).
+func validate(spec v1alpha1.ContourDeploymentSpec, nodePorts PortRange) error {
 	if err := accesslog.Validate(spec.RuntimeSettings.AccessLog); err != nil {
 		return fmt.Errorf("spec.%w", err)
 	}
@@ -20,6 +21,13 @@ func validate(spec v1alpha1.ContourDeploymentSpec) error {
 	if heap := es.OverloadMaxHeapSize; heap != nil && es.Resources != nil {
 		if limit, ok := es.Resources.Limits[corev1.ResourceMemory]; ok && heap.Cmp(limit) >= 0 {
 			return fmt.Errorf("spec.envoy.overloadMaxHeapSize %s must be below the memory limit %s: Envoy is killed at the limit before the overload manager acts", heap, &limit)
+		}
+	}
+	if nodePorts.Max > 0 {
+		for i, p := range es.NetworkPublishing.NodePorts {
+			if p.NodePort < nodePorts.Min || p.NodePort > nodePorts.Max {
+				return fmt.Errorf("spec.envoy.networkPublishing.nodePorts[%d].nodePort %d is outside the cluster's node port range %s (the operator's --service-node-port-range, which must be the API server's)", i, p.NodePort, nodePorts)
+			}
 		}
 	}
 	return nil

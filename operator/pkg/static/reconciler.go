@@ -42,6 +42,8 @@ type Reconciler struct {
 	OperatorControllerName string
 	Images                 render.Images
 	Now                    func() time.Time
+	// NodePortRange is the API server's node port range.
+	NodePortRange render.PortRange
 }
 
 // SetupWithManager watches ContourDeployments, what their fleets consist
@@ -110,11 +112,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	f, err := render.Render(render.Input{Gateway: stand, ControllerName: cd.Spec.Gateway.ControllerName, Spec: cd.Spec, Images: r.Images, Static: true, Autoscaled: scaled})
+	f, err := render.Render(render.Input{Gateway: stand, ControllerName: cd.Spec.Gateway.ControllerName, Spec: cd.Spec, Images: r.Images, Static: true, Autoscaled: scaled, NodePortRange: r.NodePortRange})
 	if err != nil {
 		return ctrl.Result{}, r.setCondition(ctx, cd, false, "Invalid", err.Error())
 	}
-	renewAt, _, err := provision.Fleet(ctx, r.Client, r.APIReader, cd, v1alpha1.GroupVersion.WithKind("ContourDeployment"), f, render.Labels(stand, fleet.Controller), r.Now())
+	gvk := v1alpha1.GroupVersion.WithKind("ContourDeployment")
+	// Dry run first, so that a fleet the API server refuses changes
+	// nothing of the running one.
+	if err := provision.DryRun(ctx, r.Client, cd, gvk, f); err != nil {
+		if !provision.IsRefused(err) {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: 5 * time.Minute}, r.setCondition(ctx, cd, false, "Invalid", "the API server refuses the fleet: "+err.Error()+"; a running fleet keeps running as last provisioned")
+	}
+	renewAt, _, err := provision.Fleet(ctx, r.Client, r.APIReader, cd, gvk, f, render.Labels(stand, fleet.Controller), r.Now())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
