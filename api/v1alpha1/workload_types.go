@@ -22,7 +22,7 @@ type WorkloadSettings struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('memory' in self.requests) || !('memory' in self.limits) || quantity(string(self.requests['memory'])).compareTo(quantity(string(self.limits['memory']))) <= 0",message="requests.memory must be at most limits.memory"
 	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !('cpu' in self.requests) || !('cpu' in self.limits) || quantity(string(self.requests['cpu'])).compareTo(quantity(string(self.limits['cpu']))) <= 0",message="requests.cpu must be at most limits.cpu"
 	// +optional
-	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources *Resources `json:"resources,omitempty"`
 
 	// NodePlacement constrains which nodes the pods run on.
 	// +optional
@@ -116,3 +116,23 @@ const (
 // +kubebuilder:validation:MaxLength=63
 // +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 type LabelValue string
+
+// Resources are a container's compute requests and limits: the parts of
+// corev1.ResourceRequirements a fleet's pods can use (they declare no
+// resource claims).
+type Resources struct {
+	// Limits are the most the container may use.
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+	// Requests are what the scheduler reserves for the container.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+}
+
+// Requirements are the container's corev1 resource requirements.
+func (r *Resources) Requirements() corev1.ResourceRequirements {
+	if r == nil {
+		return corev1.ResourceRequirements{}
+	}
+	return corev1.ResourceRequirements{Limits: r.Limits, Requests: r.Requests}
+}

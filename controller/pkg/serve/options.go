@@ -100,8 +100,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json or console")
 }
 
-// runtimeSettings reads the runtime settings file, if any, into the xDS
-// translator's settings and the update delay.
+// runtimeSettings reads the runtime settings file, if any, and applies it.
 func (o *Options) runtimeSettings() (xds.Settings, error) {
 	if o.RuntimeSettingsFile == "" {
 		return xds.DefaultSettings(), nil
@@ -116,15 +115,22 @@ func (o *Options) runtimeSettings() (xds.Settings, error) {
 	if err := dec.Decode(&rs); err != nil {
 		return xds.Settings{}, fmt.Errorf("runtime settings %s: %w", o.RuntimeSettingsFile, err)
 	}
+	s, err := o.ApplyRuntimeSettings(rs)
+	if err != nil {
+		return xds.Settings{}, fmt.Errorf("runtime settings %s: %w", o.RuntimeSettingsFile, err)
+	}
+	return s, nil
+}
+
+// ApplyRuntimeSettings sets the batching options from a profile's
+// runtimeSettings and returns the Envoy settings they give: everything
+// the controller takes from the profile.
+func (o *Options) ApplyRuntimeSettings(rs v1alpha1.RuntimeSettings) (xds.Settings, error) {
 	if d := rs.XDS.UpdateDelay; d != nil {
 		o.UpdateDelay = d.Duration
 	}
 	if d := rs.XDS.MaxUpdateDelay; d != nil {
 		o.MaxUpdateDelay = d.Duration
 	}
-	s, err := xds.FromRuntime(rs)
-	if err != nil {
-		return xds.Settings{}, fmt.Errorf("runtime settings %s: %w", o.RuntimeSettingsFile, err)
-	}
-	return s, nil
+	return xds.FromRuntime(rs)
 }

@@ -101,7 +101,7 @@ func (r *renderer) controllerDeployment() *appsv1.Deployment {
 		},
 	}
 	if res := cs.Resources; res != nil {
-		pod.Containers[0].Resources = *res
+		pod.Containers[0].Resources = res.Requirements()
 	}
 	placement(&pod, cs.NodePlacement)
 	return &appsv1.Deployment{

@@ -147,7 +147,7 @@ func (r *renderer) envoyWorkload() (client.Object, error) {
 		Volumes: volumes,
 	}
 	if res := es.Resources; res != nil {
-		pod.Containers[0].Resources = *res
+		pod.Containers[0].Resources = res.Requirements()
 	}
 	placement(&pod, es.NodePlacement)
 	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations}, Spec: pod}
