@@ -100,7 +100,8 @@ func (inc *incremental) check(t *testing.T, step string, res *resources.Resource
 	for _, g := range incremental.Gateways.Gateways {
 		x, ok := inc.stage2[g.Name]
 		if !ok {
-			x = xds.NewTranslator(xds.DefaultSettings())
+			s, _ := settings(res, g.Name)
+			x = xds.NewTranslator(s)
 			inc.stage2[g.Name] = x
 		}
 		out, err := x.Translate(g)
