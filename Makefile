@@ -39,7 +39,9 @@ docs: manifests ## Generate docs/reference/contourdeployment.md and docs/feature
 
 .PHONY: demo
 demo: ## Run Isobar on a local API server with config/samples and a simulated Envoy; Ctrl-C stops it.
-	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" go run isobar.dev/hack/demo $(DEMOFLAGS)
+	@mkdir -p $(HOME)/.cache/isobar
+	go build -o $(HOME)/.cache/isobar/demo isobar.dev/hack/demo
+	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" exec $(HOME)/.cache/isobar/demo $(DEMOFLAGS)
 
 .PHONY: envtest
 envtest: ## Build (once) the kube-apiserver, kube-controller-manager and etcd the tests run.

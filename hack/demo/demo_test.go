@@ -23,6 +23,7 @@ func TestDemo(t *testing.T) {
 		"Programmed               True",
 		"address 192.0.2.10 (from the SIMULATED load balancer)",
 		"Service             web-isobar-envoy (LoadBalancer: 80->64592/TCP, 443->64955/TCP, 8443->8443/TCP)",
+		"PodDisruptionBudget web-isobar-envoy (maxUnavailable 1)",
 		"cluster default/api/8080 (weight 90/100)",
 		"cluster default/api-canary/8080 (weight 10/100)",
 		"https_443 / app.example.com / httproute/default/app/rule/1/match/0: cluster default/frontend/80",

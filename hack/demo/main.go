@@ -67,5 +67,6 @@ func run(ctx context.Context, out io.Writer, once bool, timeout time.Duration) (
 	}
 	fmt.Fprintln(out, "\nThe cluster keeps running; kubeconfig:", d.kubeconfig, "\nPress Ctrl-C to stop.")
 	<-ctx.Done()
+	fmt.Fprintln(out, "Stopping the fleet and the cluster.")
 	return nil
 }

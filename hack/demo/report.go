@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +57,7 @@ func (d *demo) report(ctx context.Context) error {
 	}{
 		{"Deployment", &appsv1.DeploymentList{}, true}, {"DaemonSet", &appsv1.DaemonSetList{}, true}, {"Service", &corev1.ServiceList{}, true},
 		{"ServiceAccount", &corev1.ServiceAccountList{}, true}, {"ConfigMap", &corev1.ConfigMapList{}, true}, {"Role", &rbacv1.RoleList{}, true},
-		{"RoleBinding", &rbacv1.RoleBindingList{}, true}, {"ClusterRole", &rbacv1.ClusterRoleList{}, false}, {"ClusterRoleBinding", &rbacv1.ClusterRoleBindingList{}, false},
+		{"RoleBinding", &rbacv1.RoleBindingList{}, true}, {"PodDisruptionBudget", &policyv1.PodDisruptionBudgetList{}, true}, {"ClusterRole", &rbacv1.ClusterRoleList{}, false}, {"ClusterRoleBinding", &rbacv1.ClusterRoleBindingList{}, false},
 	}
 	for _, l := range lists {
 		opts := []client.ListOption{sel}
@@ -167,6 +168,13 @@ func describe(o client.Object) string {
 		return fmt.Sprintf(" (%d/%d pods ready; no kubelet here)", o.Status.ReadyReplicas, deref(o.Spec.Replicas))
 	case *appsv1.DaemonSet:
 		return " (no nodes here)"
+	case *policyv1.PodDisruptionBudget:
+		if v := o.Spec.MaxUnavailable; v != nil {
+			return " (maxUnavailable " + v.String() + ")"
+		}
+		if v := o.Spec.MinAvailable; v != nil {
+			return " (minAvailable " + v.String() + ")"
+		}
 	}
 	return ""
 }
