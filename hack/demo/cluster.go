@@ -19,7 +19,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/e2e/harness"
-	"isobar.dev/operator/pkg/certs"
 	"isobar.dev/operator/pkg/render"
 )
 
@@ -83,46 +82,36 @@ func (d *demo) applySamples(ctx context.Context) error {
 		}
 		fmt.Fprintf(d.out, "    %s %s\n", o.GetKind(), strings.TrimPrefix(client.ObjectKeyFromObject(o).String(), "/"))
 	}
-	// What the samples refer to: backends with endpoints, and the
-	// certificate of the HTTPS listener.
-	for i, b := range []struct {
-		name string
-		port int32
-	}{{"api", 8080}, {"api-canary", 8080}, {"frontend", 80}, {"postgres", 5432}} {
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: b.name},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "main", Port: b.port}}}}
+	// No kubelet runs here, so the sample backends' Pods never become
+	// ready: the demo plays the endpoints controller for them.
+	for i, name := range []string{"api", "api-canary", "frontend", "db"} {
+		svc := &corev1.Service{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, svc); err != nil {
+			return fmt.Errorf("the samples' Service %s: %w", name, err)
+		}
+		p := svc.Spec.Ports[0]
+		target := p.TargetPort.IntVal
+		if target == 0 {
+			target = p.Port
+		}
 		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: b.name + "-demo", Labels: map[string]string{discoveryv1.LabelServiceName: b.name}},
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: name + "-demo", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("main"), Port: ptr.To(b.port)}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(p.Name), Port: ptr.To(target)}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.0.%d.1", i), fmt.Sprintf("10.0.%d.2", i)}}},
 		}
-		for _, o := range []client.Object{svc, slice} {
-			if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
+		if err := c.Create(ctx, slice); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
 		}
 	}
-	caCert, caKey, err := certs.NewCA("demo CA", time.Now())
-	if err != nil {
-		return err
-	}
-	crt, key, err := certs.Issue(caCert, caKey, []string{"*.example.com"}, true, time.Now())
-	if err != nil {
-		return err
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "example-com-tls"}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{"tls.crt": crt, "tls.key": key}}
-	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	fmt.Fprintln(d.out, "    Services api, api-canary, frontend, postgres with EndpointSlices; Secret default/example-com-tls (self-signed)")
+	fmt.Fprintln(d.out, "    EndpointSlices for api, api-canary, frontend and db (SIMULATED: no kubelet runs their Pods)")
 	return nil
 }
 
 func (d *demo) waitForFleet(ctx context.Context) error {
 	gw := &gatewayv1.Gateway{}
-	return poll(ctx, func() (bool, error) {
+	last := "no isobar.dev/Provisioned condition yet"
+	err := poll(ctx, func() (bool, error) {
 		if err := d.env.Client.Get(ctx, sampleGateway, gw); err != nil {
 			return false, err
 		}
@@ -131,7 +120,11 @@ func (d *demo) waitForFleet(ctx context.Context) error {
 			return false, nil
 		}
 		if c.Status != metav1.ConditionTrue {
-			return false, fmt.Errorf("the operator did not provision the fleet: %s", c.Message)
+			// The samples arrive in one apply, in kustomize's order: the
+			// class may be seen before its profile. Wait, and say why
+			// when it never comes.
+			last = c.Message
+			return false, nil
 		}
 		d.names = render.NamesOf(gw)
 		// No cloud here: the demo plays the load balancer.
@@ -146,6 +139,10 @@ func (d *demo) waitForFleet(ctx context.Context) error {
 		fmt.Fprintf(d.out, "    SIMULATED load balancer: Service %s gets %s\n", d.names.Envoy, simulatedLoadBalancerIP)
 		return true, nil
 	})
+	if err != nil {
+		return fmt.Errorf("the operator did not provision the fleet (%s): %w", last, err)
+	}
+	return nil
 }
 
 func (d *demo) waitProgrammed(ctx context.Context) error {

@@ -27,7 +27,7 @@ func TestDemo(t *testing.T) {
 		"cluster default/api/8080 (weight 90/100)",
 		"cluster default/api-canary/8080 (weight 10/100)",
 		"https_443 / app.example.com / httproute/default/app/rule/1/match/0: cluster default/frontend/80",
-		"tls_8443: cluster default/postgres/5432",
+		"tls_8443: cluster default/db/5432",
 		"http_80: Envoy answers 404",
 	} {
 		if !strings.Contains(out.String(), want) {

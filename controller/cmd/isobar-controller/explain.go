@@ -93,6 +93,9 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		g := result.Gateways.Gateways[0].Name
 		fmt.Fprintf(stdout, "Gateway %s, port %d (Envoy listens on %d)\n", g, gatewayPort, req.Port)
 		writeAnswer(stdout, answer)
+		for _, reason := range why(result, g, answer) {
+			fmt.Fprintf(stdout, "why: %s\n", reason)
+		}
 	default:
 		fmt.Fprintf(stderr, "explain: -o %q: want text, yaml or json\n", *format)
 		return 2

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"isobar.dev/controller/pkg/envoysim"
+	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/offline"
+)
+
+// why says what in the input made Envoy answer an error or find no
+// endpoints: the matched route's conditions that are not true, and for a
+// backend without endpoints, what the input lacks. Envoy's configuration
+// alone can only say "500"; the person asking wants the cause.
+func why(result *offline.Result, gateway string, a *envoysim.Answer) []string {
+	var out []string
+	failed := a.Response != nil && a.Response.Status >= 500
+	for _, b := range a.Backends {
+		if b.Status != 0 || len(b.Endpoints) == 0 {
+			failed = true
+			if reason := noEndpoints(result, b.Cluster); reason != "" {
+				out = append(out, reason)
+			}
+		}
+	}
+	if !failed {
+		return out
+	}
+	if key, ok := routeKey(a.Route); ok {
+		for _, ps := range result.Gateways.Status.Routes[key] {
+			parent := key.Namespace + "/" + string(ps.ParentRef.Name)
+			if ns := ps.ParentRef.Namespace; ns != nil {
+				parent = string(*ns) + "/" + string(ps.ParentRef.Name)
+			}
+			if parent != gateway {
+				continue
+			}
+			for _, c := range ps.Conditions {
+				if c.Status != metav1.ConditionTrue {
+					out = append(out, fmt.Sprintf("%s %s/%s: %s=%s %s: %s", key.Kind, key.Namespace, key.Name, c.Type, c.Status, c.Reason, c.Message))
+				}
+			}
+		}
+	}
+	return slices.Compact(out)
+}
+
+// routeKey reads Isobar's Envoy route name back into the route.
+func routeKey(route string) (gatewayapi.RouteKey, bool) {
+	p := strings.Split(route, "/")
+	kinds := map[string]string{"httproute": "HTTPRoute", "grpcroute": "GRPCRoute"}
+	if len(p) < 3 || kinds[p[0]] == "" {
+		return gatewayapi.RouteKey{}, false
+	}
+	return gatewayapi.RouteKey{Kind: kinds[p[0]], Namespace: p[1], Name: p[2]}, true
+}
+
+// noEndpoints says why a Service's cluster has no endpoints in the input.
+func noEndpoints(result *offline.Result, cluster string) string {
+	p := strings.Split(cluster, "/")
+	if len(p) < 3 || p[0] == "isobar" {
+		return ""
+	}
+	ns, name := p[0], p[1]
+	if !slices.ContainsFunc(result.Input.Services, func(s *corev1.Service) bool { return s.Namespace == ns && s.Name == name }) {
+		return fmt.Sprintf("no endpoints: Service %s/%s does not exist in the input", ns, name)
+	}
+	found := false
+	for _, s := range result.Input.EndpointSlices {
+		found = found || s.Namespace == ns && s.Labels[discoveryv1.LabelServiceName] == name
+	}
+	if !found {
+		return fmt.Sprintf("no endpoints: the input has no EndpointSlice of Service %s/%s (in a cluster: the Service selects no ready Pod)", ns, name)
+	}
+	return fmt.Sprintf("no endpoints: the EndpointSlices of Service %s/%s have no ready endpoint on the port the route uses", ns, name)
+}
