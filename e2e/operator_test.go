@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
@@ -64,6 +65,11 @@ func operatorWith(t *testing.T, kubeconfig, controllerName string) (stop func())
 		}
 	}
 	t.Cleanup(stop)
+	t.Cleanup(func() {
+		if os.Getenv("DEBUG_OPERATOR") != "" {
+			t.Logf("operator output:\n%s", op.Output())
+		}
+	})
 	waitReady(t, op, "http://127.0.0.1:"+health+"/readyz", 30*time.Second)
 	return stop
 }

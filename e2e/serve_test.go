@@ -152,6 +152,11 @@ func create(t *testing.T, ctx context.Context, objs ...client.Object) {
 func waitGatewayCondition(t *testing.T, ctx context.Context, ns, name, typ string, status metav1.ConditionStatus, reason, message string) {
 	t.Helper()
 	var last *metav1.Condition
+	defer func() {
+		if t.Failed() && last != nil {
+			t.Logf("Gateway %s/%s: last %s: %s %s: %s", ns, name, typ, last.Status, last.Reason, last.Message)
+		}
+	}()
 	eventually(t, 30*time.Second, "Gateway "+typ+" "+string(status)+" "+reason+" "+message, func() bool {
 		g := &gatewayv1.Gateway{}
 		if err := env.Client.Get(ctx, keyOf(ns, name), g); err != nil {

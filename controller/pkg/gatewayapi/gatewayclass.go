@@ -37,6 +37,9 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportHTTPRoute307RedirectStatusCode,
 	features.SupportHTTPRoute308RedirectStatusCode,
 	features.SupportHTTPRouteRetry,
+	features.SupportHTTPRouteRetryBackendTimeout,
+	features.SupportHTTPRouteRetryConnectionError,
+	features.SupportHTTPRouteDestinationPortMatching,
 	features.SupportHTTPRouteNamedRouteRule,
 	features.SupportGRPCRouteNamedRouteRule,
 	features.SupportGRPCRoute,
@@ -62,7 +65,9 @@ type Field struct {
 // API server drops cannot work, so a class claims such a feature only
 // where the installed CRD has the field.
 var Requires = map[gatewayv1.FeatureName]Field{
-	gatewayv1.FeatureName(features.SupportHTTPRouteRetry): {CRD: "httproutes.gateway.networking.k8s.io", Path: []string{"spec", "rules", "retry"}},
+	gatewayv1.FeatureName(features.SupportHTTPRouteRetry):                {CRD: "httproutes.gateway.networking.k8s.io", Path: []string{"spec", "rules", "retry"}},
+	gatewayv1.FeatureName(features.SupportHTTPRouteRetryBackendTimeout):  {CRD: "httproutes.gateway.networking.k8s.io", Path: []string{"spec", "rules", "retry"}},
+	gatewayv1.FeatureName(features.SupportHTTPRouteRetryConnectionError): {CRD: "httproutes.gateway.networking.k8s.io", Path: []string{"spec", "rules", "retry"}},
 }
 
 // Claimed are the supported features a class claims where served says

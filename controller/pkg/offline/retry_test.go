@@ -1,0 +1,103 @@
+package offline
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"isobar.dev/api/ports"
+	"isobar.dev/controller/pkg/envoysim"
+	"isobar.dev/controller/pkg/resources"
+)
+
+// TestRetryOnConnectionErrorsAndBackendTimeouts backs the claims of
+// HTTPRouteRetryConnectionError and HTTPRouteRetryBackendTimeout, which
+// the conformance suite of v1.6.3 has no test for: with a retry stanza, a
+// try the backend drops (reset, refused, connect failure) or does not
+// answer within timeouts.backendRequest is retried, as the Gateway API's
+// HTTPRouteRetry asks; without one, it is not. Envoy is simulated from the
+// translated configuration.
+func TestRetryOnConnectionErrorsAndBackendTimeouts(t *testing.T) {
+	const in = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: isobar}
+spec: {controllerName: isobar.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: web, namespace: default}
+spec:
+  gatewayClassName: isobar
+  listeners: [{name: http, protocol: HTTP, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: app, namespace: default}
+spec:
+  parentRefs: [{name: web}]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /retry}}]
+    retry: {attempts: 2, codes: [503]}
+    timeouts: {request: 10s, backendRequest: 1s}
+    backendRefs: [{name: app, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /once}}]
+    timeouts: {request: 10s, backendRequest: 1s}
+    backendRefs: [{name: app, port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: app, namespace: default}
+spec: {ports: [{name: http, port: 80}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: app-1, namespace: default, labels: {kubernetes.io/service-name: app}}
+addressType: IPv4
+ports: [{name: http, port: 8080}]
+endpoints: [{addresses: [10.0.0.1]}]
+`
+	res := &resources.Resources{}
+	if _, err := res.Load("retry", strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	result, err := Translate(res, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := result.XDS[0]
+	sim, err := envoysim.New(x.Listeners, x.Routes, x.Clusters, x.Endpoints, x.Secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := envoysim.Attempt{Status: 200, Delay: 10 * time.Millisecond}
+	reset := envoysim.Attempt{Reset: true}
+	slow := envoysim.Attempt{Status: 200, Delay: 2 * time.Second}
+	for _, tc := range []struct {
+		name     string
+		path     string
+		tries    []envoysim.Attempt // the backend's answer to each try; the last repeats
+		status   int
+		attempts int
+	}{
+		{"a reset try is retried", "/retry", []envoysim.Attempt{reset, ok}, 200, 2},
+		{"a try beyond backendRequest is retried", "/retry", []envoysim.Attempt{slow, ok}, 200, 2},
+		{"a listed code is retried", "/retry", []envoysim.Attempt{{Status: 503}, ok}, 200, 2},
+		{"retries stop at attempts", "/retry", []envoysim.Attempt{reset}, 503, 3},
+		{"timeouts stop at attempts", "/retry", []envoysim.Attempt{slow}, 504, 3},
+		{"an unlisted code is not retried", "/retry", []envoysim.Attempt{{Status: 500}, ok}, 500, 1},
+		{"no retry stanza: a reset is the answer", "/once", []envoysim.Attempt{reset, ok}, 503, 1},
+		{"no retry stanza: a timeout is the answer", "/once", []envoysim.Attempt{slow, ok}, 504, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := sim.Simulate(envoysim.Request{Port: uint32(ports.ContainerPort(80)), Method: "GET", Authority: "app.example.com", Path: tc.path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := a.Play(func(n int) envoysim.Attempt { return tc.tries[min(n, len(tc.tries)-1)] })
+			if out.Status != tc.status || out.Attempts != tc.attempts {
+				t.Errorf("got %d after %d tries (%s), want %d after %d", out.Status, out.Attempts, out.Body, tc.status, tc.attempts)
+			}
+		})
+	}
+}
