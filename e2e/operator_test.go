@@ -2,10 +2,10 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"

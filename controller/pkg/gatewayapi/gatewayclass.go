@@ -13,6 +13,7 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGateway,
 	features.SupportGatewayPort8080,
 	features.SupportGatewayHTTPListenerIsolation,
+	features.SupportGatewayInfrastructure,
 	features.SupportReferenceGrant,
 	features.SupportHTTPRoute,
 	features.SupportHTTPRouteQueryParamMatching,

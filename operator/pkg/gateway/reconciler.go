@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/api/fleet"
 	"isobar.dev/api/profile"
 	"isobar.dev/operator/pkg/gatewayclass"
 	"isobar.dev/operator/pkg/params"
@@ -115,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		r.tried.Store(gw.UID, sum)
 	}
-	renewAt, issued, err := provision.Fleet(ctx, r.Client, r.APIReader, gw, gvk, f, render.Labels(gw, fleet.Controller), r.Now())
+	renewAt, issued, err := provision.Fleet(ctx, r.Client, r.APIReader, gw, gvk, f, r.Now())
 	if err != nil {
 		// The dry run passed, so this is rare (a conflict, a webhook that
 		// changed its mind); say so and retry.
@@ -182,18 +181,21 @@ func (r *Reconciler) release(ctx context.Context, gw *gatewayv1.Gateway) error {
 }
 
 // refuse records why the Gateway gets no fleet. No controller runs for it,
-// so the operator also says so in Accepted, as the Gateway API asks.
+// so the operator also says so in Accepted and Programmed, as the Gateway
+// API asks.
 func (r *Reconciler) refuse(ctx context.Context, gw *gatewayv1.Gateway, reason, msg string) error {
 	r.Recorder.Eventf(gw, nil, corev1.EventTypeWarning, reason, "Provision", "%s", msg)
 	return r.setCondition(ctx, gw, metav1.ConditionFalse, reason, msg, true)
 }
 
 // setCondition writes the Provisioned condition (and, refusing, Accepted
-// false), only when it changes.
+// and Programmed false), only when it changes.
 func (r *Reconciler) setCondition(ctx context.Context, gw *gatewayv1.Gateway, status metav1.ConditionStatus, reason, msg string, refused bool) error {
 	conds := []metav1.Condition{{Type: ConditionProvisioned, Status: status, Reason: reason, Message: msg, ObservedGeneration: gw.Generation}}
 	if refused {
-		conds = append(conds, metav1.Condition{Type: string(gatewayv1.GatewayConditionAccepted), Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: gw.Generation})
+		conds = append(conds,
+			metav1.Condition{Type: string(gatewayv1.GatewayConditionAccepted), Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: gw.Generation},
+			metav1.Condition{Type: string(gatewayv1.GatewayConditionProgrammed), Status: metav1.ConditionFalse, Reason: string(gatewayv1.GatewayReasonInvalid), Message: "no fleet is provisioned: " + msg, ObservedGeneration: gw.Generation})
 	}
 	changed := false
 	for _, c := range conds {

@@ -28,8 +28,8 @@ import (
 // that has not yet seen the CA Secret just created would have a second CA
 // issued over it, and Pods started in between would hold certificates the
 // other side no longer trusts.
-func Fleet(ctx context.Context, c client.Client, live client.Reader, owner client.Object, ownerGVK schema.GroupVersionKind, f *render.Fleet, secretLabels map[string]string, now time.Time) (time.Time, []string, error) {
-	secrets, renewAt, err := certSecrets(ctx, live, owner.GetNamespace(), f.Names, secretLabels, now)
+func Fleet(ctx context.Context, c client.Client, live client.Reader, owner client.Object, ownerGVK schema.GroupVersionKind, f *render.Fleet, now time.Time) (time.Time, []string, error) {
+	secrets, renewAt, err := certSecrets(ctx, live, owner.GetNamespace(), f.Names, f.SecretLabels, now)
 	if err != nil {
 		return time.Time{}, nil, fmt.Errorf("certificates: %w", err)
 	}
@@ -37,6 +37,7 @@ func Fleet(ctx context.Context, c client.Client, live client.Reader, owner clien
 	var issued []string
 	for _, s := range secrets {
 		s.OwnerReferences = []metav1.OwnerReference{*ref}
+		s.Annotations = f.SecretAnnotations
 		if err := apply(ctx, c, s); err != nil {
 			return time.Time{}, nil, err
 		}

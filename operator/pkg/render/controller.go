@@ -1,6 +1,7 @@
 package render
 
 import (
+	"maps"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -42,10 +43,12 @@ func (r *renderer) controllerDeployment() *appsv1.Deployment {
 			podLabels[k] = string(v)
 		}
 	}
-	podAnnotations := map[string]string{ConfigHashAnnotation: r.configHash}
-	for k, v := range cs.PodAnnotations {
-		podAnnotations[k] = v
-	}
+	// The Gateway's infrastructure annotations, then the profile's; the
+	// runtime settings' hash is the operator's.
+	podAnnotations := map[string]string{}
+	maps.Copy(podAnnotations, r.annotations())
+	maps.Copy(podAnnotations, cs.PodAnnotations)
+	podAnnotations[ConfigHashAnnotation] = r.configHash
 	args := []string{"serve", "--gateway=" + gw.Namespace + "/" + gw.Name}
 	if r.in.Static {
 		args = []string{"serve", "--leader-election-namespace=" + gw.Namespace}

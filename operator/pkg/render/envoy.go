@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +82,10 @@ func (r *renderer) envoyWorkload() (client.Object, error) {
 			podLabels[k] = string(v)
 		}
 	}
+	// The Gateway's infrastructure annotations, then the profile's, over
+	// the scrape defaults.
 	podAnnotations := map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": strconv.Itoa(ports.EnvoyStats), "prometheus.io/path": "/stats/prometheus"}
+	maps.Copy(podAnnotations, r.annotations())
 	for k, v := range es.PodAnnotations {
 		podAnnotations[k] = v
 	}

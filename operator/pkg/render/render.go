@@ -86,6 +86,10 @@ type Fleet struct {
 	ClusterScoped []client.Object
 	// Names of the parts other code refers to.
 	Names Names
+	// SecretLabels and SecretAnnotations are the metadata of the
+	// certificate Secrets, which are issued rather than rendered: the
+	// fleet's labels and the Gateway's infrastructure metadata.
+	SecretLabels, SecretAnnotations map[string]string
 }
 
 // Names of a fleet's objects.
@@ -134,6 +138,7 @@ func Render(in Input) (*Fleet, error) {
 	}
 	f := &Fleet{Names: NamesOf(gw)}
 	r := renderer{in: in, names: f.Names}
+	f.SecretLabels, f.SecretAnnotations = r.labels(fleet.Controller), r.annotations()
 	runtime, err := json.Marshal(in.Spec.RuntimeSettings)
 	if err != nil {
 		return nil, fmt.Errorf("encoding runtimeSettings: %w", err)
@@ -189,12 +194,6 @@ func Sum(f *Fleet) string {
 // LabelGatewayNamespace on cluster-scoped objects names their Gateway's
 // namespace, which the Gateway-name label alone cannot.
 const LabelGatewayNamespace = "isobar.dev/gateway-namespace"
-
-// Labels are the labels of a component's objects.
-func Labels(gw *gatewayv1.Gateway, c fleet.Component) map[string]string {
-	r := renderer{in: Input{Gateway: gw}}
-	return r.labels(c)
-}
 
 // Check renders a fleet from spec for a sample Gateway: a profile the
 // operator could not use is refused where it is referenced (class,

@@ -3,11 +3,14 @@ package render
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
@@ -89,4 +92,40 @@ func write(t *testing.T, out *bytes.Buffer, title string, objs []client.Object) 
 		out.WriteString("---\n")
 		out.Write(y)
 	}
+}
+
+// TestInfrastructureMetadata: the Gateway's spec.infrastructure labels and
+// annotations are on every object of the fleet, the Pods its workloads
+// make and the certificate Secrets (GatewayInfrastructure).
+func TestInfrastructureMetadata(t *testing.T) {
+	gw, cd := readInput(t, "testdata/deployment.in.yaml")
+	cd.Spec.Envoy.PodDisruptionBudget = &v1alpha1.PodDisruptionBudgetSettings{MinAvailable: ptr(intstr.FromInt32(1))}
+	f, err := Render(Input{Gateway: gw, ControllerName: "isobar.dev/gateway-controller", Spec: cd.Spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, labels, annotations map[string]string) {
+		t.Helper()
+		for k, v := range gw.Spec.Infrastructure.Labels {
+			if labels[string(k)] != string(v) {
+				t.Errorf("%s: label %s=%q, want %q", what, k, labels[string(k)], v)
+			}
+		}
+		for k, v := range gw.Spec.Infrastructure.Annotations {
+			if annotations[string(k)] != string(v) {
+				t.Errorf("%s: annotation %s=%q, want %q", what, k, annotations[string(k)], v)
+			}
+		}
+	}
+	for _, o := range append(f.Namespaced, f.ClusterScoped...) {
+		what := fmt.Sprintf("%T %s", o, o.GetName())
+		check(what, o.GetLabels(), o.GetAnnotations())
+		switch w := o.(type) {
+		case *appsv1.Deployment:
+			check(what+" pods", w.Spec.Template.Labels, w.Spec.Template.Annotations)
+		case *appsv1.DaemonSet:
+			check(what+" pods", w.Spec.Template.Labels, w.Spec.Template.Annotations)
+		}
+	}
+	check("certificate Secrets", f.SecretLabels, f.SecretAnnotations)
 }

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/api/fleet"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
@@ -125,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: 5 * time.Minute}, r.setCondition(ctx, cd, false, "Invalid", "the API server refuses the fleet: "+err.Error()+"; a running fleet keeps running as last provisioned")
 	}
-	renewAt, _, err := provision.Fleet(ctx, r.Client, r.APIReader, cd, gvk, f, render.Labels(stand, fleet.Controller), r.Now())
+	renewAt, _, err := provision.Fleet(ctx, r.Client, r.APIReader, cd, gvk, f, r.Now())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
