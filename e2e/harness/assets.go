@@ -14,7 +14,11 @@ import (
 func RepoRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOWORK").Output()
 	if err != nil {
-		return "", fmt.Errorf("go env GOWORK: %w", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		return "", fmt.Errorf("go env GOWORK: %w: %s", err, bytes.TrimSpace(stderr))
 	}
 	work := strings.TrimSpace(string(out))
 	if work == "" || work == "off" {
