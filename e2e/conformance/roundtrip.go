@@ -91,6 +91,17 @@ func (rt *roundTripper) roundTrip(r roundtripper.Request) (*roundtripper.Capture
 		if in.SNI == "" {
 			in.SNI = stripPort(host)
 		}
+		// The client's certificate, asked for only when Envoy asks, as
+		// crypto/tls calls GetClientCertificate.
+		if hook := r.GetClientCertificateHook; hook != nil {
+			in.ClientCertificate = func() [][]byte {
+				cert, err := hook(&tls.CertificateRequestInfo{})
+				if err != nil || cert == nil {
+					return nil
+				}
+				return cert.Certificate
+			}
+		}
 	}
 	a, err := sim.Simulate(in)
 	if err != nil {

@@ -102,16 +102,14 @@ func oneLine(s string) string {
 // featureNotes say what backs a claim the conformance suite has no test
 // for, and why a Gateway-side feature is not claimed yet.
 var featureNotes = map[features.FeatureName]string{
-	features.SupportHTTPRouteRetryBackendTimeout:                               "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays tries beyond `timeouts.backendRequest` through the simulated Envoy",
-	features.SupportHTTPRouteRetryConnectionError:                              "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays reset tries through the simulated Envoy",
-	features.SupportListenerSet:                                                "not yet: ListenerSet listeners are not read (issue 14)",
-	features.SupportGatewayInfrastructure:                                      "not yet: `spec.infrastructure` labels and annotations reach some fleet objects only (issue 14)",
-	features.SupportGatewayStaticAddresses:                                     "not yet: IPAddress addresses go on the Envoy Service, other types are refused (`UnsupportedAddress`); the conformance test is not run (issue 14)",
-	features.SupportGatewayAddressEmpty:                                        "not yet (issue 14)",
-	features.SupportGatewayFrontendClientCertificateValidation:                 "not yet: a listener asking for it is refused (`Accepted=False/UnsupportedValue`) rather than served without it (issue 14)",
-	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback: "not yet (issue 14)",
-	features.SupportGatewayBackendClientCertificate:                            "not yet: `spec.tls.backend.clientCertificateRef` sets the Gateway's `ResolvedRefs=False` (`InvalidClientCertificateRef`) rather than being ignored (issue 14)",
-	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests:              "not yet: needs one filter chain per HTTPS listener rather than per route hostname (issue 14)",
+	features.SupportHTTPRouteRetryBackendTimeout:                  "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays tries beyond `timeouts.backendRequest` through the simulated Envoy",
+	features.SupportHTTPRouteRetryConnectionError:                 "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays reset tries through the simulated Envoy",
+	features.SupportListenerSet:                                   "not yet: ListenerSet listeners are not read (issue 14)",
+	features.SupportGatewayInfrastructure:                         "not yet: `spec.infrastructure` labels and annotations reach some fleet objects only (issue 14)",
+	features.SupportGatewayStaticAddresses:                        "not yet: IPAddress addresses go on the Envoy Service, other types are refused (`UnsupportedAddress`); the conformance test is not run (issue 14)",
+	features.SupportGatewayAddressEmpty:                           "not yet (issue 14)",
+	features.SupportGatewayBackendClientCertificate:               "not yet: `spec.tls.backend.clientCertificateRef` sets the Gateway's `ResolvedRefs=False` (`InvalidClientCertificateRef`) rather than being ignored (issue 14)",
+	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests: "not yet: needs one filter chain per HTTPS listener rather than per route hostname (issue 14)",
 }
 
 // featureTable lists every Gateway API feature of the release Isobar

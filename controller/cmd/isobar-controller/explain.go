@@ -158,6 +158,9 @@ func writeAnswer(w io.Writer, a *envoysim.Answer) {
 	if len(a.DownstreamTLS) > 0 {
 		fmt.Fprintf(w, "  TLS terminated with %s\n", strings.Join(a.DownstreamTLS, ", "))
 	}
+	if a.ClientCertificate != "" {
+		fmt.Fprintf(w, "  client certificate %s (the Gateway's spec.tls.frontend)\n", a.ClientCertificate)
+	}
 	if a.VirtualHost != "" {
 		fmt.Fprintf(w, "virtual host %s of route configuration %s\n", a.VirtualHost, a.RouteConfiguration)
 	}

@@ -101,6 +101,9 @@ type Request struct {
 	TLS  bool     `json:"tls,omitempty"`
 	SNI  string   `json:"sni,omitempty"`
 	ALPN []string `json:"alpn,omitempty"`
+	// ClientCertificate is the client's answer when Envoy asks for a
+	// certificate: its chain (DER, leaf first), or none; nil presents none.
+	ClientCertificate func() [][]byte `json:"-"`
 
 	Method    string   `json:"method,omitempty"`
 	Scheme    string   `json:"scheme,omitempty"`
@@ -123,6 +126,9 @@ type Answer struct {
 	// DownstreamTLS is set when Envoy terminates TLS: the certificates
 	// (SDS secret names) it may present.
 	DownstreamTLS []string `json:"downstreamTLS,omitempty"`
+	// ClientCertificate is "required" or "optional" when Envoy asks the
+	// client for a certificate (and the one presented, if any, passed).
+	ClientCertificate string `json:"clientCertificate,omitempty"`
 
 	RouteConfiguration string `json:"routeConfiguration,omitempty"`
 	VirtualHost        string `json:"virtualHost,omitempty"`

@@ -59,11 +59,21 @@ func (s *Simulator) Simulate(req Request) (*Answer, error) {
 	}
 	terminates := fc.GetTransportSocket() != nil
 	if terminates {
-		if a.DownstreamTLS, err = s.downstreamTLS(fc.GetTransportSocket()); err != nil {
+		var cv *clientValidation
+		if a.DownstreamTLS, cv, err = s.downstreamTLS(fc.GetTransportSocket()); err != nil {
 			return nil, fmt.Errorf("listener %s, filter chain %s: %w", l.GetName(), name, err)
 		}
 		if !req.TLS {
 			return nil, fmt.Errorf("listener %s, filter chain %s terminates TLS, and the request is not TLS: the handshake fails", l.GetName(), name)
+		}
+		if cv != nil {
+			a.ClientCertificate = "optional"
+			if cv.required {
+				a.ClientCertificate = "required"
+			}
+			if err := cv.check(req.ClientCertificate); err != nil {
+				return nil, fmt.Errorf("listener %s, filter chain %s: %w", l.GetName(), name, err)
+			}
 		}
 	}
 	filters := fc.GetFilters()
@@ -223,24 +233,29 @@ func serverNameScore(names []string, sni string) int {
 }
 
 // downstreamTLS returns the certificates a terminating filter chain may
-// present, each an SDS secret that must exist.
-func (s *Simulator) downstreamTLS(ts *corev3.TransportSocket) ([]string, error) {
+// present, each an SDS secret that must exist, and what it asks of clients'
+// certificates.
+func (s *Simulator) downstreamTLS(ts *corev3.TransportSocket) ([]string, *clientValidation, error) {
 	if ts.GetName() != "envoy.transport_sockets.tls" {
-		return nil, errUnsupportedf("transport socket %s", ts.GetName())
+		return nil, nil, errUnsupportedf("transport socket %s", ts.GetName())
 	}
 	ctx, err := unpack[tlsv3.DownstreamTlsContext](ts.GetTypedConfig(), "downstream transport socket")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	cv, err := clientValidationOf(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	var names []string
 	for _, sds := range ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
 		if _, ok := s.secrets[sds.GetName()]; !ok {
-			return nil, fmt.Errorf("certificate secret %q is not served: Envoy keeps the listener warming", sds.GetName())
+			return nil, nil, fmt.Errorf("certificate secret %q is not served: Envoy keeps the listener warming", sds.GetName())
 		}
 		names = append(names, sds.GetName())
 	}
 	if len(ctx.GetCommonTlsContext().GetTlsCertificates()) > 0 {
 		names = append(names, "(inline certificate)")
 	}
-	return names, nil
+	return names, cv, nil
 }

@@ -102,13 +102,13 @@ func evaluateBackendTLS(p *gatewayv1.BackendTLSPolicy, idx *index, conds *condit
 			if !ok {
 				return invalid(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Sprintf("ConfigMap %s does not exist", name))
 			}
-			data = cm.Data["ca.crt"]
+			data = cm.Data[caKey]
 		case ref.Group == "" && ref.Kind == "Secret":
 			s, ok := idx.secrets[name]
 			if !ok {
 				return invalid(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Sprintf("Secret %s does not exist", name))
 			}
-			data = string(s.Data["ca.crt"])
+			data = string(s.Data[caKey])
 		default:
 			return invalid(gatewayv1.BackendTLSPolicyReasonInvalidKind,
 				fmt.Sprintf("caCertificateRef %s/%s %s: only ConfigMaps and Secrets are supported", ref.Group, ref.Kind, ref.Name))

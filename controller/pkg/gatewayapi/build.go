@@ -33,6 +33,9 @@ type table struct {
 	builtVhosts  []*ir.VirtualHost
 	builtStreams map[string]*stream
 	chains       map[*ir.VirtualHost]*ir.Chain
+	// validation is the port's client certificate validation, set on
+	// every build; builtValidation the one built is of.
+	validation, builtValidation *ir.ClientValidation
 }
 
 func (t *gatewayTranslator) table(l *listener) *table {
@@ -104,6 +107,7 @@ func (tb *table) prune() {
 func (t *gatewayTranslator) build() *ir.Gateway {
 	for _, tb := range t.tables {
 		tb.prune()
+		tb.validation = nil
 	}
 	for _, l := range t.listeners {
 		if l.usable() && l.family == familyHTTP || l.usable() && l.spec.Protocol == gatewayv1.HTTPSProtocolType {
@@ -111,7 +115,13 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 			if h == "" {
 				h = "*"
 			}
-			t.table(l).host(h, l.certificates)
+			tb := t.table(l)
+			tb.host(h, l.certificates)
+			// Validation is per port: every HTTPS listener of the port
+			// has the same.
+			if l.clientValidation != nil {
+				tb.validation = l.clientValidation
+			}
 		}
 	}
 	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name}
@@ -142,10 +152,14 @@ func (tb *table) listener() *ir.Listener {
 	for _, d := range tb.sortedDomains() {
 		vhosts = append(vhosts, tb.hosts[d].virtualHost())
 	}
-	if tb.built != nil && slices.Equal(vhosts, tb.builtVhosts) && sameStreams(tb.streams, tb.builtStreams) {
+	if tb.built != nil && slices.Equal(vhosts, tb.builtVhosts) && sameStreams(tb.streams, tb.builtStreams) && tb.validation.Equal(tb.builtValidation) {
 		return tb.built
 	}
-	tb.built, tb.builtVhosts, tb.builtStreams = tb.build(vhosts), vhosts, maps.Clone(tb.streams)
+	if !tb.validation.Equal(tb.builtValidation) {
+		// Every HTTPS chain carries the validation.
+		tb.chains = nil
+	}
+	tb.built, tb.builtVhosts, tb.builtStreams, tb.builtValidation = tb.build(vhosts), vhosts, maps.Clone(tb.streams), tb.validation
 	return tb.built
 }
 
@@ -189,8 +203,9 @@ func (tb *table) build(vhosts []*ir.VirtualHost) *ir.Listener {
 		if !ok {
 			d := vh.Name
 			c = &ir.Chain{
-				Certificates: tb.hosts[d].certs,
-				HTTP:         &ir.RouteTable{Name: name + "/" + d, VirtualHosts: []*ir.VirtualHost{vh}},
+				Certificates:     tb.hosts[d].certs,
+				HTTP:             &ir.RouteTable{Name: name + "/" + d, VirtualHosts: []*ir.VirtualHost{vh}},
+				ClientValidation: tb.validation,
 			}
 			if d != "*" {
 				c.ServerNames = []string{d}

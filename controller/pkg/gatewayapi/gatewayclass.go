@@ -14,6 +14,8 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGatewayPort8080,
 	features.SupportGatewayHTTPListenerIsolation,
 	features.SupportGatewayInfrastructure,
+	features.SupportGatewayFrontendClientCertificateValidation,
+	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
 	features.SupportReferenceGrant,
 	features.SupportHTTPRoute,
 	features.SupportHTTPRouteQueryParamMatching,

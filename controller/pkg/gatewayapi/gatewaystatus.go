@@ -57,6 +57,10 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 		c.set(string(gatewayv1.GatewayConditionResolvedRefs), false, string(gatewayv1.GatewayReasonInvalidClientCertificateRef),
 			"spec.tls.backend.clientCertificateRef is not supported yet: connections to backends present no client certificate")
 	}
+	if insecure := t.insecureFrontend(); len(insecure) > 0 {
+		c.set(string(gatewayv1.GatewayConditionInsecureFrontendValidationMode), true, string(gatewayv1.GatewayReasonConfigurationChanged),
+			fmt.Sprintf("client certificate validation lets in clients without a valid certificate (AllowInsecureFallback): %s", strings.Join(insecure, ", ")))
+	}
 	st.Conditions = c.sorted()
 	t.status.Gateways[types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name}] = st
 }

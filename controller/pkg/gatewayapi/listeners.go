@@ -21,6 +21,8 @@ type listener struct {
 	family        family
 	kinds         []gatewayv1.RouteGroupKind // supported and allowed
 	certificates  []string                   // ir.Secret names
+	// clientValidation checks clients' certificates (HTTPS only).
+	clientValidation *ir.ClientValidation
 	// badCertificates says a certificateRef did not resolve.
 	badCertificates bool
 	conds           conditions
@@ -116,20 +118,6 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 		}
 	}
 	return ls
-}
-
-// checkFrontendValidation refuses the listeners that terminate TLS when the
-// Gateway asks for client certificate validation (spec.tls.frontend), which
-// Isobar does not implement yet: serving them without the validation asked
-// for would let in clients the owner meant to keep out.
-func (t *gatewayTranslator) checkFrontendValidation(l *listener) {
-	if t.gw.Spec.TLS == nil || t.gw.Spec.TLS.Frontend == nil {
-		return
-	}
-	if l.terminatesTLS() {
-		l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedValue),
-			"client certificate validation (the Gateway's spec.tls.frontend) is not supported yet: the listener is not served rather than served without it")
-	}
 }
 
 // checkProtocol checks the protocol and the allowed route kinds. A kind the

@@ -8,7 +8,11 @@
 // IR values are plain data, compared and printed as they are in golden tests.
 package ir
 
-import "time"
+import (
+	"bytes"
+	"slices"
+	"time"
+)
 
 // Gateway is one Gateway's data plane configuration.
 type Gateway struct {
@@ -64,6 +68,27 @@ type Chain struct {
 	// TCP is set when the chain forwards the connection (TLS passthrough, or
 	// terminated TLS to a TCP backend).
 	TCP *Destination `json:"tcp,omitempty"`
+	// ClientValidation, on an HTTPS chain, is how Envoy checks the
+	// certificates clients present (the Gateway's spec.tls.frontend).
+	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
+}
+
+// ClientValidation is how Envoy checks a client's certificate.
+type ClientValidation struct {
+	// CA is the PEM bundle of trusted certificates, from CARefs.
+	CA     []byte   `json:"-"`
+	CARefs []string `json:"caRefs"`
+	// Optional lets in clients without a certificate or with one that does
+	// not verify (AllowInsecureFallback).
+	Optional bool `json:"optional,omitempty"`
+}
+
+// Equal reports whether two validations check alike.
+func (v *ClientValidation) Equal(o *ClientValidation) bool {
+	if v == nil || o == nil {
+		return v == o
+	}
+	return bytes.Equal(v.CA, o.CA) && slices.Equal(v.CARefs, o.CARefs) && v.Optional == o.Optional
 }
 
 // RouteTable becomes one RouteConfiguration.

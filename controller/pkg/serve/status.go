@@ -180,6 +180,15 @@ func (w *statusWriter) writeGateway(ctx context.Context, name types.NamespacedNa
 			}
 			meta.SetStatusCondition(&next.Conditions, c)
 		}
+		if served {
+			// Conditions the translation sets only while their cause
+			// lasts go with it.
+			for _, typ := range []gatewayv1.GatewayConditionType{gatewayv1.GatewayConditionResolvedRefs, gatewayv1.GatewayConditionInsecureFrontendValidationMode} {
+				if meta.FindStatusCondition(desired.Conditions, string(typ)) == nil {
+					meta.RemoveStatusCondition(&next.Conditions, string(typ))
+				}
+			}
+		}
 		if !served {
 			if apiequality.Semantic.DeepEqual(next, &gw.Status) {
 				return nil

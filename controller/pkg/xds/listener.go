@@ -62,7 +62,7 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 			case c.TCP != nil:
 				fc.Filters = []*listenerv3.Filter{tcpProxy(l.Name, c.TCP, s)}
 				if len(c.Certificates) > 0 {
-					fc.TransportSocket = downstreamTLS(c.Certificates, nil, s)
+					fc.TransportSocket = downstreamTLS(c.Certificates, nil, s, nil)
 				}
 			default:
 				return nil, nil, fmt.Errorf("listener %s: a filter chain without HTTP or TCP", l.Name)
@@ -94,7 +94,7 @@ func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings) *liste
 	if !ok {
 		fc = &listenerv3.FilterChain{
 			Filters:         []*listenerv3.Filter{httpConnectionManager(listener, c.HTTP.Name, s)},
-			TransportSocket: downstreamTLS(c.Certificates, []string{"h2", "http/1.1"}, s),
+			TransportSocket: downstreamTLS(c.Certificates, []string{"h2", "http/1.1"}, s, c.ClientValidation),
 		}
 		if len(c.ServerNames) > 0 {
 			fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: c.ServerNames}
@@ -147,7 +147,10 @@ func httpConnectionManager(listener, routeConfig string, s Settings) *listenerv3
 	}
 }
 
-func downstreamTLS(certs []string, alpn []string, s Settings) *corev3.TransportSocket {
+// downstreamTLS terminates TLS with certs; with cv, Envoy asks clients for
+// a certificate and verifies it against cv's CAs (required, unless cv is
+// optional: then it lets in clients without one or whose does not verify).
+func downstreamTLS(certs []string, alpn []string, s Settings, cv *ir.ClientValidation) *corev3.TransportSocket {
 	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		TlsParams: &tlsv3.TlsParameters{
 			TlsMinimumProtocolVersion: tlsVersion(s.TLSMinimumVersion),
@@ -156,6 +159,14 @@ func downstreamTLS(certs []string, alpn []string, s Settings) *corev3.TransportS
 		},
 		AlpnProtocols: alpn,
 	}}
+	if cv != nil {
+		vc := &tlsv3.CertificateValidationContext{TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: cv.CA}}}
+		if cv.Optional {
+			vc.TrustChainVerification = tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
+		}
+		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
+		ctx.RequireClientCertificate = wrapperspb.Bool(!cv.Optional)
+	}
 	for _, c := range certs {
 		ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = append(ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs,
 			&tlsv3.SdsSecretConfig{Name: c, SdsConfig: ads()})
