@@ -26,15 +26,7 @@ func TestClientCertificateValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	result, err := Translate(res, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := result.XDS[0]
-	sim, err := envoysim.New(x.Listeners, x.Routes, x.Clusters, x.Endpoints, x.Secrets)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := simulator(t, res)
 	// The golden's CA is the bench-tls certificate (a CA), and its key.
 	var ca tls.Certificate
 	for _, s := range res.Secrets {

@@ -61,15 +61,7 @@ endpoints: [{addresses: [10.0.0.1]}]
 	if _, err := res.Load("retry", strings.NewReader(in)); err != nil {
 		t.Fatal(err)
 	}
-	result, err := Translate(res, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := result.XDS[0]
-	sim, err := envoysim.New(x.Listeners, x.Routes, x.Clusters, x.Endpoints, x.Secrets)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := simulator(t, res)
 	ok := envoysim.Attempt{Status: 200, Delay: 10 * time.Millisecond}
 	reset := envoysim.Attempt{Reset: true}
 	slow := envoysim.Attempt{Status: 200, Delay: 2 * time.Second}
@@ -100,4 +92,19 @@ endpoints: [{addresses: [10.0.0.1]}]
 			}
 		})
 	}
+}
+
+// simulator translates res, whose first Gateway's Envoy it simulates.
+func simulator(t *testing.T, res *resources.Resources) *envoysim.Simulator {
+	t.Helper()
+	result, err := Translate(res, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := result.XDS[0]
+	sim, err := envoysim.New(x.Listeners, x.Routes, x.Clusters, x.Endpoints, x.Secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim
 }
