@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -155,7 +156,7 @@ func (rt *roundTripper) roundTrip(r roundtripper.Request) (*roundtripper.Capture
 	echoed := echo(b.Request, pod, b.HTTP2)
 	if b.TLS != nil {
 		// What the backend's TLS server saw of Envoy's handshake.
-		echoed.request.TLS = roundtripper.TLS{ServerName: b.TLS.SNI, Version: "TLSv1.3"}
+		echoed.request.TLS = roundtripper.TLS{ServerName: b.TLS.SNI, Version: "TLSv1.3", PeerCertificates: peerCertificates(b.TLS.ClientCertificatePEM)}
 	}
 	// A second pass gives the client the echo's response headers as
 	// Envoy's response filters change them.
@@ -428,5 +429,18 @@ func addHeaders(res *roundtripper.CapturedResponse, hs []envoysim.Header) {
 	for _, h := range hs {
 		k := http.CanonicalHeaderKey(h.Name)
 		res.Headers[k] = append(res.Headers[k], h.Value)
+	}
+}
+
+// peerCertificates are the client certificates a TLS backend saw, PEM
+// encoded one by one, as echo-basic reports them.
+func peerCertificates(chain []byte) []string {
+	var out []string
+	for rest := chain; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			return out
+		}
+		out = append(out, string(pem.EncodeToMemory(&pem.Block{Type: b.Type, Bytes: b.Bytes})))
 	}
 }

@@ -224,6 +224,10 @@ type UpstreamTLS struct {
 	// ValidationContext is the SDS secret or inline CA it verifies with.
 	ValidationContext string   `json:"validationContext,omitempty"`
 	SubjectAltNames   []string `json:"subjectAltNames,omitempty"`
+	// ClientCertificate is the SDS secret Envoy presents to the backend,
+	// ClientCertificatePEM its certificate chain as the backend sees it.
+	ClientCertificate    string `json:"clientCertificate,omitempty"`
+	ClientCertificatePEM []byte `json:"-"`
 }
 
 // Response is an answer Envoy gives itself: a redirect or a direct

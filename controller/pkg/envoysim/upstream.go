@@ -135,6 +135,14 @@ func (s *Simulator) upstreamTLS(ts *corev3.TransportSocket) (*UpstreamTLS, error
 	}
 	out := &UpstreamTLS{SNI: ctx.GetSni()}
 	cc := ctx.GetCommonTlsContext()
+	for _, sds := range cc.GetTlsCertificateSdsSecretConfigs() {
+		secret, ok := s.secrets[sds.GetName()]
+		if !ok {
+			return nil, fmt.Errorf("client certificate secret %q is not served: Envoy keeps the cluster warming", sds.GetName())
+		}
+		out.ClientCertificate = sds.GetName()
+		out.ClientCertificatePEM = secret.GetTlsCertificate().GetCertificateChain().GetInlineBytes()
+	}
 	switch v := cc.GetValidationContextType().(type) {
 	case *tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig:
 		out.ValidationContext = v.ValidationContextSdsSecretConfig.GetName()

@@ -156,6 +156,11 @@ func (t *gatewayTranslator) ensureCluster(s clusterSpec) {
 	c.HTTP2 = c.HTTP2 || s.grpc
 	if s.tls != nil {
 		c.TLS = s.tls.tls
+		if t.backendCert != "" {
+			tls := *s.tls.tls
+			tls.ClientCertificate = t.backendCert
+			c.TLS = &tls
+		}
 		t.policyAncestor(s.tls)
 	}
 	t.clusters[s.name] = c

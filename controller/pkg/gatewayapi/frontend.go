@@ -153,3 +153,24 @@ func groupKind(group, kind string) string {
 	}
 	return kind + "." + group
 }
+
+// backendClientCertificate resolves spec.tls.backend.clientCertificateRef,
+// the certificate Envoy presents to the backends it reaches over TLS
+// (BackendTLSPolicy). One that does not resolve leaves backends without a
+// client certificate and the Gateway's ResolvedRefs saying why.
+func (t *gatewayTranslator) backendClientCertificate() {
+	t.backendCert, t.backendCertErr = "", nil
+	if t.gw.Spec.TLS == nil || t.gw.Spec.TLS.Backend == nil || t.gw.Spec.TLS.Backend.ClientCertificateRef == nil {
+		return
+	}
+	name, err := t.resolveCertificate(*t.gw.Spec.TLS.Backend.ClientCertificateRef)
+	if err != nil {
+		reason := string(gatewayv1.GatewayReasonInvalidClientCertificateRef)
+		if err.reason == string(gatewayv1.ListenerReasonRefNotPermitted) {
+			reason = string(gatewayv1.GatewayReasonRefNotPermitted)
+		}
+		t.backendCertErr = &refError{reason, "spec.tls.backend.clientCertificateRef: " + err.message}
+		return
+	}
+	t.backendCert = name
+}

@@ -50,12 +50,11 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 		c.set(accepted, true, string(gatewayv1.GatewayReasonAccepted), "Gateway is accepted")
 		c.set(programmed, true, string(gatewayv1.GatewayReasonProgrammed), "Gateway is programmed")
 	}
-	// Client certificates to backends are not implemented yet; backends
-	// that require one refuse the connections, which is what the owner
-	// would want, and the Gateway says why.
-	if t.gw.Spec.TLS != nil && t.gw.Spec.TLS.Backend != nil && t.gw.Spec.TLS.Backend.ClientCertificateRef != nil {
-		c.set(string(gatewayv1.GatewayConditionResolvedRefs), false, string(gatewayv1.GatewayReasonInvalidClientCertificateRef),
-			"spec.tls.backend.clientCertificateRef is not supported yet: connections to backends present no client certificate")
+	switch {
+	case t.backendCertErr != nil:
+		c.set(string(gatewayv1.GatewayConditionResolvedRefs), false, t.backendCertErr.reason, t.backendCertErr.message+"; connections to backends present no client certificate")
+	case t.backendCert != "":
+		c.set(string(gatewayv1.GatewayConditionResolvedRefs), true, string(gatewayv1.GatewayReasonResolvedRefs), "spec.tls.backend.clientCertificateRef "+t.backendCert+" is presented to TLS backends")
 	}
 	if insecure := t.insecureFrontend(); len(insecure) > 0 {
 		c.set(string(gatewayv1.GatewayConditionInsecureFrontendValidationMode), true, string(gatewayv1.GatewayReasonConfigurationChanged),

@@ -182,6 +182,10 @@ type gatewayTranslator struct {
 	lost     map[*metav1.ObjectMeta]map[int]string
 	clusters map[string]*ir.Cluster
 	secrets  map[string]*ir.Secret
+	// backendCert is the Secret Envoy presents to TLS backends (the
+	// Gateway's spec.tls.backend), backendCertErr why there is none.
+	backendCert    string
+	backendCertErr *refError
 	// tables are the state's, per port: the virtual hosts of HTTPRoutes
 	// and GRPCRoutes persist, the streams of TLS, TCP and UDP routes are
 	// attached afresh.
@@ -193,6 +197,7 @@ type gatewayTranslator struct {
 func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewayState) *ir.Gateway {
 	t.clusters = map[string]*ir.Cluster{}
 	t.secrets = map[string]*ir.Secret{}
+	t.backendClientCertificate()
 	t.listeners = t.validateListeners()
 	var conflicts uint64
 	t.lost, conflicts = t.kindConflicts(res)

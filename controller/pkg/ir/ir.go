@@ -299,6 +299,9 @@ type UpstreamTLS struct {
 	// SubjectAltNames the certificate must present one of; the SNI when
 	// empty.
 	SubjectAltNames []SubjectAltName `json:"subjectAltNames,omitempty"`
+	// ClientCertificate names the Secret in Gateway.Secrets Envoy presents
+	// to the backend (the Gateway's spec.tls.backend); none when empty.
+	ClientCertificate string `json:"clientCertificate,omitempty"`
 }
 
 // SubjectAltName is a DNS name or a URI.

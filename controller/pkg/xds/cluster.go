@@ -73,6 +73,9 @@ func upstreamTLS(t *ir.UpstreamTLS) *corev3.TransportSocket {
 			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc},
 		},
 	}
+	if t.ClientCertificate != "" {
+		ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{Name: t.ClientCertificate, SdsConfig: ads()}}
+	}
 	return &corev3.TransportSocket{
 		Name:       "envoy.transport_sockets.tls",
 		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: typed(ctx)},
