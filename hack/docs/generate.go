@@ -107,7 +107,6 @@ var featureNotes = map[features.FeatureName]string{
 	features.SupportListenerSet:                                   "not yet: ListenerSet listeners are not read (issue 14)",
 	features.SupportGatewayInfrastructure:                         "not yet: `spec.infrastructure` labels and annotations reach some fleet objects only (issue 14)",
 	features.SupportGatewayStaticAddresses:                        "not yet: IPAddress addresses go on the Envoy Service, other types are refused (`UnsupportedAddress`); the conformance test is not run (issue 14)",
-	features.SupportGatewayAddressEmpty:                           "not yet (issue 14)",
 	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests: "not yet: needs one filter chain per HTTPS listener rather than per route hostname (issue 14)",
 }
 

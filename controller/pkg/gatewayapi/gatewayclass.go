@@ -14,6 +14,7 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGatewayPort8080,
 	features.SupportGatewayHTTPListenerIsolation,
 	features.SupportGatewayInfrastructure,
+	features.SupportGatewayAddressEmpty,
 	features.SupportGatewayBackendClientCertificate,
 	features.SupportGatewayFrontendClientCertificateValidation,
 	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,

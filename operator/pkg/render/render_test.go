@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -128,4 +131,35 @@ func TestInfrastructureMetadata(t *testing.T) {
 		}
 	}
 	check("certificate Secrets", f.SecretLabels, f.SecretAnnotations)
+}
+
+// TestEmptyAddress: an IPAddress without a value asks for any address
+// (GatewayAddressEmpty): the Service is left to get one as it does.
+func TestEmptyAddress(t *testing.T) {
+	ip := gatewayv1.IPAddressType
+	for _, tc := range []struct {
+		addrs []gatewayv1.GatewaySpecAddress
+		lbIP  string
+		ext   []string
+	}{
+		{[]gatewayv1.GatewaySpecAddress{{Type: &ip}}, "", nil},
+		{[]gatewayv1.GatewaySpecAddress{{Type: &ip}, {Type: &ip, Value: "192.0.2.1"}}, "192.0.2.1", nil},
+		{[]gatewayv1.GatewaySpecAddress{{Type: &ip, Value: "192.0.2.1"}, {Type: &ip, Value: "192.0.2.2"}}, "", []string{"192.0.2.1", "192.0.2.2"}},
+	} {
+		gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: "isobar", Addresses: tc.addrs,
+			Listeners: []gatewayv1.Listener{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
+		}}
+		f, err := Render(Input{Gateway: gw, ControllerName: "isobar.dev/gateway-controller"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range f.Namespaced {
+			if svc, ok := o.(*corev1.Service); ok && svc.Name == f.Names.Envoy {
+				if svc.Spec.LoadBalancerIP != tc.lbIP || !slices.Equal(svc.Spec.ExternalIPs, tc.ext) {
+					t.Errorf("%v: loadBalancerIP %q, externalIPs %v; want %q, %v", tc.addrs, svc.Spec.LoadBalancerIP, svc.Spec.ExternalIPs, tc.lbIP, tc.ext)
+				}
+			}
+		}
+	}
 }

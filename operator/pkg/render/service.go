@@ -103,16 +103,22 @@ func (r *renderer) envoyService() (*corev1.Service, error) {
 		}
 	}
 	// spec.addresses: IP addresses become the load balancer's IP (one) or
-	// external IPs; anything else cannot be honoured.
+	// external IPs; one without a value asks for any address, which the
+	// Service gets anyway (GatewayAddressEmpty); anything else cannot be
+	// honoured.
+	var ips []string
 	for i, a := range gw.Spec.Addresses {
 		if a.Type != nil && *a.Type != gatewayv1.IPAddressType {
 			return nil, fmt.Errorf("%w: spec.addresses[%d]: type %s is not supported; use IPAddress", ErrUnsupportedAddress, i, *a.Type)
 		}
-		if typ == corev1.ServiceTypeLoadBalancer && len(gw.Spec.Addresses) == 1 {
-			svc.Spec.LoadBalancerIP = a.Value
-		} else {
-			svc.Spec.ExternalIPs = append(svc.Spec.ExternalIPs, a.Value)
+		if a.Value != "" {
+			ips = append(ips, a.Value)
 		}
+	}
+	if typ == corev1.ServiceTypeLoadBalancer && len(ips) == 1 {
+		svc.Spec.LoadBalancerIP = ips[0]
+	} else {
+		svc.Spec.ExternalIPs = ips
 	}
 	return svc, nil
 }
