@@ -225,19 +225,15 @@ func writeAnswer(w io.Writer, a *envoysim.Answer) {
 // the rule.
 func routeSource(name string) string {
 	p := strings.Split(name, "/")
-	if len(p) != 7 || p[3] != "rule" || p[5] != "match" {
-		return ""
-	}
-	kinds := map[string]string{"httproute": "HTTPRoute", "grpcroute": "GRPCRoute"}
-	kind, ok := kinds[p[0]]
-	if !ok {
+	key, ok := routeKey(name)
+	if len(p) != 7 || p[3] != "rule" || p[5] != "match" || !ok {
 		return ""
 	}
 	rule := p[4]
 	if i, ruleName, named := strings.Cut(rule, ":"); named {
 		rule = fmt.Sprintf("%s (%s)", i, ruleName)
 	}
-	return fmt.Sprintf(" (%s %s/%s, rule %s, match %s)", kind, p[1], p[2], rule, p[6])
+	return fmt.Sprintf(" (%s %s/%s, rule %s, match %s)", key.Kind, key.Namespace, key.Name, rule, p[6])
 }
 
 // serviceOf reads a cluster name, "<namespace>/<service>/<port>", back into

@@ -51,7 +51,8 @@ func why(result *offline.Result, gateway string, a *envoysim.Answer) []string {
 	return slices.Compact(out)
 }
 
-// routeKey reads Isobar's Envoy route name back into the route.
+// routeKey reads Isobar's Envoy route name
+// (<kind>/<namespace>/<name>/rule/...) back into the route.
 func routeKey(route string) (gatewayapi.RouteKey, bool) {
 	p := strings.Split(route, "/")
 	kinds := map[string]string{"httproute": "HTTPRoute", "grpcroute": "GRPCRoute"}

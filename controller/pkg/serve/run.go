@@ -221,6 +221,12 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	// One work item stands for "translate again"; in controllerName mode
 	// it names no Gateway.
 	key := reconcile.Request{NamespacedName: r.opts.Gateway}
+	// Every change is told to the batcher, which decides when the pass
+	// it asks for starts.
+	changed := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		r.batch.Changed()
+		q.Add(key)
+	}
 	always := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		r.batch.Changed()
 		return []reconcile.Request{key}
@@ -231,21 +237,17 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	// our entries are still there.
 	specOrStatus := handler.Funcs{
 		CreateFunc: func(_ context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.batch.Changed()
-			q.Add(key)
+			changed(q)
 		},
 		DeleteFunc: func(_ context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.batch.Changed()
-			q.Add(key)
+			changed(q)
 		},
 		GenericFunc: func(_ context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.batch.Changed()
-			q.Add(key)
+			changed(q)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
-				r.batch.Changed()
-				q.Add(key)
+				changed(q)
 				return
 			}
 			r.status.touched(e.ObjectNew)
