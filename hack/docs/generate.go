@@ -104,8 +104,6 @@ func oneLine(s string) string {
 var featureNotes = map[features.FeatureName]string{
 	features.SupportHTTPRouteRetryBackendTimeout:                  "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays tries beyond `timeouts.backendRequest` through the simulated Envoy",
 	features.SupportHTTPRouteRetryConnectionError:                 "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays reset tries through the simulated Envoy",
-	features.SupportListenerSet:                                   "not yet: ListenerSet listeners are not read (issue 14)",
-	features.SupportGatewayInfrastructure:                         "not yet: `spec.infrastructure` labels and annotations reach some fleet objects only (issue 14)",
 	features.SupportGatewayStaticAddresses:                        "not yet: IPAddress addresses go on the Envoy Service, other types are refused (`UnsupportedAddress`); the conformance test is not run (issue 14)",
 	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests: "not yet: needs one filter chain per HTTPS listener rather than per route hostname (issue 14)",
 }

@@ -150,16 +150,20 @@ func Run(o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
-	want := []schema.GroupVersionKind{gatewayv1.SchemeGroupVersion.WithKind("GatewayClass"), gatewayv1.SchemeGroupVersion.WithKind("Gateway")}
+	required := []schema.GroupVersionKind{gatewayv1.SchemeGroupVersion.WithKind("GatewayClass"), gatewayv1.SchemeGroupVersion.WithKind("Gateway")}
+	// ListenerSets are optional: without their CRD a Gateway has its own
+	// listeners only. The watcher restarts the operator when that changes.
+	listenerSets := gatewayv1.SchemeGroupVersion.WithKind("ListenerSet")
+	want := append(required, listenerSets)
 	have, err := served.Kinds(dc, want)
 	if err != nil {
 		return err
 	}
-	if missing := have.Missing(want); len(missing) > 0 {
+	if missing := have.Missing(required); len(missing) > 0 {
 		for _, gvk := range missing {
 			log.Error(nil, "Gateway API kind not served by the cluster: provisioning waits for the Gateway API CRDs", "kind", gvk.Kind, "reason", served.Why(dc, gvk))
 		}
-	} else if err := setupReconcilers(mgr, o); err != nil {
+	} else if err := setupReconcilers(mgr, o, have[listenerSets]); err != nil {
 		return err
 	}
 	if err := mgr.Add(&served.Watcher{Discovery: dc, Want: want, Have: have, Interval: o.KindsInterval}); err != nil {
@@ -184,7 +188,7 @@ func Run(o Options) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-func setupReconcilers(mgr ctrl.Manager, o Options) error {
+func setupReconcilers(mgr ctrl.Manager, o Options, listenerSets bool) error {
 	if err := (&gatewayclass.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName, NodePortRange: o.NodePortRange}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the GatewayClass reconciler: %w", err)
 	}
@@ -194,6 +198,7 @@ func setupReconcilers(mgr ctrl.Manager, o Options) error {
 		Recorder:      mgr.GetEventRecorder("isobar-operator"),
 		Now:           time.Now,
 		NodePortRange: o.NodePortRange,
+		ListenerSets:  listenerSets,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Gateway reconciler: %w", err)
 	}

@@ -54,7 +54,8 @@ func (t *gatewayTranslator) attach(r route) []*attachment {
 	}
 	var out []*attachment
 	for _, ref := range r.parentRefs {
-		if !t.refersToGateway(ref, r.meta.Namespace) {
+		set, ok := t.parentOf(ref, r.meta.Namespace)
+		if !ok {
 			continue
 		}
 		a := &attachment{ref: ref, conds: conditions{generation: r.meta.Generation}}
@@ -63,34 +64,29 @@ func (t *gatewayTranslator) attach(r route) []*attachment {
 			a.conds.set(string(gatewayv1.RouteConditionAccepted), false, string(gatewayv1.RouteReasonUnsupportedValue), invalid.Error())
 			continue
 		}
-		t.attachParent(r, a)
+		if set != nil && set.notAllowed != "" {
+			a.conds.set(string(gatewayv1.RouteConditionAccepted), false, string(gatewayv1.RouteReasonNotAllowedByListeners),
+				fmt.Sprintf("ListenerSet %s/%s is not attached to its Gateway: %s", set.obj.Namespace, set.obj.Name, set.notAllowed))
+			continue
+		}
+		t.attachParent(r, set, a)
 	}
 	return out
 }
 
-func (t *gatewayTranslator) refersToGateway(ref gatewayv1.ParentReference, routeNS string) bool {
-	if ref.Group != nil && *ref.Group != gatewayv1.GroupName {
-		return false
-	}
-	if ref.Kind != nil && *ref.Kind != "Gateway" {
-		return false
-	}
-	ns := routeNS
-	if ref.Namespace != nil {
-		ns = string(*ref.Namespace)
-	}
-	return ns == t.gw.Namespace && string(ref.Name) == t.gw.Name
-}
-
-// attachParent finds the listeners a parentRef selects and applies each
-// listener's allowedRoutes and hostname, in the order the Gateway API
-// reports failures: no listener selected, not allowed, no hostname in common.
-func (t *gatewayTranslator) attachParent(r route, a *attachment) {
+// attachParent finds the listeners a parentRef selects among those of its
+// parent (the Gateway's own, or set's) and applies each listener's
+// allowedRoutes and hostname, in the order the Gateway API reports
+// failures: no listener selected, not allowed, no hostname in common.
+func (t *gatewayTranslator) attachParent(r route, set *listenerSet, a *attachment) {
 	accepted := string(gatewayv1.RouteConditionAccepted)
 	// Gateways have few listeners: these lists live on the stack.
 	var selectedBuf, allowedBuf [8]*listener
 	selected, allowed := selectedBuf[:0], allowedBuf[:0]
 	for _, l := range t.listeners {
+		if l.set != set {
+			continue
+		}
 		if a.ref.SectionName != nil && *a.ref.SectionName != l.spec.Name {
 			continue
 		}
@@ -100,7 +96,7 @@ func (t *gatewayTranslator) attachParent(r route, a *attachment) {
 		selected = append(selected, l)
 	}
 	if len(selected) == 0 {
-		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNoMatchingParent), noListenerMessage(a.ref))
+		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNoMatchingParent), noListenerMessage(a.ref, set))
 		return
 	}
 	var why []string
@@ -149,16 +145,20 @@ func (t *gatewayTranslator) attachParent(r route, a *attachment) {
 	a.conds.set(accepted, true, string(gatewayv1.RouteReasonAccepted), "Route is accepted")
 }
 
-func noListenerMessage(ref gatewayv1.ParentReference) string {
+func noListenerMessage(ref gatewayv1.ParentReference, set *listenerSet) string {
+	parent := "the Gateway"
+	if set != nil {
+		parent = "the ListenerSet"
+	}
 	switch {
 	case ref.SectionName != nil && ref.Port != nil:
-		return fmt.Sprintf("the Gateway has no listener named %q on port %d", *ref.SectionName, *ref.Port)
+		return fmt.Sprintf("%s has no listener named %q on port %d", parent, *ref.SectionName, *ref.Port)
 	case ref.SectionName != nil:
-		return fmt.Sprintf("the Gateway has no listener named %q", *ref.SectionName)
+		return fmt.Sprintf("%s has no listener named %q", parent, *ref.SectionName)
 	case ref.Port != nil:
-		return fmt.Sprintf("the Gateway has no listener on port %d", *ref.Port)
+		return fmt.Sprintf("%s has no listener on port %d", parent, *ref.Port)
 	default:
-		return "the Gateway has no listeners"
+		return parent + " has no listeners"
 	}
 }
 
@@ -185,10 +185,13 @@ func (t *gatewayTranslator) allows(l *listener, r route) string {
 	case gatewayv1.NamespacesFromAll:
 		return ""
 	case gatewayv1.NamespacesFromSame:
-		if r.meta.Namespace == t.gw.Namespace {
+		// The namespace of the listener's owner: a ListenerSet's, for
+		// its listeners.
+		ns := t.ownerOf(l).namespace
+		if r.meta.Namespace == ns {
 			return ""
 		}
-		return fmt.Sprintf("listener %q allows routes from namespace %s only", l.spec.Name, t.gw.Namespace)
+		return fmt.Sprintf("listener %q allows routes from namespace %s only", l.spec.Name, ns)
 	case gatewayv1.NamespacesFromSelector:
 		if selector == nil {
 			return fmt.Sprintf("listener %q selects namespaces with no selector", l.spec.Name)

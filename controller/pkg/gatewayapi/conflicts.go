@@ -106,11 +106,12 @@ func (t *gatewayTranslator) kindConflicts(res *resources.Resources) (map[*metav1
 func (t *gatewayTranslator) claims(r route) []kindClaim {
 	var out []kindClaim
 	for _, ref := range r.parentRefs {
-		if !t.refersToGateway(ref, r.meta.Namespace) {
+		set, ok := t.parentOf(ref, r.meta.Namespace)
+		if !ok {
 			continue
 		}
 		for i, l := range t.listeners {
-			if ref.SectionName != nil && *ref.SectionName != l.spec.Name || ref.Port != nil && *ref.Port != l.spec.Port || !l.usable() || t.allows(l, r) != "" {
+			if l.set != set || ref.SectionName != nil && *ref.SectionName != l.spec.Name || ref.Port != nil && *ref.Port != l.spec.Port || !l.usable() || t.allows(l, r) != "" {
 				continue
 			}
 			for _, h := range t.routeHosts(l, r.hostnames) {

@@ -163,7 +163,7 @@ func (t *gatewayTranslator) backendClientCertificate() {
 	if t.gw.Spec.TLS == nil || t.gw.Spec.TLS.Backend == nil || t.gw.Spec.TLS.Backend.ClientCertificateRef == nil {
 		return
 	}
-	name, err := t.resolveCertificate(*t.gw.Spec.TLS.Backend.ClientCertificateRef)
+	name, err := t.resolveCertificate(*t.gw.Spec.TLS.Backend.ClientCertificateRef, t.ownerOf(nil))
 	if err != nil {
 		reason := string(gatewayv1.GatewayReasonInvalidClientCertificateRef)
 		if err.reason == string(gatewayv1.ListenerReasonRefNotPermitted) {

@@ -14,6 +14,7 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGatewayPort8080,
 	features.SupportGatewayHTTPListenerIsolation,
 	features.SupportGatewayInfrastructure,
+	features.SupportListenerSet,
 	features.SupportGatewayAddressEmpty,
 	features.SupportGatewayBackendClientCertificate,
 	features.SupportGatewayFrontendClientCertificateValidation,
@@ -66,13 +67,15 @@ type Field struct {
 }
 
 // Requires are the claimed features whose field only some channels' CRDs
-// serve: v1.6's standard channel prunes HTTPRoute rules' retry. A field the
+// serve (v1.6's standard channel prunes HTTPRoute rules' retry), or whose
+// kind a cluster may not have installed (ListenerSet). A field the
 // API server drops cannot work, so a class claims such a feature only
 // where the installed CRD has the field.
 var Requires = map[gatewayv1.FeatureName]Field{
 	gatewayv1.FeatureName(features.SupportHTTPRouteRetry):                {CRD: "httproutes.gateway.networking.k8s.io", Path: []string{"spec", "rules", "retry"}},
 	gatewayv1.FeatureName(features.SupportHTTPRouteRetryBackendTimeout):  {CRD: "httproutes.gateway.networking.k8s.io", Path: []string{"spec", "rules", "retry"}},
 	gatewayv1.FeatureName(features.SupportHTTPRouteRetryConnectionError): {CRD: "httproutes.gateway.networking.k8s.io", Path: []string{"spec", "rules", "retry"}},
+	gatewayv1.FeatureName(features.SupportListenerSet):                   {CRD: "listenersets.gateway.networking.k8s.io", Path: []string{"spec", "listeners"}},
 }
 
 // Claimed are the supported features a class claims where served says

@@ -13,8 +13,17 @@ import (
 // configuration; the controller overrides it while that is not so.
 func (t *gatewayTranslator) writeGatewayStatus() {
 	st := &gatewayv1.GatewayStatus{}
+	if attached := t.writeListenerSetStatus(); !t.idx.unserved["ListenerSet"] {
+		// Reported where ListenerSets can exist.
+		st.AttachedListenerSets = &attached
+	}
 	var usable, invalid, conflicted []string
+	own := 0
 	for _, l := range t.listeners {
+		if l.set != nil {
+			continue
+		}
+		own++
 		switch {
 		case l.usable():
 			usable = append(usable, string(l.spec.Name))
@@ -23,21 +32,12 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 		default:
 			invalid = append(invalid, string(l.spec.Name))
 		}
-		kinds := l.kinds
-		if kinds == nil {
-			kinds = []gatewayv1.RouteGroupKind{}
-		}
-		st.Listeners = append(st.Listeners, gatewayv1.ListenerStatus{
-			Name:           l.spec.Name,
-			SupportedKinds: kinds,
-			AttachedRoutes: l.attached,
-			Conditions:     l.conds.sorted(),
-		})
+		st.Listeners = append(st.Listeners, listenerStatus(l))
 	}
 	c := conditions{generation: t.gw.Generation}
 	accepted, programmed := string(gatewayv1.GatewayConditionAccepted), string(gatewayv1.GatewayConditionProgrammed)
 	switch {
-	case len(t.listeners) == 0:
+	case own == 0:
 		c.set(accepted, true, string(gatewayv1.GatewayReasonAccepted), "Gateway is accepted")
 		c.set(programmed, true, string(gatewayv1.GatewayReasonProgrammed), "Gateway has no listeners")
 	case len(usable) == 0:

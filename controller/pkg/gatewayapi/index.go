@@ -82,6 +82,15 @@ func newIndex(res *resources.Resources) *index {
 	return idx
 }
 
+// namespaceLabels returns a namespace's labels and whether it exists.
+func (idx *index) namespaceLabels(name string) (map[string]string, bool) {
+	ns, ok := idx.namespaces[name]
+	if !ok {
+		return nil, false
+	}
+	return ns.Labels, true
+}
+
 // fingerprint hashes the unserved kinds, the Services' ports and the
 // ReferenceGrants, as a sum over objects: the order of a listing does not
 // matter.

@@ -13,10 +13,12 @@ import (
 	"isobar.dev/controller/pkg/ir"
 )
 
-// listener is a Gateway listener being translated, with its status.
+// listener is a listener being translated, with its status: one of the
+// Gateway's own, or one of an attached ListenerSet's (set).
 type listener struct {
 	spec          *gatewayv1.Listener
-	hostname      string // "" for any
+	set           *listenerSet // nil for the Gateway's own
+	hostname      string       // "" for any
 	containerPort int32
 	family        family
 	kinds         []gatewayv1.RouteGroupKind // supported and allowed
@@ -75,20 +77,37 @@ var routeKinds = map[gatewayv1.ProtocolType][]gatewayv1.Kind{
 	gatewayv1.UDPProtocolType:   {"UDPRoute"},
 }
 
-// validateListeners checks every listener of the Gateway on its own and
-// against the others. A listener that fails keeps a condition saying why;
-// the others are translated as usual.
+// validateListeners checks every listener of the Gateway and of its
+// allowed ListenerSets, in that order (the specification's precedence), on
+// its own and against the others. A listener that fails keeps a condition
+// saying why; the others are translated as usual.
 func (t *gatewayTranslator) validateListeners() []*listener {
+	type owned struct {
+		spec gatewayv1.Listener
+		set  *listenerSet
+	}
+	var specs []owned
+	for _, l := range t.gw.Spec.Listeners {
+		specs = append(specs, owned{spec: l})
+	}
+	for _, s := range t.sets {
+		if s.notAllowed != "" {
+			continue
+		}
+		for _, e := range s.obj.Spec.Listeners {
+			specs = append(specs, owned{spec: gatewayv1.Listener(e), set: s})
+		}
+	}
 	var all []int32
-	for i := range t.gw.Spec.Listeners {
-		all = append(all, int32(t.gw.Spec.Listeners[i].Port))
+	for _, o := range specs {
+		all = append(all, int32(o.spec.Port))
 	}
 	mapping := ports.Map(all)
 
-	ls := make([]*listener, len(t.gw.Spec.Listeners))
-	for i := range t.gw.Spec.Listeners {
-		spec := &t.gw.Spec.Listeners[i]
-		l := &listener{spec: spec, conds: conditions{generation: t.gw.Generation}}
+	ls := make([]*listener, len(specs))
+	for i := range specs {
+		spec := &specs[i].spec
+		l := &listener{spec: spec, set: specs[i].set, conds: conditions{generation: t.generationOf(specs[i].set)}}
 		if spec.Hostname != nil {
 			l.hostname = string(*spec.Hostname)
 			if err := checkHostname(l.hostname, true); err != nil {
@@ -104,6 +123,9 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 		}
 		t.checkTLS(l)
 		t.checkFrontendValidation(l)
+		if l.set != nil {
+			l.set.listeners = append(l.set.listeners, l)
+		}
 	}
 	checkConflicts(ls)
 	checkOverlappingTLS(ls)
@@ -172,16 +194,70 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 // checkConflicts applies the Gateway API's rules for distinct listeners:
 // on one port, listeners must be of one protocol family (HTTP; HTTPS and
 // TLS, which select by SNI; TCP; UDP), and within it have distinct
-// hostnames (TCP and UDP, which have none, one listener per port). The
-// specification forbids picking a winner: every listener of an indistinct
-// set is Conflicted and not accepted, and the others keep working.
+// hostnames (TCP and UDP, which have none, one listener per port).
+// Listeners are taken owner by owner in precedence order (the Gateway's
+// own, then each ListenerSet's): a listener that conflicts with one an
+// earlier owner kept is Conflicted, and the earlier one keeps working, as
+// the ListenerSet specification orders. Within one owner the specification
+// forbids picking a winner: every listener of an indistinct set is
+// Conflicted.
 func checkConflicts(ls []*listener) {
+	var kept []*listener // by earlier owners
+	for start := 0; start < len(ls); {
+		end := start
+		for end < len(ls) && ls[end].set == ls[start].set {
+			end++
+		}
+		var own []*listener
+		for _, l := range ls[start:end] {
+			if l.family == familyNone {
+				continue
+			}
+			if w := conflictWith(l, kept); w != nil {
+				reason, msg := gatewayv1.ListenerReasonHostnameConflict, fmt.Sprintf("%s, which takes precedence, has hostname %q on port %d too", describe(w), orAnyHost(w.hostname), l.spec.Port)
+				if w.family != l.family {
+					reason, msg = gatewayv1.ListenerReasonProtocolConflict, fmt.Sprintf("%s, which takes precedence, serves port %d with protocol %s", describe(w), l.spec.Port, w.spec.Protocol)
+				}
+				markConflicted(l, reason, msg)
+				continue
+			}
+			own = append(own, l)
+		}
+		checkOwnConflicts(own)
+		for _, l := range own {
+			if !l.conds.isTrue(string(gatewayv1.ListenerConditionConflicted)) {
+				kept = append(kept, l)
+			}
+		}
+		start = end
+	}
+}
+
+// conflictWith returns the first listener of kept that l cannot share its
+// port with, or nil.
+func conflictWith(l *listener, kept []*listener) *listener {
+	for _, k := range kept {
+		if k.spec.Port == l.spec.Port && (k.family != l.family || k.hostname == l.hostname) {
+			return k
+		}
+	}
+	return nil
+}
+
+// describe names a listener for a message, with its owner when that is a
+// ListenerSet.
+func describe(l *listener) string {
+	if l.set == nil {
+		return fmt.Sprintf("Gateway listener %q", l.spec.Name)
+	}
+	return fmt.Sprintf("listener %q of ListenerSet %s/%s", l.spec.Name, l.set.obj.Namespace, l.set.obj.Name)
+}
+
+// checkOwnConflicts applies the rules among the listeners of one owner.
+func checkOwnConflicts(ls []*listener) {
 	byPort := map[gatewayv1.PortNumber][]*listener{}
 	var ports []gatewayv1.PortNumber
 	for _, l := range ls {
-		if l.family == familyNone {
-			continue
-		}
 		if byPort[l.spec.Port] == nil {
 			ports = append(ports, l.spec.Port)
 		}
@@ -264,7 +340,7 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 		return
 	}
 	for _, ref := range l.spec.TLS.CertificateRefs {
-		name, err := t.resolveCertificate(ref)
+		name, err := t.resolveCertificate(ref, t.ownerOf(l))
 		if err != nil {
 			l.badCertificates = true
 			l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, err.reason, err.message)
@@ -276,9 +352,10 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 
 type refError struct{ reason, message string }
 
-// resolveCertificate checks one certificateRef and adds its Secret to the
-// IR, returning the Secret's IR name.
-func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReference) (string, *refError) {
+// resolveCertificate checks one certificateRef of from (the Gateway, or a
+// ListenerSet: a ReferenceGrant to one is not one to the other) and adds
+// its Secret to the IR, returning the Secret's IR name.
+func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReference, from owner) (string, *refError) {
 	group, kind := "", "Secret"
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -286,7 +363,7 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 	if ref.Kind != nil {
 		kind = string(*ref.Kind)
 	}
-	ns := t.gw.Namespace
+	ns := from.namespace
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
@@ -294,7 +371,7 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 		return "", &refError{string(gatewayv1.ListenerReasonInvalidCertificateRef),
 			fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name)}
 	}
-	if ns != t.gw.Namespace && !t.idx.granted(gatewayv1.GroupName, "Gateway", t.gw.Namespace, "", "Secret", ns, string(ref.Name)) {
+	if ns != from.namespace && !t.idx.granted(gatewayv1.GroupName, from.kind, from.namespace, "", "Secret", ns, string(ref.Name)) {
 		return "", &refError{string(gatewayv1.ListenerReasonRefNotPermitted),
 			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)}
 	}

@@ -47,8 +47,11 @@ type addition struct {
 type gatewayContext struct {
 	// gw is the Gateway object the context was first seen with: a new
 	// object with the same spec (a status write) keeps it.
-	gw         *gatewayv1.Gateway
-	usable     string
+	gw     *gatewayv1.Gateway
+	usable string
+	// sets identifies the ListenerSets naming the Gateway (object,
+	// generation, allowed): their listeners are in usable's order.
+	sets       string
 	namespaces uint64
 	world      uint64
 	// conflicts fingerprints which routes lose hostnames to routes of the
@@ -97,7 +100,7 @@ func (t *gatewayTranslator) context(prev *gatewayState) gatewayContext {
 	if prev != nil && sameSpec(prev.ctx.gw, gw) {
 		gw = prev.ctx.gw
 	}
-	return gatewayContext{gw: gw, usable: string(usable), namespaces: t.idx.namespacesVersion, world: t.idx.world}
+	return gatewayContext{gw: gw, usable: string(usable), sets: setsKey(t.sets), namespaces: t.idx.namespacesVersion, world: t.idx.world}
 }
 
 // sameSpec reports whether two Gateway objects translate alike: the

@@ -22,6 +22,9 @@ type Status struct {
 	// BackendTLSPolicies holds, per policy, an ancestor entry for each
 	// Gateway whose routes use it.
 	BackendTLSPolicies map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
+	// ListenerSets holds the status of each ListenerSet whose parentRef
+	// names a translated Gateway.
+	ListenerSets map[types.NamespacedName]*ListenerSetStatus
 }
 
 // RouteKey names a route of any kind.
@@ -37,6 +40,7 @@ func newStatus() *Status {
 		Gateways:           map[types.NamespacedName]*gatewayv1.GatewayStatus{},
 		Routes:             map[RouteKey][]gatewayv1.RouteParentStatus{},
 		BackendTLSPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
+		ListenerSets:       map[types.NamespacedName]*ListenerSetStatus{},
 	}
 }
 

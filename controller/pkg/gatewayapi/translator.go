@@ -176,6 +176,9 @@ type gatewayTranslator struct {
 	rec         *outcome
 	rank        int32 // of the route being attached; see update
 
+	// sets are the ListenerSets naming the Gateway, in precedence order;
+	// listeners are the Gateway's own, then the allowed sets'.
+	sets      []*listenerSet
 	listeners []*listener
 	// lost are the listeners where an HTTPRoute or GRPCRoute loses a
 	// hostname to a route of the other kind (kindConflicts).
@@ -198,6 +201,7 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	t.clusters = map[string]*ir.Cluster{}
 	t.secrets = map[string]*ir.Secret{}
 	t.backendClientCertificate()
+	t.sets = t.listenerSets(res)
 	t.listeners = t.validateListeners()
 	var conflicts uint64
 	t.lost, conflicts = t.kindConflicts(res)

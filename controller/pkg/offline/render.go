@@ -95,6 +95,10 @@ func statusObjects(r *Result) []object {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}, Status: r.Gateways.Status.Gateways[k]})
 	}
+	for _, k := range sortedKeys(r.Gateways.Status.ListenerSets) {
+		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "ListenerSet",
+			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}, Status: r.Gateways.Status.ListenerSets[k].Status})
+	}
 	for _, k := range sortedKeys(r.Gateways.Status.BackendTLSPolicies) {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "BackendTLSPolicy",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},

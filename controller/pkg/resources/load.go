@@ -227,6 +227,8 @@ var decoders = map[string]decoder{
 		decodeAs(func(r *Resources) *[]*gatewayv1.TCPRoute { return &r.TCPRoutes }), false},
 	"UDPRoute.gateway.networking.k8s.io": {versions("v1", "v1alpha2"),
 		decodeAs(func(r *Resources) *[]*gatewayv1.UDPRoute { return &r.UDPRoutes }), false},
+	"ListenerSet.gateway.networking.k8s.io": {versions("v1"),
+		decodeAs(func(r *Resources) *[]*gatewayv1.ListenerSet { return &r.ListenerSets }), false},
 	"ReferenceGrant.gateway.networking.k8s.io": {versions("v1beta1", "v1alpha2", "v1"),
 		decodeAs(func(r *Resources) *[]*gatewayv1beta1.ReferenceGrant { return &r.ReferenceGrants }), false},
 	"BackendTLSPolicy.gateway.networking.k8s.io": {versions("v1", "v1alpha3"),

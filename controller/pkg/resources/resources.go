@@ -23,6 +23,7 @@ type Resources struct {
 	TLSRoutes          []*gatewayv1.TLSRoute
 	TCPRoutes          []*gatewayv1.TCPRoute
 	UDPRoutes          []*gatewayv1.UDPRoute
+	ListenerSets       []*gatewayv1.ListenerSet
 	ReferenceGrants    []*gatewayv1beta1.ReferenceGrant
 	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
 	Services           []*corev1.Service

@@ -22,7 +22,7 @@ import (
 // CRDs, or those of an older release; such a kind is not watched.
 var gatewayKinds = []client.Object{
 	&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{},
-	&gatewayv1.TLSRoute{}, &gatewayv1.TCPRoute{}, &gatewayv1.UDPRoute{},
+	&gatewayv1.TLSRoute{}, &gatewayv1.TCPRoute{}, &gatewayv1.UDPRoute{}, &gatewayv1.ListenerSet{},
 	&gatewayv1beta1.ReferenceGrant{}, &gatewayv1.BackendTLSPolicy{},
 }
 

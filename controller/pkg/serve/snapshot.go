@@ -37,6 +37,7 @@ func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error
 		TLSRoutes:          list[gatewayv1.TLSRoute](l),
 		TCPRoutes:          list[gatewayv1.TCPRoute](l),
 		UDPRoutes:          list[gatewayv1.UDPRoute](l),
+		ListenerSets:       list[gatewayv1.ListenerSet](l),
 		ReferenceGrants:    list[gatewayv1beta1.ReferenceGrant](l),
 		BackendTLSPolicies: list[gatewayv1.BackendTLSPolicy](l),
 		Services:           list[corev1.Service](l),

@@ -48,8 +48,22 @@ func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet 
 		st = &gatewayapi.Status{}
 	}
 	if gs, ok := st.Gateways[w.gateway]; ok {
-		if err := w.writeGateway(ctx, w.gateway, programmed(*gs, fleet, addresses, w.opts.EnvoyService != ""), addresses, true); err != nil {
+		gw := programmed(*gs, fleet, addresses, w.opts.EnvoyService != "")
+		if err := w.writeGateway(ctx, w.gateway, gw, addresses, true); err != nil {
 			return err
+		}
+		parent := meta.FindStatusCondition(gw.Conditions, string(gatewayv1.GatewayConditionProgrammed))
+		for k, ls := range st.ListenerSets {
+			if ls.Gateway != w.gateway {
+				continue
+			}
+			if w.sets == nil {
+				w.sets = map[types.NamespacedName]bool{}
+			}
+			w.sets[k] = true
+			if err := w.writeListenerSet(ctx, k, listenerSetProgrammed(ls.Status, parent)); err != nil {
+				return err
+			}
 		}
 	}
 	if gatewayOnly {
@@ -214,12 +228,64 @@ func (w *statusWriter) writeGateway(ctx context.Context, name types.NamespacedNa
 		}
 		next.Listeners = listeners
 		next.Addresses = addresses
+		next.AttachedListenerSets = desired.AttachedListenerSets
 		if apiequality.Semantic.DeepEqual(next, &gw.Status) {
 			return nil
 		}
 		gw.Status = *next
 		return w.update(ctx, gw, "Gateway")
 	})
+}
+
+// listenerSetProgrammed is a ListenerSet's status with Programmed false
+// while its Gateway's is: its listeners are not programmed before the
+// Gateway's configuration is.
+func listenerSetProgrammed(st gatewayv1.ListenerSetStatus, parent *metav1.Condition) gatewayv1.ListenerSetStatus {
+	out := *st.DeepCopy()
+	cond := meta.FindStatusCondition(out.Conditions, string(gatewayv1.ListenerSetConditionProgrammed))
+	if cond == nil || cond.Status != metav1.ConditionTrue || parent == nil || parent.Status == metav1.ConditionTrue {
+		return out
+	}
+	cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ParentNotProgrammed", "the Gateway is not programmed: "+parent.Message
+	return out
+}
+
+// writeListenerSet replaces a ListenerSet's status: the controller serving
+// its parent Gateway owns all of it. Transition times stay where a
+// condition did not change.
+func (w *statusWriter) writeListenerSet(ctx context.Context, name types.NamespacedName, desired gatewayv1.ListenerSetStatus) error {
+	return w.retry(func(reader client.Reader) error {
+		ls := &gatewayv1.ListenerSet{}
+		if err := reader.Get(ctx, name, ls); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		next := gatewayv1.ListenerSetStatus{Conditions: mergeConditions(ls.Status.Conditions, desired.Conditions)}
+		for _, l := range desired.Listeners {
+			var old []metav1.Condition
+			for _, o := range ls.Status.Listeners {
+				if o.Name == l.Name {
+					old = o.Conditions
+				}
+			}
+			l.Conditions = mergeConditions(old, l.Conditions)
+			next.Listeners = append(next.Listeners, l)
+		}
+		if apiequality.Semantic.DeepEqual(&next, &ls.Status) {
+			return nil
+		}
+		ls.Status = next
+		return w.update(ctx, ls, "ListenerSet")
+	})
+}
+
+// mergeConditions is want, with the transition times of old where a
+// condition's status did not change.
+func mergeConditions(old, want []metav1.Condition) []metav1.Condition {
+	next := append([]metav1.Condition(nil), old...)
+	for _, c := range want {
+		meta.SetStatusCondition(&next, c)
+	}
+	return onlyTypes(next, want)
 }
 
 // writeClass merges conditions into a GatewayClass's and sets its
@@ -381,6 +447,11 @@ func (w *statusWriter) ours(controller gatewayv1.GatewayController, ref gatewayv
 	ns := objectNS
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
+	}
+	if ref.Kind != nil && *ref.Kind == "ListenerSet" {
+		// Entries for the ListenerSets attached to the Gateway, now or
+		// before, are the Gateway's controller's.
+		return w.sets[types.NamespacedName{Namespace: ns, Name: string(ref.Name)}]
 	}
 	return ns == w.gateway.Namespace && string(ref.Name) == w.gateway.Name
 }

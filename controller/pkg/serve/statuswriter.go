@@ -42,6 +42,9 @@ type statusWriter struct {
 
 	// gateway is the Gateway being written, during a pass.
 	gateway types.NamespacedName
+	// sets are the ListenerSets that have named the Gateway: their entries
+	// in routes' status are ours.
+	sets    map[types.NamespacedName]bool
 	written statusCache
 }
 

@@ -47,6 +47,9 @@ type Reconciler struct {
 	Now func() time.Time
 	// NodePortRange is the API server's node port range.
 	NodePortRange render.PortRange
+	// ListenerSets says the cluster serves ListenerSets: their listeners'
+	// ports are published too.
+	ListenerSets bool
 	// tried holds, by Gateway UID, the sum of the last rendering the API
 	// server accepted in a dry run: a fleet is tried before it is applied
 	// only when it changed, not on every status change of its pods.
@@ -95,7 +98,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	f, err := render.Render(render.Input{Gateway: gw, ControllerName: r.ControllerName, Spec: p.Spec, Images: r.Images, Autoscaled: scaled, NodePortRange: r.NodePortRange})
+	listeners, err := r.listeners(ctx, gw)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	f, err := render.Render(render.Input{Gateway: gw, Listeners: listeners, ControllerName: r.ControllerName, Spec: p.Spec, Images: r.Images, Autoscaled: scaled, NodePortRange: r.NodePortRange})
 	if errors.Is(err, render.ErrUnsupportedAddress) {
 		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonUnsupportedAddress), err.Error())
 	}

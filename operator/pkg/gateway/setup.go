@@ -29,6 +29,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, o := range provision.Owned() {
 		b = b.Owns(o)
 	}
+	if r.ListenerSets {
+		b = b.Watches(&gatewayv1.ListenerSet{}, handler.EnqueueRequestsFromMapFunc(gatewayOfListenerSet), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
 	return b.
 		// Status-only changes (the controller's, ours) need no work.
 		For(&gatewayv1.Gateway{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).

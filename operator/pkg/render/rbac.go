@@ -47,8 +47,8 @@ func (r *renderer) controllerClusterRole() (*rbacv1.ClusterRole, *rbacv1.Cluster
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: meta,
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{gw}, Resources: []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes", "referencegrants", "backendtlspolicies"}, Verbs: readOnly},
-			{APIGroups: []string{gw}, Resources: []string{"gateways/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status", "tcproutes/status", "udproutes/status", "backendtlspolicies/status"}, Verbs: writeStatus},
+			{APIGroups: []string{gw}, Resources: []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes", "listenersets", "referencegrants", "backendtlspolicies"}, Verbs: readOnly},
+			{APIGroups: []string{gw}, Resources: []string{"gateways/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status", "tcproutes/status", "udproutes/status", "listenersets/status", "backendtlspolicies/status"}, Verbs: writeStatus},
 			{APIGroups: []string{""}, Resources: []string{"services", "secrets", "configmaps", "namespaces"}, Verbs: readOnly},
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: readOnly},
 		},

@@ -38,6 +38,10 @@ const (
 // Input is everything a fleet is rendered from.
 type Input struct {
 	Gateway *gatewayv1.Gateway
+	// Listeners are the listeners whose ports the Envoy Service publishes:
+	// the Gateway's own and its allowed ListenerSets'
+	// (listenerset.Listeners); nil means the Gateway's own.
+	Listeners []gatewayv1.Listener
 	// ControllerName is the class's controllerName, which the per-Gateway
 	// controller writes route status under.
 	ControllerName string

@@ -163,3 +163,38 @@ func TestEmptyAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestListenerSetPorts: the Service publishes the ports of the listeners
+// it is given (the Gateway's and its ListenerSets'), privileged ones mapped.
+func TestListenerSetPorts(t *testing.T) {
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: "isobar",
+		Listeners:        []gatewayv1.Listener{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
+	}}
+	listeners := append(slices.Clone(gw.Spec.Listeners),
+		gatewayv1.Listener{Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443},
+		gatewayv1.Listener{Name: "dns", Protocol: gatewayv1.UDPProtocolType, Port: 5353})
+	for _, tc := range []struct {
+		listeners []gatewayv1.Listener
+		want      []string
+	}{
+		{nil, []string{"TCP 80->64592"}},
+		{listeners, []string{"TCP 80->64592", "TCP 443->64955", "UDP 5353->5353"}},
+	} {
+		f, err := Render(Input{Gateway: gw, Listeners: tc.listeners, ControllerName: "isobar.dev/gateway-controller"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range f.Namespaced {
+			if svc, ok := o.(*corev1.Service); ok && svc.Name == f.Names.Envoy {
+				for _, p := range svc.Spec.Ports {
+					got = append(got, fmt.Sprintf("%s %d->%s", p.Protocol, p.Port, p.TargetPort.String()))
+				}
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("listeners %d: Service ports %v, want %v", len(tc.listeners), got, tc.want)
+		}
+	}
+}

@@ -16,15 +16,19 @@ import (
 	"isobar.dev/api/v1alpha1"
 )
 
-// envoyService publishes the Gateway's listeners: one port per distinct
+// envoyService publishes the Gateway's listeners (and its ListenerSets'): one port per distinct
 // listener port and protocol (TCP, or UDP for UDP listeners), its target
 // the container port the api module maps it to. Ports the mapping refuses
 // are left out; the controller reports them on the listeners.
 func (r *renderer) envoyService() (*corev1.Service, error) {
 	gw := r.in.Gateway
 	np := r.in.Spec.Envoy.NetworkPublishing
+	listeners := r.in.Listeners
+	if listeners == nil {
+		listeners = gw.Spec.Listeners
+	}
 	var listenerPorts []int32
-	for _, l := range gw.Spec.Listeners {
+	for _, l := range listeners {
 		listenerPorts = append(listenerPorts, int32(l.Port))
 	}
 	mapping := ports.Map(listenerPorts)
@@ -34,7 +38,7 @@ func (r *renderer) envoyService() (*corev1.Service, error) {
 	}
 	seen := map[key]bool{}
 	var sp []corev1.ServicePort
-	for _, l := range gw.Spec.Listeners {
+	for _, l := range listeners {
 		p := int32(l.Port)
 		target, ok := mapping.Container[p]
 		if !ok {

@@ -1,0 +1,159 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/api/listenerset"
+	"isobar.dev/controller/pkg/resources"
+)
+
+// listenerSet is a ListenerSet whose parentRef names the Gateway being
+// translated, allowed to attach or not.
+type listenerSet struct {
+	obj        *gatewayv1.ListenerSet
+	notAllowed string      // why the Gateway does not allow it, or ""
+	listeners  []*listener // in spec order; none when not allowed
+}
+
+// ListenerSetStatus is the status of a ListenerSet whose parentRef names a
+// translated Gateway: the controller serving that Gateway writes it whole.
+type ListenerSetStatus struct {
+	Gateway types.NamespacedName
+	Status  gatewayv1.ListenerSetStatus
+}
+
+// owner is what owns a listener's references: the Gateway or a ListenerSet.
+type owner struct {
+	kind      string
+	namespace string
+}
+
+// ownerOf returns the owner of l (the Gateway for nil or its own listeners).
+func (t *gatewayTranslator) ownerOf(l *listener) owner {
+	if l == nil || l.set == nil {
+		return owner{kind: "Gateway", namespace: t.gw.Namespace}
+	}
+	return owner{kind: "ListenerSet", namespace: l.set.obj.Namespace}
+}
+
+func (t *gatewayTranslator) generationOf(s *listenerSet) int64 {
+	if s == nil {
+		return t.gw.Generation
+	}
+	return s.obj.Generation
+}
+
+// listenerSets finds the ListenerSets whose parentRef names the Gateway, in
+// precedence order, each with whether the Gateway allows it.
+func (t *gatewayTranslator) listenerSets(res *resources.Resources) []*listenerSet {
+	var out []*listenerSet
+	for _, c := range listenerset.Of(t.gw, res.ListenerSets, t.idx.namespaceLabels) {
+		out = append(out, &listenerSet{obj: c.Set, notAllowed: c.NotAllowed})
+	}
+	return out
+}
+
+// setsKey identifies the ListenerSets of the Gateway and whether each is
+// allowed, for the outcome cache: routes attach through them.
+func setsKey(sets []*listenerSet) string {
+	var b strings.Builder
+	for _, s := range sets {
+		b.WriteString(string(s.obj.UID))
+		b.WriteByte('/')
+		b.WriteString(strconv.FormatInt(s.obj.Generation, 10))
+		if s.notAllowed != "" {
+			b.WriteString("/x")
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// parentOf resolves a route's parentRef against the Gateway: the Gateway
+// itself (nil), or one of the ListenerSets that name it as their parent.
+func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS string) (*listenerSet, bool) {
+	if ref.Group != nil && *ref.Group != gatewayv1.GroupName {
+		return nil, false
+	}
+	ns := routeNS
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	kind := gatewayv1.Kind("Gateway")
+	if ref.Kind != nil {
+		kind = *ref.Kind
+	}
+	switch kind {
+	case "Gateway":
+		return nil, ns == t.gw.Namespace && string(ref.Name) == t.gw.Name
+	case "ListenerSet":
+		for _, s := range t.sets {
+			if s.obj.Namespace == ns && s.obj.Name == string(ref.Name) {
+				return s, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// writeListenerSetStatus records the status of every ListenerSet naming the
+// Gateway, and returns how many are attached (accepted).
+func (t *gatewayTranslator) writeListenerSetStatus() int32 {
+	var attached int32
+	for _, s := range t.sets {
+		c := conditions{generation: s.obj.Generation}
+		accepted, programmed := string(gatewayv1.ListenerSetConditionAccepted), string(gatewayv1.ListenerSetConditionProgrammed)
+		st := gatewayv1.ListenerSetStatus{}
+		if s.notAllowed != "" {
+			c.set(accepted, false, string(gatewayv1.ListenerSetReasonNotAllowed), s.notAllowed)
+			c.set(programmed, false, string(gatewayv1.ListenerSetReasonNotAllowed), s.notAllowed)
+		} else {
+			var usable, invalid, conflicted []string
+			for _, l := range s.listeners {
+				switch {
+				case l.usable():
+					usable = append(usable, string(l.spec.Name))
+				case l.conds.isTrue(string(gatewayv1.ListenerConditionConflicted)):
+					conflicted = append(conflicted, string(l.spec.Name))
+				default:
+					invalid = append(invalid, string(l.spec.Name))
+				}
+				st.Listeners = append(st.Listeners, gatewayv1.ListenerEntryStatus(listenerStatus(l)))
+			}
+			switch {
+			case len(usable) == 0:
+				msg := "no listener is valid: " + listenerSummary(usable, invalid, conflicted)
+				c.set(accepted, false, string(gatewayv1.ListenerSetReasonListenersNotValid), msg)
+				c.set(programmed, false, string(gatewayv1.ListenerSetReasonListenersNotValid), msg)
+			case len(invalid)+len(conflicted) > 0:
+				attached++
+				c.set(accepted, true, string(gatewayv1.ListenerSetReasonListenersNotValid), listenerSummary(usable, invalid, conflicted))
+				c.set(programmed, true, string(gatewayv1.ListenerSetReasonProgrammed), fmt.Sprintf("listeners %v are programmed", usable))
+			default:
+				attached++
+				c.set(accepted, true, string(gatewayv1.ListenerSetReasonAccepted), fmt.Sprintf("attached to Gateway %s/%s", t.gw.Namespace, t.gw.Name))
+				c.set(programmed, true, string(gatewayv1.ListenerSetReasonProgrammed), "ListenerSet is programmed")
+			}
+		}
+		st.Conditions = c.sorted()
+		t.status.ListenerSets[types.NamespacedName{Namespace: s.obj.Namespace, Name: s.obj.Name}] = &ListenerSetStatus{
+			Gateway: types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name},
+			Status:  st,
+		}
+	}
+	return attached
+}
+
+// listenerStatus is a listener's status entry.
+func listenerStatus(l *listener) gatewayv1.ListenerStatus {
+	kinds := l.kinds
+	if kinds == nil {
+		kinds = []gatewayv1.RouteGroupKind{}
+	}
+	return gatewayv1.ListenerStatus{Name: l.spec.Name, SupportedKinds: kinds, AttachedRoutes: l.attached, Conditions: l.conds.sorted()}
+}
