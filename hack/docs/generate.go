@@ -102,10 +102,9 @@ func oneLine(s string) string {
 // featureNotes say what backs a claim the conformance suite has no test
 // for, and why a Gateway-side feature is not claimed yet.
 var featureNotes = map[features.FeatureName]string{
-	features.SupportHTTPRouteRetryBackendTimeout:                  "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays tries beyond `timeouts.backendRequest` through the simulated Envoy",
-	features.SupportHTTPRouteRetryConnectionError:                 "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays reset tries through the simulated Envoy",
-	features.SupportGatewayStaticAddresses:                        "not yet: IPAddress addresses go on the Envoy Service, other types are refused (`UnsupportedAddress`); the conformance test is not run (issue 14)",
-	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests: "not yet: needs one filter chain per HTTPS listener rather than per route hostname (issue 14)",
+	features.SupportHTTPRouteRetryBackendTimeout:  "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays tries beyond `timeouts.backendRequest` through the simulated Envoy",
+	features.SupportHTTPRouteRetryConnectionError: "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays reset tries through the simulated Envoy",
+	features.SupportGatewayStaticAddresses:        "not yet: IPAddress addresses go on the Envoy Service, other types are refused (`UnsupportedAddress`); the conformance test is not run (issue 14)",
 }
 
 // featureTable lists every Gateway API feature of the release Isobar

@@ -15,8 +15,10 @@ import (
 )
 
 // table collects the virtual hosts of one Envoy listener. HTTP listeners
-// have one route table; HTTPS listeners have one per server name, each its
-// own filter chain.
+// have one route table; an HTTPS port has one filter chain per HTTPS
+// listener, selected by the listener's hostname as SNI, whose route table
+// holds that listener's virtual hosts and answers 421 for the hostnames of
+// the port's other listeners.
 type table struct {
 	family  family
 	port    int32
@@ -32,10 +34,19 @@ type table struct {
 	built        *ir.Listener
 	builtVhosts  []*ir.VirtualHost
 	builtStreams map[string]*stream
-	chains       map[*ir.VirtualHost]*ir.Chain
+	chains       map[string]*ir.Chain // by listener hostname
 	// validation is the port's client certificate validation, set on
 	// every build; builtValidation the one built is of.
 	validation, builtValidation *ir.ClientValidation
+	// listeners are the port's usable HTTPS listeners, set on every
+	// build; builtListeners the ones built is of.
+	listeners, builtListeners []httpsListener
+}
+
+// httpsListener is what an HTTPS listener's filter chain is made of.
+type httpsListener struct {
+	hostname string // "" for any
+	certs    []string
 }
 
 func (t *gatewayTranslator) table(l *listener) *table {
@@ -108,6 +119,7 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 	for _, tb := range t.tables {
 		tb.prune()
 		tb.validation = nil
+		tb.listeners = tb.listeners[:0]
 	}
 	for _, l := range t.listeners {
 		if l.usable() && l.family == familyHTTP || l.usable() && l.spec.Protocol == gatewayv1.HTTPSProtocolType {
@@ -117,6 +129,9 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 			}
 			tb := t.table(l)
 			tb.host(h, l.certificates)
+			if l.spec.Protocol == gatewayv1.HTTPSProtocolType {
+				tb.listeners = append(tb.listeners, httpsListener{hostname: l.hostname, certs: l.certificates})
+			}
 			// Validation is per port: every HTTPS listener of the port
 			// has the same.
 			if l.clientValidation != nil {
@@ -152,14 +167,19 @@ func (tb *table) listener() *ir.Listener {
 	for _, d := range tb.sortedDomains() {
 		vhosts = append(vhosts, tb.hosts[d].virtualHost())
 	}
-	if tb.built != nil && slices.Equal(vhosts, tb.builtVhosts) && sameStreams(tb.streams, tb.builtStreams) && tb.validation.Equal(tb.builtValidation) {
+	sameListeners := slices.EqualFunc(tb.listeners, tb.builtListeners, func(a, b httpsListener) bool {
+		return a.hostname == b.hostname && slices.Equal(a.certs, b.certs)
+	})
+	if tb.built != nil && slices.Equal(vhosts, tb.builtVhosts) && sameStreams(tb.streams, tb.builtStreams) && tb.validation.Equal(tb.builtValidation) && sameListeners {
 		return tb.built
 	}
-	if !tb.validation.Equal(tb.builtValidation) {
-		// Every HTTPS chain carries the validation.
+	if !tb.validation.Equal(tb.builtValidation) || !sameListeners {
+		// Every HTTPS chain carries the validation, and the port's
+		// listeners' hostnames.
 		tb.chains = nil
 	}
 	tb.built, tb.builtVhosts, tb.builtStreams, tb.builtValidation = tb.build(vhosts), vhosts, maps.Clone(tb.streams), tb.validation
+	tb.builtListeners = slices.Clone(tb.listeners)
 	return tb.built
 }
 
@@ -187,36 +207,16 @@ func (tb *table) build(vhosts []*ir.VirtualHost) *ir.Listener {
 		}
 		return &ir.Listener{Name: fmt.Sprintf("udp_%d", tb.port), Protocol: ir.UDP, Port: tb.port, ContainerPort: tb.cport, UDP: dest}
 	}
-	// HTTPS and TLS: a filter chain per server name. An HTTP virtual host
-	// and a TLS route for the same name cannot share a chain; the HTTPS
-	// listener's routes keep it.
+	// HTTPS and TLS: a filter chain per HTTPS listener, then one per TLS
+	// route server name.
 	name, proto := fmt.Sprintf("tls_%d", tb.port), ir.TLS
 	if tb.https {
 		name, proto = fmt.Sprintf("https_%d", tb.port), ir.HTTPS
 	}
 	l := &ir.Listener{Name: name, Protocol: proto, Port: tb.port, ContainerPort: tb.cport}
-	// A server name's chain depends on its virtual host alone: chains of
-	// unchanged hosts are the same objects, which the second stage keeps.
-	chains := make(map[*ir.VirtualHost]*ir.Chain, len(vhosts))
-	for _, vh := range vhosts {
-		c, ok := tb.chains[vh]
-		if !ok {
-			d := vh.Name
-			c = &ir.Chain{
-				Certificates:     tb.hosts[d].certs,
-				HTTP:             &ir.RouteTable{Name: name + "/" + d, VirtualHosts: []*ir.VirtualHost{vh}},
-				ClientValidation: tb.validation,
-			}
-			if d != "*" {
-				c.ServerNames = []string{d}
-			}
-		}
-		chains[vh] = c
-		l.Chains = append(l.Chains, c)
-	}
-	tb.chains = chains
+	l.Chains = tb.httpsChains(name, vhosts)
 	for _, d := range sortedKeys(tb.streams) {
-		if _, taken := tb.hosts[d]; taken || d == "*" && tb.hosts["*"] != nil {
+		if tb.servesName(d) {
 			continue
 		}
 		s := tb.streams[d]
@@ -227,6 +227,108 @@ func (tb *table) build(vhosts []*ir.VirtualHost) *ir.Listener {
 		l.Chains = append(l.Chains, c)
 	}
 	return l
+}
+
+// servesName reports whether an HTTPS listener's chain takes connections
+// for server name d (a TLS route's), which then cannot have its own.
+func (tb *table) servesName(d string) bool {
+	for _, hl := range tb.listeners {
+		if hl.hostname == d || hl.hostname == "" && (d == "*" || d == "") {
+			return true
+		}
+	}
+	return false
+}
+
+// httpsChains makes a filter chain per HTTPS listener of the port: the
+// connection's SNI picks the listener (the most specific hostname, as
+// Envoy matches server names), and a request whose Host belongs to
+// another listener of the port gets 421 Misdirected Request, so that a
+// client reusing a connection (HTTP/2 coalescing) for another hostname
+// never reaches routes, or a client certificate check, that the hostname
+// was not served with. A Host of no listener's gets 404 from the
+// listener without a hostname, 421 from the others. A chain whose virtual
+// hosts are unchanged is the same object, which the second stage keeps.
+func (tb *table) httpsChains(name string, vhosts []*ir.VirtualHost) []*ir.Chain {
+	if len(tb.listeners) == 0 {
+		return nil
+	}
+	listeners := slices.Clone(tb.listeners)
+	slices.SortFunc(listeners, func(a, b httpsListener) int { return strings.Compare(a.hostname, b.hostname) })
+	owned := make(map[string][]*ir.VirtualHost, len(listeners))
+	for _, vh := range vhosts {
+		if owner, ok := ownerOf(vh.Name, listeners); ok {
+			owned[owner] = append(owned[owner], vh)
+		}
+	}
+	chains := make(map[string]*ir.Chain, len(listeners))
+	var out []*ir.Chain
+	for _, hl := range listeners {
+		own := owned[hl.hostname]
+		others := 0 // the misdirected hosts after own
+		for _, other := range listeners {
+			if other.hostname != "" && other.hostname != hl.hostname {
+				others++
+			}
+		}
+		if hl.hostname != "" {
+			others++
+		}
+		c, ok := tb.chains[hl.hostname]
+		if !ok || len(c.HTTP.VirtualHosts) != len(own)+others || !slices.Equal(c.HTTP.VirtualHosts[:len(own)], own) {
+			vhs := slices.Clone(own)
+			for _, other := range listeners {
+				if other.hostname != "" && other.hostname != hl.hostname {
+					vhs = append(vhs, misdirected(other.hostname))
+				}
+			}
+			if hl.hostname != "" {
+				vhs = append(vhs, misdirected("*"))
+			}
+			c = &ir.Chain{
+				Certificates:     hl.certs,
+				HTTP:             &ir.RouteTable{Name: name + "/" + orAnyHost(hl.hostname), VirtualHosts: vhs},
+				ClientValidation: tb.validation,
+			}
+			if hl.hostname != "" {
+				c.ServerNames = []string{hl.hostname}
+			}
+		}
+		chains[hl.hostname] = c
+		out = append(out, c)
+	}
+	tb.chains = chains
+	return out
+}
+
+// ownerOf returns the hostname of the listener a virtual host's domain
+// belongs to: the most specific that matches it ("*" is the listener
+// without a hostname's). Listener isolation has already given each domain
+// to that listener alone.
+func ownerOf(domain string, listeners []httpsListener) (string, bool) {
+	if domain == "*" {
+		domain = ""
+	}
+	best, found := "", false
+	for _, hl := range listeners {
+		if !matches(hl.hostname, domain) {
+			continue
+		}
+		if !found || moreSpecific(hl.hostname, best) {
+			best, found = hl.hostname, true
+		}
+	}
+	return best, found
+}
+
+// misdirected is a virtual host that answers 421 for a domain another
+// listener serves.
+func misdirected(domain string) *ir.VirtualHost {
+	return &ir.VirtualHost{Name: "misdirected/" + domain, Domains: []string{domain}, Routes: []*ir.Route{{
+		Name:           "misdirected",
+		Match:          ir.Match{PathType: ir.PathPrefix, Path: "/"},
+		DirectResponse: &ir.DirectResponse{Status: 421},
+	}}}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -13,6 +13,7 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGateway,
 	features.SupportGatewayPort8080,
 	features.SupportGatewayHTTPListenerIsolation,
+	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 	features.SupportGatewayInfrastructure,
 	features.SupportListenerSet,
 	features.SupportGatewayAddressEmpty,

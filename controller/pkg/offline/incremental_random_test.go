@@ -50,7 +50,7 @@ func TestIncrementalRandomChanges(t *testing.T) {
 // are replaced, never written in place: earlier snapshots share them.
 func randomChange(rng *rand.Rand, snap *resources.Resources, aside *[]*gatewayv1.HTTPRoute, base *resources.Resources) string {
 	routes := slices.Clone(snap.HTTPRoutes)
-	switch rng.IntN(9) {
+	switch rng.IntN(10) {
 	case 0:
 		if len(routes) == 0 {
 			return "nothing"
@@ -125,6 +125,8 @@ func randomChange(rng *rand.Rand, snap *resources.Resources, aside *[]*gatewayv1
 		grpc[i] = c
 		snap.GRPCRoutes = grpc
 		return "GRPCRoute edited"
+	case 8:
+		return changeListenerSets(rng, snap, base)
 	default:
 		if len(snap.TLSRoutes)+len(snap.TCPRoutes) == 0 {
 			return "nothing"
@@ -150,4 +152,42 @@ func changeGateway(rng *rand.Rand, snap *resources.Resources, what string, chang
 	gws[i] = c
 	snap.Gateways = gws
 	return what
+}
+
+// changeListenerSets edits a ListenerSet's listeners (a hostname, which
+// keeps every listener usable, or dropping its first), or deletes one, or
+// brings the input's back.
+func changeListenerSets(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
+	sets := slices.Clone(snap.ListenerSets)
+	if len(sets) == 0 {
+		if len(base.ListenerSets) == 0 {
+			return "nothing"
+		}
+		snap.ListenerSets = base.ListenerSets
+		return "ListenerSets back"
+	}
+	i := rng.IntN(len(sets))
+	c := sets[i].DeepCopy()
+	c.Generation++
+	switch rng.IntN(3) {
+	case 0:
+		snap.ListenerSets = slices.Delete(sets, i, i+1)
+		return "ListenerSet deleted"
+	case 1:
+		for j := range c.Spec.Listeners {
+			if c.Spec.Listeners[j].Hostname != nil {
+				h := gatewayv1.Hostname("edited-" + string(*c.Spec.Listeners[j].Hostname))
+				c.Spec.Listeners[j].Hostname = &h
+				break
+			}
+		}
+	default:
+		if len(c.Spec.Listeners) < 2 {
+			return "nothing"
+		}
+		c.Spec.Listeners = c.Spec.Listeners[1:]
+	}
+	sets[i] = c
+	snap.ListenerSets = sets
+	return "ListenerSet listeners changed"
 }

@@ -19,6 +19,7 @@ type request struct {
 	gateway string // NAMESPACE/NAME; default default/web
 	method  string
 	url     string // http://host/path or https://host/path
+	sni     string // the TLS server name, when not the URL's host
 	headers []envoysim.Header
 	seed    uint64
 
@@ -124,6 +125,31 @@ func TestGoldenRequests(t *testing.T) {
 			{method: "POST", url: "http://b.example.com/pkg.Svc/Method", route: "grpcroute/default/old-grpc/rule/0/match/0", cluster: "default/grpc/9000/grpc"},
 			{url: "http://c.example.com/", status: 404},
 		},
+		// The conformance test HTTPSListenerDetectMisdirectedRequests: the
+		// SNI picks the listener, a Host of another listener's gets 421.
+		"misdirected": {
+			{sni: "example.org", url: "https://example.org/", route: "httproute/default/catch-all/rule/0/match/0"},
+			{sni: "example.org", url: "https://second-example.org/", status: 421},
+			{sni: "example.org", url: "https://unknown-example.org/", status: 404},
+			{sni: "example.org", url: "https://x.wildcard.org/", status: 421},
+			{sni: "second-example.org", url: "https://second-example.org/", route: "httproute/default/second/rule/0/match/0"},
+			{sni: "second-example.org", url: "https://example.org/", status: 421},
+			{sni: "second-example.org", url: "https://unknown-example.org/", status: 421},
+			{sni: "third.wildcard.org", url: "https://third.wildcard.org/", route: "httproute/default/wildcard/rule/0/match/0"},
+			{sni: "third.wildcard.org", url: "https://fifth.wildcard.org/", route: "httproute/default/wildcard/rule/0/match/0"},
+			{sni: "third.wildcard.org", url: "https://fourth.wildcard.org/", status: 421},
+			{sni: "third.wildcard.org", url: "https://second-example.org/", status: 421},
+			{sni: "fourth.wildcard.org", url: "https://fourth.wildcard.org/", route: "httproute/default/fourth/rule/0/match/0"},
+			{sni: "fourth.wildcard.org", url: "https://fifth.wildcard.org/", status: 421},
+			{sni: "unknown-example.org", url: "https://example.org/", route: "httproute/default/catch-all/rule/0/match/0"},
+			{sni: "unknown-example.org", url: "https://unknown-example.org/", status: 404},
+		},
+		"listenersets": {
+			{gateway: "default/shared", url: "http://www.example.com/", route: "httproute/default/site/rule/0/match/0"},
+			{gateway: "default/shared", url: "http://api.example.com/v1/x", route: "httproute/team-a/api/rule/0/match/0"},
+			{gateway: "default/shared", url: "http://api.example.com/", status: 404},
+			{gateway: "default/shared", url: "https://api.example.com:8443/v1/x", route: "httproute/team-a/api/rule/0/match/0"},
+		},
 		"attachment": {
 			{gateway: "infra/shared", url: "http://same.example.com/", route: "httproute/infra/same-ns/rule/0/match/0"},
 		},
@@ -174,7 +200,7 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		if port == 80 {
 			port = 443
 		}
-		req.TLS, req.SNI = true, host
+		req.TLS, req.SNI = true, cmp.Or(r.sni, host)
 	}
 	req.Port = uint32(ports.ContainerPort(port))
 	what := r.method + " " + r.url
