@@ -19,9 +19,11 @@ import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwconformance "sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance/tests"
@@ -93,6 +95,11 @@ func TestConformance(t *testing.T) {
 			CleanupBaseResources: true,
 			CleanupTestResources: true,
 			SkipTests:            skip,
+			// GatewayStaticAddresses: the rig's Envoy Services are
+			// ClusterIP Services, which take a documentation address as an
+			// external IP; the API server refuses a link-local one.
+			UsableNetworkAddresses:   []gatewayv1.GatewaySpecAddress{{Type: ptr.To(gatewayv1.IPAddressType), Value: "192.0.2.10"}},
+			UnusableNetworkAddresses: []gatewayv1.GatewaySpecAddress{{Type: ptr.To(gatewayv1.IPAddressType), Value: "169.254.0.10"}},
 			RunTest:              os.Getenv(testVariable),
 			ConformanceProfiles:  profiles,
 			Mode:                 "simulated-envoy",

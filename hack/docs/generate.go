@@ -104,7 +104,6 @@ func oneLine(s string) string {
 var featureNotes = map[features.FeatureName]string{
 	features.SupportHTTPRouteRetryBackendTimeout:  "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays tries beyond `timeouts.backendRequest` through the simulated Envoy",
 	features.SupportHTTPRouteRetryConnectionError: "no conformance test in v1.6.3; `TestRetryOnConnectionErrorsAndBackendTimeouts` (controller/pkg/offline) plays reset tries through the simulated Envoy",
-	features.SupportGatewayStaticAddresses:        "not yet: IPAddress addresses go on the Envoy Service, other types are refused (`UnsupportedAddress`); the conformance test is not run (issue 14)",
 }
 
 // featureTable lists every Gateway API feature of the release Isobar

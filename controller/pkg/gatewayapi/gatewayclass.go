@@ -17,6 +17,7 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGatewayInfrastructure,
 	features.SupportListenerSet,
 	features.SupportGatewayAddressEmpty,
+	features.SupportGatewayStaticAddresses,
 	features.SupportGatewayBackendClientCertificate,
 	features.SupportGatewayFrontendClientCertificateValidation,
 	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,

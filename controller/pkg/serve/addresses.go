@@ -11,7 +11,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// addresses are the Envoy Service's: its load balancer's, else its cluster
+// addresses are the Envoy Service's: its load balancer's, else the
+// external IPs the Gateway asked for (spec.addresses), else its cluster
 // IPs. A Service named without a namespace is in the served Gateway's.
 func (w *statusWriter) addresses(ctx context.Context, gateway types.NamespacedName) ([]gatewayv1.GatewayStatusAddress, error) {
 	if w.opts.EnvoyService == "" {
@@ -37,6 +38,11 @@ func (w *statusWriter) addresses(ctx context.Context, gateway types.NamespacedNa
 		}
 		if in.Hostname != "" {
 			out = append(out, gatewayv1.GatewayStatusAddress{Type: &hostname, Value: in.Hostname})
+		}
+	}
+	if len(out) == 0 && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		for _, e := range svc.Spec.ExternalIPs {
+			out = append(out, gatewayv1.GatewayStatusAddress{Type: &ip, Value: e})
 		}
 	}
 	if len(out) == 0 && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	specaddr "isobar.dev/api/addresses"
 	"isobar.dev/controller/pkg/fleetreport"
 	"isobar.dev/controller/pkg/gatewayapi"
 )
@@ -48,7 +50,15 @@ func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet 
 		st = &gatewayapi.Status{}
 	}
 	if gs, ok := st.Gateways[w.gateway]; ok {
-		gw := programmed(*gs, fleet, addresses, w.opts.EnvoyService != "")
+		var requested []specaddr.Requested
+		if w.opts.EnvoyService != "" {
+			obj := &gatewayv1.Gateway{}
+			if err := w.client.Get(ctx, w.gateway, obj); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			requested, _ = specaddr.Of(obj)
+		}
+		gw := programmed(*gs, fleet, addresses, requested, w.opts.EnvoyService != "")
 		if err := w.writeGateway(ctx, w.gateway, gw, addresses, true); err != nil {
 			return err
 		}
@@ -153,9 +163,10 @@ func condition[T, R ~string](typ T, status bool, reason R, msg string) metav1.Co
 }
 
 // programmed sets the Gateway's Programmed condition from the fleet: the
-// configuration is programmed once an address is assigned and every
-// connected Envoy, on whichever replica, has acknowledged it.
-func programmed(gs gatewayv1.GatewayStatus, fleet fleetreport.Fleet, addresses []gatewayv1.GatewayStatusAddress, needAddress bool) gatewayv1.GatewayStatus {
+// configuration is programmed once the Envoy Service has an address, every
+// address the Gateway requested among them, and every connected Envoy, on
+// whichever replica, has acknowledged it.
+func programmed(gs gatewayv1.GatewayStatus, fleet fleetreport.Fleet, addresses []gatewayv1.GatewayStatusAddress, requested []specaddr.Requested, needAddress bool) gatewayv1.GatewayStatus {
 	out := *gs.DeepCopy()
 	cond := meta.FindStatusCondition(out.Conditions, string(gatewayv1.GatewayConditionProgrammed))
 	if cond == nil || cond.Status != metav1.ConditionTrue {
@@ -163,6 +174,10 @@ func programmed(gs gatewayv1.GatewayStatus, fleet fleetreport.Fleet, addresses [
 	}
 	set := func(reason gatewayv1.GatewayConditionReason, msg string) {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, string(reason), msg
+	}
+	if reason, msg := addressProblem(requested, addresses); reason != "" {
+		set(reason, msg)
+		return out
 	}
 	switch {
 	case needAddress && len(addresses) == 0:
@@ -177,6 +192,23 @@ func programmed(gs gatewayv1.GatewayStatus, fleet fleetreport.Fleet, addresses [
 		set(gatewayv1.GatewayReasonPending, fmt.Sprintf("waiting for %d connected Envoys to acknowledge the configuration", fleet.Connected))
 	}
 	return out
+}
+
+// addressProblem says why the Gateway lacks an address it requested
+// (spec.addresses): one the Service cannot take (the operator left it out),
+// or one the Service has not got (yet: a load balancer may assign it).
+func addressProblem(requested []specaddr.Requested, addresses []gatewayv1.GatewayStatusAddress) (gatewayv1.GatewayConditionReason, string) {
+	for _, r := range requested {
+		if r.Unusable != "" {
+			return gatewayv1.GatewayReasonAddressNotUsable, fmt.Sprintf("spec.addresses[%d] %s cannot be used: %s", r.Index, r.IP, r.Unusable)
+		}
+	}
+	for _, r := range requested {
+		if r.IP != "" && !slices.ContainsFunc(addresses, func(a gatewayv1.GatewayStatusAddress) bool { return a.Value == r.IP }) {
+			return gatewayv1.GatewayReasonAddressNotAssigned, fmt.Sprintf("spec.addresses[%d] %s is not assigned to the Envoy Service (yet)", r.Index, r.IP)
+		}
+	}
+	return "", ""
 }
 
 // writeGateway merges desired's conditions into a Gateway's; a served

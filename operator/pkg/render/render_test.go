@@ -145,6 +145,9 @@ func TestEmptyAddress(t *testing.T) {
 		{[]gatewayv1.GatewaySpecAddress{{Type: &ip}}, "", nil},
 		{[]gatewayv1.GatewaySpecAddress{{Type: &ip}, {Type: &ip, Value: "192.0.2.1"}}, "192.0.2.1", nil},
 		{[]gatewayv1.GatewaySpecAddress{{Type: &ip, Value: "192.0.2.1"}, {Type: &ip, Value: "192.0.2.2"}}, "", []string{"192.0.2.1", "192.0.2.2"}},
+		// An address the API server would refuse is left out; the
+		// controller reports it (AddressNotUsable).
+		{[]gatewayv1.GatewaySpecAddress{{Type: &ip, Value: "169.254.1.1"}, {Type: &ip, Value: "192.0.2.1"}}, "192.0.2.1", nil},
 	} {
 		gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: gatewayv1.GatewaySpec{
 			GatewayClassName: "isobar", Addresses: tc.addrs,

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/addresses"
 	"isobar.dev/api/fleet"
 	"isobar.dev/api/ports"
 	"isobar.dev/api/v1alpha1"
@@ -106,17 +107,19 @@ func (r *renderer) envoyService() (*corev1.Service, error) {
 			svc.Spec.LoadBalancerSourceRanges = append(svc.Spec.LoadBalancerSourceRanges, string(c))
 		}
 	}
-	// spec.addresses: IP addresses become the load balancer's IP (one) or
-	// external IPs; one without a value asks for any address, which the
-	// Service gets anyway (GatewayAddressEmpty); anything else cannot be
-	// honoured.
+	// spec.addresses (api/addresses): IP addresses become the load
+	// balancer's IP (one) or external IPs; one without a value asks for
+	// any address, which the Service gets anyway (GatewayAddressEmpty);
+	// one the API server would refuse is left out, and the controller
+	// reports it (AddressNotUsable); another type cannot be honoured.
+	requested, unsupported := addresses.Of(gw)
+	if unsupported != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupportedAddress, unsupported)
+	}
 	var ips []string
-	for i, a := range gw.Spec.Addresses {
-		if a.Type != nil && *a.Type != gatewayv1.IPAddressType {
-			return nil, fmt.Errorf("%w: spec.addresses[%d]: type %s is not supported; use IPAddress", ErrUnsupportedAddress, i, *a.Type)
-		}
-		if a.Value != "" {
-			ips = append(ips, a.Value)
+	for _, a := range requested {
+		if a.IP != "" && a.Unusable == "" {
+			ips = append(ips, a.IP)
 		}
 	}
 	if typ == corev1.ServiceTypeLoadBalancer && len(ips) == 1 {
