@@ -13,21 +13,29 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// ParentIs reports whether set's parentRef names gw. The parentRef's group
-// and kind default to Gateway's, its namespace to the set's.
-func ParentIs(set *gatewayv1.ListenerSet, gw *gatewayv1.Gateway) bool {
+// Parent returns the Gateway set's parentRef names, if it names one. The
+// parentRef's group and kind default to Gateway's, its namespace to the
+// set's.
+func Parent(set *gatewayv1.ListenerSet) (types.NamespacedName, bool) {
 	ref := set.Spec.ParentRef
 	if ref.Group != nil && *ref.Group != gatewayv1.GroupName || ref.Kind != nil && *ref.Kind != "Gateway" {
-		return false
+		return types.NamespacedName{}, false
 	}
 	ns := set.Namespace
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
-	return ns == gw.Namespace && string(ref.Name) == gw.Name
+	return types.NamespacedName{Namespace: ns, Name: string(ref.Name)}, true
+}
+
+// ParentIs reports whether set's parentRef names gw.
+func ParentIs(set *gatewayv1.ListenerSet, gw *gatewayv1.Gateway) bool {
+	p, ok := Parent(set)
+	return ok && p.Namespace == gw.Namespace && p.Name == gw.Name
 }
 
 // Allowed returns why gw's spec.allowedListeners does not let a ListenerSet

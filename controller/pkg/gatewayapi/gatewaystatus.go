@@ -17,27 +17,18 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 		// Reported where ListenerSets can exist.
 		st.AttachedListenerSets = &attached
 	}
-	var usable, invalid, conflicted []string
-	own := 0
+	var own []*listener
 	for _, l := range t.listeners {
-		if l.set != nil {
-			continue
+		if l.set == nil {
+			own = append(own, l)
+			st.Listeners = append(st.Listeners, listenerStatus(l))
 		}
-		own++
-		switch {
-		case l.usable():
-			usable = append(usable, string(l.spec.Name))
-		case l.conds.isTrue(string(gatewayv1.ListenerConditionConflicted)):
-			conflicted = append(conflicted, string(l.spec.Name))
-		default:
-			invalid = append(invalid, string(l.spec.Name))
-		}
-		st.Listeners = append(st.Listeners, listenerStatus(l))
 	}
+	usable, invalid, conflicted := classify(own)
 	c := conditions{generation: t.gw.Generation}
 	accepted, programmed := string(gatewayv1.GatewayConditionAccepted), string(gatewayv1.GatewayConditionProgrammed)
 	switch {
-	case own == 0:
+	case len(own) == 0:
 		c.set(accepted, true, string(gatewayv1.GatewayReasonAccepted), "Gateway is accepted")
 		c.set(programmed, true, string(gatewayv1.GatewayReasonProgrammed), "Gateway has no listeners")
 	case len(usable) == 0:

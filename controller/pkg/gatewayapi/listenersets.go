@@ -113,16 +113,8 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 			c.set(accepted, false, string(gatewayv1.ListenerSetReasonNotAllowed), s.notAllowed)
 			c.set(programmed, false, string(gatewayv1.ListenerSetReasonNotAllowed), s.notAllowed)
 		} else {
-			var usable, invalid, conflicted []string
+			usable, invalid, conflicted := classify(s.listeners)
 			for _, l := range s.listeners {
-				switch {
-				case l.usable():
-					usable = append(usable, string(l.spec.Name))
-				case l.conds.isTrue(string(gatewayv1.ListenerConditionConflicted)):
-					conflicted = append(conflicted, string(l.spec.Name))
-				default:
-					invalid = append(invalid, string(l.spec.Name))
-				}
 				st.Listeners = append(st.Listeners, gatewayv1.ListenerEntryStatus(listenerStatus(l)))
 			}
 			switch {
@@ -147,6 +139,22 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 		}
 	}
 	return attached
+}
+
+// classify names the listeners that are usable, conflicted, and otherwise
+// invalid, for the Accepted messages of their owner.
+func classify(ls []*listener) (usable, invalid, conflicted []string) {
+	for _, l := range ls {
+		switch {
+		case l.usable():
+			usable = append(usable, string(l.spec.Name))
+		case l.conds.isTrue(string(gatewayv1.ListenerConditionConflicted)):
+			conflicted = append(conflicted, string(l.spec.Name))
+		default:
+			invalid = append(invalid, string(l.spec.Name))
+		}
+	}
+	return usable, invalid, conflicted
 }
 
 // listenerStatus is a listener's status entry.

@@ -55,13 +55,8 @@ func gatewayOfListenerSet(_ context.Context, o client.Object) []reconcile.Reques
 	if !ok {
 		return nil
 	}
-	ref := ls.Spec.ParentRef
-	if ref.Group != nil && *ref.Group != gatewayv1.GroupName || ref.Kind != nil && *ref.Kind != "Gateway" {
-		return nil
+	if parent, ok := listenerset.Parent(ls); ok {
+		return []reconcile.Request{{NamespacedName: parent}}
 	}
-	ns := ls.Namespace
-	if ref.Namespace != nil {
-		ns = string(*ref.Namespace)
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: string(ref.Name)}}}
+	return nil
 }
