@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -41,6 +42,10 @@ type table struct {
 	// listeners are the port's usable HTTPS listeners, set on every
 	// build; builtListeners the ones built is of.
 	listeners, builtListeners []httpsListener
+	// ingressNames says the port is a Gateway's ingress_http or
+	// ingress_https listener's: Envoy names are the design's for
+	// Ingress (seed 003).
+	ingressNames bool
 }
 
 // httpsListener is what an HTTPS listener's filter chain is made of.
@@ -139,6 +144,13 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 			}
 		}
 	}
+	if t.ingressShape {
+		for _, l := range t.gw.Spec.Listeners {
+			if tb, ok := t.tables[l.Port]; ok {
+				tb.ingressNames = true
+			}
+		}
+	}
 	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name}
 	for _, tb := range t.tables {
 		// The state keeps tables its routes have left, and those of
@@ -195,6 +207,9 @@ func (tb *table) build(vhosts []*ir.VirtualHost) *ir.Listener {
 	switch tb.family {
 	case familyHTTP:
 		name := fmt.Sprintf("http_%d", tb.port)
+		if tb.ingressNames {
+			name = string(ingress.HTTPListener)
+		}
 		rt := &ir.RouteTable{Name: name, VirtualHosts: vhosts}
 		return &ir.Listener{Name: name, Protocol: ir.HTTP, Port: tb.port, ContainerPort: tb.cport, HTTP: rt}
 	case familyTCP, familyUDP:
@@ -213,8 +228,12 @@ func (tb *table) build(vhosts []*ir.VirtualHost) *ir.Listener {
 	if tb.https {
 		name, proto = fmt.Sprintf("https_%d", tb.port), ir.HTTPS
 	}
+	routes := name
+	if tb.ingressNames && tb.https {
+		name, routes = string(ingress.HTTPSListener), "https"
+	}
 	l := &ir.Listener{Name: name, Protocol: proto, Port: tb.port, ContainerPort: tb.cport}
-	l.Chains = tb.httpsChains(name, vhosts)
+	l.Chains = tb.httpsChains(routes, vhosts)
 	for _, d := range sortedKeys(tb.streams) {
 		if tb.servesName(d) {
 			continue
@@ -249,7 +268,7 @@ func (tb *table) servesName(d string) bool {
 // was not served with. A Host of no listener's gets 404 from the
 // listener without a hostname, 421 from the others. A chain whose virtual
 // hosts are unchanged is the same object, which the second stage keeps.
-func (tb *table) httpsChains(name string, vhosts []*ir.VirtualHost) []*ir.Chain {
+func (tb *table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chain {
 	if len(tb.listeners) == 0 {
 		return nil
 	}
@@ -287,7 +306,7 @@ func (tb *table) httpsChains(name string, vhosts []*ir.VirtualHost) []*ir.Chain 
 			}
 			c = &ir.Chain{
 				Certificates:     hl.certs,
-				HTTP:             &ir.RouteTable{Name: name + "/" + orAnyHost(hl.hostname), VirtualHosts: vhs},
+				HTTP:             &ir.RouteTable{Name: prefix + "/" + orAnyHost(hl.hostname), VirtualHosts: vhs},
 				ClientValidation: tb.validation,
 			}
 			if hl.hostname != "" {

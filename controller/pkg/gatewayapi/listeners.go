@@ -247,8 +247,11 @@ func conflictWith(l *listener, kept []*listener) *listener {
 // describe names a listener for a message, with its owner when that is a
 // ListenerSet.
 func describe(l *listener) string {
-	if l.set == nil {
+	switch {
+	case l.set == nil:
 		return fmt.Sprintf("Gateway listener %q", l.spec.Name)
+	case l.set.ingress != nil:
+		return fmt.Sprintf("the TLS host %s of Ingress %s/%s", l.hostname, l.set.obj.Namespace, l.set.obj.Name)
 	}
 	return fmt.Sprintf("listener %q of ListenerSet %s/%s", l.spec.Name, l.set.obj.Namespace, l.set.obj.Name)
 }

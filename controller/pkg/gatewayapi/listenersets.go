@@ -5,17 +5,22 @@ import (
 	"strconv"
 	"strings"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/listenerset"
+	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/resources"
 )
 
 // listenerSet is a ListenerSet whose parentRef names the Gateway being
 // translated, allowed to attach or not.
 type listenerSet struct {
-	obj        *gatewayv1.ListenerSet
+	obj *gatewayv1.ListenerSet
+	// ingress is the Ingress whose TLS hosts the set's listeners are, for
+	// a set made of one.
+	ingress    *networkingv1.Ingress
 	notAllowed string      // why the Gateway does not allow it, or ""
 	listeners  []*listener // in spec order; none when not allowed
 }
@@ -35,8 +40,11 @@ type owner struct {
 
 // ownerOf returns the owner of l (the Gateway for nil or its own listeners).
 func (t *gatewayTranslator) ownerOf(l *listener) owner {
-	if l == nil || l.set == nil {
+	switch {
+	case l == nil || l.set == nil:
 		return owner{kind: "Gateway", namespace: t.gw.Namespace}
+	case l.set.ingress != nil:
+		return owner{kind: "Ingress", namespace: l.set.obj.Namespace}
 	}
 	return owner{kind: "ListenerSet", namespace: l.set.obj.Namespace}
 }
@@ -77,7 +85,7 @@ func setsKey(sets []*listenerSet) string {
 // parentOf resolves a route's parentRef against the Gateway: the Gateway
 // itself (nil), or one of the ListenerSets that name it as their parent.
 func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS string) (*listenerSet, bool) {
-	if ref.Group != nil && *ref.Group != gatewayv1.GroupName {
+	if ref.Group != nil && *ref.Group != gatewayv1.GroupName && *ref.Group != ingress.ParentGroup {
 		return nil, false
 	}
 	ns := routeNS
@@ -90,10 +98,16 @@ func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS stri
 	}
 	switch kind {
 	case "Gateway":
-		return nil, ns == t.gw.Namespace && string(ref.Name) == t.gw.Name
-	case "ListenerSet":
+		return nil, (ref.Group == nil || *ref.Group == gatewayv1.GroupName) && ns == t.gw.Namespace && string(ref.Name) == t.gw.Name
+	case "ListenerSet", ingress.ParentKind:
+		// The HTTPRoutes of an Ingress name it (group networking.k8s.io)
+		// as the parent of its TLS hosts' listeners.
+		fromIngress := kind == ingress.ParentKind
+		if fromIngress != (ref.Group != nil && *ref.Group == ingress.ParentGroup) {
+			return nil, false
+		}
 		for _, s := range t.sets {
-			if s.obj.Namespace == ns && s.obj.Name == string(ref.Name) {
+			if (s.ingress != nil) == fromIngress && s.obj.Namespace == ns && s.obj.Name == string(ref.Name) {
 				return s, true
 			}
 		}
@@ -106,6 +120,10 @@ func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS stri
 func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 	var attached int32
 	for _, s := range t.sets {
+		if s.ingress != nil {
+			t.ingressListenerProblems(s)
+			continue
+		}
 		c := conditions{generation: s.obj.Generation}
 		accepted, programmed := string(gatewayv1.ListenerSetConditionAccepted), string(gatewayv1.ListenerSetConditionProgrammed)
 		st := gatewayv1.ListenerSetStatus{}

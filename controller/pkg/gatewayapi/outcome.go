@@ -115,11 +115,16 @@ func sameSpec(a, b *gatewayv1.Gateway) bool {
 // GRPCRoutes: it takes back what the routes no longer there (deleted, or
 // replaced by a changed object) added, then attaches the routes it has not
 // seen. Takeaways come first because a changed route's old and new
-// objects share a status key.
-func (t *gatewayTranslator) update(res *resources.Resources) {
+// objects share a status key. The HTTPRoutes made of Ingresses come with
+// the snapshot's.
+func (t *gatewayTranslator) update(res *resources.Resources, fromIngresses []*gatewayv1.HTTPRoute) {
 	s := t.state
 	s.epoch++
-	newHTTP, seenHTTP := unseen(s, res.HTTPRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+	httpRoutes := res.HTTPRoutes
+	if len(fromIngresses) > 0 {
+		httpRoutes = append(slices.Clip(httpRoutes), fromIngresses...)
+	}
+	newHTTP, seenHTTP := unseen(s, httpRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 	newGRPC, seenGRPC := unseen(s, res.GRPCRoutes, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 	if seenHTTP+seenGRPC < len(s.applied) {
 		for m, o := range s.applied {

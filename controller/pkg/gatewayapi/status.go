@@ -25,6 +25,9 @@ type Status struct {
 	// ListenerSets holds the status of each ListenerSet whose parentRef
 	// names a translated Gateway.
 	ListenerSets map[types.NamespacedName]*ListenerSetStatus
+	// Ingresses holds what to report on each Ingress a translated Gateway
+	// serves.
+	Ingresses map[types.NamespacedName]*IngressStatus
 }
 
 // RouteKey names a route of any kind.
@@ -41,6 +44,7 @@ func newStatus() *Status {
 		Routes:             map[RouteKey][]gatewayv1.RouteParentStatus{},
 		BackendTLSPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
 		ListenerSets:       map[types.NamespacedName]*ListenerSetStatus{},
+		Ingresses:          map[types.NamespacedName]*IngressStatus{},
 	}
 }
 

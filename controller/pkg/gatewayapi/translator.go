@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
 )
@@ -55,6 +56,8 @@ func Translate(res *resources.Resources, opts Options) *Result {
 type Translator struct {
 	opts   Options
 	states map[types.NamespacedName]*gatewayState
+	// ingresses are the Ingress conversions of the last translation.
+	ingresses map[ingressKey]ingress.Converted
 }
 
 // cachedRules is a route's translated rules and what translating them
@@ -86,7 +89,7 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 		}
 	}
 	streams := streamRoutes(res)
-	c := &cache{fresh: map[*metav1.ObjectMeta]*cachedRules{}, world: idx.world}
+	c := &cache{fresh: map[*metav1.ObjectMeta]*cachedRules{}, world: idx.world, ingresses: tr.ingresses, usedIngresses: map[ingressKey]ingress.Converted{}}
 	states := map[types.NamespacedName]*gatewayState{}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
@@ -94,8 +97,10 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 		out.Gateways = append(out.Gateways, t.translate(res, tr.states[name]))
 		states[name] = t.state
 	}
-	// Gateways no longer translated are forgotten.
-	tr.states = states
+	// Gateways no longer translated are forgotten, and Ingresses no
+	// longer served.
+	tr.states, tr.ingresses = states, c.usedIngresses
+	st.reportIngresses()
 	return out
 }
 
@@ -103,6 +108,9 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 type cache struct {
 	fresh map[*metav1.ObjectMeta]*cachedRules
 	world uint64
+	// ingresses are the previous translation's Ingress conversions;
+	// usedIngresses this one's.
+	ingresses, usedIngresses map[ingressKey]ingress.Converted
 }
 
 // cachedRules returns the translated rules of a route, translating them
@@ -180,6 +188,9 @@ type gatewayTranslator struct {
 	// listeners are the Gateway's own, then the allowed sets'.
 	sets      []*listenerSet
 	listeners []*listener
+	// ingressShape says the Gateway has the listeners Ingress needs
+	// (ingress_http, and ingress_https): Envoy names follow the design.
+	ingressShape bool
 	// lost are the listeners where an HTTPRoute or GRPCRoute loses a
 	// hostname to a route of the other kind (kindConflicts).
 	lost     map[*metav1.ObjectMeta]map[int]string
@@ -201,7 +212,8 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	t.clusters = map[string]*ir.Cluster{}
 	t.secrets = map[string]*ir.Secret{}
 	t.backendClientCertificate()
-	t.sets = t.listenerSets(res)
+	ingressSets, ingressRoutes := t.ingressSets(res)
+	t.sets = append(t.listenerSets(res), ingressSets...)
 	t.listeners = t.validateListeners()
 	var conflicts uint64
 	t.lost, conflicts = t.kindConflicts(res)
@@ -216,7 +228,7 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	for _, tb := range t.tables {
 		clear(tb.streams)
 	}
-	t.update(res)
+	t.update(res, ingressRoutes)
 	for i, l := range t.listeners {
 		l.attached = t.state.attached[i]
 	}

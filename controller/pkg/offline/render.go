@@ -99,6 +99,15 @@ func statusObjects(r *Result) []object {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "ListenerSet",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}, Status: r.Gateways.Status.ListenerSets[k].Status})
 	}
+	// An Ingress has no conditions: the controller writes its load
+	// balancer status and reports problems as Events; offline shows the
+	// problems.
+	for _, k := range sortedKeys(r.Gateways.Status.Ingresses) {
+		is := r.Gateways.Status.Ingresses[k]
+		out = append(out, object{APIVersion: "networking.k8s.io/v1", Kind: "Ingress",
+			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
+			Status:   map[string]any{"gateway": is.Gateway.String(), "events": is.Problems}})
+	}
 	for _, k := range sortedKeys(r.Gateways.Status.BackendTLSPolicies) {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "BackendTLSPolicy",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},

@@ -144,6 +144,30 @@ func TestGoldenRequests(t *testing.T) {
 			{sni: "unknown-example.org", url: "https://example.org/", route: "httproute/default/catch-all/rule/0/match/0"},
 			{sni: "unknown-example.org", url: "https://unknown-example.org/", status: 404},
 		},
+		"ingress": {
+			// force-ssl-redirect: HTTP requests for the TLS host go to
+			// HTTPS, unless a more specific match serves them.
+			{url: "http://shop.example.com/", status: 301, location: "https://shop.example.com/"},
+			{url: "https://shop.example.com/cart/items", route: "httproute/default/ingress:shop:0/rule/0/match/0", cluster: "default/cart/8080"},
+			{url: "https://shop.example.com/cartoon", route: "httproute/default/ingress:shop:0/rule/2/match/0", cluster: "default/app/80"},
+			{url: "https://shop.example.com/health", route: "httproute/default/ingress:shop:0/rule/1/match/0", cluster: "default/app/80"},
+			// An HTTPRoute with the same match ranks before the Ingress.
+			{url: "http://shop.example.com/health", route: "httproute/default/health/rule/0/match/0", cluster: "default/cart/8080"},
+			// On HTTP the TLS host's own rules are behind the redirect;
+			// another Ingress's rule for the host is served there.
+			{url: "http://shop.example.com/cart", route: "httproute/team/ingress:late:0/rule/0/match/0", cluster: "team/late/80"},
+			// Two Ingresses, one match: the older's.
+			{url: "http://a.blog.example.com/any", route: "httproute/default/ingress:shop:1/rule/0/match/0", cluster: "default/app/80"},
+			// The default backend takes what no rule does.
+			{url: "http://other.example.com/x", route: "httproute/default/ingress:shop:2/rule/0/match/0", cluster: "default/app/80"},
+			// An Ingress of a Gateway without the shape is not served.
+			{gateway: "default/plain", url: "http://any.example.com:8080/", status: 404},
+			// A port name the Service lacks: 500, and an Event.
+			{url: "http://late.example.com/", status: 500},
+			// The Gateway's own certificate serves other names; a host
+			// that is another listener's gets 421 there.
+			{sni: "unknown.example.com", url: "https://shop.example.com/cart", status: 421},
+		},
 		"listenersets": {
 			{gateway: "default/shared", url: "http://www.example.com/", route: "httproute/default/site/rule/0/match/0"},
 			{gateway: "default/shared", url: "http://api.example.com/v1/x", route: "httproute/team-a/api/rule/0/match/0"},

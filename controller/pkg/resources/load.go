@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -227,6 +228,10 @@ var decoders = map[string]decoder{
 		decodeAs(func(r *Resources) *[]*gatewayv1.TCPRoute { return &r.TCPRoutes }), false},
 	"UDPRoute.gateway.networking.k8s.io": {versions("v1", "v1alpha2"),
 		decodeAs(func(r *Resources) *[]*gatewayv1.UDPRoute { return &r.UDPRoutes }), false},
+	"Ingress.networking.k8s.io": {versions("v1"),
+		decodeAs(func(r *Resources) *[]*networkingv1.Ingress { return &r.Ingresses }), false},
+	"IngressClass.networking.k8s.io": {versions("v1"),
+		decodeAs(func(r *Resources) *[]*networkingv1.IngressClass { return &r.IngressClasses }), true},
 	"ListenerSet.gateway.networking.k8s.io": {versions("v1"),
 		decodeAs(func(r *Resources) *[]*gatewayv1.ListenerSet { return &r.ListenerSets }), false},
 	"ReferenceGrant.gateway.networking.k8s.io": {versions("v1beta1", "v1alpha2", "v1"),

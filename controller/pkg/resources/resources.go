@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
@@ -24,6 +25,8 @@ type Resources struct {
 	TCPRoutes          []*gatewayv1.TCPRoute
 	UDPRoutes          []*gatewayv1.UDPRoute
 	ListenerSets       []*gatewayv1.ListenerSet
+	Ingresses          []*networkingv1.Ingress
+	IngressClasses     []*networkingv1.IngressClass
 	ReferenceGrants    []*gatewayv1beta1.ReferenceGrant
 	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
 	Services           []*corev1.Service
