@@ -13,6 +13,7 @@ import (
 
 	"isobar.dev/api/ports"
 	"isobar.dev/controller/pkg/envoysim"
+	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/offline"
 )
 
@@ -232,6 +233,10 @@ func routeSource(name string) string {
 	rule := p[4]
 	if i, ruleName, named := strings.Cut(rule, ":"); named {
 		rule = fmt.Sprintf("%s (%s)", i, ruleName)
+	}
+	if ing, ok := ingress.Of(key.Namespace, key.Name); ok {
+		// A path of one of the Ingress's hosts, or its default backend.
+		return fmt.Sprintf(" (Ingress %s)", ing)
 	}
 	return fmt.Sprintf(" (%s %s/%s, rule %s, match %s)", key.Kind, key.Namespace, key.Name, rule, p[6])
 }

@@ -11,6 +11,7 @@ import (
 
 	"isobar.dev/controller/pkg/envoysim"
 	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/offline"
 )
 
@@ -33,6 +34,13 @@ func why(result *offline.Result, gateway string, a *envoysim.Answer) []string {
 		return out
 	}
 	if key, ok := routeKey(a.Route); ok {
+		if ing, ok := ingress.Of(key.Namespace, key.Name); ok {
+			if is := result.Gateways.Status.Ingresses[ing]; is != nil {
+				for _, p := range is.Problems {
+					out = append(out, fmt.Sprintf("Ingress %s: %s", ing, p))
+				}
+			}
+		}
 		for _, ps := range result.Gateways.Status.Routes[key] {
 			parent := key.Namespace + "/" + string(ps.ParentRef.Name)
 			if ns := ps.ParentRef.Namespace; ns != nil {

@@ -181,7 +181,7 @@ func Convert(ing *networkingv1.Ingress, gw *gatewayv1.Gateway, shape Shape, port
 			host := gatewayv1.Hostname(h)
 			c.Listeners = append(c.Listeners, gatewayv1.ListenerEntry{
 				Name: name, Hostname: &host, Port: shape.HTTPS.Port, Protocol: gatewayv1.HTTPSProtocolType,
-				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(t.SecretName)}}},
+				TLS:           &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(t.SecretName)}}},
 				AllowedRoutes: &gatewayv1.AllowedRoutes{Kinds: []gatewayv1.RouteGroupKind{{Kind: "HTTPRoute"}}},
 			})
 		}

@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -171,6 +172,7 @@ func Run(ctx context.Context, o Options) error {
 		return fleetreport.Combine(mine, others, mine.Generation), err
 	}
 	r.status = newStatusWriter(o, mgr.GetClient(), mgr.GetAPIReader(), fleetStatus)
+	r.status.events = mgr.GetEventRecorder("isobar-controller")
 	if err := r.setup(mgr, served); err != nil {
 		return err
 	}
@@ -265,6 +267,12 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	// ConfigMaps have no generation to go by.
 	for _, obj := range []client.Object{&corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{}} {
 		b = b.Watches(obj, always)
+	}
+	// Ingresses and IngressClasses: their spec, and annotations
+	// (force-ssl-redirect, the default class). Our own status writes to
+	// Ingresses change neither.
+	for _, obj := range []client.Object{&networkingv1.Ingress{}, &networkingv1.IngressClass{}} {
+		b = b.Watches(obj, always, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
 	}
 	// Of a Namespace only its labels matter (allowedRoutes selectors), not
 	// the phase changes of one being deleted.

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,8 @@ func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error
 		TCPRoutes:          list[gatewayv1.TCPRoute](l),
 		UDPRoutes:          list[gatewayv1.UDPRoute](l),
 		ListenerSets:       list[gatewayv1.ListenerSet](l),
+		Ingresses:          list[networkingv1.Ingress](l),
+		IngressClasses:     list[networkingv1.IngressClass](l),
 		ReferenceGrants:    list[gatewayv1beta1.ReferenceGrant](l),
 		BackendTLSPolicies: list[gatewayv1.BackendTLSPolicy](l),
 		Services:           list[corev1.Service](l),

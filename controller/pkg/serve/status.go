@@ -75,6 +75,9 @@ func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet 
 				return err
 			}
 		}
+		if err := w.writeIngresses(ctx, st.Ingresses, addresses); err != nil {
+			return err
+		}
 	}
 	if gatewayOnly {
 		return nil

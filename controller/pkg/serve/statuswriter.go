@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,6 +47,12 @@ type statusWriter struct {
 	// in routes' status are ours.
 	sets    map[types.NamespacedName]bool
 	written statusCache
+	// events records the problems of the Ingresses served; told are the
+	// problems last told per Ingress, so that each is told once.
+	events events.EventRecorder
+	told   map[types.NamespacedName]string
+	// ingresses are the Ingresses whose load balancer status we wrote.
+	ingresses map[types.NamespacedName]bool
 }
 
 func newStatusWriter(opts Options, c client.Client, live client.Reader, fleet func() (fleetreport.Fleet, error)) *statusWriter {

@@ -51,6 +51,13 @@ func (r *renderer) controllerClusterRole() (*rbacv1.ClusterRole, *rbacv1.Cluster
 			{APIGroups: []string{gw}, Resources: []string{"gateways/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status", "tcproutes/status", "udproutes/status", "listenersets/status", "backendtlspolicies/status"}, Verbs: writeStatus},
 			{APIGroups: []string{""}, Resources: []string{"services", "secrets", "configmaps", "namespaces"}, Verbs: readOnly},
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: readOnly},
+			// Ingresses of the IngressClasses naming the Gateway are
+			// served on its ingress_http and ingress_https listeners;
+			// what cannot be served is told in Events (an Ingress has no
+			// conditions).
+			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "ingressclasses"}, Verbs: readOnly},
+			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses/status"}, Verbs: writeStatus},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},
 	}
 	if r.in.Static {
