@@ -38,7 +38,7 @@ func TestServeIngress(t *testing.T) {
 	create(t, ctx, class, ingressClass,
 		&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
 			GatewayClassName: gatewayv1.ObjectName(class.Name),
-			Listeners:        []gatewayv1.Listener{{Name: "ingress_http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
+			Listeners:        []gatewayv1.Listener{{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
 		}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-envoy"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}},
 	)

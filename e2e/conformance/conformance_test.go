@@ -100,9 +100,9 @@ func TestConformance(t *testing.T) {
 			// external IP; the API server refuses a link-local one.
 			UsableNetworkAddresses:   []gatewayv1.GatewaySpecAddress{{Type: ptr.To(gatewayv1.IPAddressType), Value: "192.0.2.10"}},
 			UnusableNetworkAddresses: []gatewayv1.GatewaySpecAddress{{Type: ptr.To(gatewayv1.IPAddressType), Value: "169.254.0.10"}},
-			RunTest:              os.Getenv(testVariable),
-			ConformanceProfiles:  profiles,
-			Mode:                 "simulated-envoy",
+			RunTest:                  os.Getenv(testVariable),
+			ConformanceProfiles:      profiles,
+			Mode:                     "simulated-envoy",
 			Implementation: confv1.Implementation{
 				Organization: "isobar", Project: "isobar", URL: "https://isobar.dev", Version: "main",
 				Contact: []string{"https://isobar.dev"},

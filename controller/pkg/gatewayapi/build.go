@@ -42,8 +42,8 @@ type table struct {
 	// listeners are the port's usable HTTPS listeners, set on every
 	// build; builtListeners the ones built is of.
 	listeners, builtListeners []httpsListener
-	// ingressNames says the port is a Gateway's ingress_http or
-	// ingress_https listener's: Envoy names are the design's for
+	// ingressNames says the port is a Gateway's ingress-http or
+	// ingress-https listener's: Envoy names are the design's for
 	// Ingress (seed 003).
 	ingressNames bool
 }
@@ -208,7 +208,7 @@ func (tb *table) build(vhosts []*ir.VirtualHost) *ir.Listener {
 	case familyHTTP:
 		name := fmt.Sprintf("http_%d", tb.port)
 		if tb.ingressNames {
-			name = string(ingress.HTTPListener)
+			name = ingress.EnvoyHTTP
 		}
 		rt := &ir.RouteTable{Name: name, VirtualHosts: vhosts}
 		return &ir.Listener{Name: name, Protocol: ir.HTTP, Port: tb.port, ContainerPort: tb.cport, HTTP: rt}
@@ -230,7 +230,7 @@ func (tb *table) build(vhosts []*ir.VirtualHost) *ir.Listener {
 	}
 	routes := name
 	if tb.ingressNames && tb.https {
-		name, routes = string(ingress.HTTPSListener), "https"
+		name, routes = ingress.EnvoyHTTPS, "https"
 	}
 	l := &ir.Listener{Name: name, Protocol: proto, Port: tb.port, ContainerPort: tb.cport}
 	l.Chains = tb.httpsChains(routes, vhosts)

@@ -189,7 +189,7 @@ type gatewayTranslator struct {
 	sets      []*listenerSet
 	listeners []*listener
 	// ingressShape says the Gateway has the listeners Ingress needs
-	// (ingress_http, and ingress_https): Envoy names follow the design.
+	// (ingress-http, and ingress-https): Envoy names follow the design.
 	ingressShape bool
 	// lost are the listeners where an HTTPRoute or GRPCRoute loses a
 	// hostname to a route of the other kind (kindConflicts).

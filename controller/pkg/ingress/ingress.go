@@ -1,12 +1,12 @@
 // Package ingress serves networking.k8s.io/v1 Ingresses on a Gateway's
 // fleet, as the multiple-listeners design (seed 003) lets a Gateway do:
-// a Gateway whose first listener is ingress_http (HTTP), and whose second,
-// if any, is ingress_https (HTTPS), also serves the Ingresses of the
+// a Gateway whose first listener is ingress-http (HTTP), and whose second,
+// if any, is ingress-https (HTTPS), also serves the Ingresses of the
 // IngressClasses whose parameters name it.
 //
 // It is pure: it turns each Ingress into what the Gateway API translator
 // already knows how to serve, HTTPRoutes on those listeners and, for the
-// hosts of spec.tls, HTTPS listeners on ingress_https's port carrying the
+// hosts of spec.tls, HTTPS listeners on ingress-https's port carrying the
 // Ingress's certificates. An Ingress's rules rank after every HTTPRoute's
 // with the same match (HTTPRoute first, then Ingress, then by age): its
 // routes are dated two hundred years after the Ingress.
@@ -24,10 +24,16 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// Listener names the design gives a Gateway that serves Ingress.
+// Listener names a Gateway that serves Ingress has. The design names them
+// ingress_http and ingress_https, which the Gateway API's listener names
+// (DNS labels) cannot be; Envoy's listeners keep the design's names.
 const (
-	HTTPListener  gatewayv1.SectionName = "ingress_http"
-	HTTPSListener gatewayv1.SectionName = "ingress_https"
+	HTTPListener  gatewayv1.SectionName = "ingress-http"
+	HTTPSListener gatewayv1.SectionName = "ingress-https"
+	// EnvoyHTTP and EnvoyHTTPS name the Envoy listeners of those ports,
+	// and EnvoyHTTP the HTTP port's RouteConfiguration.
+	EnvoyHTTP  = "ingress_http"
+	EnvoyHTTPS = "ingress_https"
 )
 
 // Annotations Isobar reads on an Ingress or IngressClass.
@@ -62,8 +68,8 @@ type Shape struct {
 }
 
 // ShapeOf checks a Gateway against the design's shape: one or two
-// listeners, the first ingress_http with protocol HTTP, the second
-// ingress_https with protocol HTTPS (its certificate serves TLS clients
+// listeners, the first ingress-http with protocol HTTP, the second
+// ingress-https with protocol HTTPS (its certificate serves TLS clients
 // whose SNI names no Ingress TLS host; the design's HTTP there cannot carry
 // the TLS the Gateway API asks of a listener on which TLS terminates).
 func ShapeOf(gw *gatewayv1.Gateway) (Shape, error) {
@@ -145,7 +151,7 @@ func Selected(gw *gatewayv1.Gateway, controller string, classes []*networkingv1.
 type Converted struct {
 	Ingress *networkingv1.Ingress
 	// Listeners are the HTTPS listeners of its TLS hosts, on
-	// ingress_https's port; HTTPRoutes reach them through a parentRef to
+	// ingress-https's port; HTTPRoutes reach them through a parentRef to
 	// the Ingress (ParentGroup, ParentKind).
 	Listeners []gatewayv1.ListenerEntry
 	Routes    []*gatewayv1.HTTPRoute

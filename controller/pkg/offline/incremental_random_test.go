@@ -126,6 +126,9 @@ func randomChange(rng *rand.Rand, snap *resources.Resources, aside *[]*gatewayv1
 		snap.GRPCRoutes = grpc
 		return "GRPCRoute edited"
 	case 8:
+		if rng.IntN(2) == 0 {
+			return changeIngresses(rng, snap, base)
+		}
 		return changeListenerSets(rng, snap, base)
 	default:
 		if len(snap.TLSRoutes)+len(snap.TCPRoutes) == 0 {
@@ -160,11 +163,7 @@ func changeGateway(rng *rand.Rand, snap *resources.Resources, what string, chang
 func changeListenerSets(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
 	sets := slices.Clone(snap.ListenerSets)
 	if len(sets) == 0 {
-		if len(base.ListenerSets) == 0 {
-			return "nothing"
-		}
-		snap.ListenerSets = base.ListenerSets
-		return "ListenerSets back"
+		return restore(&snap.ListenerSets, base.ListenerSets, "ListenerSets back")
 	}
 	i := rng.IntN(len(sets))
 	c := sets[i].DeepCopy()
@@ -190,4 +189,44 @@ func changeListenerSets(rng *rand.Rand, snap *resources.Resources, base *resourc
 	sets[i] = c
 	snap.ListenerSets = sets
 	return "ListenerSet listeners changed"
+}
+
+// changeIngresses edits an Ingress's first rule's host (or its
+// annotations), or deletes one, or brings the input's back.
+func changeIngresses(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
+	ings := slices.Clone(snap.Ingresses)
+	if len(ings) == 0 {
+		return restore(&snap.Ingresses, base.Ingresses, "Ingresses back")
+	}
+	i := rng.IntN(len(ings))
+	c := ings[i].DeepCopy()
+	switch rng.IntN(3) {
+	case 0:
+		snap.Ingresses = slices.Delete(ings, i, i+1)
+		return "Ingress deleted"
+	case 1:
+		c.Generation++
+		if len(c.Spec.Rules) > 0 {
+			c.Spec.Rules[0].Host = "edited-" + c.Spec.Rules[0].Host
+		}
+	default:
+		// Annotations change no generation.
+		if c.Annotations["ingress.kubernetes.io/force-ssl-redirect"] == "true" {
+			delete(c.Annotations, "ingress.kubernetes.io/force-ssl-redirect")
+		} else {
+			c.Annotations = map[string]string{"ingress.kubernetes.io/force-ssl-redirect": "true"}
+		}
+	}
+	ings[i] = c
+	snap.Ingresses = ings
+	return "Ingress changed"
+}
+
+// restore puts the input's objects of a kind back when a snapshot has none.
+func restore[T any](snap *[]T, base []T, what string) string {
+	if len(base) == 0 {
+		return "nothing"
+	}
+	*snap = base
+	return what
 }
