@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,8 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-
-	"isobar.dev/e2e/harness"
 )
 
 // How long an HTTPRoute update takes to reach a connected Envoy with 1,000
@@ -31,7 +34,9 @@ func TestServeUpdateLatency(t *testing.T) {
 		routes = n
 	}
 	ns := namespace(t)
-	ctx, cancel := harness.Context()
+	// Creating the routes takes about 5 ms each here: the one-minute
+	// context of other tests is too short for 10,000.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+time.Duration(routes)*20*time.Millisecond)
 	defer cancel()
 	fleet(t, ctx, ns, "web")
 	backend(t, ctx, ns, "app", "10.1.2.3")
@@ -58,7 +63,7 @@ func TestServeUpdateLatency(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := time.Now()
-	s := serve(t, ns, "web", nil)
+	s := serve(t, ns, "web", nil, "--profiling")
 	// Every route's status, written by the controller as it starts.
 	eventually(t, 10*time.Minute, "every route's status entry", func() bool {
 		var list gatewayv1.HTTPRouteList
@@ -116,6 +121,43 @@ func TestServeUpdateLatency(t *testing.T) {
 	slices.Sort(latencies)
 	t.Logf("HTTPRoute update -> ADS client, %d routes loaded, --update-delay 10ms: median %s, min %s, max %s over %d updates",
 		routes, latencies[samples/2], latencies[0], latencies[samples-1], samples)
+	if rss, peak, err := memory(s.proc.PID()); err == nil {
+		t.Logf("controller memory with %d routes: RSS %d MiB now, peak %d MiB", routes, rss>>20, peak>>20)
+	}
+	if dir := os.Getenv("ISOBAR_HEAP_PROFILE"); dir != "" {
+		// For go tool pprof: where the live heap is.
+		resp, err := http.Get(strings.TrimSuffix(s.metrics, "/metrics") + "/debug/pprof/heap?gc=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("controller-heap-%d.pprof", routes)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// memory reads a process's resident set size and its peak from
+// /proc/PID/status (Linux), in bytes.
+func memory(pid int) (rss, peak int64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
+			rss = kb << 10
+		}
+		if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+			peak = kb << 10
+		}
+	}
+	return rss, peak, nil
 }
 
 func virtualHosts(t *testing.T, r *discoveryv3.DiscoveryResponse) []*routev3.VirtualHost {

@@ -97,9 +97,15 @@ func Run(ctx context.Context, o Options) error {
 	reports := client.MatchingLabels{fleetreport.LabelGateway: group}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: s,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{leNS: {}}, Label: labels.SelectorFromSet(labels.Set(reports))},
-		}},
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{
+				&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{leNS: {}}, Label: labels.SelectorFromSet(labels.Set(reports))},
+			},
+			// Translation never reads managed fields, often the largest
+			// part of a route's metadata; a status write without them
+			// leaves the server's as they are.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress, ExtraHandlers: profiles(o.Profiling)},
 		HealthProbeBindAddress:        o.HealthAddress,
 		LeaderElection:                o.LeaderElect,
