@@ -13,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -66,17 +67,23 @@ func TestServeIngress(t *testing.T) {
 		t.Fatalf("LDS: %v, want the design's ingress_http", ls)
 	}
 	ads.ack(lds)
-	var got []string
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		r := ads.next(resourcev3.RouteType, 10*time.Second)
-		ads.ack(r)
-		if got = domains(t, r); slices.Contains(got, "shop.example.com") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("RDS domains %v, want shop.example.com", got)
+	// awaitShop reads route configurations until shop.example.com is
+	// there (or not, with want false).
+	awaitShop := func(want bool) {
+		t.Helper()
+		var got []string
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			r := ads.next(resourcev3.RouteType, 10*time.Second)
+			ads.ack(r)
+			if got = domains(t, r); slices.Contains(got, "shop.example.com") == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("RDS domains %v, want shop.example.com: %v", got, want)
+			}
 		}
 	}
+	awaitShop(true)
 
 	svc := &corev1.Service{}
 	if err := env.Client.Get(ctx, keyOf(ns, "web-envoy"), svc); err != nil {
@@ -106,19 +113,41 @@ func TestServeIngress(t *testing.T) {
 		})
 	})
 
+	// The Gateway loses the Ingress listeners' shape: its Ingresses lose
+	// their status and are told why; back, they get it again.
+	setListenerName := func(name gatewayv1.SectionName) {
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			gw := &gatewayv1.Gateway{}
+			if err := env.Client.Get(ctx, keyOf(ns, "web"), gw); err != nil {
+				return err
+			}
+			gw.Spec.Listeners[0].Name = name
+			return env.Client.Update(ctx, gw)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setListenerName("http")
+	eventually(t, 30*time.Second, "the load balancer status cleared while the Gateway has no ingress-http listener", lbIs("shop", nil))
+	eventually(t, 30*time.Second, "a Warning Event naming the shape Ingress needs", func() bool {
+		var evs eventsv1.EventList
+		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(evs.Items, func(e eventsv1.Event) bool {
+			return e.Regarding.Name == "shop" && strings.Contains(e.Note, "it must be ingress-http with protocol HTTP")
+		})
+	})
+	awaitShop(false)
+	setListenerName("ingress-http")
+	eventually(t, 30*time.Second, "the load balancer status back", lbIs("shop", []string{svc.Spec.ClusterIP}))
+	awaitShop(true)
+
 	// The IngressClass goes: its Ingresses' routes and status go with it.
 	if err := env.Client.Delete(ctx, ingressClass); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		r := ads.next(resourcev3.RouteType, 10*time.Second)
-		ads.ack(r)
-		if got = domains(t, r); !slices.Contains(got, "shop.example.com") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("RDS domains %v after the IngressClass went, want no shop.example.com", got)
-		}
-	}
+	awaitShop(false)
 	eventually(t, 30*time.Second, "the Ingress's load balancer status cleared", lbIs("shop", nil))
 }

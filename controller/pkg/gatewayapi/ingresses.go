@@ -18,7 +18,10 @@ import (
 // Ingress it serves: the load balancer status comes from the Gateway's
 // addresses, and Problems become Events (an Ingress has no conditions).
 type IngressStatus struct {
-	Gateway  types.NamespacedName
+	Gateway types.NamespacedName
+	// Served says the Gateway has the listeners Ingress needs, so that
+	// the Ingress gets the Gateway's addresses.
+	Served   bool
 	Problems []string
 }
 
@@ -63,7 +66,7 @@ func (t *gatewayTranslator) ingressSets(res *resources.Resources) ([]*listenerSe
 			c = ingress.Convert(ing, t.gw, shape, t.idx.servicePort)
 		}
 		t.cache.usedIngresses[k] = c
-		t.status.Ingresses[key(ing.Namespace, ing.Name)] = &IngressStatus{Gateway: gwName, Problems: slices.Clone(c.Problems)}
+		t.status.Ingresses[key(ing.Namespace, ing.Name)] = &IngressStatus{Gateway: gwName, Served: true, Problems: slices.Clone(c.Problems)}
 		routes = append(routes, c.Routes...)
 		if len(c.Listeners) > 0 {
 			obj := &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name, UID: ing.UID, Generation: ing.Generation}}

@@ -106,7 +106,7 @@ func statusObjects(r *Result) []object {
 		is := r.Gateways.Status.Ingresses[k]
 		out = append(out, object{APIVersion: "networking.k8s.io/v1", Kind: "Ingress",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
-			Status:   map[string]any{"gateway": is.Gateway.String(), "events": is.Problems}})
+			Status:   map[string]any{"gateway": is.Gateway.String(), "served": is.Served, "events": is.Problems}})
 	}
 	for _, k := range sortedKeys(r.Gateways.Status.BackendTLSPolicies) {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "BackendTLSPolicy",

@@ -16,8 +16,9 @@ import (
 )
 
 // writeIngresses writes the load balancer status of the Ingresses the
-// served Gateway serves (the Gateway's addresses), clears it on those it
-// served before and no longer does, and tells each Ingress's problems in a
+// served Gateway serves (the Gateway's addresses; none while the Gateway
+// lacks the Ingress listeners), clears it on those it served before and no
+// longer does, and tells each Ingress's problems in a
 // Warning Event when they change: an Ingress has no conditions.
 func (w *statusWriter) writeIngresses(ctx context.Context, desired map[types.NamespacedName]*gatewayapi.IngressStatus, addresses []gatewayv1.GatewayStatusAddress) error {
 	lb := loadBalancer(addresses)
@@ -29,7 +30,11 @@ func (w *statusWriter) writeIngresses(ctx context.Context, desired map[types.Nam
 			w.ingresses = map[types.NamespacedName]bool{}
 		}
 		w.ingresses[k] = true
-		if err := w.writeIngress(ctx, k, lb); err != nil {
+		status := lb
+		if !is.Served {
+			status = networkingv1.IngressLoadBalancerStatus{}
+		}
+		if err := w.writeIngress(ctx, k, status); err != nil {
 			return err
 		}
 		w.tell(ctx, k, is.Problems)
