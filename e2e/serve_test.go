@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,7 +74,13 @@ func serveWith(t *testing.T, kubeconfig, ns, gateway string, pki *harness.PKI, e
 		"--xds-address", "127.0.0.1:"+xdsPort, "--xds-cert-file", pki.ServerCert, "--xds-key-file", pki.ServerKey, "--xds-ca-file", pki.CA,
 		"--health-address", "127.0.0.1:"+healthPort, "--metrics-address", "127.0.0.1:"+metricsPort, "--update-delay", "10ms", "--log-format", "console",
 	), extra...)
-	proc, err := harness.StartProcessEnv(env.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-controller", args...)
+	environ := []string{"KUBECONFIG=" + kubeconfig}
+	if extraEnv := os.Getenv("ISOBAR_CONTROLLER_ENV"); extraEnv != "" {
+		// For experiments on the controller alone (GOMEMLIMIT=150MiB):
+		// the test API server and etcd keep this process's environment.
+		environ = append(environ, strings.Split(extraEnv, ",")...)
+	}
+	proc, err := harness.StartProcessEnv(env.Dir, environ, bin+"/isobar-controller", args...)
 	if err != nil {
 		t.Fatal(err)
 	}

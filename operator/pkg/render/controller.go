@@ -105,6 +105,13 @@ func (r *renderer) controllerDeployment() *appsv1.Deployment {
 	}
 	if res := cs.Resources; res != nil {
 		pod.Containers[0].Resources = res.Requirements()
+		if limit, ok := pod.Containers[0].Resources.Limits[corev1.ResourceMemory]; ok {
+			// Go's garbage collector lets the heap grow to twice what is
+			// live before it collects; near the container's limit it
+			// collects sooner instead of the kernel killing the
+			// controller. A tenth is left for what is not Go heap.
+			pod.Containers[0].Env = append(pod.Containers[0].Env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: strconv.FormatInt(limit.Value()/10*9, 10)})
+		}
 	}
 	placement(&pod, cs.NodePlacement)
 	return &appsv1.Deployment{
