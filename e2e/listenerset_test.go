@@ -9,7 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/e2e/harness"
@@ -66,6 +68,38 @@ func TestOperatorListenerSetPorts(t *testing.T) {
 	}
 	want = []string{"TCP 80->64592"}
 	eventually(t, 30*time.Second, fmt.Sprintf("Envoy Service ports %v after the ListenerSet went (had %v)", want, got), func() bool {
+		got = ports()
+		return slices.Equal(got, want)
+	})
+
+	// Selected by namespace labels: labelling the other namespace brings
+	// its ListenerSet's port, unlabelling takes it away.
+	update := func(obj client.Object, change func()) {
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
+			change()
+			return env.Client.Update(ctx, obj)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(gw, func() {
+		gw.Spec.AllowedListeners.Namespaces = &gatewayv1.ListenerNamespaces{From: ptr.To(gatewayv1.NamespacesFromSelector),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"listeners": "shared-" + ns}}}
+	})
+	otherNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}
+	update(otherNS, func() { otherNS.Labels = map[string]string{"listeners": "shared-" + ns} })
+	want = []string{"TCP 80->64592", "TCP 7000->7000"}
+	eventually(t, 30*time.Second, fmt.Sprintf("Envoy Service ports %v once namespace %s is labelled", want, other), func() bool {
+		got = ports()
+		return slices.Equal(got, want)
+	})
+	update(otherNS, func() { delete(otherNS.Labels, "listeners") })
+	want = []string{"TCP 80->64592"}
+	eventually(t, 30*time.Second, fmt.Sprintf("Envoy Service ports %v once the label is gone (had %v)", want, got), func() bool {
 		got = ports()
 		return slices.Equal(got, want)
 	})

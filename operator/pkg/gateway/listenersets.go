@@ -60,3 +60,20 @@ func gatewayOfListenerSet(_ context.Context, o client.Object) []reconcile.Reques
 	}
 	return nil
 }
+
+// gatewaysSelectingNamespaces maps a namespace whose labels changed to the
+// Gateways that pick ListenerSets by namespace labels: a ListenerSet there
+// may have come or gone, and its ports with it.
+func (r *Reconciler) gatewaysSelectingNamespaces(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list gatewayv1.GatewayList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, gw := range list.Items {
+		if a := gw.Spec.AllowedListeners; a != nil && a.Namespaces != nil && a.Namespaces.From != nil && *a.Namespaces.From == gatewayv1.NamespacesFromSelector {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
+		}
+	}
+	return out
+}

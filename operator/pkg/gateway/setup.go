@@ -4,6 +4,7 @@ import (
 	"context"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,7 +31,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Owns(o)
 	}
 	if r.ListenerSets {
-		b = b.Watches(&gatewayv1.ListenerSet{}, handler.EnqueueRequestsFromMapFunc(gatewayOfListenerSet), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		b = b.Watches(&gatewayv1.ListenerSet{}, handler.EnqueueRequestsFromMapFunc(gatewayOfListenerSet), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysSelectingNamespaces), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
 	return b.
 		// Status-only changes (the controller's, ours) need no work.
