@@ -35,7 +35,7 @@ type table struct {
 	built        *ir.Listener
 	builtVhosts  []*ir.VirtualHost
 	builtStreams map[string]*stream
-	chains       map[string]*ir.Chain // by listener hostname
+	chains       map[string]builtChain // by listener hostname
 	// validation is the port's client certificate validation, set on
 	// every build; builtValidation the one built is of.
 	validation, builtValidation *ir.ClientValidation
@@ -46,6 +46,13 @@ type table struct {
 	// ingress-https listener's: Envoy names are the design's for
 	// Ingress (seed 003).
 	ingressNames bool
+}
+
+// builtChain is an HTTPS listener's chain and the virtual hosts of its own
+// it was built with.
+type builtChain struct {
+	chain *ir.Chain
+	own   []*ir.VirtualHost
 }
 
 // httpsListener is what an HTTPS listener's filter chain is made of.
@@ -276,25 +283,18 @@ func (tb *table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chai
 	slices.SortFunc(listeners, func(a, b httpsListener) int { return strings.Compare(a.hostname, b.hostname) })
 	owned := make(map[string][]*ir.VirtualHost, len(listeners))
 	for _, vh := range vhosts {
-		if owner, ok := ownerOf(vh.Name, listeners); ok {
+		if owner, ok := listenerOf(vh.Name, listeners); ok {
 			owned[owner] = append(owned[owner], vh)
 		}
 	}
-	chains := make(map[string]*ir.Chain, len(listeners))
+	chains := make(map[string]builtChain, len(listeners))
 	var out []*ir.Chain
 	for _, hl := range listeners {
 		own := owned[hl.hostname]
-		others := 0 // the misdirected hosts after own
-		for _, other := range listeners {
-			if other.hostname != "" && other.hostname != hl.hostname {
-				others++
-			}
-		}
-		if hl.hostname != "" {
-			others++
-		}
-		c, ok := tb.chains[hl.hostname]
-		if !ok || len(c.HTTP.VirtualHosts) != len(own)+others || !slices.Equal(c.HTTP.VirtualHosts[:len(own)], own) {
+		b, ok := tb.chains[hl.hostname]
+		if !ok || !slices.Equal(b.own, own) {
+			// The misdirected hosts follow the port's listeners, which
+			// are the same while tb.chains is kept.
 			vhs := slices.Clone(own)
 			for _, other := range listeners {
 				if other.hostname != "" && other.hostname != hl.hostname {
@@ -304,7 +304,7 @@ func (tb *table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chai
 			if hl.hostname != "" {
 				vhs = append(vhs, misdirected("*"))
 			}
-			c = &ir.Chain{
+			c := &ir.Chain{
 				Certificates:     hl.certs,
 				HTTP:             &ir.RouteTable{Name: prefix + "/" + orAnyHost(hl.hostname), VirtualHosts: vhs},
 				ClientValidation: tb.validation,
@@ -312,19 +312,20 @@ func (tb *table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chai
 			if hl.hostname != "" {
 				c.ServerNames = []string{hl.hostname}
 			}
+			b = builtChain{chain: c, own: own}
 		}
-		chains[hl.hostname] = c
-		out = append(out, c)
+		chains[hl.hostname] = b
+		out = append(out, b.chain)
 	}
 	tb.chains = chains
 	return out
 }
 
-// ownerOf returns the hostname of the listener a virtual host's domain
+// listenerOf returns the hostname of the listener a virtual host's domain
 // belongs to: the most specific that matches it ("*" is the listener
 // without a hostname's). Listener isolation has already given each domain
 // to that listener alone.
-func ownerOf(domain string, listeners []httpsListener) (string, bool) {
+func listenerOf(domain string, listeners []httpsListener) (string, bool) {
 	if domain == "*" {
 		domain = ""
 	}

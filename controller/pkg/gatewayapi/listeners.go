@@ -374,7 +374,7 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 		return "", &refError{string(gatewayv1.ListenerReasonInvalidCertificateRef),
 			fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name)}
 	}
-	if ns != from.namespace && !t.idx.granted(gatewayv1.GroupName, from.kind, from.namespace, "", "Secret", ns, string(ref.Name)) {
+	if ns != from.namespace && !t.idx.granted(from.group, from.kind, from.namespace, "", "Secret", ns, string(ref.Name)) {
 		return "", &refError{string(gatewayv1.ListenerReasonRefNotPermitted),
 			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)}
 	}

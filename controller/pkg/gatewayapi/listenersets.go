@@ -34,19 +34,19 @@ type ListenerSetStatus struct {
 
 // owner is what owns a listener's references: the Gateway or a ListenerSet.
 type owner struct {
-	kind      string
-	namespace string
+	group, kind string
+	namespace   string
 }
 
 // ownerOf returns the owner of l (the Gateway for nil or its own listeners).
 func (t *gatewayTranslator) ownerOf(l *listener) owner {
 	switch {
 	case l == nil || l.set == nil:
-		return owner{kind: "Gateway", namespace: t.gw.Namespace}
+		return owner{group: gatewayv1.GroupName, kind: "Gateway", namespace: t.gw.Namespace}
 	case l.set.ingress != nil:
-		return owner{kind: "Ingress", namespace: l.set.obj.Namespace}
+		return owner{group: string(ingress.ParentGroup), kind: string(ingress.ParentKind), namespace: l.set.obj.Namespace}
 	}
-	return owner{kind: "ListenerSet", namespace: l.set.obj.Namespace}
+	return owner{group: gatewayv1.GroupName, kind: "ListenerSet", namespace: l.set.obj.Namespace}
 }
 
 func (t *gatewayTranslator) generationOf(s *listenerSet) int64 {

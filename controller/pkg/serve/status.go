@@ -248,18 +248,13 @@ func (w *statusWriter) writeGateway(ctx context.Context, name types.NamespacedNa
 		listeners := make([]gatewayv1.ListenerStatus, len(desired.Listeners))
 		for i, l := range desired.Listeners {
 			listeners[i] = l
-			listeners[i].Conditions = nil
 			var old []metav1.Condition
 			for _, o := range gw.Status.Listeners {
 				if o.Name == l.Name {
 					old = o.Conditions
 				}
 			}
-			listeners[i].Conditions = append([]metav1.Condition(nil), old...)
-			for _, c := range l.Conditions {
-				meta.SetStatusCondition(&listeners[i].Conditions, c)
-			}
-			listeners[i].Conditions = onlyTypes(listeners[i].Conditions, l.Conditions)
+			listeners[i].Conditions = mergeConditions(old, l.Conditions)
 		}
 		next.Listeners = listeners
 		next.Addresses = addresses
@@ -438,11 +433,7 @@ func mergeEntries[E any](current, desired []E, of entry[E], ours func(E) bool) [
 	// did not change.
 	merge := func(old []metav1.Condition, e E) E {
 		_, conds := of(&e)
-		next := append([]metav1.Condition(nil), old...)
-		for _, c := range *conds {
-			meta.SetStatusCondition(&next, c)
-		}
-		*conds = onlyTypes(next, *conds)
+		*conds = mergeConditions(old, *conds)
 		return e
 	}
 	var next []E
