@@ -11,6 +11,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -175,20 +176,8 @@ func key(ns, name string) types.NamespacedName {
 // fromGroup/fromKind in fromNamespace refer to toGroup/toKind named toName.
 func (idx *index) granted(fromGroup, fromKind, fromNamespace, toGroup, toKind, toNamespace, toName string) bool {
 	for _, g := range idx.grants[toNamespace] {
-		from := false
-		for _, f := range g.Spec.From {
-			if string(f.Group) == fromGroup && string(f.Kind) == fromKind && string(f.Namespace) == fromNamespace {
-				from = true
-				break
-			}
-		}
-		if !from {
-			continue
-		}
-		for _, to := range g.Spec.To {
-			if string(to.Group) == toGroup && string(to.Kind) == toKind && (to.Name == nil || *to.Name == "" || string(*to.Name) == toName) {
-				return true
-			}
+		if refgrant.Allows(g, refgrant.From{Group: fromGroup, Kind: fromKind, Namespace: fromNamespace}, refgrant.To{Group: toGroup, Kind: toKind, Name: toName}) {
+			return true
 		}
 	}
 	return false

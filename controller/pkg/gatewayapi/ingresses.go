@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/ingressclass"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/resources"
 )
@@ -41,7 +42,7 @@ type ingressKey struct {
 // that an unchanged Ingress's routes are the same objects, which the
 // outcome cache recognises.
 func (t *gatewayTranslator) ingressSets(res *resources.Resources) ([]*listenerSet, []*gatewayv1.HTTPRoute) {
-	selected := ingress.Selected(t.gw, string(t.controller), res.IngressClasses, res.Ingresses)
+	selected := ingressclass.Selected(t.gw, string(t.controller), res.IngressClasses, res.Ingresses)
 	if len(selected) == 0 {
 		return nil, nil
 	}

@@ -7,7 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"slices"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"isobar.dev/api/certrefs"
+	"isobar.dev/controller/pkg/resources"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current output")
@@ -27,29 +33,17 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			result, err := Translate(res, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out, envoy bytes.Buffer
-			for _, part := range []struct {
-				buf   *bytes.Buffer
-				types []string
-			}{
-				{&out, []string{"status", "ir"}},
-				{&envoy, []string{"listeners", "routes", "clusters", "endpoints", "secrets"}},
-			} {
-				for _, typ := range part.types {
-					rendered, err := Render(result, typ, "yaml")
-					if err != nil {
-						t.Fatal(err)
-					}
-					part.buf.WriteString("# " + typ + "\n")
-					part.buf.Write(rendered)
-				}
-			}
+			out, envoy := translateAndRender(t, res)
 			compare(t, "testdata/"+name+".out.yaml", out.Bytes())
 			compare(t, "testdata/"+name+".xds.yaml", envoy.Bytes())
+			// The live controller reads only the Secrets and ConfigMaps
+			// certrefs names (its RBAC allows no others): with only those
+			// the translation must be the same.
+			out2, envoy2 := translateAndRender(t, onlyReferenced(res))
+			if !bytes.Equal(out.Bytes(), out2.Bytes()) || !bytes.Equal(envoy.Bytes(), envoy2.Bytes()) {
+				t.Errorf("with only the Secrets and ConfigMaps certrefs names, the translation differs: certrefs misses a reference the translator resolves.\n%s%s",
+					firstDifference(out.Bytes(), out2.Bytes()), firstDifference(envoy.Bytes(), envoy2.Bytes()))
+			}
 		})
 	}
 }
@@ -87,4 +81,60 @@ func firstDifference(want, got []byte) string {
 		}
 	}
 	return ""
+}
+
+// translateAndRender translates res and renders the statuses and IR, and
+// the Envoy resources.
+func translateAndRender(t *testing.T, res *resources.Resources) (out, envoy *bytes.Buffer) {
+	t.Helper()
+	result, err := Translate(res, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, envoy = &bytes.Buffer{}, &bytes.Buffer{}
+	for _, part := range []struct {
+		buf   *bytes.Buffer
+		types []string
+	}{
+		{out, []string{"status", "ir"}},
+		{envoy, []string{"listeners", "routes", "clusters", "endpoints", "secrets"}},
+	} {
+		for _, typ := range part.types {
+			rendered, err := Render(result, typ, "yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			part.buf.WriteString("# " + typ + "\n")
+			part.buf.Write(rendered)
+		}
+	}
+	return out, envoy
+}
+
+// onlyReferenced is res with only the Secrets and ConfigMaps that certrefs
+// names for one of its Gateways.
+func onlyReferenced(res *resources.Resources) *resources.Resources {
+	labels := map[string]map[string]string{}
+	for _, n := range res.Namespaces {
+		labels[n.Name] = n.Labels
+	}
+	want := map[certrefs.Ref]bool{}
+	for _, gw := range res.Gateways {
+		for _, r := range certrefs.Of(certrefs.Input{
+			Gateway: gw, ControllerName: DefaultControllerName, ListenerSets: res.ListenerSets,
+			NamespaceLabels: func(ns string) (map[string]string, bool) { l, ok := labels[ns]; return l, ok },
+			Ingresses:       res.Ingresses, IngressClasses: res.IngressClasses,
+			ReferenceGrants: res.ReferenceGrants, BackendTLSPolicies: res.BackendTLSPolicies,
+		}) {
+			want[r] = true
+		}
+	}
+	out := *res
+	out.Secrets = slices.DeleteFunc(slices.Clone(res.Secrets), func(s *corev1.Secret) bool {
+		return !want[certrefs.Ref{Kind: certrefs.Secret, Namespace: s.Namespace, Name: s.Name}]
+	})
+	out.ConfigMaps = slices.DeleteFunc(slices.Clone(res.ConfigMaps), func(c *corev1.ConfigMap) bool {
+		return !want[certrefs.Ref{Kind: certrefs.ConfigMap, Namespace: c.Namespace, Name: c.Name}]
+	})
+	return &out
 }

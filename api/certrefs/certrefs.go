@@ -1,0 +1,163 @@
+// Package certrefs names the Secrets and ConfigMaps a Gateway's controller
+// may read: the certificates and CA bundles its Gateway can use. The
+// operator grants the controller get/list/watch on exactly these, by name
+// (RBAC resourceNames), and the controller watches exactly these, one
+// object at a time: a stolen controller token reads no other Secret.
+//
+// What a Gateway can use:
+//   - its listeners' certificateRefs, and those of the ListenerSets it
+//     allows; in another namespace only with a ReferenceGrant;
+//   - spec.tls.frontend's CA references and spec.tls.backend's client
+//     certificate, likewise;
+//   - the TLS Secrets of the Ingresses it serves (ingressclass.Selected),
+//     whether or not it has the listeners to serve them yet: the grant is
+//     in place before the listener that needs it;
+//   - the CA references of every BackendTLSPolicy. Which policies apply
+//     depends on the Services the routes use, which the operator does not
+//     follow (a route edit would be an RBAC write); a policy names objects
+//     of its own namespace only, which its author chose to share.
+//
+// References the controller would refuse (a kind other than Secret or
+// ConfigMap, a missing ReferenceGrant) grant nothing.
+package certrefs
+
+import (
+	"cmp"
+	"slices"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"isobar.dev/api/ingressclass"
+	"isobar.dev/api/listenerset"
+	"isobar.dev/api/refgrant"
+)
+
+// Kinds of the objects a Ref names.
+const (
+	Secret    = "Secret"
+	ConfigMap = "ConfigMap"
+)
+
+// Ref names one Secret or ConfigMap.
+type Ref struct {
+	Kind, Namespace, Name string
+}
+
+// Input is what decides a Gateway's references.
+type Input struct {
+	Gateway *gatewayv1.Gateway
+	// ControllerName is the Gateway's class's controllerName, which the
+	// IngressClasses it serves name.
+	ControllerName     string
+	ListenerSets       []*gatewayv1.ListenerSet
+	NamespaceLabels    func(string) (map[string]string, bool)
+	Ingresses          []*networkingv1.Ingress
+	IngressClasses     []*networkingv1.IngressClass
+	ReferenceGrants    []*gatewayv1beta1.ReferenceGrant
+	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
+}
+
+// Of returns a Gateway's references, sorted by kind, namespace and name,
+// without duplicates.
+func Of(in Input) []Ref {
+	gw := in.Gateway
+	c := collector{grants: in.ReferenceGrants}
+	gwFrom := refgrant.From{Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: gw.Namespace}
+	for _, l := range gw.Spec.Listeners {
+		if l.TLS != nil {
+			c.certificates(gwFrom, l.TLS.CertificateRefs)
+		}
+	}
+	if tls := gw.Spec.TLS; tls != nil {
+		if f := tls.Frontend; f != nil {
+			c.cas(gwFrom, f.Default.Validation)
+			for _, p := range f.PerPort {
+				c.cas(gwFrom, p.TLS.Validation)
+			}
+		}
+		if b := tls.Backend; b != nil && b.ClientCertificateRef != nil {
+			c.certificates(gwFrom, []gatewayv1.SecretObjectReference{*b.ClientCertificateRef})
+		}
+	}
+	labels := in.NamespaceLabels
+	if labels == nil {
+		labels = func(string) (map[string]string, bool) { return nil, false }
+	}
+	for _, cand := range listenerset.Of(gw, in.ListenerSets, labels) {
+		if cand.NotAllowed != "" {
+			continue
+		}
+		from := refgrant.From{Group: gatewayv1.GroupName, Kind: "ListenerSet", Namespace: cand.Set.Namespace}
+		for _, l := range cand.Set.Spec.Listeners {
+			if l.TLS != nil {
+				c.certificates(from, l.TLS.CertificateRefs)
+			}
+		}
+	}
+	for _, ing := range ingressclass.Selected(gw, in.ControllerName, in.IngressClasses, in.Ingresses) {
+		for _, t := range ing.Spec.TLS {
+			if t.SecretName != "" {
+				c.add(Secret, ing.Namespace, t.SecretName)
+			}
+		}
+	}
+	for _, p := range in.BackendTLSPolicies {
+		for _, ref := range p.Spec.Validation.CACertificateRefs {
+			if ref.Group == "" && (ref.Kind == Secret || ref.Kind == ConfigMap) {
+				c.add(string(ref.Kind), p.Namespace, string(ref.Name))
+			}
+		}
+	}
+	slices.SortFunc(c.out, func(a, b Ref) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return slices.Compact(c.out)
+}
+
+type collector struct {
+	grants []*gatewayv1beta1.ReferenceGrant
+	out    []Ref
+}
+
+func (c *collector) add(kind, ns, name string) {
+	c.out = append(c.out, Ref{Kind: kind, Namespace: ns, Name: name})
+}
+
+// certificates adds certificateRefs: core Secrets, the kind's default.
+func (c *collector) certificates(from refgrant.From, refs []gatewayv1.SecretObjectReference) {
+	for _, ref := range refs {
+		if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != Secret {
+			continue
+		}
+		ns := from.Namespace
+		if ref.Namespace != nil {
+			ns = string(*ref.Namespace)
+		}
+		if refgrant.Permitted(c.grants, from, ns, refgrant.To{Kind: Secret, Name: string(ref.Name)}) {
+			c.add(Secret, ns, string(ref.Name))
+		}
+	}
+}
+
+// cas adds the CA references of a client certificate validation: core
+// ConfigMaps or Secrets.
+func (c *collector) cas(from refgrant.From, v *gatewayv1.FrontendTLSValidation) {
+	if v == nil {
+		return
+	}
+	for _, ref := range v.CACertificateRefs {
+		kind := string(ref.Kind)
+		if ref.Group != "" || kind != Secret && kind != ConfigMap {
+			continue
+		}
+		ns := from.Namespace
+		if ref.Namespace != nil {
+			ns = string(*ref.Namespace)
+		}
+		if refgrant.Permitted(c.grants, from, ns, refgrant.To{Kind: kind, Name: string(ref.Name)}) {
+			c.add(kind, ns, string(ref.Name))
+		}
+	}
+}

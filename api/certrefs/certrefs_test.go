@@ -1,0 +1,70 @@
+package certrefs
+
+import (
+	"slices"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+)
+
+func TestOf(t *testing.T) {
+	ns := func(s string) *gatewayv1.Namespace { n := gatewayv1.Namespace(s); return &n }
+	kind := func(s string) *gatewayv1.Kind { k := gatewayv1.Kind(s); return &k }
+	https := func(name string, refs ...gatewayv1.SecretObjectReference) gatewayv1.Listener {
+		return gatewayv1.Listener{Name: gatewayv1.SectionName(name), Protocol: gatewayv1.HTTPSProtocolType, Port: 443, TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: refs}}
+	}
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: "edge"}, Spec: gatewayv1.GatewaySpec{
+		Listeners: []gatewayv1.Listener{
+			https("own", gatewayv1.SecretObjectReference{Name: "own-tls"}),
+			https("granted", gatewayv1.SecretObjectReference{Name: "shared-tls", Namespace: ns("certs")}),
+			https("not-granted", gatewayv1.SecretObjectReference{Name: "private-tls", Namespace: ns("certs")}),
+			https("wrong-kind", gatewayv1.SecretObjectReference{Name: "cm", Kind: kind("ConfigMap")}),
+		},
+		AllowedListeners: &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: ptr(gatewayv1.NamespacesFromSame)}},
+	}}
+	set := func(namespace, secret string) *gatewayv1.ListenerSet {
+		return &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "set"}, Spec: gatewayv1.ListenerSetSpec{
+			ParentRef: gatewayv1.ParentGatewayReference{Name: "edge", Namespace: ns("gw")},
+			Listeners: []gatewayv1.ListenerEntry{{Name: "s", Protocol: gatewayv1.HTTPSProtocolType, Port: 8443, TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(secret)}}}}},
+		}}
+	}
+	grant := &gatewayv1beta1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "g"}, Spec: gatewayv1beta1.ReferenceGrantSpec{
+		From: []gatewayv1beta1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: "gw"}},
+		To:   []gatewayv1beta1.ReferenceGrantTo{{Kind: "Secret", Name: ptr(gatewayv1.ObjectName("shared-tls"))}},
+	}}
+	class := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "isobar"}, Spec: networkingv1.IngressClassSpec{
+		Controller: "isobar.dev/gateway-controller",
+		Parameters: &networkingv1.IngressClassParametersReference{APIGroup: ptr(gatewayv1.GroupName), Kind: "Gateway", Name: "edge", Namespace: ptr("gw"), Scope: ptr(networkingv1.IngressClassParametersReferenceScopeNamespace)},
+	}}
+	ingress := func(namespace, class, secret string) *networkingv1.Ingress {
+		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ing"}, Spec: networkingv1.IngressSpec{
+			IngressClassName: ptr(class), TLS: []networkingv1.IngressTLS{{SecretName: secret}}}}
+	}
+	policy := &gatewayv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "p"}, Spec: gatewayv1.BackendTLSPolicySpec{
+		Validation: gatewayv1.BackendTLSPolicyValidation{CACertificateRefs: []gatewayv1.LocalObjectReference{
+			{Kind: "ConfigMap", Name: "backend-ca"}, {Group: "example.com", Kind: "Bundle", Name: "other"}}},
+	}}
+	got := Of(Input{
+		Gateway: gw, ControllerName: "isobar.dev/gateway-controller",
+		ListenerSets:       []*gatewayv1.ListenerSet{set("gw", "set-tls"), set("elsewhere", "foreign-set-tls")},
+		Ingresses:          []*networkingv1.Ingress{ingress("apps", "isobar", "ing-tls"), ingress("apps2", "other", "other-tls")},
+		IngressClasses:     []*networkingv1.IngressClass{class},
+		ReferenceGrants:    []*gatewayv1beta1.ReferenceGrant{grant},
+		BackendTLSPolicies: []*gatewayv1.BackendTLSPolicy{policy},
+	})
+	want := []Ref{
+		{ConfigMap, "apps", "backend-ca"},
+		{Secret, "apps", "ing-tls"},
+		{Secret, "certs", "shared-tls"},
+		{Secret, "gw", "own-tls"},
+		{Secret, "gw", "set-tls"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Of:\n got %v\nwant %v", got, want)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
