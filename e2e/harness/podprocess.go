@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // PodProcess is one container of a Pod played as a process of a binary we
@@ -78,6 +79,13 @@ func (e *Env) RunPodProcess(ctx context.Context, kubeconfig string, pod *corev1.
 			listen[name] = host + ":" + port
 		}
 		args = append(args, a)
+	}
+	if sa := pod.Spec.ServiceAccountName; sa != "" {
+		// The process holds exactly what the Pod's ServiceAccount is
+		// granted, as in a cluster.
+		if kubeconfig, err = Impersonating(kubeconfig, root, pod.Namespace, sa); err != nil {
+			return nil, err
+		}
 	}
 	env := []string{"KUBECONFIG=" + kubeconfig}
 	for _, v := range c.Env {
@@ -223,4 +231,24 @@ func volumeError(name string, err error) error {
 		return &MountPending{err}
 	}
 	return err
+}
+
+// Impersonating writes, in dir, a copy of kubeconfig that acts as the
+// ServiceAccount ns/sa (with the groups the API server gives a
+// ServiceAccount's token): envtest's API server has no token signer, and
+// impersonation is authorized the same way.
+func Impersonating(kubeconfig, dir, ns, sa string) (string, error) {
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", kubeconfig, err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = "system:serviceaccount:" + ns + ":" + sa
+		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "serviceaccount.kubeconfig")
+	return out, clientcmd.WriteToFile(*cfg, out)
 }

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"isobar.dev/api/fleet"
 	"isobar.dev/api/logs"
@@ -33,6 +34,7 @@ import (
 	"isobar.dev/operator/pkg/gateway"
 	"isobar.dev/operator/pkg/gatewayclass"
 	"isobar.dev/operator/pkg/profile"
+	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
 	"isobar.dev/operator/pkg/static"
 )
@@ -101,6 +103,7 @@ func Scheme() (*runtime.Scheme, error) {
 		clientgoscheme.AddToScheme,
 		apiextensionsv1.AddToScheme,
 		gatewayv1.Install,
+		gatewayv1beta1.Install,
 		isobarv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
@@ -151,10 +154,11 @@ func Run(o Options) error {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
 	required := []schema.GroupVersionKind{gatewayv1.SchemeGroupVersion.WithKind("GatewayClass"), gatewayv1.SchemeGroupVersion.WithKind("Gateway")}
-	// ListenerSets are optional: without their CRD a Gateway has its own
-	// listeners only. The watcher restarts the operator when that changes.
-	listenerSets := gatewayv1.SchemeGroupVersion.WithKind("ListenerSet")
-	want := append(required, listenerSets)
+	// ListenerSets, ReferenceGrants and BackendTLSPolicies are optional:
+	// without their CRDs a Gateway has its own listeners only, and no
+	// certificates from them. The watcher restarts the operator when that
+	// changes.
+	want := append(required, provision.OptionalKinds...)
 	have, err := served.Kinds(dc, want)
 	if err != nil {
 		return err
@@ -163,7 +167,7 @@ func Run(o Options) error {
 		for _, gvk := range missing {
 			log.Error(nil, "Gateway API kind not served by the cluster: provisioning waits for the Gateway API CRDs", "kind", gvk.Kind, "reason", served.Why(dc, gvk))
 		}
-	} else if err := setupReconcilers(mgr, o, have[listenerSets]); err != nil {
+	} else if err := setupReconcilers(mgr, o, have); err != nil {
 		return err
 	}
 	if err := mgr.Add(&served.Watcher{Discovery: dc, Want: want, Have: have, Interval: o.KindsInterval}); err != nil {
@@ -188,7 +192,7 @@ func Run(o Options) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-func setupReconcilers(mgr ctrl.Manager, o Options, listenerSets bool) error {
+func setupReconcilers(mgr ctrl.Manager, o Options, have served.Set) error {
 	if err := (&gatewayclass.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName, NodePortRange: o.NodePortRange}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the GatewayClass reconciler: %w", err)
 	}
@@ -198,13 +202,14 @@ func setupReconcilers(mgr ctrl.Manager, o Options, listenerSets bool) error {
 		Recorder:      mgr.GetEventRecorder("isobar-operator"),
 		Now:           time.Now,
 		NodePortRange: o.NodePortRange,
-		ListenerSets:  listenerSets,
+		Served:        have,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Gateway reconciler: %w", err)
 	}
 	if err := (&static.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), OperatorControllerName: o.ControllerName,
 		Images: render.Images{Controller: o.ControllerImage, Envoy: o.EnvoyImage}, Now: time.Now, NodePortRange: o.NodePortRange,
+		Served: have,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the static fleet reconciler: %w", err)
 	}

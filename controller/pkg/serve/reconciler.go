@@ -10,11 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/batch"
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/namedwatch"
 	"isobar.dev/controller/pkg/xds"
 	"isobar.dev/controller/pkg/xdsserver"
 )
@@ -41,6 +43,10 @@ type reconciler struct {
 	served types.NamespacedName
 	// batch holds passes back while changes keep coming, up to its Max.
 	batch *batch.Batcher
+	// certificates watches the Secrets and ConfigMaps the served Gateway
+	// can use; certificateChanges tells the work queue of their changes.
+	certificates       *namedwatch.Watcher
+	certificateChanges chan event.GenericEvent
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -61,6 +67,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.opts.Gateway.Name == "" {
 		tgt = pickTarget(res, r.opts.ControllerName)
 	}
+	r.readCertificates(ctx, res, tgt.Gateway)
 	if tgt.Gateway != r.served || r.stage1 == nil {
 		// A new Gateway to serve starts from empty caches.
 		r.stage1 = gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: gatewayv1.GatewayController(r.opts.ControllerName), Gateways: []types.NamespacedName{tgt.Gateway}})

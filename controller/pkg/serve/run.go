@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -35,6 +36,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -42,6 +44,7 @@ import (
 	"isobar.dev/api/logs"
 	"isobar.dev/controller/pkg/batch"
 	"isobar.dev/controller/pkg/fleetreport"
+	"isobar.dev/controller/pkg/namedwatch"
 	"isobar.dev/controller/pkg/xds"
 	"isobar.dev/controller/pkg/xdsserver"
 )
@@ -157,6 +160,10 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
 	r := &reconciler{
 		opts:   o,
 		client: mgr.GetClient(),
@@ -165,6 +172,14 @@ func Run(ctx context.Context, o Options) error {
 		xds:    xdsServer,
 		batch:  &batch.Batcher{Delay: o.UpdateDelay, Max: o.MaxUpdateDelay},
 	}
+	r.certificateChanges = make(chan event.GenericEvent, 1)
+	r.certificates = namedwatch.New(ctx, clientset, func() {
+		// One pending event stands for any number of changes.
+		select {
+		case r.certificateChanges <- event.GenericEvent{Object: &corev1.Secret{}}:
+		default:
+		}
+	})
 	own := func() fleetreport.Report {
 		st := xdsServer.Status()
 		return fleetreport.Report{Replica: replica, Connected: st.Connected, Acknowledged: st.Acknowledged, Rejections: st.Rejections, Generation: r.generation.Load()}
@@ -269,11 +284,11 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 			b = b.Watches(obj, specOrStatus)
 		}
 	}
-	// Services' status holds the addresses the Gateway reports; Secrets and
-	// ConfigMaps have no generation to go by.
-	for _, obj := range []client.Object{&corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{}} {
-		b = b.Watches(obj, always)
-	}
+	// Services' status holds the addresses the Gateway reports.
+	b = b.Watches(&corev1.Service{}, always)
+	// The Secrets and ConfigMaps the Gateway can use, each watched by
+	// name.
+	b = b.WatchesRawSource(source.Channel(r.certificateChanges, always))
 	// Ingresses and IngressClasses: their spec, and annotations
 	// (force-ssl-redirect, the default class). Our own status writes to
 	// Ingresses change neither.

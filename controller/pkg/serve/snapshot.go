@@ -16,7 +16,8 @@ import (
 	"isobar.dev/controller/pkg/resources"
 )
 
-// snapshotter lists everything the translator reads, straight from the
+// snapshotter lists everything the translator reads but Secrets and
+// ConfigMaps (the reconciler's certificates adds those), straight from the
 // informers' stores: the cached objects themselves, without a copy.
 // Informers replace an object when it changes, so an unchanged object keeps
 // its pointer from one snapshot to the next, which is how the translator
@@ -45,8 +46,6 @@ func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error
 		BackendTLSPolicies: list[gatewayv1.BackendTLSPolicy](l),
 		Services:           list[corev1.Service](l),
 		EndpointSlices:     list[discoveryv1.EndpointSlice](l),
-		Secrets:            list[corev1.Secret](l),
-		ConfigMaps:         list[corev1.ConfigMap](l),
 		Namespaces:         list[corev1.Namespace](l),
 		Unserved:           s.served.unserved(),
 	}

@@ -11,13 +11,14 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/listenerset"
+	"isobar.dev/operator/pkg/provision"
 )
 
 // listeners returns the listeners whose ports the fleet's Service
 // publishes: the Gateway's own and those of the ListenerSets it allows
 // (api/listenerset decides which, for the controller too).
 func (r *Reconciler) listeners(ctx context.Context, gw *gatewayv1.Gateway) ([]gatewayv1.Listener, error) {
-	if !r.ListenerSets {
+	if !r.Served[provision.ListenerSetKind] {
 		return gw.Spec.Listeners, nil
 	}
 	var sets gatewayv1.ListenerSetList

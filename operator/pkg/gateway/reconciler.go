@@ -21,6 +21,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/profile"
+	"isobar.dev/api/served"
 	"isobar.dev/operator/pkg/gatewayclass"
 	"isobar.dev/operator/pkg/params"
 	"isobar.dev/operator/pkg/provision"
@@ -47,9 +48,10 @@ type Reconciler struct {
 	Now func() time.Time
 	// NodePortRange is the API server's node port range.
 	NodePortRange render.PortRange
-	// ListenerSets says the cluster serves ListenerSets: their listeners'
-	// ports are published too.
-	ListenerSets bool
+	// Served are the optional kinds the cluster serves
+	// (provision.OptionalKinds): a served ListenerSet's listeners' ports
+	// are published too, and certificates are read from each.
+	Served served.Set
 	// tried holds, by Gateway UID, the sum of the last rendering the API
 	// server accepted in a dry run: a fleet is tried before it is applied
 	// only when it changed, not on every status change of its pods.
@@ -102,7 +104,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	f, err := render.Render(render.Input{Gateway: gw, Listeners: listeners, ControllerName: r.ControllerName, Spec: p.Spec, Images: r.Images, Autoscaled: scaled, NodePortRange: r.NodePortRange})
+	refs, err := provision.CertificateRefs(ctx, r.Client, gw, r.ControllerName, r.Served)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	f, err := render.Render(render.Input{Gateway: gw, Listeners: listeners, ControllerName: r.ControllerName, Spec: p.Spec, Images: r.Images, Autoscaled: scaled, NodePortRange: r.NodePortRange, CertificateRefs: refs})
 	if errors.Is(err, render.ErrUnsupportedAddress) {
 		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonUnsupportedAddress), err.Error())
 	}

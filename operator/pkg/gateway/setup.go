@@ -30,7 +30,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, o := range provision.Owned() {
 		b = b.Owns(o)
 	}
-	if r.ListenerSets {
+	for _, o := range provision.CertificateSources(r.Served) {
+		b = b.Watches(o, handler.EnqueueRequestsFromMapFunc(r.allGateways), builder.WithPredicates(provision.CertificateSourceChanged))
+	}
+	// The certificate grants outside the Gateway's namespace have no owner
+	// reference; their labels name the Gateway.
+	b = b.Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(gatewayOfClusterScoped)).
+		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(gatewayOfClusterScoped))
+	if r.Served[provision.ListenerSetKind] {
 		b = b.Watches(&gatewayv1.ListenerSet{}, handler.EnqueueRequestsFromMapFunc(gatewayOfListenerSet), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 			Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysSelectingNamespaces), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
@@ -99,9 +106,20 @@ func (r *Reconciler) gatewaysOfProfile(ctx context.Context, o client.Object) []r
 	return out
 }
 
+// allGateways maps a change that may concern any Gateway (a
+// ReferenceGrant, an IngressClass) to all of them: such changes are rare,
+// and a Gateway not of ours costs one cache read.
+func (r *Reconciler) allGateways(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.gateways(ctx)
+}
+
 func (r *Reconciler) gatewaysInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.gateways(ctx, client.InNamespace(o.GetNamespace()))
+}
+
+func (r *Reconciler) gateways(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	var list gatewayv1.GatewayList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, &list, opts...); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))

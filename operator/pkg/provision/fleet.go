@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -49,16 +50,54 @@ func Fleet(ctx context.Context, c client.Client, live client.Reader, owner clien
 			return time.Time{}, nil, err
 		}
 	}
-	for _, o := range f.ClusterScoped {
+	for _, o := range slices.Concat(f.ClusterScoped, f.Grants) {
 		if err := apply(ctx, c, o); err != nil {
 			return time.Time{}, nil, err
 		}
 	}
-	return renewAt, issued, prune(ctx, c, owner, f)
+	if err := prune(ctx, c, owner, f); err != nil {
+		return time.Time{}, nil, err
+	}
+	return renewAt, issued, pruneGrants(ctx, c, f.Names, f.Grants)
 }
 
-// Release deletes a fleet's cluster-scoped objects; its namespaced ones go
-// with their owner.
+// pruneGrants deletes the certificate grants of a fleet but those kept:
+// a Gateway that no longer references a namespace's certificates leaves
+// its controller no access there.
+func pruneGrants(ctx context.Context, c client.Client, n render.Names, keep []client.Object) error {
+	kept := map[string]bool{}
+	for _, o := range keep {
+		kept[fmt.Sprintf("%T/%s/%s", o, o.GetNamespace(), o.GetName())] = true
+	}
+	var roles rbacv1.RoleList
+	var bindings rbacv1.RoleBindingList
+	mine := client.MatchingLabels{render.LabelCertificateGrant: n.ClusterRole}
+	if err := c.List(ctx, &roles, mine); err != nil {
+		return fmt.Errorf("listing certificate grants: %w", err)
+	}
+	if err := c.List(ctx, &bindings, mine); err != nil {
+		return fmt.Errorf("listing certificate grants: %w", err)
+	}
+	var found []client.Object
+	for i := range roles.Items {
+		found = append(found, &roles.Items[i])
+	}
+	for i := range bindings.Items {
+		found = append(found, &bindings.Items[i])
+	}
+	for _, o := range found {
+		if o.GetName() != n.ClusterRole || kept[fmt.Sprintf("%T/%s/%s", o, o.GetNamespace(), o.GetName())] {
+			continue
+		}
+		if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting certificate grant %s/%s: %w", o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Release deletes a fleet's cluster-scoped objects and certificate
+// grants; its namespaced ones go with their owner.
 func Release(ctx context.Context, c client.Client, n render.Names) error {
 	for _, o := range []client.Object{&rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRole{}} {
 		o.SetName(n.ClusterRole)
@@ -66,7 +105,7 @@ func Release(ctx context.Context, c client.Client, n render.Names) error {
 			return fmt.Errorf("deleting %T %s: %w", o, n.ClusterRole, err)
 		}
 	}
-	return nil
+	return pruneGrants(ctx, c, n, nil)
 }
 
 // EnvoyKind is the kind of the fleet's Envoy workload.

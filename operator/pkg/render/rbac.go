@@ -36,8 +36,9 @@ func (r *renderer) controllerRole() (*rbacv1.Role, *rbacv1.RoleBinding) {
 }
 
 // controllerClusterRole lets the controller read what it translates, in
-// every namespace (routes and certificates may live anywhere, subject to
-// ReferenceGrants), and write only the status of what it reports on.
+// every namespace (routes may live anywhere), but for Secrets and
+// ConfigMaps, which it reads only by name (certificateGrants), and write
+// only the status of what it reports on.
 func (r *renderer) controllerClusterRole() (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
 	meta := r.meta(r.names.ClusterRole, fleet.Controller)
 	meta.Namespace = ""
@@ -49,7 +50,8 @@ func (r *renderer) controllerClusterRole() (*rbacv1.ClusterRole, *rbacv1.Cluster
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{gw}, Resources: []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes", "listenersets", "referencegrants", "backendtlspolicies"}, Verbs: readOnly},
 			{APIGroups: []string{gw}, Resources: []string{"gateways/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status", "tcproutes/status", "udproutes/status", "listenersets/status", "backendtlspolicies/status"}, Verbs: writeStatus},
-			{APIGroups: []string{""}, Resources: []string{"services", "secrets", "configmaps", "namespaces"}, Verbs: readOnly},
+			// Secrets and ConfigMaps only by name, in certificateGrants.
+			{APIGroups: []string{""}, Resources: []string{"services", "namespaces"}, Verbs: readOnly},
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: readOnly},
 			// Ingresses of the IngressClasses naming the Gateway are
 			// served on its ingress_http and ingress_https listeners;

@@ -10,12 +10,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/certrefs"
 	"isobar.dev/api/fleet"
 	"isobar.dev/api/v1alpha1"
 )
@@ -55,6 +57,9 @@ type Input struct {
 	// NodePortRange is the API server's --service-node-port-range, which a
 	// profile's node ports must lie in; the zero range is not checked.
 	NodePortRange PortRange
+	// CertificateRefs are the Secrets and ConfigMaps the controller may
+	// read (certrefs.Of the Gateway it serves).
+	CertificateRefs []certrefs.Ref
 	// Autoscaled names the Deployments a HorizontalPodAutoscaler scales:
 	// their replicas are left out, so that applying never undoes the
 	// autoscaler.
@@ -83,11 +88,17 @@ type Images struct {
 	Controller, Envoy string
 }
 
-// Fleet is a rendered fleet: the namespaced objects (owned by the Gateway)
-// and the cluster-scoped ones (removed through the Gateway's finalizer).
+// Fleet is a rendered fleet: the namespaced objects (owned by the Gateway),
+// the cluster-scoped ones and the certificate grants (removed through the
+// Gateway's finalizer).
 type Fleet struct {
 	Namespaced    []client.Object
 	ClusterScoped []client.Object
+	// Grants are the Roles and RoleBindings, in the namespaces of the
+	// Gateway's certificates, that let the controller read them; an owner
+	// reference cannot reach across namespaces, so LabelCertificateGrant
+	// finds them.
+	Grants []client.Object
 	// Names of the parts other code refers to.
 	Names Names
 	// SecretLabels and SecretAnnotations are the metadata of the
@@ -180,6 +191,7 @@ func Render(in Input) (*Fleet, error) {
 	}
 	cr, crb := r.controllerClusterRole()
 	f.ClusterScoped = append(f.ClusterScoped, cr, crb)
+	f.Grants = r.certificateGrants()
 	return f, nil
 }
 
@@ -188,7 +200,7 @@ func Render(in Input) (*Fleet, error) {
 func Sum(f *Fleet) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
-	for _, o := range append(append([]client.Object(nil), f.Namespaced...), f.ClusterScoped...) {
+	for _, o := range slices.Concat(f.Namespaced, f.ClusterScoped, f.Grants) {
 		// Objects of the renderer's own types always encode.
 		_ = enc.Encode(o)
 	}

@@ -12,12 +12,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
+	"isobar.dev/api/certrefs"
 	"isobar.dev/api/v1alpha1"
 )
 
@@ -34,7 +36,7 @@ func TestGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
 		t.Run(name, func(t *testing.T) {
 			gw, cd := readInput(t, in)
-			in := Input{Gateway: gw, ControllerName: "isobar.dev/gateway-controller", Spec: cd.Spec}
+			in := Input{Gateway: gw, ControllerName: "isobar.dev/gateway-controller", Spec: cd.Spec, CertificateRefs: certrefs.Of(certrefs.Input{Gateway: gw})}
 			if g := cd.Spec.Gateway; g != nil {
 				in.Static, in.ControllerName = true, g.ControllerName
 			}
@@ -45,6 +47,7 @@ func TestGolden(t *testing.T) {
 			} else {
 				write(t, &out, "namespaced", f.Namespaced)
 				write(t, &out, "cluster-scoped", f.ClusterScoped)
+				write(t, &out, "certificate grants", f.Grants)
 			}
 			golden := "testdata/" + name + ".out.yaml"
 			if *update {
@@ -199,5 +202,50 @@ func TestListenerSetPorts(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("listeners %d: Service ports %v, want %v", len(tc.listeners), got, tc.want)
 		}
+	}
+}
+
+// The certificate grants name each referenced object, one Role per
+// namespace, and never a rule without names (which would grant every
+// object of its kind).
+func TestCertificateGrants(t *testing.T) {
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "gw"}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "isobar"}}
+	in := Input{Gateway: gw, CertificateRefs: []certrefs.Ref{
+		{Kind: certrefs.ConfigMap, Namespace: "apps", Name: "ca"},
+		{Kind: certrefs.Secret, Namespace: "apps", Name: "b"},
+		{Kind: certrefs.Secret, Namespace: "apps", Name: "a"},
+		{Kind: certrefs.Secret, Namespace: "gw", Name: "own"},
+	}}
+	f, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range f.Grants {
+		switch o := o.(type) {
+		case *rbacv1.Role:
+			for _, r := range o.Rules {
+				got = append(got, fmt.Sprintf("%s: %s %v %v", o.Namespace, r.Resources, r.ResourceNames, r.Verbs))
+			}
+		case *rbacv1.RoleBinding:
+			got = append(got, fmt.Sprintf("%s: binds %s to %s/%s", o.Namespace, o.RoleRef.Name, o.Subjects[0].Namespace, o.Subjects[0].Name))
+		}
+		if o.GetName() != f.Names.ClusterRole || o.GetLabels()[LabelCertificateGrant] != f.Names.ClusterRole {
+			t.Errorf("%T %s/%s: want name and %s label %s", o, o.GetNamespace(), o.GetName(), LabelCertificateGrant, f.Names.ClusterRole)
+		}
+	}
+	want := []string{
+		"apps: [configmaps] [ca] [get list watch]",
+		"apps: [secrets] [a b] [get list watch]",
+		"apps: binds " + f.Names.ClusterRole + " to gw/" + f.Names.ControllerAccount,
+		"gw: [secrets] [own] [get list watch]",
+		"gw: binds " + f.Names.ClusterRole + " to gw/" + f.Names.ControllerAccount,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("grants:\n got %q\nwant %q", got, want)
+	}
+	in.CertificateRefs = nil
+	if f, err = Render(in); err != nil || len(f.Grants) != 0 {
+		t.Errorf("no references: grants %v, err %v; want none", f.Grants, err)
 	}
 }

@@ -12,12 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/certrefs"
+	"isobar.dev/api/served"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
@@ -43,6 +46,9 @@ type Reconciler struct {
 	Now                    func() time.Time
 	// NodePortRange is the API server's node port range.
 	NodePortRange render.PortRange
+	// Served are the optional kinds the cluster serves
+	// (provision.OptionalKinds), which certificates are read from.
+	Served served.Set
 }
 
 // SetupWithManager watches ContourDeployments, what their fleets consist
@@ -52,6 +58,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named("static")
 	for _, o := range provision.Owned() {
 		b = b.Owns(o)
+	}
+	for _, o := range provision.CertificateSources(r.Served) {
+		b = b.Watches(o, handler.EnqueueRequestsFromMapFunc(r.staticProfiles), builder.WithPredicates(provision.CertificateSourceChanged))
 	}
 	return b.
 		For(&v1alpha1.ContourDeployment{}).
@@ -111,7 +120,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	f, err := render.Render(render.Input{Gateway: stand, ControllerName: cd.Spec.Gateway.ControllerName, Spec: cd.Spec, Images: r.Images, Static: true, Autoscaled: scaled, NodePortRange: r.NodePortRange})
+	var refs []certrefs.Ref
+	if served != nil {
+		if refs, err = provision.CertificateRefs(ctx, r.Client, served, cd.Spec.Gateway.ControllerName, r.Served); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	f, err := render.Render(render.Input{Gateway: stand, ControllerName: cd.Spec.Gateway.ControllerName, Spec: cd.Spec, Images: r.Images, Static: true, Autoscaled: scaled, NodePortRange: r.NodePortRange, CertificateRefs: refs})
 	if err != nil {
 		return ctrl.Result{}, r.setCondition(ctx, cd, false, "Invalid", err.Error())
 	}

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/api/certrefs"
+	"isobar.dev/e2e/harness"
+	"isobar.dev/operator/pkg/certs"
+	"isobar.dev/operator/pkg/render"
+)
+
+// The controller, holding only the RBAC the operator renders for its
+// Gateway (its certificate by name, no other Secret), serves the
+// certificate once it exists, follows its rotation, and notices its
+// deletion: each Secret is watched by name.
+func TestServeCertificatesByName(t *testing.T) {
+	ctx, cancel := harness.Context()
+	defer cancel()
+	ns := namespace(t)
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "certs-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controllerName}}
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: gatewayv1.ObjectName(class.Name),
+		Listeners: []gatewayv1.Listener{{Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, Hostname: ptr.To(gatewayv1.Hostname("www.example.com")),
+			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "web-tls"}}}}},
+	}}
+	create(t, ctx, class, gw,
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-envoy"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}})
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+
+	// The fleet's RBAC as the operator renders it, for a ServiceAccount
+	// the controller then acts as.
+	f, err := render.Render(render.Input{Gateway: gw, ControllerName: string(controllerName), CertificateRefs: certrefs.Of(certrefs.Input{Gateway: gw})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rbac []client.Object
+	for _, o := range append(append(append([]client.Object(nil), f.Namespaced...), f.ClusterScoped...), f.Grants...) {
+		switch o.GetObjectKind().GroupVersionKind().Kind {
+		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+			rbac = append(rbac, o)
+		}
+	}
+	create(t, ctx, rbac...)
+	t.Cleanup(func() {
+		for _, o := range f.ClusterScoped {
+			_ = env.Client.Delete(context.Background(), o)
+		}
+	})
+	admin, err := env.Kubeconfig("isobar-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := harness.Impersonating(admin, t.TempDir(), ns, f.Names.ControllerAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serveWith(t, kubeconfig, ns, "web", nil)
+	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", resourcev3.SecretType)
+	// served reads SDS until the certificate served is want.
+	served := func(what string, want []byte) {
+		t.Helper()
+		var got []byte
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			r := ads.next(resourcev3.SecretType, 10*time.Second)
+			ads.ack(r)
+			got = nil
+			for _, sec := range resources[tlsv3.Secret](t, r) {
+				if c := sec.GetTlsCertificate(); c != nil {
+					got = c.GetCertificateChain().GetInlineBytes()
+				}
+			}
+			if bytes.Equal(got, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: SDS serves %q", what, got)
+			}
+		}
+	}
+	// No certificate yet: the listener is not valid.
+	waitGatewayCondition(t, ctx, ns, "web", "Accepted", metav1.ConditionFalse, "ListenersNotValid", "")
+
+	issue := func() (crt, key []byte) {
+		t.Helper()
+		ca, caKey, err := certs.NewCA("web", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		crt, key, err = certs.Issue(ca, caKey, []string{"www.example.com"}, true, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return crt, key
+	}
+	crt, key := issue()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-tls"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}}
+	create(t, ctx, secret)
+	served("the certificate created after the Gateway", crt)
+	waitGatewayCondition(t, ctx, ns, "web", "Accepted", metav1.ConditionTrue, "Accepted", "")
+
+	rotated, rotatedKey := issue()
+	secret.Data = map[string][]byte{corev1.TLSCertKey: rotated, corev1.TLSPrivateKeyKey: rotatedKey}
+	if err := env.Client.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	served("the rotated certificate", rotated)
+
+	if err := env.Client.Delete(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	// The listener is not valid again.
+	waitGatewayCondition(t, ctx, ns, "web", "Accepted", metav1.ConditionFalse, "ListenersNotValid", "")
+}

@@ -1,0 +1,97 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"isobar.dev/api/certrefs"
+	"isobar.dev/api/served"
+)
+
+// Optional kinds whose objects name certificates: a cluster may not serve
+// them, and then holds none.
+var (
+	ListenerSetKind      = gatewayv1.SchemeGroupVersion.WithKind("ListenerSet")
+	ReferenceGrantKind   = gatewayv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant")
+	BackendTLSPolicyKind = gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy")
+	OptionalKinds        = []schema.GroupVersionKind{ListenerSetKind, ReferenceGrantKind, BackendTLSPolicyKind}
+)
+
+// CertificateRefs reads what certrefs decides from and returns the Secrets
+// and ConfigMaps the controller serving gw (of a class with
+// controllerName) may read.
+func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway, controllerName string, have served.Set) ([]certrefs.Ref, error) {
+	in := certrefs.Input{Gateway: gw, ControllerName: controllerName}
+	var namespaces corev1.NamespaceList
+	var ingresses networkingv1.IngressList
+	var classes networkingv1.IngressClassList
+	var sets gatewayv1.ListenerSetList
+	var grants gatewayv1beta1.ReferenceGrantList
+	var policies gatewayv1.BackendTLSPolicyList
+	lists := []struct {
+		list client.ObjectList
+		kind schema.GroupVersionKind
+	}{
+		{&ingresses, schema.GroupVersionKind{}}, {&classes, schema.GroupVersionKind{}},
+		{&sets, ListenerSetKind}, {&grants, ReferenceGrantKind}, {&policies, BackendTLSPolicyKind},
+	}
+	for _, l := range lists {
+		if !l.kind.Empty() && !have[l.kind] {
+			continue
+		}
+		if err := c.List(ctx, l.list); err != nil {
+			return nil, fmt.Errorf("listing %T: %w", l.list, err)
+		}
+	}
+	if len(sets.Items) > 0 {
+		if err := c.List(ctx, &namespaces); err != nil {
+			return nil, fmt.Errorf("listing namespaces: %w", err)
+		}
+	}
+	labels := map[string]map[string]string{}
+	for _, n := range namespaces.Items {
+		labels[n.Name] = n.Labels
+	}
+	in.NamespaceLabels = func(ns string) (map[string]string, bool) { l, ok := labels[ns]; return l, ok }
+	in.Ingresses = pointers(ingresses.Items)
+	in.IngressClasses = pointers(classes.Items)
+	in.ListenerSets = pointers(sets.Items)
+	in.ReferenceGrants = pointers(grants.Items)
+	in.BackendTLSPolicies = pointers(policies.Items)
+	return certrefs.Of(in), nil
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+// CertificateSources are the kinds whose changes can change a Gateway's
+// certificate references, of those the cluster serves (ListenerSets are
+// watched for their ports already).
+func CertificateSources(have served.Set) []client.Object {
+	out := []client.Object{&networkingv1.Ingress{}, &networkingv1.IngressClass{}}
+	if have[ReferenceGrantKind] {
+		out = append(out, &gatewayv1beta1.ReferenceGrant{})
+	}
+	if have[BackendTLSPolicyKind] {
+		out = append(out, &gatewayv1.BackendTLSPolicy{})
+	}
+	return out
+}
+
+// CertificateSourceChanged passes the changes of a certificate source that
+// can change references: its spec (generation), or an IngressClass's
+// default-class annotation, not the status the controllers write.
+var CertificateSourceChanged = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
