@@ -17,6 +17,8 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,41 +29,40 @@ import (
 // routes loaded (ISOBAR_LATENCY_ROUTES sets another number): from the
 // update's request to the API server until the ADS client holds the new
 // routes. Reported, not asserted (no timing thresholds in tests); it fails
-// only if an update never arrives.
+// only if an update never arrives. ISOBAR_LATENCY_UNRELATED=N first fills
+// another namespace with N Secrets and N ConfigMaps of 10 KiB each, which
+// the controller never reads: the reported memory shows what they cost it.
 func TestServeUpdateLatency(t *testing.T) {
 	routes, samples := 1000, 20
 	if n, err := strconv.Atoi(os.Getenv("ISOBAR_LATENCY_ROUTES")); err == nil && n > 0 {
 		routes = n
 	}
+	unrelated, _ := strconv.Atoi(os.Getenv("ISOBAR_LATENCY_UNRELATED"))
 	ns := namespace(t)
 	// Creating the routes takes about 5 ms each here: the one-minute
 	// context of other tests is too short for 10,000.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+time.Duration(routes)*20*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+time.Duration(routes+2*unrelated)*20*time.Millisecond)
 	defer cancel()
+	if unrelated > 0 {
+		other := namespace(t)
+		value := strings.Repeat("x", 10<<10)
+		createAll(t, unrelated, func(i int) error {
+			meta := metav1.ObjectMeta{Namespace: other, Name: fmt.Sprintf("unrelated-%d", i)}
+			if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: meta, StringData: map[string]string{"data": value}}); err != nil {
+				return err
+			}
+			return env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"data": value}})
+		})
+		t.Logf("%d unrelated Secrets and %d ConfigMaps of 10 KiB in namespace %s", unrelated, unrelated, other)
+	}
 	fleet(t, ctx, ns, "web")
 	backend(t, ctx, ns, "app", "10.1.2.3")
-	var wg sync.WaitGroup
-	errs := make(chan error, routes)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < routes; i += 4 {
-				r := httpRoute(ns, fmt.Sprintf("route-%d", i), "app", "web")
-				r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(fmt.Sprintf("app-%d.example.com", i))}
-				r.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Value: ptr.To(fmt.Sprintf("/r%d", i))}}}
-				if err := env.Client.Create(ctx, r); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	createAll(t, routes, func(i int) error {
+		r := httpRoute(ns, fmt.Sprintf("route-%d", i), "app", "web")
+		r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(fmt.Sprintf("app-%d.example.com", i))}
+		r.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Value: ptr.To(fmt.Sprintf("/r%d", i))}}}
+		return env.Client.Create(ctx, r)
+	})
 	started := time.Now()
 	s := serve(t, ns, "web", nil, "--profiling")
 	// Every route's status, written by the controller as it starts.
@@ -138,6 +139,31 @@ func TestServeUpdateLatency(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("controller-heap-%d.pprof", routes)), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// createAll runs create(i) for i in [0, n) on four workers, failing the
+// test on the first error.
+func createAll(t *testing.T, n int, create func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 4 {
+				if err := create(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/target"
 	"isobar.dev/controller/pkg/batch"
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/ir"
@@ -63,9 +64,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	tgt := target{Gateway: r.opts.Gateway}
+	tgt := target.Target{Gateway: r.opts.Gateway}
 	if r.opts.Gateway.Name == "" {
-		tgt = pickTarget(res, r.opts.ControllerName)
+		tgt = target.Pick(res.GatewayClasses, res.Gateways, r.opts.ControllerName)
 	}
 	r.readCertificates(ctx, res, tgt.Gateway)
 	if tgt.Gateway != r.served || r.stage1 == nil {

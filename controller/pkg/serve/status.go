@@ -16,6 +16,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	specaddr "isobar.dev/api/addresses"
+	"isobar.dev/api/target"
 	"isobar.dev/controller/pkg/fleetreport"
 	"isobar.dev/controller/pkg/gatewayapi"
 )
@@ -32,7 +33,7 @@ type statusCache struct {
 
 // statusWork is one translation's status and what it served.
 type statusWork struct {
-	target target
+	target target.Target
 	status *gatewayapi.Status
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"isobar.dev/api/certrefs"
 	"isobar.dev/api/served"
+	"isobar.dev/api/target"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
@@ -170,42 +171,31 @@ func standIn(cd *v1alpha1.ContourDeployment, served *gatewayv1.Gateway) *gateway
 }
 
 // served is the Gateway the controller will serve, by the rule it applies
-// itself: the oldest Gateway of the oldest class (ties by name).
+// itself (target.Pick): the oldest Gateway of the oldest class.
 func (r *Reconciler) served(ctx context.Context, controllerName string) (*gatewayv1.Gateway, error) {
 	var classes gatewayv1.GatewayClassList
 	if err := r.Client.List(ctx, &classes); err != nil {
 		return nil, err
 	}
-	var class *gatewayv1.GatewayClass
-	for i, c := range classes.Items {
-		if string(c.Spec.ControllerName) == controllerName && (class == nil || older(c.ObjectMeta, class.ObjectMeta)) {
-			class = &classes.Items[i]
-		}
-	}
-	if class == nil {
-		return nil, nil
-	}
 	var gateways gatewayv1.GatewayList
 	if err := r.Client.List(ctx, &gateways); err != nil {
 		return nil, err
 	}
-	var served *gatewayv1.Gateway
-	for i, g := range gateways.Items {
-		if string(g.Spec.GatewayClassName) == class.Name && (served == nil || older(g.ObjectMeta, served.ObjectMeta)) {
-			served = &gateways.Items[i]
+	gws := make([]*gatewayv1.Gateway, len(gateways.Items))
+	for i := range gateways.Items {
+		gws[i] = &gateways.Items[i]
+	}
+	cls := make([]*gatewayv1.GatewayClass, len(classes.Items))
+	for i := range classes.Items {
+		cls[i] = &classes.Items[i]
+	}
+	t := target.Pick(cls, gws, controllerName)
+	for _, g := range gws {
+		if g.Namespace == t.Gateway.Namespace && g.Name == t.Gateway.Name {
+			return g, nil
 		}
 	}
-	return served, nil
-}
-
-func older(a, b metav1.ObjectMeta) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
+	return nil, nil
 }
 
 func (r *Reconciler) setCondition(ctx context.Context, cd *v1alpha1.ContourDeployment, ok bool, reason, msg string) error {

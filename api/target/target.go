@@ -1,4 +1,8 @@
-package serve
+// Package target is controllerName mode's rule (seed 000's static mode):
+// which Gateway the one controller of a controllerName serves. The
+// controller serves it and the operator publishes its listeners on the
+// static fleet's Service: one rule, so that both pick the same Gateway.
+package target
 
 import (
 	"cmp"
@@ -8,13 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-
-	"isobar.dev/controller/pkg/resources"
 )
 
-// target is what one pass serves, and in controllerName mode what it
+// Target is what a controller in controllerName mode serves, and what it
 // passes over and why.
-type target struct {
+type Target struct {
 	// Gateway is the Gateway served; zero when there is none.
 	Gateway types.NamespacedName
 	// Class is the served Gateway's class, in controllerName mode.
@@ -25,14 +27,14 @@ type target struct {
 	PassedOverGateways map[types.NamespacedName]string
 }
 
-// pickTarget applies controllerName mode's rule (seed 000): of the
+// Pick applies controllerName mode's rule (seed 000): of the
 // GatewayClasses with controllerName, the oldest is served, and of its
 // Gateways, the oldest; the others are told which one won. Ties in age go
 // to the lexically first name, so every replica picks the same.
-func pickTarget(res *resources.Resources, controllerName string) target {
-	t := target{PassedOverClasses: map[string]string{}, PassedOverGateways: map[types.NamespacedName]string{}}
+func Pick(gatewayClasses []*gatewayv1.GatewayClass, allGateways []*gatewayv1.Gateway, controllerName string) Target {
+	t := Target{PassedOverClasses: map[string]string{}, PassedOverGateways: map[types.NamespacedName]string{}}
 	var classes []*gatewayv1.GatewayClass
-	for _, c := range res.GatewayClasses {
+	for _, c := range gatewayClasses {
 		if string(c.Spec.ControllerName) == controllerName {
 			classes = append(classes, c)
 		}
@@ -46,7 +48,7 @@ func pickTarget(res *resources.Resources, controllerName string) target {
 		t.PassedOverClasses[c.Name] = fmt.Sprintf("controller %s serves one GatewayClass, the oldest: %s", controllerName, t.Class)
 	}
 	byClass := map[string][]*gatewayv1.Gateway{}
-	for _, g := range res.Gateways {
+	for _, g := range allGateways {
 		byClass[string(g.Spec.GatewayClassName)] = append(byClass[string(g.Spec.GatewayClassName)], g)
 	}
 	gateways := byClass[t.Class]

@@ -1,4 +1,4 @@
-package serve
+package target
 
 import (
 	"slices"
@@ -9,11 +9,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-
-	"isobar.dev/controller/pkg/resources"
 )
 
-func TestPickTarget(t *testing.T) {
+// input is what Pick reads.
+type input struct {
+	GatewayClasses []*gatewayv1.GatewayClass
+	Gateways       []*gatewayv1.Gateway
+}
+
+func TestPick(t *testing.T) {
 	at := func(minute int) metav1.Time { return metav1.NewTime(time.Date(2026, 1, 1, 0, minute, 0, 0, time.UTC)) }
 	class := func(name, controller string, created int) *gatewayv1.GatewayClass {
 		return &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(created)},
@@ -26,7 +30,7 @@ func TestPickTarget(t *testing.T) {
 	nn := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
 	for _, tc := range []struct {
 		name     string
-		res      resources.Resources
+		res      input
 		gateway  types.NamespacedName
 		class    string
 		classes  []string
@@ -35,11 +39,11 @@ func TestPickTarget(t *testing.T) {
 		{name: "nothing"},
 		{
 			name: "another controller's class only",
-			res:  resources.Resources{GatewayClasses: []*gatewayv1.GatewayClass{class("a", "other", 0)}, Gateways: []*gatewayv1.Gateway{gateway("ns", "g", "a", 0)}},
+			res:  input{GatewayClasses: []*gatewayv1.GatewayClass{class("a", "other", 0)}, Gateways: []*gatewayv1.Gateway{gateway("ns", "g", "a", 0)}},
 		},
 		{
 			name: "oldest class, then oldest gateway",
-			res: resources.Resources{
+			res: input{
 				GatewayClasses: []*gatewayv1.GatewayClass{class("young", "us", 5), class("old", "us", 1), class("theirs", "other", 0)},
 				Gateways: []*gatewayv1.Gateway{
 					gateway("ns", "later", "old", 3), gateway("ns", "first", "old", 2), gateway("ns", "of-young", "young", 0), gateway("ns", "theirs", "theirs", 0),
@@ -52,7 +56,7 @@ func TestPickTarget(t *testing.T) {
 		},
 		{
 			name: "same age: first by namespace and name",
-			res: resources.Resources{
+			res: input{
 				GatewayClasses: []*gatewayv1.GatewayClass{class("b", "us", 1), class("a", "us", 1)},
 				Gateways:       []*gatewayv1.Gateway{gateway("ns2", "g", "a", 1), gateway("ns1", "g", "a", 1)},
 			},
@@ -63,7 +67,7 @@ func TestPickTarget(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := pickTarget(&tc.res, "us")
+			got := Pick(tc.res.GatewayClasses, tc.res.Gateways, "us")
 			if got.Gateway != tc.gateway || got.Class != tc.class {
 				t.Errorf("serves %v of class %q, want %v of %q", got.Gateway, got.Class, tc.gateway, tc.class)
 			}
