@@ -3,6 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"net"
+	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,33 +42,7 @@ func TestServeCertificatesByName(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}})
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
 
-	// The fleet's RBAC as the operator renders it, for a ServiceAccount
-	// the controller then acts as.
-	f, err := render.Render(render.Input{Gateway: gw, ControllerName: string(controllerName), CertificateRefs: certrefs.Of(certrefs.Input{Gateway: gw})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rbac []client.Object
-	for _, o := range append(append(append([]client.Object(nil), f.Namespaced...), f.ClusterScoped...), f.Grants...) {
-		switch o.GetObjectKind().GroupVersionKind().Kind {
-		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
-			rbac = append(rbac, o)
-		}
-	}
-	create(t, ctx, rbac...)
-	t.Cleanup(func() {
-		for _, o := range f.ClusterScoped {
-			_ = env.Client.Delete(context.Background(), o)
-		}
-	})
-	admin, err := env.Kubeconfig("isobar-controller")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := harness.Impersonating(admin, t.TempDir(), ns, f.Names.ControllerAccount)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := asRenderedController(t, ctx, gw, certrefs.Of(certrefs.Input{Gateway: gw}))
 	s := serveWith(t, kubeconfig, ns, "web", nil)
 	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", resourcev3.SecretType)
 	// served reads SDS until the certificate served is want.
@@ -123,4 +100,86 @@ func TestServeCertificatesByName(t *testing.T) {
 	}
 	// The listener is not valid again.
 	waitGatewayCondition(t, ctx, ns, "web", "Accepted", metav1.ConditionFalse, "ListenersNotValid", "")
+}
+
+// asRenderedController creates the RBAC the operator renders for gw's
+// controller, granting it refs, and returns a kubeconfig acting as the
+// controller's ServiceAccount.
+func asRenderedController(t *testing.T, ctx context.Context, gw *gatewayv1.Gateway, refs []certrefs.Ref) string {
+	t.Helper()
+	f, err := render.Render(render.Input{Gateway: gw, ControllerName: string(controllerName), CertificateRefs: refs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rbac []client.Object
+	for _, o := range slices.Concat(f.Namespaced, f.ClusterScoped, f.Grants) {
+		switch o.GetObjectKind().GroupVersionKind().Kind {
+		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+			rbac = append(rbac, o)
+		}
+	}
+	create(t, ctx, rbac...)
+	t.Cleanup(func() {
+		for _, o := range f.ClusterScoped {
+			_ = env.Client.Delete(context.Background(), o)
+		}
+	})
+	admin, err := env.Kubeconfig("isobar-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := harness.Impersonating(admin, t.TempDir(), gw.Namespace, f.Names.ControllerAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
+}
+
+// The xDS port stays closed until the first configuration is translated:
+// an empty cache would answer a reconnecting Envoy with no resources, and
+// it would drop its listeners. The first pass is held here by a
+// certificate the controller may not read (it waits for it, bounded).
+func TestServeXDSClosedUntilTranslated(t *testing.T) {
+	ctx, cancel := harness.Context()
+	defer cancel()
+	ns := namespace(t)
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "closed-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controllerName}}
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: gatewayv1.ObjectName(class.Name),
+		Listeners: []gatewayv1.Listener{{Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443,
+			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "web-tls"}}}}},
+	}}
+	create(t, ctx, class, gw, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-tls"}})
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+	s := startController(t, asRenderedController(t, ctx, gw, nil), ns, "web", nil)
+	waitReady(t, s.proc, s.health+"/healthz", 60*time.Second)
+	checked := 0
+	for {
+		resp, err := http.Get(s.health + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if conn, err := net.DialTimeout("tcp", s.xds, time.Second); err == nil {
+			conn.Close()
+			t.Fatal("the xDS port accepts connections before the first translation")
+		}
+		checked++
+		time.Sleep(200 * time.Millisecond)
+	}
+	if checked == 0 {
+		t.Fatal("the controller was ready before the xDS port could be checked")
+	}
+	// Then it serves.
+	eventually(t, 10*time.Second, "the xDS port open once translated", func() bool {
+		conn, err := net.DialTimeout("tcp", s.xds, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
+	t.Logf("xDS port closed through %d checks before the first translation", checked)
 }

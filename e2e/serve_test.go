@@ -39,6 +39,7 @@ type served struct {
 	pki     *harness.PKI
 	xds     string
 	metrics string // the Prometheus endpoint's URL
+	health  string // the health probes' base URL
 }
 
 // serve starts the built controller for ns/gateway (controllerName mode
@@ -54,6 +55,14 @@ func serve(t *testing.T, ns, gateway string, pki *harness.PKI, extra ...string) 
 
 // serveWith is serve with the given kubeconfig.
 func serveWith(t *testing.T, kubeconfig, ns, gateway string, pki *harness.PKI, extra ...string) *served {
+	t.Helper()
+	s := startController(t, kubeconfig, ns, gateway, pki, extra...)
+	waitReady(t, s.proc, s.health+"/readyz", 60*time.Second)
+	return s
+}
+
+// startController starts the built controller, without waiting for it.
+func startController(t *testing.T, kubeconfig, ns, gateway string, pki *harness.PKI, extra ...string) *served {
 	t.Helper()
 	if pki == nil {
 		var err error
@@ -89,8 +98,7 @@ func serveWith(t *testing.T, kubeconfig, ns, gateway string, pki *harness.PKI, e
 			t.Errorf("isobar-controller serve stopped with code %d, %v\n%s", code, err, proc.Output())
 		}
 	})
-	waitReady(t, proc, "http://127.0.0.1:"+healthPort+"/readyz", 60*time.Second)
-	return &served{proc: proc, pki: pki, xds: "127.0.0.1:" + xdsPort, metrics: "http://127.0.0.1:" + metricsPort + "/metrics"}
+	return &served{proc: proc, pki: pki, xds: "127.0.0.1:" + xdsPort, metrics: "http://127.0.0.1:" + metricsPort + "/metrics", health: "http://127.0.0.1:" + healthPort}
 }
 
 // fleet creates a GatewayClass of ours, an HTTP Gateway on port 80 and its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,10 @@ type reconciler struct {
 	xds    *xdsserver.Server
 	status *statusWriter
 	ready  atomic.Bool
+	// translated is closed once the first configuration is in the xDS
+	// cache: until then the xDS port is closed (see run).
+	translated     chan struct{}
+	translatedOnce sync.Once
 	// generation is the served Gateway's generation in the configuration
 	// served: what this replica reports to the leader.
 	generation atomic.Int64
@@ -88,7 +93,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if _, err := r.xds.Update(&xds.Resources{}); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.ready.Store(true)
+		r.markReady()
 		r.status.set(&statusWork{target: tgt, status: result.Status})
 		return ctrl.Result{}, nil
 	}
@@ -107,7 +112,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.generation.Store(gw.Generation)
 		}
 	}
-	r.ready.Store(true)
+	r.markReady()
 	if changed > 0 {
 		log.V(1).Info("pushed configuration", "changed", changed)
 	}
@@ -116,4 +121,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// push to Envoy.
 	r.status.set(&statusWork{target: tgt, status: result.Status})
 	return ctrl.Result{}, nil
+}
+
+// markReady records that the xDS cache holds a complete configuration.
+func (r *reconciler) markReady() {
+	r.ready.Store(true)
+	r.translatedOnce.Do(func() { close(r.translated) })
 }

@@ -148,18 +148,6 @@ func Run(ctx context.Context, o Options) error {
 	}
 	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsCfg)))
 	xdsServer.Register(g)
-	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
-		l, err := net.Listen("tcp", o.XDSAddress)
-		if err != nil {
-			return fmt.Errorf("xDS listener: %w", err)
-		}
-		go func() { <-ctx.Done(); g.GracefulStop() }()
-		log.Info("serving xDS", "address", l.Addr().String())
-		return g.Serve(l)
-	})); err != nil {
-		return err
-	}
-
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
@@ -171,6 +159,28 @@ func Run(ctx context.Context, o Options) error {
 		stage2: xds.NewTranslator(settings),
 		xds:    xdsServer,
 		batch:  &batch.Batcher{Delay: o.UpdateDelay, Max: o.MaxUpdateDelay},
+	}
+	r.translated = make(chan struct{})
+	// The xDS port opens once the first configuration is translated: an
+	// empty cache would answer a reconnecting Envoy (whose version it
+	// does not know) with no resources, and the Envoy would drop every
+	// listener it serves. Until then Envoy keeps its configuration and
+	// retries.
+	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+		select {
+		case <-r.translated:
+		case <-ctx.Done():
+			return nil
+		}
+		l, err := net.Listen("tcp", o.XDSAddress)
+		if err != nil {
+			return fmt.Errorf("xDS listener: %w", err)
+		}
+		go func() { <-ctx.Done(); g.GracefulStop() }()
+		log.Info("serving xDS", "address", l.Addr().String())
+		return g.Serve(l)
+	})); err != nil {
+		return err
 	}
 	r.certificateChanges = make(chan event.GenericEvent, 1)
 	r.certificates = namedwatch.New(ctx, clientset, func() {
