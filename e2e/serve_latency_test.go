@@ -31,17 +31,19 @@ import (
 // routes. Reported, not asserted (no timing thresholds in tests); it fails
 // only if an update never arrives. ISOBAR_LATENCY_UNRELATED=N first fills
 // another namespace with N Secrets and N ConfigMaps of 10 KiB each, which
-// the controller never reads: the reported memory shows what they cost it.
+// the controller never reads, and ISOBAR_LATENCY_OTHER_ROUTES=N N routes
+// of another Gateway: the reported memory shows what they cost it.
 func TestServeUpdateLatency(t *testing.T) {
 	routes, samples := 1000, 20
 	if n, err := strconv.Atoi(os.Getenv("ISOBAR_LATENCY_ROUTES")); err == nil && n > 0 {
 		routes = n
 	}
 	unrelated, _ := strconv.Atoi(os.Getenv("ISOBAR_LATENCY_UNRELATED"))
+	others, _ := strconv.Atoi(os.Getenv("ISOBAR_LATENCY_OTHER_ROUTES"))
 	ns := namespace(t)
 	// Creating the routes takes about 5 ms each here: the one-minute
 	// context of other tests is too short for 10,000.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+time.Duration(routes+2*unrelated)*20*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+time.Duration(routes+2*unrelated+others)*20*time.Millisecond)
 	defer cancel()
 	if unrelated > 0 {
 		other := namespace(t)
@@ -54,6 +56,17 @@ func TestServeUpdateLatency(t *testing.T) {
 			return env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"data": value}})
 		})
 		t.Logf("%d unrelated Secrets and %d ConfigMaps of 10 KiB in namespace %s", unrelated, unrelated, other)
+	}
+	if others > 0 {
+		other := namespace(t)
+		fleet(t, ctx, other, "other")
+		createAll(t, others, func(i int) error {
+			r := httpRoute(other, fmt.Sprintf("route-%d", i), "app", "other")
+			r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(fmt.Sprintf("other-%d.example.com", i))}
+			r.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Value: ptr.To(fmt.Sprintf("/r%d", i))}}}
+			return env.Client.Create(ctx, r)
+		})
+		t.Logf("%d routes of Gateway %s/other", others, other)
 	}
 	fleet(t, ctx, ns, "web")
 	backend(t, ctx, ns, "app", "10.1.2.3")

@@ -20,6 +20,10 @@ var (
 		Name: "isobar_status_writes_total",
 		Help: "Status updates written, by kind.",
 	}, []string{"kind"})
+	statusRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "isobar_status_refusals_total",
+		Help: "Status updates the API server refused as invalid (logged, not retried), by kind.",
+	}, []string{"kind"})
 	endpointPushes = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "isobar_endpoint_fast_path_pushes_total",
 		Help: "Endpoint-only changes pushed without a full translation.",
@@ -27,7 +31,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(translationSeconds, statusWrites, endpointPushes)
+	metrics.Registry.MustRegister(translationSeconds, statusWrites, statusRefusals, endpointPushes)
 }
 
 // xdsCollector reads the xDS server's counters at scrape time, so the

@@ -98,12 +98,19 @@ func Run(ctx context.Context, o Options) error {
 	// The group is a label value: at most 63 characters.
 	group := fleet.Shorten(leID)
 	reports := client.MatchingLabels{fleetreport.LabelGateway: group}
+	byObject := map[client.Object]cache.ByObject{
+		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{leNS: {}}, Label: labels.SelectorFromSet(labels.Set(reports))},
+	}
+	if o.Gateway.Name != "" {
+		// Of the routes of other Gateways, only what status needs.
+		for _, route := range []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{}, &gatewayv1.TLSRoute{}, &gatewayv1.TCPRoute{}, &gatewayv1.UDPRoute{}} {
+			byObject[route] = cache.ByObject{Transform: routeStubs(o.Gateway)}
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: s,
 		Cache: cache.Options{
-			ByObject: map[client.Object]cache.ByObject{
-				&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{leNS: {}}, Label: labels.SelectorFromSet(labels.Set(reports))},
-			},
+			ByObject: byObject,
 			// Translation never reads managed fields, often the largest
 			// part of a route's metadata; a status write without them
 			// leaves the server's as they are.
@@ -268,19 +275,32 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	// leaves its generation alone (a status write: ours, another
 	// controller's, the operator's) only has the status writer check that
 	// our entries are still there.
+	// A route that cannot attach to the served Gateway, before or after
+	// its change (another Gateway's, cached as a stub), changes nothing
+	// this controller serves.
+	mine := func(o client.Object) bool {
+		p := routeSpec(o)
+		return r.opts.Gateway.Name == "" || p == nil || mayAttach(p.parentRefs, o.GetNamespace(), r.opts.Gateway)
+	}
 	specOrStatus := handler.Funcs{
-		CreateFunc: func(_ context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			changed(q)
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if mine(e.Object) {
+				changed(q)
+			}
 		},
-		DeleteFunc: func(_ context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			changed(q)
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if mine(e.Object) {
+				changed(q)
+			}
 		},
 		GenericFunc: func(_ context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			changed(q)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
-				changed(q)
+				if mine(e.ObjectOld) || mine(e.ObjectNew) {
+					changed(q)
+				}
 				return
 			}
 			r.status.touched(e.ObjectNew)

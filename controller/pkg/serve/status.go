@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -345,6 +346,13 @@ func (w *statusWriter) writeClass(ctx context.Context, name string, conds []meta
 // update writes obj's status and counts it.
 func (w *statusWriter) update(ctx context.Context, obj client.Object, kind string) error {
 	if err := w.client.Status().Update(ctx, obj); err != nil {
+		if apierrors.IsInvalid(err) {
+			// Retrying the same status cannot help, and would hold back
+			// every other object's: say so, and go on.
+			ctrl.LoggerFrom(ctx).Error(err, "the API server refuses our status", "kind", kind, "namespace", obj.GetNamespace(), "name", obj.GetName())
+			statusRefusals.WithLabelValues(kind).Inc()
+			return nil
+		}
 		return err
 	}
 	statusWrites.WithLabelValues(kind).Inc()
@@ -437,7 +445,10 @@ func mergeEntries[E any](current, desired []E, of entry[E], ours func(E) bool) [
 		*conds = mergeConditions(old, *conds)
 		return e
 	}
-	var next []E
+	// Never nil: a route's status.parents and a policy's
+	// status.ancestors are required, and an empty list (no entries) is
+	// what the API server takes, not null.
+	next := make([]E, 0, len(current)+len(desired))
 	done := make([]bool, len(desired))
 	for _, e := range current {
 		if !ours(e) {
