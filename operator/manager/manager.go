@@ -40,8 +40,8 @@ import (
 )
 
 // DefaultControllerName is the GatewayClass controllerName the operator
-// serves unless told otherwise.
-const DefaultControllerName = "isobar.dev/gateway-controller"
+// serves by default.
+const DefaultControllerName = isobarv1alpha1.DefaultControllerName
 
 // Options are the operator's command-line settings.
 type Options struct {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/resources"
 	"isobar.dev/controller/pkg/xds"
@@ -20,7 +21,7 @@ import (
 )
 
 // DefaultControllerName is the controllerName Isobar serves by default.
-const DefaultControllerName = "isobar.dev/gateway-controller"
+const DefaultControllerName = v1alpha1.DefaultControllerName
 
 // Options configure a translation.
 type Options struct {
