@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/gateway-api/pkg/features"
 	"sigs.k8s.io/yaml"
 
-	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/api/supported"
 )
 
 // Generate returns the generated pages by path from the repository root.
@@ -109,9 +109,9 @@ var featureNotes = map[features.FeatureName]string{
 // featureTable lists every Gateway API feature of the release Isobar
 // builds against, and whether Isobar claims it in GatewayClass status.
 func featureTable() []byte {
-	supported := map[string]bool{}
-	for _, f := range gatewayapi.SupportedFeatures {
-		supported[string(f.Name)] = true
+	claimed := map[string]bool{}
+	for _, f := range supported.Features {
+		claimed[string(f.Name)] = true
 	}
 	core := map[features.FeatureName]bool{}
 	for _, set := range []sets.Set[features.Feature]{features.GatewayCoreFeatures, features.HTTPRouteCoreFeatures, features.GRPCRouteCoreFeatures,
@@ -133,9 +133,9 @@ func featureTable() []byte {
 			level = "core"
 		}
 		mark := "no"
-		if supported[string(f.Name)] {
+		if claimed[string(f.Name)] {
 			mark = "yes"
-			if field, ok := gatewayapi.Requires[gatewayv1.FeatureName(f.Name)]; ok {
+			if field, ok := supported.Requires[gatewayv1.FeatureName(f.Name)]; ok {
 				mark = fmt.Sprintf("yes, where the installed %s CRD has `%s` (claimed only then)", field.CRD, strings.Join(field.Path, "."))
 			}
 		}

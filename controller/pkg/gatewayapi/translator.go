@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/supported"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
@@ -84,7 +85,7 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	for _, class := range res.GatewayClasses {
 		if class.Spec.ControllerName == tr.opts.ControllerName {
 			// Offline there are no CRDs to ask: every field is there.
-			cs := ClassStatus(class, nil, SupportedFeatures)
+			cs := supported.ClassStatus(class, nil, supported.Features)
 			st.GatewayClasses[class.Name] = &cs
 		}
 	}

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/gateway-api/pkg/consts"
 
 	"isobar.dev/api/profile"
+	"isobar.dev/api/supported"
 	"isobar.dev/api/v1alpha1"
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/operator/pkg/params"
 	"isobar.dev/operator/pkg/render"
 )
@@ -104,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if paramsErr != nil && !profile.IsInvalid(paramsErr) {
 		return ctrl.Result{}, paramsErr
 	}
-	next := gatewayapi.ClassStatus(gc, paramsErr, gatewayapi.Claimed(func(f gatewayapi.Field) bool { return r.served(ctx, f) }))
+	next := supported.ClassStatus(gc, paramsErr, supported.Claimed(func(f supported.Field) bool { return r.served(ctx, f) }))
 	meta.SetStatusCondition(&next.Conditions, r.supportedVersion(ctx, gc.Generation))
 	// Keep transition times of unchanged conditions.
 	merged := gc.Status.DeepCopy()
@@ -156,7 +156,7 @@ func (r *Reconciler) supportedVersion(ctx context.Context, generation int64) met
 
 // served reports whether the installed CRD's served v1 schema has the
 // field.
-func (r *Reconciler) served(ctx context.Context, f gatewayapi.Field) bool {
+func (r *Reconciler) served(ctx context.Context, f supported.Field) bool {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: f.CRD}, crd); err != nil {
 		return false

@@ -1,15 +1,21 @@
-package gatewayapi
+// Package supported is what an Isobar GatewayClass claims and reports:
+// the features the translator implements, which of them depend on fields
+// or kinds an installed CRD may lack, and the class's status. The operator
+// writes class status from it; the controller in controllerName mode, and
+// the offline commands, too; the docs are generated from it.
+package supported
 
 import (
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/pkg/features"
 )
 
-// SupportedFeatures are the Gateway API features the translator implements,
-// as a GatewayClass reports them. The conformance suite checks the claim.
-var SupportedFeatures = sortedFeatures(
+// Features are the Gateway API features the translator implements, as a
+// GatewayClass reports them. The conformance suite checks the claim.
+var Features = sortedFeatures(
 	features.SupportGateway,
 	features.SupportGatewayPort8080,
 	features.SupportGatewayHTTPListenerIsolation,
@@ -84,7 +90,7 @@ var Requires = map[gatewayv1.FeatureName]Field{
 // which fields the installed CRDs have.
 func Claimed(served func(Field) bool) []gatewayv1.SupportedFeature {
 	var out []gatewayv1.SupportedFeature
-	for _, f := range SupportedFeatures {
+	for _, f := range Features {
 		if field, ok := Requires[f.Name]; !ok || served(field) {
 			out = append(out, f)
 		}
@@ -111,13 +117,13 @@ func sortedFeatures(names ...features.FeatureName) []gatewayv1.SupportedFeature 
 
 // ClassStatus is a GatewayClass's status: Accepted, or not with reason
 // InvalidParameters and paramsErr's message, and the features it claims.
-// The operator writes it, having checked the parametersRef and the
-// installed CRDs.
 func ClassStatus(class *gatewayv1.GatewayClass, paramsErr error, claimed []gatewayv1.SupportedFeature) gatewayv1.GatewayClassStatus {
-	c := conditions{generation: class.Generation}
-	if paramsErr != nil {
-		c.set(string(gatewayv1.GatewayClassConditionStatusAccepted), false, string(gatewayv1.GatewayClassReasonInvalidParameters), paramsErr.Error())
+	accepted := metav1.Condition{
+		Type: string(gatewayv1.GatewayClassConditionStatusAccepted), Status: metav1.ConditionTrue,
+		Reason: string(gatewayv1.GatewayClassReasonAccepted), Message: "GatewayClass is accepted", ObservedGeneration: class.Generation,
 	}
-	c.set(string(gatewayv1.GatewayClassConditionStatusAccepted), true, string(gatewayv1.GatewayClassReasonAccepted), "GatewayClass is accepted")
-	return gatewayv1.GatewayClassStatus{Conditions: c.sorted(), SupportedFeatures: slices.Clone(claimed)}
+	if paramsErr != nil {
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gatewayv1.GatewayClassReasonInvalidParameters), paramsErr.Error()
+	}
+	return gatewayv1.GatewayClassStatus{Conditions: []metav1.Condition{accepted}, SupportedFeatures: slices.Clone(claimed)}
 }
