@@ -98,13 +98,31 @@ func Run(ctx context.Context, o Options) error {
 	// The group is a label value: at most 63 characters.
 	group := fleet.Shorten(leID)
 	reports := client.MatchingLabels{fleetreport.LabelGateway: group}
+	// Only the kinds the API server serves are watched: an informer of a
+	// kind it does not serve never syncs, and the controller would never
+	// start.
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating discovery client: %w", err)
+	}
+	served, why, watch, err := servedKinds(dc, s, o.KindsInterval)
+	if err != nil {
+		return err
+	}
+	for _, k := range served.unserved() {
+		log.Info("Gateway API kind not served by the cluster: not watched, and no listener offers it", "kind", k, "reason", why[k])
+	}
 	byObject := map[client.Object]cache.ByObject{
 		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{leNS: {}}, Label: labels.SelectorFromSet(labels.Set(reports))},
 	}
 	if o.Gateway.Name != "" {
 		// Of the routes of other Gateways, only what status needs.
+		// (A kind the cache is configured for must be served, or the
+		// manager cannot be created.)
 		for _, route := range []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{}, &gatewayv1.TLSRoute{}, &gatewayv1.TCPRoute{}, &gatewayv1.UDPRoute{}} {
-			byObject[route] = cache.ByObject{Transform: routeStubs(o.Gateway)}
+			if served.served(route) {
+				byObject[route] = cache.ByObject{Transform: routeStubs(o.Gateway)}
+			}
 		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -127,20 +145,6 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	// Only the kinds the API server serves are watched: an informer of a
-	// kind it does not serve never syncs, and the controller would never
-	// start.
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating discovery client: %w", err)
-	}
-	served, why, watch, err := servedKinds(dc, s, o.KindsInterval)
-	if err != nil {
-		return err
-	}
-	for _, k := range served.unserved() {
-		log.Info("Gateway API kind not served by the cluster: not watched, and no listener offers it", "kind", k, "reason", why[k])
-	}
 	if err := mgr.Add(watch); err != nil {
 		return err
 	}
