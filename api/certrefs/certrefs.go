@@ -25,6 +25,7 @@ import (
 	"cmp"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -50,9 +51,10 @@ type Input struct {
 	Gateway *gatewayv1.Gateway
 	// ControllerName is the Gateway's class's controllerName, which the
 	// IngressClasses it serves name.
-	ControllerName     string
-	ListenerSets       []*gatewayv1.ListenerSet
-	NamespaceLabels    func(string) (map[string]string, bool)
+	ControllerName string
+	ListenerSets   []*gatewayv1.ListenerSet
+	// Namespaces are read for their labels (allowedListeners selectors).
+	Namespaces         []*corev1.Namespace
 	Ingresses          []*networkingv1.Ingress
 	IngressClasses     []*networkingv1.IngressClass
 	ReferenceGrants    []*gatewayv1beta1.ReferenceGrant
@@ -81,11 +83,15 @@ func Of(in Input) []Ref {
 			c.certificates(gwFrom, []gatewayv1.SecretObjectReference{*b.ClientCertificateRef})
 		}
 	}
-	labels := in.NamespaceLabels
-	if labels == nil {
-		labels = func(string) (map[string]string, bool) { return nil, false }
+	var labels map[string]map[string]string
+	if len(in.ListenerSets) > 0 {
+		labels = make(map[string]map[string]string, len(in.Namespaces))
+		for _, n := range in.Namespaces {
+			labels[n.Name] = n.Labels
+		}
 	}
-	for _, cand := range listenerset.Of(gw, in.ListenerSets, labels) {
+	namespaceLabels := func(ns string) (map[string]string, bool) { l, ok := labels[ns]; return l, ok }
+	for _, cand := range listenerset.Of(gw, in.ListenerSets, namespaceLabels) {
 		if cand.NotAllowed != "" {
 			continue
 		}
@@ -131,13 +137,7 @@ func (c *collector) certificates(from refgrant.From, refs []gatewayv1.SecretObje
 		if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != Secret {
 			continue
 		}
-		ns := from.Namespace
-		if ref.Namespace != nil {
-			ns = string(*ref.Namespace)
-		}
-		if refgrant.Permitted(c.grants, from, ns, refgrant.To{Kind: Secret, Name: string(ref.Name)}) {
-			c.add(Secret, ns, string(ref.Name))
-		}
+		c.addPermitted(from, Secret, ref.Namespace, string(ref.Name))
 	}
 }
 
@@ -152,12 +152,18 @@ func (c *collector) cas(from refgrant.From, v *gatewayv1.FrontendTLSValidation) 
 		if ref.Group != "" || kind != Secret && kind != ConfigMap {
 			continue
 		}
-		ns := from.Namespace
-		if ref.Namespace != nil {
-			ns = string(*ref.Namespace)
-		}
-		if refgrant.Permitted(c.grants, from, ns, refgrant.To{Kind: kind, Name: string(ref.Name)}) {
-			c.add(kind, ns, string(ref.Name))
-		}
+		c.addPermitted(from, kind, ref.Namespace, string(ref.Name))
+	}
+}
+
+// addPermitted adds a reference from from, whose namespace defaults to
+// from's, if a ReferenceGrant allows it where one is needed.
+func (c *collector) addPermitted(from refgrant.From, kind string, namespace *gatewayv1.Namespace, name string) {
+	ns := from.Namespace
+	if namespace != nil {
+		ns = string(*namespace)
+	}
+	if refgrant.Permitted(c.grants, from, ns, refgrant.To{Kind: kind, Name: name}) {
+		c.add(kind, ns, name)
 	}
 }

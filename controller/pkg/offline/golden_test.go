@@ -114,16 +114,12 @@ func translateAndRender(t *testing.T, res *resources.Resources) (out, envoy *byt
 // onlyReferenced is res with only the Secrets and ConfigMaps that certrefs
 // names for one of its Gateways.
 func onlyReferenced(res *resources.Resources) *resources.Resources {
-	labels := map[string]map[string]string{}
-	for _, n := range res.Namespaces {
-		labels[n.Name] = n.Labels
-	}
 	want := map[certrefs.Ref]bool{}
 	for _, gw := range res.Gateways {
 		for _, r := range certrefs.Of(certrefs.Input{
 			Gateway: gw, ControllerName: DefaultControllerName, ListenerSets: res.ListenerSets,
-			NamespaceLabels: func(ns string) (map[string]string, bool) { l, ok := labels[ns]; return l, ok },
-			Ingresses:       res.Ingresses, IngressClasses: res.IngressClasses,
+			Namespaces: res.Namespaces,
+			Ingresses:  res.Ingresses, IngressClasses: res.IngressClasses,
 			ReferenceGrants: res.ReferenceGrants, BackendTLSPolicies: res.BackendTLSPolicies,
 		}) {
 			want[r] = true

@@ -26,18 +26,11 @@ func (r *reconciler) readCertificates(ctx context.Context, res *resources.Resour
 		if gw.Namespace != served.Namespace || gw.Name != served.Name {
 			continue
 		}
-		labels := make(map[string]map[string]string, len(res.Namespaces))
-		for _, n := range res.Namespaces {
-			labels[n.Name] = n.Labels
-		}
 		refs = certrefs.Of(certrefs.Input{
-			Gateway:        gw,
-			ControllerName: r.opts.ControllerName,
-			ListenerSets:   res.ListenerSets,
-			NamespaceLabels: func(ns string) (map[string]string, bool) {
-				l, ok := labels[ns]
-				return l, ok
-			},
+			Gateway:            gw,
+			ControllerName:     r.opts.ControllerName,
+			ListenerSets:       res.ListenerSets,
+			Namespaces:         res.Namespaces,
 			Ingresses:          res.Ingresses,
 			IngressClasses:     res.IngressClasses,
 			ReferenceGrants:    res.ReferenceGrants,

@@ -56,11 +56,7 @@ func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway
 			return nil, fmt.Errorf("listing namespaces: %w", err)
 		}
 	}
-	labels := map[string]map[string]string{}
-	for _, n := range namespaces.Items {
-		labels[n.Name] = n.Labels
-	}
-	in.NamespaceLabels = func(ns string) (map[string]string, bool) { l, ok := labels[ns]; return l, ok }
+	in.Namespaces = pointers(namespaces.Items)
 	in.Ingresses = pointers(ingresses.Items)
 	in.IngressClasses = pointers(classes.Items)
 	in.ListenerSets = pointers(sets.Items)
