@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"math"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,15 @@ type adsClient struct {
 	// acked is the last version acknowledged per type, which a NACK
 	// repeats as Envoy does.
 	acked map[string]string
+	// receivedAt is when each response arrived, before anyone decoded its
+	// resources: latencies end there.
+	receivedAt sync.Map
+}
+
+// received is when r arrived.
+func (c *adsClient) received(r *discoveryv3.DiscoveryResponse) time.Time {
+	at, _ := c.receivedAt.Load(r)
+	return at.(time.Time)
 }
 
 // dialXDS connects with the given PKI's client certificate, trusting its CA
@@ -77,6 +87,7 @@ func newADSClient(t *testing.T, conn *grpc.ClientConn, nodeID, cluster string, t
 				c.errs <- err
 				return
 			}
+			c.receivedAt.Store(resp, time.Now())
 			if ch, ok := c.byType[resp.TypeUrl]; ok {
 				ch <- resp
 			}

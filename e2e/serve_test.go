@@ -358,15 +358,41 @@ func TestServe(t *testing.T) {
 // translation during the endpoint change.)
 func quiet(t *testing.T, metrics string) float64 {
 	t.Helper()
+	return steady(t, metrics, "isobar_translation_seconds_count", 5*time.Second)
+}
+
+// steady waits until a metric (the sum of its series) has not changed for
+// d and returns its value.
+func steady(t *testing.T, metrics, name string, d time.Duration) float64 {
+	t.Helper()
+	return steadyWithin(t, metrics, name, d, time.Minute)
+}
+
+// steadyWithin is steady, waiting at most timeout.
+func steadyWithin(t *testing.T, metrics, name string, d, timeout time.Duration) float64 {
+	t.Helper()
 	last, since := -1.0, time.Now()
-	eventually(t, 60*time.Second, "no translations for 5s", func() bool {
-		n := scrape(t, metrics)["isobar_translation_seconds_count"]
+	eventually(t, timeout, name+" unchanged for "+d.String(), func() bool {
+		n := scrapeSum(t, metrics, name)
 		if n != last {
 			last, since = n, time.Now()
 		}
-		return time.Since(since) >= 5*time.Second
+		return time.Since(since) >= d
 	})
 	return last
+}
+
+// scrapeSum adds up every series of a metric; a name with labels is one
+// series.
+func scrapeSum(t *testing.T, url, name string) float64 {
+	t.Helper()
+	var sum float64
+	for k, v := range scrape(t, url) {
+		if k == name || strings.HasPrefix(k, name+"{") {
+			sum += v
+		}
+	}
+	return sum
 }
 
 // scrape reads a Prometheus text endpoint into name{labels} -> value.

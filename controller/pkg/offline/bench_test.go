@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,7 +38,22 @@ func workload(b *testing.B, n int) []byte {
 	return out
 }
 
-var sizes = []int{100, 1000, 10000}
+// sizes are the workloads' route counts: 100, 1,000 and 10,000, or those
+// ISOBAR_BENCH_ROUTES lists (ISOBAR_BENCH_ROUTES=100000).
+var sizes = benchSizes()
+
+func benchSizes() []int {
+	var out []int
+	for _, f := range strings.Split(os.Getenv("ISOBAR_BENCH_ROUTES"), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return []int{100, 1000, 10000}
+	}
+	return out
+}
 
 func BenchmarkLoad(b *testing.B) {
 	for _, n := range sizes {
@@ -92,9 +109,10 @@ func translateUnchecked(b *testing.B, res *resources.Resources) {
 }
 
 // BenchmarkOneRouteChange is what the controller does when one route of a
-// 10,000-route snapshot changes: both stages with their caches warm.
+// 10,000-route snapshot (the largest of sizes) changes: both stages with
+// their caches warm.
 func BenchmarkOneRouteChange(b *testing.B) {
-	data := workload(b, 10000)
+	data := workload(b, slices.Max(sizes))
 	res := &resources.Resources{}
 	if _, err := res.Load("bench", bytes.NewReader(data)); err != nil {
 		b.Fatal(err)

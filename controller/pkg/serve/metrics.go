@@ -20,6 +20,10 @@ var (
 		Name: "isobar_status_writes_total",
 		Help: "Status updates written, by kind.",
 	}, []string{"kind"})
+	statusChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "isobar_status_checks_total",
+		Help: "Route and policy statuses read to compare with the translation's, by kind: what a status pass costs before it writes.",
+	}, []string{"kind"})
 	statusRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "isobar_status_refusals_total",
 		Help: "Status updates the API server refused as invalid (logged, not retried), by kind.",
@@ -31,7 +35,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(translationSeconds, statusWrites, statusRefusals, endpointPushes)
+	metrics.Registry.MustRegister(translationSeconds, statusWrites, statusChecks, statusRefusals, endpointPushes)
 }
 
 // xdsCollector reads the xDS server's counters at scrape time, so the

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -9,11 +10,14 @@ import (
 )
 
 // routeStubs keeps in the cache, of a route whose parentRefs name neither
-// the served Gateway nor a ListenerSet, only its metadata, parentRefs and
-// status: many Gateways share a cluster, and a controller would otherwise
-// hold every route of every Gateway. A route whose parentRefs change to
-// name the Gateway arrives whole in the update; the status stays, so that
-// entries we wrote before the route left the Gateway can be removed.
+// the served Gateway nor a ListenerSet, only a stub: its name, identity and
+// versions, without spec, labels, annotations or status. Many Gateways
+// share a cluster, and a controller would otherwise hold every route of
+// every Gateway (at 50 Gateways of 200 routes each, whole routes were
+// most of each controller's heap). A route whose parentRefs change to name
+// the Gateway arrives whole in the update. A stub has no parentRefs, which
+// is how the status writer knows to read the route from the API server
+// when it removes entries we wrote before the route left.
 func routeStubs(gw types.NamespacedName) toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	return func(obj any) (any, error) {
@@ -31,6 +35,15 @@ func routeStubs(gw types.NamespacedName) toolscache.TransformFunc {
 		}
 		spec.stub()
 		return obj, nil
+	}
+}
+
+// stubMeta is the metadata a stub keeps: enough for the informer and for
+// events, nothing translation reads.
+func stubMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
 	}
 }
 
@@ -60,8 +73,7 @@ func mayAttach(refs []gatewayv1.ParentReference, ns string, gw types.NamespacedN
 	return false
 }
 
-// routeParts is a route's parentRefs and how to empty the rest of its
-// spec.
+// routeParts is a route's parentRefs and how to make it a stub.
 type routeParts struct {
 	parentRefs []gatewayv1.ParentReference
 	stub       func()
@@ -70,15 +82,15 @@ type routeParts struct {
 func routeSpec(o client.Object) *routeParts {
 	switch r := o.(type) {
 	case *gatewayv1.HTTPRoute:
-		return &routeParts{r.Spec.ParentRefs, func() { r.Spec = gatewayv1.HTTPRouteSpec{CommonRouteSpec: r.Spec.CommonRouteSpec} }}
+		return &routeParts{r.Spec.ParentRefs, func() { *r = gatewayv1.HTTPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
 	case *gatewayv1.GRPCRoute:
-		return &routeParts{r.Spec.ParentRefs, func() { r.Spec = gatewayv1.GRPCRouteSpec{CommonRouteSpec: r.Spec.CommonRouteSpec} }}
+		return &routeParts{r.Spec.ParentRefs, func() { *r = gatewayv1.GRPCRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
 	case *gatewayv1.TLSRoute:
-		return &routeParts{r.Spec.ParentRefs, func() { r.Spec = gatewayv1.TLSRouteSpec{CommonRouteSpec: r.Spec.CommonRouteSpec} }}
+		return &routeParts{r.Spec.ParentRefs, func() { *r = gatewayv1.TLSRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
 	case *gatewayv1.TCPRoute:
-		return &routeParts{r.Spec.ParentRefs, func() { r.Spec = gatewayv1.TCPRouteSpec{CommonRouteSpec: r.Spec.CommonRouteSpec} }}
+		return &routeParts{r.Spec.ParentRefs, func() { *r = gatewayv1.TCPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
 	case *gatewayv1.UDPRoute:
-		return &routeParts{r.Spec.ParentRefs, func() { r.Spec = gatewayv1.UDPRouteSpec{CommonRouteSpec: r.Spec.CommonRouteSpec} }}
+		return &routeParts{r.Spec.ParentRefs, func() { *r = gatewayv1.UDPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
 	}
 	return nil
 }

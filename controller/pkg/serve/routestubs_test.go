@@ -29,7 +29,8 @@ func TestRouteStubs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			route := &gatewayv1.HTTPRoute{
-				ObjectMeta: metav1.ObjectMeta{Namespace: tc.routeNS, Name: "r", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+				ObjectMeta: metav1.ObjectMeta{Namespace: tc.routeNS, Name: "r", UID: "u1", ResourceVersion: "7", Generation: 3,
+					Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "x"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 				Spec: gatewayv1.HTTPRouteSpec{
 					CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{tc.ref}},
 					Hostnames:       []gatewayv1.Hostname{"a.example.com"},
@@ -45,11 +46,22 @@ func TestRouteStubs(t *testing.T) {
 			if whole := len(got.Spec.Rules) == 1 && len(got.Spec.Hostnames) == 1; whole != tc.whole {
 				t.Errorf("kept whole: %v, want %v", whole, tc.whole)
 			}
-			if len(got.Spec.ParentRefs) != 1 || len(got.Status.Parents) != 1 {
-				t.Errorf("parentRefs %v and status %v must stay", got.Spec.ParentRefs, got.Status.Parents)
-			}
 			if got.ManagedFields != nil {
 				t.Error("managed fields kept")
+			}
+			if got.Name != "r" || got.Namespace != tc.routeNS || got.UID != "u1" || got.ResourceVersion != "7" || got.Generation != 3 {
+				t.Errorf("identity lost: %+v", got.ObjectMeta)
+			}
+			if tc.whole {
+				if len(got.Spec.ParentRefs) != 1 || len(got.Status.Parents) != 1 || len(got.Labels) != 1 {
+					t.Errorf("a whole route lost parentRefs %v, status %v or labels %v", got.Spec.ParentRefs, got.Status.Parents, got.Labels)
+				}
+				return
+			}
+			// A stub has no parentRefs: the status writer reads it from
+			// the API server.
+			if len(got.Spec.ParentRefs) != 0 || len(got.Status.Parents) != 0 || got.Labels != nil || got.Annotations != nil {
+				t.Errorf("a stub kept parentRefs %v, status %v, labels %v or annotations %v", got.Spec.ParentRefs, got.Status.Parents, got.Labels, got.Annotations)
 			}
 		})
 	}

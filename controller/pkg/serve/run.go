@@ -59,6 +59,14 @@ func scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// cacheSyncTimeout bounds the first listing of every watched kind. It is
+// long because giving up restarts the controller, which lists everything
+// again: when many controllers start at once (an operator upgrade rolls
+// every fleet), a loaded API server took more than controller-runtime's
+// two minutes here (e2e TestScaleGateways, 50 Gateways on 2 cores), and
+// every retry added to its load. Readiness stays false until then.
+const cacheSyncTimeout = 15 * time.Minute
+
 // Run serves until ctx ends.
 func Run(ctx context.Context, o Options) error {
 	log, err := logs.New(o.LogLevel, o.LogFormat)
@@ -312,7 +320,7 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway").
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: ptrTo(false)})
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: ptrTo(false), CacheSyncTimeout: cacheSyncTimeout})
 	for _, obj := range gatewayKinds {
 		if served.served(obj) {
 			b = b.Watches(obj, specOrStatus)

@@ -88,7 +88,8 @@ func TestWriteEachSkipsWhatItWrote(t *testing.T) {
 		want    []string
 	}{
 		{"the same slices", map[string][]string{"r1": a, "r2": b}, none, nil},
-		{"an equal but new slice", map[string][]string{"r1": {"a"}, "r2": b}, none, []string{"r1=[a]"}},
+		{"an equal but new slice", map[string][]string{"r1": {"a"}, "r2": b}, none, nil},
+		{"a changed slice", map[string][]string{"r1": {"a", "c"}, "r2": b}, none, []string{"r1=[a c]"}},
 		{"touched", map[string][]string{"r1": a, "r2": b}, func(k any) bool { return k == "r2" }, []string{"r2=[b]"}},
 		{"gone", map[string][]string{"r1": a}, none, []string{"r2=[]"}},
 	} {
