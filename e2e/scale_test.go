@@ -31,7 +31,8 @@ import (
 // ISOBAR_SCALE_SERVICES Services (10) with an EndpointSlice of three
 // endpoints each, beside ISOBAR_SCALE_UNRELATED Secrets and ConfigMaps of
 // 10 KiB (none) that no Gateway uses. One controller process per Gateway,
-// as the operator provisions them, and the operator itself.
+// with leader election, as the operator provisions them, and the operator
+// itself.
 //
 // It reports per controller: RSS and live heap, API requests per second
 // while idle and while another Gateway's routes change, the time from
@@ -125,7 +126,7 @@ func TestScaleGateways(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctls[i] = startController(t, kubeconfig, ns, "gw", nil, "--profiling", "--controller-name", controller)
+			ctls[i] = startController(t, kubeconfig, ns, "gw", nil, "--profiling", "--controller-name", controller, "--leader-elect")
 		}()
 	}
 	wg.Wait()

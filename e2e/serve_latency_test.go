@@ -57,11 +57,12 @@ func TestServeUpdateLatency(t *testing.T) {
 	})
 	// What the API server alone can do: one status write per route,
 	// eight at a time as our writer does, by a plain patch loop (its entry
-	// names another controller, so ours has to keep it).
+	// names another controller, so ours has to keep it), with the test's
+	// watch on the routes already open, as it is for the controller.
+	watched := watchStatuses(t, ctx, controllerName, client.InNamespace(ns))
 	patchTime := patchLoop(t, ctx, ns, routes, patchWorkers)
 	t.Logf("plain status patch loop, %d routes, %d at a time: %s (%.0f writes/s)",
 		routes, patchWorkers, patchTime.Round(time.Millisecond), float64(routes)/patchTime.Seconds())
-	watched := watchStatuses(t, ctx, controllerName, client.InNamespace(ns))
 	// The clock starts with the controller: building it comes first.
 	if _, err := env.Binaries(); err != nil {
 		t.Fatal(err)
