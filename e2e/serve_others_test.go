@@ -102,3 +102,29 @@ func TestServeOtherGatewaysRoutes(t *testing.T) {
 		return routeParent(r, "web") == nil
 	})
 }
+
+// A route deleted and created again under the same name gets our status:
+// the writer held equal entries as written for the old object, and must
+// not take them for the new one's (conformance caught this: its tests
+// reuse route names).
+func TestServeRecreatedRouteStatus(t *testing.T) {
+	ctx, cancel := harness.Context()
+	defer cancel()
+	ns, _, _ := appFleet(t, ctx)
+	for round := range 5 {
+		var r gatewayv1.HTTPRoute
+		eventually(t, 30*time.Second, "our status entry on the route", func() bool {
+			if err := env.Client.Get(ctx, keyOf(ns, "app"), &r); err != nil {
+				t.Fatal(err)
+			}
+			return routeParent(&r, "web") != nil
+		})
+		if round == 4 {
+			return
+		}
+		if err := env.Client.Delete(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		create(t, ctx, httpRoute(ns, "app", "app", "web"))
+	}
+}

@@ -297,6 +297,10 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	specOrStatus := handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if mine(e.Object) {
+				// A new object, perhaps of a name deleted a moment ago
+				// whose entries the writer still holds as written: its
+				// status must be checked, whatever the translation says.
+				r.status.touched(e.Object)
 				changed(q)
 			}
 		},
