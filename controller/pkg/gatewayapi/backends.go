@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ir"
@@ -71,10 +72,14 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
+	if ns != fromNS {
+		t.reads.read(dep{depGrants, types.NamespacedName{Namespace: ns}})
+	}
 	if ns != fromNS && !t.idx.granted(gatewayv1.GroupName, fromKind, fromNS, "", "Service", ns, string(ref.Name)) {
 		return "", &refError{string(gatewayv1.RouteReasonRefNotPermitted),
 			fmt.Sprintf("backendRef to Service %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)}
 	}
+	t.reads.read(dep{depService, key(ns, string(ref.Name))})
 	svc, ok := t.idx.services[key(ns, string(ref.Name))]
 	if !ok {
 		return "", &refError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s does not exist", ns, ref.Name)}
@@ -110,22 +115,19 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 		svc:  svc, port: sp, want: want, grpc: fromKind == "GRPCRoute",
 	}
 	if fromKind != "UDPRoute" {
+		t.reads.read(dep{depBackendTLS, key(ns, string(ref.Name))})
 		spec.tls = t.idx.backendTLSFor(key(ns, string(ref.Name)), sp.Name)
 		if spec.tls != nil && spec.tls.tls == nil {
 			// Never fall back to plaintext: the backend is unusable and
 			// the policy's status says why.
 			spec.rejected = true
 			t.ensureCluster(spec)
-			if t.recording != nil {
-				*t.recording = append(*t.recording, spec)
-			}
+			t.reads.cluster(spec)
 			return "", &refError{}
 		}
 	}
 	t.ensureCluster(spec)
-	if t.recording != nil {
-		*t.recording = append(*t.recording, spec)
-	}
+	t.reads.cluster(spec)
 	return spec.name, nil
 }
 

@@ -1,9 +1,11 @@
 package gatewayapi
 
 import (
+	"fmt"
 	"hash"
 	"hash/fnv"
-	"strconv"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -30,9 +32,9 @@ type index struct {
 	// namespacesVersion fingerprints the namespaces' labels, which
 	// allowedRoutes selectors read.
 	namespacesVersion uint64
-	// world fingerprints what translated rules depend on besides the
-	// route itself: Services (their ports) and ReferenceGrants.
-	world uint64
+	// unservedKinds lists the unserved kinds, which decide what listeners
+	// accept.
+	unservedKinds string
 }
 
 func newIndex(res *resources.Resources) *index {
@@ -78,7 +80,7 @@ func newIndex(res *resources.Resources) *index {
 		idx.unserved[k] = true
 	}
 	idx.backendTLS = indexBackendTLS(res, idx)
-	idx.world = fingerprint(res, idx)
+	idx.unservedKinds = fmt.Sprint(slices.Sorted(maps.Keys(idx.unserved)))
 	idx.namespacesVersion = namespacesFingerprint(res)
 	return idx
 }
@@ -90,55 +92,6 @@ func (idx *index) namespaceLabels(name string) (map[string]string, bool) {
 		return nil, false
 	}
 	return ns.Labels, true
-}
-
-// fingerprint hashes the unserved kinds, the Services' ports and the
-// ReferenceGrants, as a sum over objects: the order of a listing does not
-// matter.
-func fingerprint(res *resources.Resources, idx *index) uint64 {
-	h := newSetHash()
-	// Which route kinds exist decides which kinds listeners accept.
-	for _, k := range res.Unserved {
-		h.write("unserved", string(k))
-		h.next()
-	}
-	for _, s := range res.Services {
-		h.write("svc", s.Namespace, s.Name, string(s.UID))
-		for _, p := range s.Spec.Ports {
-			h.write(p.Name, strconv.Itoa(int(p.Port)), string(p.Protocol), deref(p.AppProtocol))
-		}
-		h.next()
-	}
-	for _, g := range res.ReferenceGrants {
-		h.write("grant", g.Namespace, g.Name)
-		for _, f := range g.Spec.From {
-			h.write(string(f.Group), string(f.Kind), string(f.Namespace))
-		}
-		for _, to := range g.Spec.To {
-			h.write(string(to.Group), string(to.Kind), string(deref(to.Name)))
-		}
-		h.next()
-	}
-	// A BackendTLSPolicy decides whether its backends are usable; its
-	// evaluated form (CA bundle included) is what the rules depend on.
-	for _, bt := range res.BackendTLSPolicies {
-		h.write("tls", bt.Namespace, bt.Name)
-		for _, ref := range bt.Spec.TargetRefs {
-			h.write(string(ref.Kind), string(ref.Name), string(deref(ref.SectionName)))
-		}
-		h.next()
-	}
-	for k, bt := range idx.backendTLS {
-		h.write(k.service.String(), k.port, bt.policy.Name)
-		if bt.tls != nil {
-			h.write(bt.tls.SNI, string(bt.tls.CA), strconv.FormatBool(bt.tls.SystemCA))
-			for _, san := range bt.tls.SubjectAltNames {
-				h.write(san.Type, san.Value)
-			}
-		}
-		h.next()
-	}
-	return h.sum
 }
 
 // setHash fingerprints a set of objects: the sum of each object's hash,

@@ -13,8 +13,8 @@ import (
 )
 
 // The informer cache lists objects in a different order every time: the
-// fingerprints that keep a Gateway's state must not depend on it, and must
-// change when an object does.
+// namespace fingerprint and the deps that keep a Gateway's state must not
+// depend on it, and must change when an object does.
 func TestFingerprintsIgnoreOrder(t *testing.T) {
 	res := &resources.Resources{}
 	for i := range 20 {
@@ -37,8 +37,11 @@ func TestFingerprintsIgnoreOrder(t *testing.T) {
 			shuffled.Namespaces[i], shuffled.Namespaces[j] = shuffled.Namespaces[j], shuffled.Namespaces[i]
 		})
 		got := newIndex(&shuffled)
-		if got.world != want.world || got.namespacesVersion != want.namespacesVersion {
+		if got.namespacesVersion != want.namespacesVersion {
 			t.Fatal("listing the same objects in another order changed a fingerprint")
+		}
+		if changed := changedDeps(want.world(), got.world()); len(changed) > 0 {
+			t.Fatalf("listing the same objects in another order changed deps: %v", changed)
 		}
 	}
 	changed := *res
@@ -51,7 +54,11 @@ func TestFingerprintsIgnoreOrder(t *testing.T) {
 	ns.Labels["team"] = "other"
 	changed.Namespaces[5] = ns
 	got := newIndex(&changed)
-	if got.world == want.world || got.namespacesVersion == want.namespacesVersion {
-		t.Fatal("a changed Service port or namespace label left a fingerprint as it was")
+	if got.namespacesVersion == want.namespacesVersion {
+		t.Fatal("a changed namespace label left the fingerprint as it was")
+	}
+	d := changedDeps(want.world(), got.world())
+	if len(d) != 1 || !d[dep{depService, k8stypes.NamespacedName{Namespace: "ns", Name: svc.Name}}] {
+		t.Fatalf("a changed Service port: changed deps %v, want that Service's alone", d)
 	}
 }

@@ -26,19 +26,25 @@ type IngressStatus struct {
 	Problems []string
 }
 
-// ingressKey is what an Ingress's conversion depends on: the Ingress, the
-// Gateway's shape and the Services (named ports).
+// ingressKey is what an Ingress's conversion depends on besides the
+// Services whose named ports it read: the Ingress and the Gateway's shape.
 type ingressKey struct {
 	ing                 *networkingv1.Ingress
 	gw                  types.NamespacedName
 	httpPort, httpsPort gatewayv1.PortNumber
-	world               uint64
+}
+
+// convertedIngress is a conversion and the Services it read.
+type convertedIngress struct {
+	ingress.Converted
+	deps []dep
 }
 
 // ingressSets converts the Ingresses the Gateway serves: their TLS hosts
 // become listener sets of the Gateway, allowed whatever its
 // allowedListeners (they are the Gateway's own Ingress listeners), and
-// their rules HTTPRoutes. A conversion is reused while its key holds, so
+// their rules HTTPRoutes. A conversion is reused while its key holds and
+// the Services it read did not change, so
 // that an unchanged Ingress's routes are the same objects, which the
 // outcome cache recognises.
 func (t *gatewayTranslator) ingressSets(res *resources.Resources) ([]*listenerSet, []*gatewayv1.HTTPRoute) {
@@ -58,13 +64,13 @@ func (t *gatewayTranslator) ingressSets(res *resources.Resources) ([]*listenerSe
 	var sets []*listenerSet
 	var routes []*gatewayv1.HTTPRoute
 	for _, ing := range selected {
-		k := ingressKey{ing: ing, gw: gwName, httpPort: shape.HTTP.Port, world: t.idx.world}
+		k := ingressKey{ing: ing, gw: gwName, httpPort: shape.HTTP.Port}
 		if shape.HTTPS != nil {
 			k.httpsPort = shape.HTTPS.Port
 		}
 		c, ok := t.cache.ingresses[k]
-		if !ok {
-			c = ingress.Convert(ing, t.gw, shape, t.idx.servicePort)
+		if !ok || anyChanged(c.deps, t.cache.changed) {
+			c = t.convertIngress(ing, shape)
 		}
 		t.cache.usedIngresses[k] = c
 		t.status.Ingresses[key(ing.Namespace, ing.Name)] = &IngressStatus{Gateway: gwName, Served: true, Problems: slices.Clone(c.Problems)}
@@ -76,6 +82,16 @@ func (t *gatewayTranslator) ingressSets(res *resources.Resources) ([]*listenerSe
 		}
 	}
 	return sets, routes
+}
+
+// convertIngress converts an Ingress, recording the Services it reads.
+func (t *gatewayTranslator) convertIngress(ing *networkingv1.Ingress, shape ingress.Shape) convertedIngress {
+	var r reads
+	c := ingress.Convert(ing, t.gw, shape, func(ns, svc, port string) (int32, bool) {
+		r.read(dep{depService, key(ns, svc)})
+		return t.idx.servicePort(ns, svc, port)
+	})
+	return convertedIngress{Converted: c, deps: r.deps}
 }
 
 // servicePort returns the number of a Service's named port.

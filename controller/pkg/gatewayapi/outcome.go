@@ -26,7 +26,7 @@ type outcome struct {
 	kind     string
 	meta     *metav1.ObjectMeta
 	// rules are the route's translated rules, reused when the Gateway's
-	// context changes but the world rules depend on does not.
+	// context changes but none of the rules' deps does.
 	rules *cachedRules
 	// epoch is the last translation whose snapshot held the route.
 	epoch uint64
@@ -42,8 +42,9 @@ type addition struct {
 
 // gatewayContext is what attachment depends on besides the route: the
 // Gateway's spec, which of its listeners are usable, the namespaces (for
-// selectors) and the backend world. While it stays the same, the outcome of
-// a route object stays the same.
+// selectors) and the route kinds the cluster serves. While it stays the
+// same, the outcome of a route object stays the same unless one of its
+// rules' deps changes.
 type gatewayContext struct {
 	// gw is the Gateway object the context was first seen with: a new
 	// object with the same spec (a status write) keeps it.
@@ -53,7 +54,7 @@ type gatewayContext struct {
 	// generation, allowed): their listeners are in usable's order.
 	sets       string
 	namespaces uint64
-	world      uint64
+	unserved   string
 	// conflicts fingerprints which routes lose hostnames to routes of the
 	// other kind.
 	conflicts uint64
@@ -72,6 +73,9 @@ type gatewayState struct {
 	tables   map[gatewayv1.PortNumber]*table
 	clusters map[clusterSpec]int // by the number of outcomes using them
 	routes   map[RouteKey][]gatewayv1.RouteParentStatus
+	// readers are the routes whose rules read each dep: built when a dep
+	// first changes (a full translation does not pay for it), then kept.
+	readers map[dep]map[*metav1.ObjectMeta]bool
 }
 
 // newGatewayState returns an empty state sized for the given number of
@@ -100,7 +104,7 @@ func (t *gatewayTranslator) context(prev *gatewayState) gatewayContext {
 	if prev != nil && sameSpec(prev.ctx.gw, gw) {
 		gw = prev.ctx.gw
 	}
-	return gatewayContext{gw: gw, usable: string(usable), sets: setsKey(t.sets), namespaces: t.idx.namespacesVersion, world: t.idx.world}
+	return gatewayContext{gw: gw, usable: string(usable), sets: setsKey(t.sets), namespaces: t.idx.namespacesVersion, unserved: t.idx.unservedKinds}
 }
 
 // sameSpec reports whether two Gateway objects translate alike: the
@@ -113,8 +117,8 @@ func sameSpec(a, b *gatewayv1.Gateway) bool {
 
 // update brings the state up to date with the snapshot's HTTPRoutes and
 // GRPCRoutes: it takes back what the routes no longer there (deleted, or
-// replaced by a changed object) added, then attaches the routes it has not
-// seen. Takeaways come first because a changed route's old and new
+// replaced by a changed object) or reading a changed dep added, then
+// attaches the routes it has not seen and those. Takeaways come first because a changed route's old and new
 // objects share a status key. The HTTPRoutes made of Ingresses come with
 // the snapshot's.
 func (t *gatewayTranslator) update(res *resources.Resources, fromIngresses []*gatewayv1.HTTPRoute) {
@@ -124,8 +128,9 @@ func (t *gatewayTranslator) update(res *resources.Resources, fromIngresses []*ga
 	if len(fromIngresses) > 0 {
 		httpRoutes = append(slices.Clip(httpRoutes), fromIngresses...)
 	}
-	newHTTP, seenHTTP := unseen(s, httpRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
-	newGRPC, seenGRPC := unseen(s, res.GRPCRoutes, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+	stale := s.stale(t.cache.changed)
+	newHTTP, seenHTTP := unseen(s, stale, httpRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+	newGRPC, seenGRPC := unseen(s, stale, res.GRPCRoutes, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 	if seenHTTP+seenGRPC < len(s.applied) {
 		for m, o := range s.applied {
 			if o.epoch != s.epoch {
@@ -189,12 +194,13 @@ func compareRoutes(a, b *metav1.ObjectMeta) int {
 }
 
 // unseen marks the routes the state holds as seen in this translation, and
-// returns the others and how many it marked.
-func unseen[T any](s *gatewayState, routes []*T, meta func(*T) *metav1.ObjectMeta) ([]*T, int) {
+// returns the others and how many it marked. A stale route is not marked:
+// its outcome is taken back and it is attached again.
+func unseen[T any](s *gatewayState, stale map[*metav1.ObjectMeta]bool, routes []*T, meta func(*T) *metav1.ObjectMeta) ([]*T, int) {
 	var out []*T
 	seen := 0
 	for _, r := range routes {
-		if o, ok := s.applied[meta(r)]; !ok {
+		if o, ok := s.applied[meta(r)]; !ok || stale[meta(r)] {
 			out = append(out, r)
 		} else if o.epoch != s.epoch {
 			o.epoch = s.epoch
@@ -225,6 +231,8 @@ func (t *gatewayTranslator) apply(o *outcome) {
 	for _, c := range o.clusters {
 		s.clusters[c]++
 	}
+	s.addReader(o)
+
 	for _, a := range o.added {
 		t.addRoutes(t.listeners[a.listener], a.hosts, o, a.routes)
 	}
@@ -246,6 +254,8 @@ func (t *gatewayTranslator) takeBack(o *outcome) {
 			delete(s.clusters, c)
 		}
 	}
+	s.removeReader(o)
+
 	for _, a := range o.added {
 		t.removeRoutes(t.listeners[a.listener], a.hosts, o.meta, a.routes)
 	}

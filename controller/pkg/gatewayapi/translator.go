@@ -20,7 +20,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/supported"
-	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
 )
@@ -58,17 +57,22 @@ type Translator struct {
 	opts   Options
 	states map[types.NamespacedName]*gatewayState
 	// ingresses are the Ingress conversions of the last translation.
-	ingresses map[ingressKey]ingress.Converted
+	ingresses map[ingressKey]convertedIngress
+	// world is what the last translation's rules read, to tell which
+	// deps the next snapshot changes.
+	world world
 }
 
 // cachedRules is a route's translated rules and what translating them
 // found.
 type cachedRules struct {
-	world    uint64
 	routes   [][]*ir.Route
 	problems ruleProblems
 	resolved []metav1.Condition
 	clusters []clusterSpec
+	// deps are what translating the rules read; while none changes, the
+	// rules stay as they are.
+	deps []dep
 }
 
 // NewTranslator returns a Translator that has seen nothing yet.
@@ -90,7 +94,11 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 		}
 	}
 	streams := streamRoutes(res)
-	c := &cache{fresh: map[*metav1.ObjectMeta]*cachedRules{}, world: idx.world, ingresses: tr.ingresses, usedIngresses: map[ingressKey]ingress.Converted{}}
+	var changed map[dep]bool
+	if len(tr.states) > 0 {
+		changed = changedDeps(tr.world, idx.world())
+	}
+	c := &cache{fresh: map[*metav1.ObjectMeta]*cachedRules{}, changed: changed, ingresses: tr.ingresses, usedIngresses: map[ingressKey]convertedIngress{}}
 	states := map[types.NamespacedName]*gatewayState{}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
@@ -100,7 +108,7 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	}
 	// Gateways no longer translated are forgotten, and Ingresses no
 	// longer served.
-	tr.states, tr.ingresses = states, c.usedIngresses
+	tr.states, tr.ingresses, tr.world = states, c.usedIngresses, idx.world()
 	st.reportIngresses()
 	return out
 }
@@ -108,31 +116,31 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 // cache shares translated rules between the Gateways of one translation.
 type cache struct {
 	fresh map[*metav1.ObjectMeta]*cachedRules
-	world uint64
+	// changed are the deps this snapshot changed since the last.
+	changed map[dep]bool
 	// ingresses are the previous translation's Ingress conversions;
 	// usedIngresses this one's.
-	ingresses, usedIngresses map[ingressKey]ingress.Converted
+	ingresses, usedIngresses map[ingressKey]convertedIngress
 }
 
 // cachedRules returns the translated rules of a route, translating them
 // with translate unless another Gateway did in this translation or this
-// Gateway's previous state holds them for the same world.
+// Gateway's previous state holds them and none of their deps changed.
 func (t *gatewayTranslator) cachedRules(meta *metav1.ObjectMeta, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) ([][]*ir.Route, ruleProblems, conditions) {
 	c := t.cache
 	hit, ok := c.fresh[meta]
 	if !ok && t.prev != nil {
-		if o := t.prev.applied[meta]; o != nil && o.rules != nil && o.rules.world == c.world {
+		if o := t.prev.applied[meta]; o != nil && o.rules != nil && !anyChanged(o.rules.deps, c.changed) {
 			hit, ok = o.rules, true
 			c.fresh[meta] = hit
 		}
 	}
 	if !ok {
 		resolved := conditions{generation: meta.Generation}
-		var specs []clusterSpec
-		t.recording = &specs
+		t.reads = &reads{}
 		routes, problems := translate(&resolved)
-		t.recording = nil
-		hit = &cachedRules{world: c.world, routes: routes, problems: problems, resolved: resolved.list, clusters: specs}
+		hit = &cachedRules{routes: routes, problems: problems, resolved: resolved.list, clusters: t.reads.clusters, deps: t.reads.deps}
+		t.reads = nil
 		c.fresh[meta] = hit
 	}
 	t.rec.rules = hit
@@ -176,8 +184,8 @@ type gatewayTranslator struct {
 
 	streams []streamRoute // TLS, TCP and UDP routes, oldest first
 	cache   *cache
-	// recording collects the clusters that rules being translated use.
-	recording *[]clusterSpec
+	// reads collects what the rules being translated read.
+	reads *reads
 	// state is what the Gateway's HTTPRoutes and GRPCRoutes add up to;
 	// prev is the state of the previous translation when its context was
 	// not this one's. rec is the outcome of the route being attached.

@@ -117,15 +117,7 @@ func BenchmarkOneRouteChange(b *testing.B) {
 	if _, err := res.Load("bench", bytes.NewReader(data)); err != nil {
 		b.Fatal(err)
 	}
-	stage1 := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: DefaultControllerName})
-	stage2 := xds.NewTranslator(xds.DefaultSettings())
-	translate := func() {
-		g := stage1.Translate(res)
-		if _, err := stage2.Translate(g.Gateways[0]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	translate()
+	translate := warmTranslators(b, res)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -137,4 +129,74 @@ func BenchmarkOneRouteChange(b *testing.B) {
 		res.HTTPRoutes[k] = c
 		translate()
 	}
+}
+
+// BenchmarkServiceChange is what the controller does when a Service changes
+// in a 10,000-route snapshot (the largest of sizes): one in a namespace no
+// route uses, one that a single route uses, and one that a fiftieth of the
+// routes use (the workload spreads routes over 50 Services). Each iteration
+// adds or removes a second port, which changes what rules can resolve.
+func BenchmarkServiceChange(b *testing.B) {
+	data := workload(b, slices.Max(sizes))
+	for _, used := range []string{"none", "one-route", "shared"} {
+		b.Run("used-by="+used, func(b *testing.B) {
+			res := &resources.Resources{}
+			if _, err := res.Load("bench", bytes.NewReader(data)); err != nil {
+				b.Fatal(err)
+			}
+			var i int
+			switch used {
+			case "none":
+				svc := res.Services[0].DeepCopy()
+				svc.Namespace, svc.UID = "elsewhere", "elsewhere"
+				res.Services = append(res.Services, svc)
+				i = len(res.Services) - 1
+			case "one-route":
+				svc := res.Services[0].DeepCopy()
+				svc.Name, svc.UID = "solo", "solo"
+				res.Services = append(res.Services, svc)
+				i = len(res.Services) - 1
+				r := res.HTTPRoutes[0].DeepCopy()
+				r.Namespace = svc.Namespace
+				for j := range r.Spec.Rules {
+					for k := range r.Spec.Rules[j].BackendRefs {
+						r.Spec.Rules[j].BackendRefs[k].Name = "solo"
+						r.Spec.Rules[j].BackendRefs[k].Namespace = nil
+					}
+				}
+				res.HTTPRoutes[0] = r
+			}
+			translate := warmTranslators(b, res)
+			base := res.Services[i]
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				n++
+				svc := base.DeepCopy()
+				if n%2 == 1 {
+					p := svc.Spec.Ports[0]
+					p.Name, p.Port = "extra", p.Port+1
+					svc.Spec.Ports = append(svc.Spec.Ports, p)
+				}
+				res.Services[i] = svc
+				translate()
+			}
+		})
+	}
+}
+
+// warmTranslators translates res with both stages once and returns what
+// translates it again with the same translators, as the controller does on
+// every change.
+func warmTranslators(b *testing.B, res *resources.Resources) func() {
+	stage1 := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: DefaultControllerName})
+	stage2 := xds.NewTranslator(xds.DefaultSettings())
+	translate := func() {
+		g := stage1.Translate(res)
+		if _, err := stage2.Translate(g.Gateways[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	translate()
+	return translate
 }

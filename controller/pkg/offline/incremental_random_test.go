@@ -8,14 +8,17 @@ import (
 	"testing"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"isobar.dev/controller/pkg/resources"
 )
 
 // Random sequences of the changes a cluster sees (routes created, edited,
 // deleted and listed in another order; a Gateway written with the same
-// spec or a changed one; a Service going and coming back) must leave a
-// Translator that has seen every step producing what a fresh one does.
+// spec or a changed one; a Service going and coming back or its ports
+// edited; ReferenceGrants and BackendTLSPolicies going, coming back or
+// edited) must leave a Translator that has seen every step producing what a
+// fresh one does.
 func TestIncrementalRandomChanges(t *testing.T) {
 	inputs, err := filepath.Glob("testdata/*.in.yaml")
 	if err != nil {
@@ -50,7 +53,7 @@ func TestIncrementalRandomChanges(t *testing.T) {
 // are replaced, never written in place: earlier snapshots share them.
 func randomChange(rng *rand.Rand, snap *resources.Resources, aside *[]*gatewayv1.HTTPRoute, base *resources.Resources) string {
 	routes := slices.Clone(snap.HTTPRoutes)
-	switch rng.IntN(10) {
+	switch rng.IntN(13) {
 	case 0:
 		if len(routes) == 0 {
 			return "nothing"
@@ -125,6 +128,12 @@ func randomChange(rng *rand.Rand, snap *resources.Resources, aside *[]*gatewayv1
 		grpc[i] = c
 		snap.GRPCRoutes = grpc
 		return "GRPCRoute edited"
+	case 10:
+		return changeServicePorts(rng, snap)
+	case 11:
+		return changeGrants(rng, snap, base)
+	case 12:
+		return changeBackendTLS(rng, snap, base)
 	case 8:
 		if rng.IntN(2) == 0 {
 			return changeIngresses(rng, snap, base)
@@ -229,4 +238,75 @@ func restore[T any](snap *[]T, base []T, what string) string {
 	}
 	*snap = base
 	return what
+}
+
+// changeServicePorts adds a port to a Service, or renumbers its first:
+// rules naming the old number lose their backend.
+func changeServicePorts(rng *rand.Rand, snap *resources.Resources) string {
+	if len(snap.Services) == 0 {
+		return "nothing"
+	}
+	svcs := slices.Clone(snap.Services)
+	i := rng.IntN(len(svcs))
+	c := svcs[i].DeepCopy()
+	if len(c.Spec.Ports) == 0 {
+		return "nothing"
+	}
+	if rng.IntN(2) == 0 {
+		p := c.Spec.Ports[0]
+		p.Name, p.Port = "added", p.Port+1000
+		c.Spec.Ports = append(c.Spec.Ports, p)
+	} else {
+		c.Spec.Ports[0].Port++
+	}
+	svcs[i] = c
+	snap.Services = svcs
+	return "Service ports edited"
+}
+
+// changeGrants deletes a ReferenceGrant, narrows its first "to" to one
+// name, or brings the input's back.
+func changeGrants(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
+	return deleteOrEdit(rng, &snap.ReferenceGrants, base.ReferenceGrants, "ReferenceGrant", func(g *gatewayv1beta1.ReferenceGrant) (*gatewayv1beta1.ReferenceGrant, string) {
+		if len(g.Spec.To) == 0 {
+			return nil, ""
+		}
+		c := g.DeepCopy()
+		name := gatewayv1.ObjectName("narrowed")
+		c.Spec.To[0].Name = &name
+		return c, "narrowed"
+	})
+}
+
+// changeBackendTLS deletes a BackendTLSPolicy, changes its hostname, or
+// brings the input's back.
+func changeBackendTLS(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
+	return deleteOrEdit(rng, &snap.BackendTLSPolicies, base.BackendTLSPolicies, "BackendTLSPolicy", func(p *gatewayv1.BackendTLSPolicy) (*gatewayv1.BackendTLSPolicy, string) {
+		c := p.DeepCopy()
+		c.Generation++
+		c.Spec.Validation.Hostname = "edited-" + c.Spec.Validation.Hostname
+		return c, "hostname edited"
+	})
+}
+
+// deleteOrEdit deletes a random object of a kind or replaces it by what
+// edit returns (nil: no edit applies), or brings the input's back when a
+// snapshot has none.
+func deleteOrEdit[T any](rng *rand.Rand, objs *[]*T, base []*T, kind string, edit func(*T) (*T, string)) string {
+	list := slices.Clone(*objs)
+	if len(list) == 0 {
+		return restore(objs, base, kind+" back")
+	}
+	i := rng.IntN(len(list))
+	if rng.IntN(2) == 0 {
+		*objs = slices.Delete(list, i, i+1)
+		return kind + " deleted"
+	}
+	c, what := edit(list[i])
+	if c == nil {
+		return "nothing"
+	}
+	list[i] = c
+	*objs = list
+	return kind + " " + what
 }

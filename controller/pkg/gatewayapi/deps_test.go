@@ -1,0 +1,165 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/resources"
+)
+
+const depsInput = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: isobar}
+spec: {controllerName: isobar.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: isobar
+  listeners:
+  - {name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: solo, namespace: apps, uid: solo}
+spec: {ports: [{name: http, port: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: shared, namespace: apps, uid: shared}
+spec: {ports: [{name: http, port: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: remote, namespace: backends, uid: remote}
+spec: {ports: [{name: http, port: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: unused, namespace: elsewhere, uid: unused}
+spec: {ports: [{name: http, port: 8080}]}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: routes, namespace: backends}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: apps}]
+  to: [{group: "", kind: Service}]
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: other, namespace: elsewhere}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: apps}]
+  to: [{group: "", kind: Service}]
+`
+
+func depsRoute(name, backendNS, backend string) string {
+	return fmt.Sprintf(`
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: %s, namespace: apps}
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  hostnames: [%s.example.com]
+  rules: [{backendRefs: [{name: %s, namespace: %s, port: 8080}]}]
+`, name, name, backend, backendNS)
+}
+
+// A change to what rules read re-translates the rules of the routes that
+// read it and no other: the rest keep their translated rules (the same
+// object), whatever else in the cluster changed.
+func TestDepsRetranslateOnlyReaders(t *testing.T) {
+	in := depsInput + depsRoute("solo", "apps", "solo") + depsRoute("remote", "backends", "remote")
+	for i := range 4 {
+		in += depsRoute(fmt.Sprint("shared-", i), "apps", "shared")
+	}
+	res := &resources.Resources{}
+	if _, err := res.Load("deps", strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
+	rules := func() map[string]*cachedRules {
+		tr.Translate(res)
+		s := tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}]
+		out := map[string]*cachedRules{}
+		for _, r := range res.HTTPRoutes {
+			o := s.applied[&r.ObjectMeta]
+			if o == nil || o.rules == nil {
+				t.Fatalf("route %s has no translated rules", r.Name)
+			}
+			out[r.Name] = o.rules
+		}
+		return out
+	}
+	before := rules()
+	for _, step := range []struct {
+		what   string
+		change func()
+		want   []string // routes whose rules are translated again
+	}{
+		{"a Service no route uses gets a port", func() { addPort(res, "elsewhere", "unused") }, nil},
+		{"a ReferenceGrant in a namespace no route reads is narrowed", func() { narrowGrant(res, "elsewhere") }, nil},
+		{"the Gateway's status is written", func() {
+			gw := res.Gateways[0].DeepCopy()
+			gw.ResourceVersion += "1"
+			res.Gateways = []*gatewayv1.Gateway{gw}
+		}, nil},
+		{"a Service one route uses gets a port", func() { addPort(res, "apps", "solo") }, []string{"solo"}},
+		{"a Service four routes use gets a port", func() { addPort(res, "apps", "shared") }, []string{"shared-0", "shared-1", "shared-2", "shared-3"}},
+		{"the ReferenceGrant a route reads is narrowed", func() { narrowGrant(res, "backends") }, []string{"remote"}},
+		{"the Service it no longer reaches goes", func() { deleteService(res, "backends", "remote") }, nil},
+	} {
+		step.change()
+		after := rules()
+		var got []string
+		for name, r := range after {
+			if r != before[name] {
+				got = append(got, name)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, step.want) {
+			t.Errorf("%s: rules translated again for %v, want %v", step.what, got, step.want)
+		}
+		before = after
+	}
+}
+
+func addPort(res *resources.Resources, ns, name string) {
+	res.Services = slices.Clone(res.Services)
+	for i, s := range res.Services {
+		if s.Namespace == ns && s.Name == name {
+			c := s.DeepCopy()
+			p := c.Spec.Ports[0]
+			p.Name, p.Port = "extra", p.Port+1
+			c.Spec.Ports = append(c.Spec.Ports, p)
+			res.Services[i] = c
+		}
+	}
+}
+
+func deleteService(res *resources.Resources, ns, name string) {
+	res.Services = slices.DeleteFunc(slices.Clone(res.Services), func(s *corev1.Service) bool { return s.Namespace == ns && s.Name == name })
+}
+
+func narrowGrant(res *resources.Resources, ns string) {
+	res.ReferenceGrants = slices.Clone(res.ReferenceGrants)
+	for i, g := range res.ReferenceGrants {
+		if g.Namespace == ns {
+			c := g.DeepCopy()
+			name := gatewayv1.ObjectName("narrowed")
+			c.Spec.To[0].Name = &name
+			res.ReferenceGrants[i] = c
+		}
+	}
+}
