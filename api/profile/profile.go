@@ -47,6 +47,29 @@ func IsRef(group, kind string) bool {
 	return group == v1alpha1.GroupVersion.Group && kind == "ContourDeployment"
 }
 
+// ClassRef returns the ContourDeployment a GatewayClass's parametersRef
+// names, and false when it names none (no ref, another kind, or no
+// namespace, which ForClass reports). Every reader of a class's profile
+// matches through it, so that none is more lenient than the resolution.
+func ClassRef(gc *gatewayv1.GatewayClass) (types.NamespacedName, bool) {
+	ref := gc.Spec.ParametersRef
+	if ref == nil || !IsRef(string(ref.Group), string(ref.Kind)) || ref.Namespace == nil || *ref.Namespace == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: string(*ref.Namespace), Name: ref.Name}, true
+}
+
+// GatewayRef returns the ContourDeployment a Gateway's own
+// spec.infrastructure.parametersRef names: always in the Gateway's
+// namespace.
+func GatewayRef(gw *gatewayv1.Gateway) (types.NamespacedName, bool) {
+	inf := gw.Spec.Infrastructure
+	if inf == nil || inf.ParametersRef == nil || !IsRef(string(inf.ParametersRef.Group), string(inf.ParametersRef.Kind)) {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: gw.Namespace, Name: inf.ParametersRef.Name}, true
+}
+
 // ForClass resolves a GatewayClass's parametersRef; a class without one
 // gets the default profile.
 func ForClass(gc *gatewayv1.GatewayClass, get Lookup) (*Profile, error) {
@@ -57,10 +80,10 @@ func ForClass(gc *gatewayv1.GatewayClass, get Lookup) (*Profile, error) {
 	if !IsRef(string(ref.Group), string(ref.Kind)) {
 		return nil, Invalidf("parametersRef must be a %s ContourDeployment, not %s %s", v1alpha1.GroupVersion.Group, kindOf(string(ref.Group), string(ref.Kind)), ref.Name)
 	}
-	if ref.Namespace == nil || *ref.Namespace == "" {
+	key, ok := ClassRef(gc)
+	if !ok {
 		return nil, Invalidf("parametersRef to ContourDeployment %s needs a namespace: ContourDeployments are namespaced", ref.Name)
 	}
-	key := types.NamespacedName{Namespace: string(*ref.Namespace), Name: ref.Name}
 	cd, err := find(get, key)
 	if err != nil {
 		return nil, err
@@ -79,7 +102,7 @@ func ForGateway(gw *gatewayv1.Gateway, class *Profile, get Lookup) (*Profile, er
 	if !IsRef(string(ref.Group), string(ref.Kind)) {
 		return nil, Invalidf("spec.infrastructure.parametersRef must be a %s ContourDeployment, not %s %s", v1alpha1.GroupVersion.Group, kindOf(string(ref.Group), string(ref.Kind)), ref.Name)
 	}
-	key := types.NamespacedName{Namespace: gw.Namespace, Name: ref.Name}
+	key, _ := GatewayRef(gw)
 	cd, err := find(get, key)
 	if err != nil {
 		return nil, err

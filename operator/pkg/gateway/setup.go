@@ -17,6 +17,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/fleet"
+	"isobar.dev/api/profile"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
@@ -84,10 +85,10 @@ func (r *Reconciler) gatewaysOfProfile(ctx context.Context, o client.Object) []r
 	if err := r.Client.List(ctx, &classes); err != nil {
 		return nil
 	}
+	cd := client.ObjectKeyFromObject(o)
 	using := map[string]bool{}
 	for _, gc := range classes.Items {
-		ref := gc.Spec.ParametersRef
-		if ref != nil && ref.Name == o.GetName() && ref.Namespace != nil && string(*ref.Namespace) == o.GetNamespace() {
+		if ref, ok := profile.ClassRef(&gc); ok && ref == cd {
 			using[gc.Name] = true
 		}
 	}
@@ -97,9 +98,7 @@ func (r *Reconciler) gatewaysOfProfile(ctx context.Context, o client.Object) []r
 	}
 	var out []reconcile.Request
 	for _, gw := range list.Items {
-		own := gw.Spec.Infrastructure != nil && gw.Spec.Infrastructure.ParametersRef != nil &&
-			gw.Spec.Infrastructure.ParametersRef.Name == o.GetName() && gw.Namespace == o.GetNamespace()
-		if own || using[string(gw.Spec.GatewayClassName)] {
+		if ref, own := profile.GatewayRef(&gw); own && ref == cd || using[string(gw.Spec.GatewayClassName)] {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
 		}
 	}

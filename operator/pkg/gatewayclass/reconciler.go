@@ -83,9 +83,7 @@ func (r *Reconciler) classesOf(ctx context.Context, o client.Object) []reconcile
 	}
 	var out []reconcile.Request
 	for _, gc := range list.Items {
-		ref := gc.Spec.ParametersRef
-		if string(gc.Spec.ControllerName) == r.ControllerName && ref != nil && ref.Name == o.GetName() &&
-			ref.Namespace != nil && string(*ref.Namespace) == o.GetNamespace() {
+		if ref, ok := profile.ClassRef(&gc); ok && ref == client.ObjectKeyFromObject(o) && string(gc.Spec.ControllerName) == r.ControllerName {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: gc.Name}})
 		}
 	}

@@ -50,19 +50,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func classProfile(_ context.Context, o client.Object) []reconcile.Request {
-	ref := o.(*gatewayv1.GatewayClass).Spec.ParametersRef
-	if ref == nil || ref.Namespace == nil || !apiprofile.IsRef(string(ref.Group), string(ref.Kind)) {
+	ref, ok := apiprofile.ClassRef(o.(*gatewayv1.GatewayClass))
+	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: string(*ref.Namespace), Name: ref.Name}}}
+	return []reconcile.Request{{NamespacedName: ref}}
 }
 
 // gatewayProfiles maps a Gateway to its own profile and its class's.
 func (r *Reconciler) gatewayProfiles(ctx context.Context, o client.Object) []reconcile.Request {
 	gw := o.(*gatewayv1.Gateway)
 	var out []reconcile.Request
-	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil && apiprofile.IsRef(string(inf.ParametersRef.Group), string(inf.ParametersRef.Kind)) {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: gw.Namespace, Name: inf.ParametersRef.Name}})
+	if ref, ok := apiprofile.GatewayRef(gw); ok {
+		out = append(out, reconcile.Request{NamespacedName: ref})
 	}
 	gc := &gatewayv1.GatewayClass{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: string(gw.Spec.GatewayClassName)}, gc); err == nil {
@@ -84,8 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	next := cd.Status.DeepCopy()
 	next.GatewayClasses = nil
 	for _, gc := range classes.Items {
-		ref := gc.Spec.ParametersRef
-		if string(gc.Spec.ControllerName) == r.ControllerName && refersTo(ref, cd) {
+		if ref, ok := apiprofile.ClassRef(&gc); ok && ref == client.ObjectKeyFromObject(cd) && string(gc.Spec.ControllerName) == r.ControllerName {
 			using[gc.Name] = true
 			next.GatewayClasses = append(next.GatewayClasses, gc.Name)
 		}
@@ -97,10 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var refs []v1alpha1.GatewayReference
 	for _, gw := range gateways.Items {
-		inf := gw.Spec.Infrastructure
-		own := inf != nil && inf.ParametersRef != nil && inf.ParametersRef.Name == cd.Name && gw.Namespace == cd.Namespace &&
-			apiprofile.IsRef(string(inf.ParametersRef.Group), string(inf.ParametersRef.Kind))
-		if own || using[string(gw.Spec.GatewayClassName)] {
+		if ref, own := apiprofile.GatewayRef(&gw); own && ref == client.ObjectKeyFromObject(cd) || using[string(gw.Spec.GatewayClassName)] {
 			refs = append(refs, v1alpha1.GatewayReference{Namespace: gw.Namespace, Name: gw.Name})
 		}
 	}
@@ -160,9 +156,4 @@ func (r *Reconciler) dryRun(ctx context.Context, cd *v1alpha1.ContourDeployment,
 		return nil
 	}
 	return provision.DryRun(ctx, r.Client, owner, gvk, f)
-}
-
-// refersTo reports whether a class's parametersRef names cd.
-func refersTo(ref *gatewayv1.ParametersReference, cd *v1alpha1.ContourDeployment) bool {
-	return ref != nil && apiprofile.IsRef(string(ref.Group), string(ref.Kind)) && ref.Name == cd.Name && ref.Namespace != nil && string(*ref.Namespace) == cd.Namespace
 }
