@@ -22,31 +22,27 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"isobar.dev/api/certrefs"
+	"isobar.dev/controller/pkg/informerset"
 )
 
 // Watcher keeps one informer per wanted object.
 type Watcher struct {
-	// ctx bounds every informer: they stop with it.
-	ctx     context.Context
 	client  kubernetes.Interface
 	changed func()
+	set     *informerset.Set[certrefs.Ref]
 
-	mu      sync.Mutex
-	watches map[certrefs.Ref]*objectWatch
-}
-
-type objectWatch struct {
-	informer toolscache.SharedIndexInformer
-	stop     context.CancelFunc
-	// lastErr is the watch's last list or watch error, such as a missing
-	// RBAC grant, until it syncs.
-	lastErr error
+	mu sync.Mutex
+	// errs are the watches' last list or watch errors, such as a missing
+	// RBAC grant, until they sync.
+	errs map[certrefs.Ref]error
 }
 
 // New returns a Watcher whose informers run until ctx ends; changed is
 // called on every add, update and delete of a watched object.
 func New(ctx context.Context, c kubernetes.Interface, changed func()) *Watcher {
-	return &Watcher{ctx: ctx, client: c, changed: changed, watches: map[certrefs.Ref]*objectWatch{}}
+	w := &Watcher{client: c, changed: changed, errs: map[certrefs.Ref]error{}}
+	w.set = informerset.New(ctx, w.informer)
+	return w
 }
 
 // Want makes refs the watched objects: new ones start, ones no longer
@@ -55,38 +51,22 @@ func New(ctx context.Context, c kubernetes.Interface, changed func()) *Watcher {
 // the wanted objects not yet listed and why, such as a refused watch (their
 // informers keep retrying, and report the object when they get it).
 func (w *Watcher) Want(refs []certrefs.Ref, timeout time.Duration) map[certrefs.Ref]error {
-	w.mu.Lock()
-	wanted := make(map[certrefs.Ref]bool, len(refs))
-	var started []toolscache.InformerSynced
-	for _, r := range refs {
-		wanted[r] = true
-		if _, ok := w.watches[r]; !ok {
-			ow := w.start(r)
-			w.watches[r] = ow
-			started = append(started, ow.informer.HasSynced)
-		}
-	}
-	for r, ow := range w.watches {
-		if !wanted[r] {
-			ow.stop()
-			delete(w.watches, r)
-		}
-	}
-	w.mu.Unlock()
-	if len(started) > 0 {
-		ctx, cancel := context.WithTimeout(w.ctx, timeout)
-		toolscache.WaitForCacheSync(ctx.Done(), started...)
-		cancel()
-	}
+	w.set.Want(refs, timeout)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var unsynced map[certrefs.Ref]error
-	for r, ow := range w.watches {
-		if !ow.informer.HasSynced() {
+	all := w.set.All()
+	for r := range w.errs {
+		if _, ok := all[r]; !ok {
+			delete(w.errs, r)
+		}
+	}
+	for r, inf := range all {
+		if !inf.HasSynced() {
 			if unsynced == nil {
 				unsynced = map[certrefs.Ref]error{}
 			}
-			err := ow.lastErr
+			err := w.errs[r]
 			if err == nil {
 				err = fmt.Errorf("not listed yet")
 			}
@@ -96,8 +76,8 @@ func (w *Watcher) Want(refs []certrefs.Ref, timeout time.Duration) map[certrefs.
 	return unsynced
 }
 
-// start runs the informer of one object; w.mu is held.
-func (w *Watcher) start(r certrefs.Ref) *objectWatch {
+// informer builds the informer of one object.
+func (w *Watcher) informer(r certrefs.Ref) toolscache.SharedIndexInformer {
 	var obj runtime.Object
 	var lw *toolscache.ListWatch
 	if r.Kind == certrefs.ConfigMap {
@@ -110,18 +90,11 @@ func (w *Watcher) start(r certrefs.Ref) *objectWatch {
 		lw = byName(r.Name, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return secrets.List(ctx, o) }, secrets.Watch)
 	}
 	inf := toolscache.NewSharedIndexInformer(lw, obj, 0, toolscache.Indexers{})
-	ctx, stop := context.WithCancel(w.ctx)
-	ow := &objectWatch{informer: inf, stop: stop}
 	// Translation never reads managed fields.
-	_ = inf.SetTransform(func(o any) (any, error) {
-		if m, ok := o.(metav1.Object); ok {
-			m.SetManagedFields(nil)
-		}
-		return o, nil
-	})
+	_ = inf.SetTransform(informerset.StripManagedFields)
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
 		w.mu.Lock()
-		ow.lastErr = err
+		w.errs[r] = err
 		w.mu.Unlock()
 	})
 	notify := func(any) { w.changed() }
@@ -129,8 +102,7 @@ func (w *Watcher) start(r certrefs.Ref) *objectWatch {
 		AddFunc: notify, DeleteFunc: notify,
 		UpdateFunc: func(_, _ any) { w.changed() },
 	})
-	go inf.RunWithContext(ctx)
-	return ow
+	return inf
 }
 
 // byName lists and watches the one object named name.
@@ -160,10 +132,9 @@ func (w *Watcher) ConfigMaps() []*corev1.ConfigMap {
 // objects lists the watched objects of a kind in the order of their
 // references, so that a translation's input does not depend on map order.
 func objects[T any](w *Watcher, kind string) []*T {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	refs := make([]certrefs.Ref, 0, len(w.watches))
-	for r := range w.watches {
+	all := w.set.All()
+	refs := make([]certrefs.Ref, 0, len(all))
+	for r := range all {
 		if r.Kind == kind {
 			refs = append(refs, r)
 		}
@@ -173,7 +144,7 @@ func objects[T any](w *Watcher, kind string) []*T {
 	})
 	var out []*T
 	for _, r := range refs {
-		for _, o := range w.watches[r].informer.GetStore().List() {
+		for _, o := range all[r].GetStore().List() {
 			if t, ok := o.(*T); ok {
 				out = append(out, t)
 			}

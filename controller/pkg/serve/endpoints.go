@@ -2,8 +2,10 @@ package serve
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -109,15 +111,29 @@ func (r *reconciler) reconcileEndpoints(ctx context.Context, req ctrl.Request) (
 	return ctrl.Result{}, nil
 }
 
-// endpointSlices are a Service's EndpointSlices as the cache holds them now.
-func (r *reconciler) endpointSlices(ctx context.Context, svc types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
-	var list discoveryv1.EndpointSliceList
-	if err := r.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+// endpointSlices are a Service's EndpointSlices as the watch holds them now.
+func (r *reconciler) endpointSlices(_ context.Context, svc types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
+	return r.endpoints.Of(svc)
+}
+
+// endpointWait bounds how long a pass waits for the first listing of a
+// namespace's EndpointSlices; past it, the clusters go out without
+// endpoints and the slices follow through the fast path.
+const endpointWait = 10 * time.Second
+
+// backendNamespaces are the namespaces of the Services the translated
+// Gateway's clusters come from: those whose EndpointSlices it needs.
+func backendNamespaces(result *gatewayapi.Result) []string {
+	seen := map[string]bool{}
+	for _, gw := range result.Gateways {
+		for _, c := range gw.Clusters {
+			if len(c.Shares) == 0 && c.Source.Namespace != "" {
+				seen[c.Source.Namespace] = true
+			}
+			for _, sh := range c.Shares {
+				seen[sh.Source.Namespace] = true
+			}
+		}
 	}
-	out := make([]*discoveryv1.EndpointSlice, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
+	return slices.Sorted(maps.Keys(seen))
 }

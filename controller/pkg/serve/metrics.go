@@ -32,10 +32,14 @@ var (
 		Name: "isobar_endpoint_fast_path_pushes_total",
 		Help: "Endpoint-only changes pushed without a full translation.",
 	})
+	endpointNamespaces = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "isobar_endpointslice_watched_namespaces",
+		Help: "Namespaces whose EndpointSlices are watched: those of the served Gateway's backends.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(translationSeconds, statusWrites, statusChecks, statusRefusals, endpointPushes)
+	metrics.Registry.MustRegister(translationSeconds, statusWrites, statusChecks, statusRefusals, endpointPushes, endpointNamespaces)
 }
 
 // xdsCollector reads the xDS server's counters at scrape time, so the

@@ -16,6 +16,7 @@ import (
 
 	"isobar.dev/api/target"
 	"isobar.dev/controller/pkg/batch"
+	"isobar.dev/controller/pkg/endpointwatch"
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/namedwatch"
@@ -53,6 +54,11 @@ type reconciler struct {
 	// can use; certificateChanges tells the work queue of their changes.
 	certificates       *namedwatch.Watcher
 	certificateChanges chan event.GenericEvent
+	// endpoints watches the EndpointSlices of the namespaces the served
+	// Gateway's clusters come from; endpointChanges carries their events
+	// to the work queue.
+	endpoints       *endpointwatch.Watcher
+	endpointChanges chan event.GenericEvent
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -80,7 +86,15 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.served = tgt.Gateway
 	}
 	start := time.Now()
+	res.EndpointSlices = r.endpoints.Slices()
 	result := r.stage1.Translate(res)
+	if r.endpoints.Want(backendNamespaces(result), endpointWait) {
+		// Clusters from a namespace watched for the first time: translate
+		// again with its slices rather than serve them without endpoints.
+		res.EndpointSlices = r.endpoints.Slices()
+		result = r.stage1.Translate(res)
+	}
+	endpointNamespaces.Set(float64(len(r.endpoints.Namespaces())))
 	if len(result.Gateways) == 0 {
 		r.clusters = nil
 		if r.opts.Gateway.Name != "" {

@@ -43,6 +43,7 @@ import (
 	"isobar.dev/api/fleet"
 	"isobar.dev/api/logs"
 	"isobar.dev/controller/pkg/batch"
+	"isobar.dev/controller/pkg/endpointwatch"
 	"isobar.dev/controller/pkg/fleetreport"
 	"isobar.dev/controller/pkg/namedwatch"
 	"isobar.dev/controller/pkg/xds"
@@ -209,6 +210,14 @@ func Run(ctx context.Context, o Options) error {
 		default:
 		}
 	})
+	r.endpointChanges = make(chan event.GenericEvent, 1024)
+	r.endpoints = endpointwatch.New(ctx, clientset, func(s *discoveryv1.EndpointSlice) {
+		r.batch.Changed()
+		select {
+		case r.endpointChanges <- event.GenericEvent{Object: s}:
+		case <-ctx.Done():
+		}
+	})
 	own := func() fleetreport.Report {
 		st := xdsServer.Status()
 		return fleetreport.Report{Replica: replica, Connected: st.Connected, Acknowledged: st.Acknowledged, Rejections: st.Rejections, Generation: r.generation.Load()}
@@ -344,11 +353,10 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	// Of a Namespace only its labels matter (allowedRoutes selectors), not
 	// the phase changes of one being deleted.
 	b = b.Watches(&corev1.Namespace{}, always, builder.WithPredicates(predicate.LabelChangedPredicate{}))
-	// EndpointSlices take the fast path of their own work item.
-	b = b.Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		r.batch.Changed()
-		return endpointsRequest(ctx, o)
-	}))
+	// EndpointSlices, watched in the namespaces of the Gateway's
+	// backends (see reconcile), take the fast path of their own work
+	// item.
+	b = b.WatchesRawSource(source.Channel(r.endpointChanges, handler.EnqueueRequestsFromMapFunc(endpointsRequest)))
 	return b.Complete(r)
 }
 

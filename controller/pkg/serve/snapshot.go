@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -16,8 +15,9 @@ import (
 	"isobar.dev/controller/pkg/resources"
 )
 
-// snapshotter lists everything the translator reads but Secrets and
-// ConfigMaps (the reconciler's certificates adds those), straight from the
+// snapshotter lists everything the translator reads but Secrets,
+// ConfigMaps and EndpointSlices (the reconciler's own watches add those),
+// straight from the
 // informers' stores: the cached objects themselves, without a copy.
 // Informers replace an object when it changes, so an unchanged object keeps
 // its pointer from one snapshot to the next, which is how the translator
@@ -45,7 +45,6 @@ func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error
 		ReferenceGrants:    list[gatewayv1beta1.ReferenceGrant](l),
 		BackendTLSPolicies: list[gatewayv1.BackendTLSPolicy](l),
 		Services:           list[corev1.Service](l),
-		EndpointSlices:     list[discoveryv1.EndpointSlice](l),
 		Namespaces:         list[corev1.Namespace](l),
 		Unserved:           s.served.unserved(),
 	}
