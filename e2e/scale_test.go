@@ -16,8 +16,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -159,6 +161,25 @@ func TestScaleGateways(t *testing.T) {
 	idleRates := rates(requestCounts(t, ctls), before, idle)
 	opIdle := (scrapeSum(t, op.metrics, "rest_client_requests_total") - opBefore) / idle.Seconds()
 	watches := apiserverWatches(t, ctx) - watchesOperator
+
+	// A status write to the class (anyone's: the class reconciler's own)
+	// must not send the operator through every fleet of the class.
+	passes := operatorGatewayPasses(t, op)
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		c := &gatewayv1.GatewayClass{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(class), c); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "example.com/Touched", Status: metav1.ConditionTrue, Reason: "Test", ObservedGeneration: c.Generation})
+		return env.Client.Status().Update(ctx, c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if n := operatorGatewayPasses(t, op) - passes; n >= float64(gateways) {
+		t.Errorf("a status write to the GatewayClass took the operator through %v Gateway passes (%d Gateways)", n, gateways)
+	}
 
 	// A change: Gateway 0's routes updated, one at a time, each awaited
 	// at an ADS client of its controller. The others must not translate.
@@ -315,4 +336,16 @@ func maxOr0(v []float64) float64 {
 		return 0
 	}
 	return slices.Max(v)
+}
+
+// operatorGatewayPasses counts the operator's passes over Gateways.
+func operatorGatewayPasses(t *testing.T, op *runningOperator) float64 {
+	t.Helper()
+	var n float64
+	for k, v := range scrape(t, op.metrics) {
+		if strings.HasPrefix(k, `controller_runtime_reconcile_total{controller="gateway",`) {
+			n += v
+		}
+	}
+	return n
 }

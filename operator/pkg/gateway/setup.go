@@ -47,7 +47,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&gatewayv1.Gateway{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(gatewayOfClusterScoped)).
 		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(gatewayOfClusterScoped)).
-		Watches(&gatewayv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
+		// A class's spec decides its Gateways' fleets (gatewayclass.Check
+		// reads the spec, not the status); the class reconciler's status
+		// writes would re-queue every Gateway of the class for nothing.
+		Watches(&gatewayv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// An autoscaler appearing or going changes who owns replicas.
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysInNamespace)).
 		Watches(&v1alpha1.ContourDeployment{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfProfile)).
