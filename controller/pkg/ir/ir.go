@@ -6,6 +6,16 @@
 // the Gateway API.
 //
 // IR values are plain data, compared and printed as they are in golden tests.
+//
+// IR values are immutable once a translation has returned them: stage one
+// hands out the same pointers for what did not change, and stage two keeps
+// the Envoy resources it built from each pointer, so a value written in
+// place would be served stale, and a caller holding an earlier result
+// would see it change. A translation builds new values for what changed.
+// The same holds for stage one's input: the informer cache's objects and
+// an earlier snapshot's slices are shared, never written. The offline
+// package's incremental tests enforce both, comparing each step's input and
+// the previous step's results before and after a translation.
 package ir
 
 import (

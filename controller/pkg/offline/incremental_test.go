@@ -2,9 +2,11 @@ package offline
 
 import (
 	"bytes"
-	"k8s.io/apimachinery/pkg/api/meta"
+	"encoding/json"
 	"slices"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,6 +85,10 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 type incremental struct {
 	stage1 *gatewayapi.Translator
 	stage2 map[string]*xds.Translator
+	// prev is the last step's result and what it rendered to when it was
+	// returned, to check that later steps leave it as it was.
+	prev         *Result
+	prevRendered map[string][]byte
 }
 
 func newIncremental() *incremental {
@@ -93,9 +99,14 @@ func newIncremental() *incremental {
 }
 
 // check translates res incrementally and fails the test where the result
-// differs from a fresh translation's.
+// differs from a fresh translation's, or where translating wrote its input
+// or what the previous step returned (the immutability rule of package ir).
 func (inc *incremental) check(t *testing.T, step string, res *resources.Resources) {
 	t.Helper()
+	input, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
 	incremental := &Result{Input: res, Gateways: inc.stage1.Translate(res)}
 	for _, g := range incremental.Gateways.Gateways {
 		x, ok := inc.stage2[g.Name]
@@ -110,20 +121,33 @@ func (inc *incremental) check(t *testing.T, step string, res *resources.Resource
 		}
 		incremental.XDS = append(incremental.XDS, out)
 	}
+	if after, _ := json.Marshal(res); !bytes.Equal(input, after) {
+		t.Errorf("%s: translating changed the input:\n%s", step, firstDifference(input, after))
+	}
+	if inc.prev != nil {
+		for typ, was := range inc.prevRendered {
+			if now, _ := Render(inc.prev, typ, "yaml"); !bytes.Equal(was, now) {
+				t.Errorf("%s: translating changed the previous step's %s:\n%s", step, typ, firstDifference(was, now))
+			}
+		}
+	}
 	fresh, err := Translate(res, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	rendered := map[string][]byte{}
 	for _, typ := range []string{"status", "ir", "listeners", "routes", "clusters", "endpoints"} {
 		a, err := Render(incremental, typ, "yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
+		rendered[typ] = a
 		b, _ := Render(fresh, typ, "yaml")
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s: incremental %s differs from a fresh translation:\n%s", step, typ, firstDifference(b, a))
 		}
 	}
+	inc.prev, inc.prevRendered = incremental, rendered
 }
 
 func ptr[T any](v T) *T { return &v }
