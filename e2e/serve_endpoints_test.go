@@ -2,18 +2,23 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"isobar.dev/e2e/harness"
+	"isobar.dev/operator/pkg/render"
 )
 
 // A controller watches EndpointSlices only in the namespaces its Gateway's
@@ -83,3 +88,74 @@ func TestServeEndpointSlicesOfBackendNamespaces(t *testing.T) {
 		return scrape(t, s.metrics)["isobar_endpointslice_watched_namespaces"] == 1
 	})
 }
+
+// A controller started under a running fleet (an upgrade) pushes its first
+// configuration only with the endpoints it serves: until then its xDS port
+// is closed and Envoys keep what they had, and clusters without endpoints
+// would take every reconnecting Envoy from working endpoints to none. Here
+// RBAC refuses the backend namespace's EndpointSlices for longer than a
+// later pass would wait for them; the first pass waits, and the first EDS
+// an Envoy gets has the endpoints.
+func TestServeFirstPushWaitsForEndpoints(t *testing.T) {
+	ctx, cancel := harness.Context()
+	defer cancel()
+	ns := namespace(t)
+	fleet(t, ctx, ns, "web")
+	backend(t, ctx, ns, "app", "10.1.2.3")
+	create(t, ctx, httpRoute(ns, "app", "app", "web"))
+	gw := &gatewayv1.Gateway{}
+	if err := env.Client.Get(ctx, keyOf(ns, "web"), gw); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := asRenderedController(t, ctx, gw, nil)
+	f, err := render.Render(render.Input{Gateway: gw, ControllerName: string(controllerName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: f.Names.ClusterRole}, role); err != nil {
+		t.Fatal(err)
+	}
+	granted := role.DeepCopy()
+	role.Rules = slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "endpointslices") })
+	if len(role.Rules) == len(granted.Rules) {
+		t.Fatal("the controller's ClusterRole has no EndpointSlice rule to take away")
+	}
+	if err := env.Client.Update(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+
+	s := startController(t, kubeconfig, ns, "web", nil)
+	refused := time.Now().Add(endpointWaitAfterStart)
+	for time.Now().Before(refused) {
+		if exited, err := s.proc.Exited(); exited {
+			t.Fatalf("the controller exited: %v\n%s", err, s.proc.Output())
+		}
+		if resp, err := http.Get(s.health + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				t.Fatal("the controller served its first configuration before it could read the backends' EndpointSlices")
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: f.Names.ClusterRole}, role); err != nil {
+			return err
+		}
+		role.Rules = granted.Rules
+		return env.Client.Update(ctx, role)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, s.proc, s.health+"/readyz", 60*time.Second)
+	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", resourcev3.EndpointType)
+	if got := endpointAddresses(t, ads.next(resourcev3.EndpointType, 10*time.Second)); !slices.Equal(got, []string{"10.1.2.3:8080"}) {
+		t.Fatalf("first EDS: %v, want 10.1.2.3:8080", got)
+	}
+}
+
+// endpointWaitAfterStart is longer than a pass after the first waits for
+// a namespace's EndpointSlices (10 s), with the controller's start.
+const endpointWaitAfterStart = 20 * time.Second

@@ -121,6 +121,19 @@ func (r *reconciler) endpointSlices(_ context.Context, svc types.NamespacedName)
 // endpoints and the slices follow through the fast path.
 const endpointWait = 10 * time.Second
 
+// endpointWaitFor is how long this pass may wait for slices. Until the
+// first configuration is in the xDS cache the xDS port is closed and the
+// fleet keeps serving what it had (a controller restarted under a running
+// fleet, such as by an upgrade); clusters without endpoints pushed then
+// would send every reconnecting Envoy from working endpoints to none. So
+// the first pass waits as long as the caches' first listing may take.
+func (r *reconciler) endpointWaitFor() time.Duration {
+	if r.ready.Load() {
+		return endpointWait
+	}
+	return cacheSyncTimeout
+}
+
 // backendNamespaces are the namespaces of the Services the translated
 // Gateway's clusters come from: those whose EndpointSlices it needs.
 func backendNamespaces(result *gatewayapi.Result) []string {

@@ -88,7 +88,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	start := time.Now()
 	res.EndpointSlices = r.endpoints.Slices()
 	result := r.stage1.Translate(res)
-	if r.endpoints.Want(backendNamespaces(result), endpointWait) {
+	if r.endpoints.Want(backendNamespaces(result), r.endpointWaitFor()) {
 		// Clusters from a namespace watched for the first time: translate
 		// again with its slices rather than serve them without endpoints.
 		res.EndpointSlices = r.endpoints.Slices()
