@@ -21,7 +21,7 @@ type route struct {
 // Gateway.
 type attachment struct {
 	ref   gatewayv1.ParentReference
-	conds conditions
+	conds routeConditions
 	// hosts are, per accepted listener, the hostnames the route serves on it.
 	listeners []*listener
 	hosts     [][]string
@@ -34,7 +34,7 @@ type attachment struct {
 // countAccepted counts an attachment on its listeners' attachedRoutes if
 // the route is accepted there: attachedRoutes counts exactly those.
 func (t *gatewayTranslator) countAccepted(a *attachment) {
-	if !a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
+	if !a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
 		return
 	}
 	for _, l := range a.attached {
@@ -58,14 +58,14 @@ func (t *gatewayTranslator) attach(r route) []*attachment {
 		if !ok {
 			continue
 		}
-		a := &attachment{ref: ref, conds: conditions{generation: r.meta.Generation}}
+		a := &attachment{ref: ref, conds: routeConditions{generation: r.meta.Generation}}
 		out = append(out, a)
 		if invalid != nil {
-			a.conds.set(string(gatewayv1.RouteConditionAccepted), false, string(gatewayv1.RouteReasonUnsupportedValue), invalid.Error())
+			a.conds.set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonUnsupportedValue, invalid.Error())
 			continue
 		}
 		if set != nil && set.notAllowed != "" {
-			a.conds.set(string(gatewayv1.RouteConditionAccepted), false, string(gatewayv1.RouteReasonNotAllowedByListeners),
+			a.conds.set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonNotAllowedByListeners,
 				fmt.Sprintf("ListenerSet %s/%s is not attached to its Gateway: %s", set.obj.Namespace, set.obj.Name, set.notAllowed))
 			continue
 		}
@@ -79,7 +79,7 @@ func (t *gatewayTranslator) attach(r route) []*attachment {
 // allowedRoutes and hostname, in the order the Gateway API reports
 // failures: no listener selected, not allowed, no hostname in common.
 func (t *gatewayTranslator) attachParent(r route, set *listenerSet, a *attachment) {
-	accepted := string(gatewayv1.RouteConditionAccepted)
+	accepted := gatewayv1.RouteConditionAccepted
 	// Gateways have few listeners: these lists live on the stack.
 	var selectedBuf, allowedBuf [8]*listener
 	selected, allowed := selectedBuf[:0], allowedBuf[:0]
@@ -96,7 +96,7 @@ func (t *gatewayTranslator) attachParent(r route, set *listenerSet, a *attachmen
 		selected = append(selected, l)
 	}
 	if len(selected) == 0 {
-		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNoMatchingParent), noListenerMessage(a.ref, set))
+		a.conds.set(accepted, false, gatewayv1.RouteReasonNoMatchingParent, noListenerMessage(a.ref, set))
 		return
 	}
 	var why []string
@@ -108,7 +108,7 @@ func (t *gatewayTranslator) attachParent(r route, set *listenerSet, a *attachmen
 		allowed = append(allowed, l)
 	}
 	if len(allowed) == 0 {
-		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), joinMessages(why))
+		a.conds.set(accepted, false, gatewayv1.RouteReasonNotAllowedByListeners, joinMessages(why))
 		return
 	}
 	// A route attaches to a listener that allows it and shares a hostname
@@ -138,11 +138,11 @@ func (t *gatewayTranslator) attachParent(r route, set *listenerSet, a *attachmen
 			a.conds.set(accepted, false, "HostnameConflict", joinMessages(conflicts))
 			return
 		}
-		a.conds.set(accepted, false, string(gatewayv1.RouteReasonNoMatchingListenerHostname),
+		a.conds.set(accepted, false, gatewayv1.RouteReasonNoMatchingListenerHostname,
 			fmt.Sprintf("none of the route's hostnames %v matches a listener hostname", r.hostnames))
 		return
 	}
-	a.conds.set(accepted, true, string(gatewayv1.RouteReasonAccepted), "Route is accepted")
+	a.conds.set(accepted, true, gatewayv1.RouteReasonAccepted, "Route is accepted")
 }
 
 func noListenerMessage(ref gatewayv1.ParentReference, set *listenerSet) string {

@@ -25,7 +25,7 @@ type backendRef struct {
 // that does not resolve keeps its weight, marked invalid, so that its share
 // of requests gets a 500 as the Gateway API asks; the reason goes to
 // resolved.
-func (t *gatewayTranslator) httpBackends(fromNS, fromKind string, refs []backendRef, resolved *conditions) *ir.Destination {
+func (t *gatewayTranslator) httpBackends(fromNS, fromKind string, refs []backendRef, resolved *routeConditions) *ir.Destination {
 	d := &ir.Destination{}
 	for _, ref := range refs {
 		weight := uint32(1)
@@ -36,14 +36,14 @@ func (t *gatewayTranslator) httpBackends(fromNS, fromKind string, refs []backend
 		name, err := t.resolveBackend(fromNS, fromKind, ref.ref)
 		if err != nil {
 			if err.reason != "" {
-				resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, err.message)
+				resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, err.message)
 			}
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
 		wc := ir.WeightedCluster{Cluster: name, Weight: weight}
 		if err := backendFilters(&wc, ref.filters); err != nil {
-			resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, string(gatewayv1.RouteReasonUnsupportedValue),
+			resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonUnsupportedValue,
 				fmt.Sprintf("backendRef %s: %v", ref.ref.Name, err))
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
@@ -56,7 +56,7 @@ func (t *gatewayTranslator) httpBackends(fromNS, fromKind string, refs []backend
 // resolveBackend checks a backend reference from a route of kind fromKind in
 // namespace fromNS and returns its cluster name, adding the cluster to the
 // IR on first use.
-func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv1.BackendObjectReference) (string, *refError) {
+func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv1.BackendObjectReference) (string, *routeRefError) {
 	group, kind := "", "Service"
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -65,7 +65,7 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 		kind = string(*ref.Kind)
 	}
 	if group != "" || kind != "Service" {
-		return "", &refError{string(gatewayv1.RouteReasonInvalidKind),
+		return "", &routeRefError{gatewayv1.RouteReasonInvalidKind,
 			fmt.Sprintf("backendRef %s: kind %s of group %q is not supported; use a core Service", ref.Name, kind, group)}
 	}
 	ns := fromNS
@@ -76,16 +76,16 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 		t.reads.read(dep{depGrants, types.NamespacedName{Namespace: ns}})
 	}
 	if ns != fromNS && !t.idx.granted(gatewayv1.GroupName, fromKind, fromNS, "", "Service", ns, string(ref.Name)) {
-		return "", &refError{string(gatewayv1.RouteReasonRefNotPermitted),
+		return "", &routeRefError{gatewayv1.RouteReasonRefNotPermitted,
 			fmt.Sprintf("backendRef to Service %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)}
 	}
 	t.reads.read(dep{depService, key(ns, string(ref.Name))})
 	svc, ok := t.idx.services[key(ns, string(ref.Name))]
 	if !ok {
-		return "", &refError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s does not exist", ns, ref.Name)}
+		return "", &routeRefError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s does not exist", ns, ref.Name)}
 	}
 	if ref.Port == nil {
-		return "", &refError{string(gatewayv1.RouteReasonUnsupportedValue), fmt.Sprintf("backendRef to Service %s/%s needs a port", ns, ref.Name)}
+		return "", &routeRefError{gatewayv1.RouteReasonUnsupportedValue, fmt.Sprintf("backendRef to Service %s/%s needs a port", ns, ref.Name)}
 	}
 	// UDPRoutes need the Service's UDP port of that number, every other
 	// route its TCP port.
@@ -105,7 +105,7 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 		}
 	}
 	if sp == nil {
-		return "", &refError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s has no %s port %d", ns, ref.Name, want, *ref.Port)}
+		return "", &routeRefError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s has no %s port %d", ns, ref.Name, want, *ref.Port)}
 	}
 	if fromKind == "GRPCRoute" {
 		suffix = "/grpc" // gRPC needs HTTP/2 whatever the Service says
@@ -123,7 +123,7 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 			spec.rejected = true
 			t.ensureCluster(spec)
 			t.reads.cluster(spec)
-			return "", &refError{}
+			return "", &routeRefError{}
 		}
 	}
 	t.ensureCluster(spec)

@@ -21,7 +21,7 @@ import (
 type backendTLS struct {
 	policy *gatewayv1.BackendTLSPolicy
 	tls    *ir.UpstreamTLS // nil when the policy is not usable
-	conds  conditions
+	conds  policyConditions
 	// losers are newer policies for the same Service port; their
 	// Conflicted status goes to the same Gateways as this one's.
 	losers []*backendTLS
@@ -43,7 +43,7 @@ func indexBackendTLS(res *resources.Resources, idx *index) map[backendTLSKey]*ba
 	})
 	out := map[backendTLSKey]*backendTLS{}
 	for _, p := range policies {
-		bt := &backendTLS{policy: p, conds: conditions{generation: p.Generation}}
+		bt := &backendTLS{policy: p, conds: policyConditions{generation: p.Generation}}
 		bt.tls = evaluateBackendTLS(p, idx, &bt.conds)
 		for _, ref := range p.Spec.TargetRefs {
 			if ref.Group != "" || ref.Kind != "Service" {
@@ -52,44 +52,44 @@ func indexBackendTLS(res *resources.Resources, idx *index) map[backendTLSKey]*ba
 			k := backendTLSKey{service: key(p.Namespace, string(ref.Name)), port: string(deref(ref.SectionName))}
 			if older, taken := out[k]; taken && older.policy != p {
 				older.losers = append(older.losers, bt)
-				bt.conds.set(string(gatewayv1.PolicyConditionAccepted), false, string(gatewayv1.PolicyReasonConflicted),
+				bt.conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonConflicted,
 					fmt.Sprintf("BackendTLSPolicy %s/%s, which is older, already applies to Service %s", older.policy.Namespace, older.policy.Name, ref.Name))
 				continue
 			}
 			out[k] = bt
 		}
-		bt.conds.set(string(gatewayv1.PolicyConditionAccepted), true, string(gatewayv1.PolicyReasonAccepted), "Policy is accepted")
-		bt.conds.set(string(gatewayv1.BackendTLSPolicyConditionResolvedRefs), true, string(gatewayv1.BackendTLSPolicyReasonResolvedRefs), "All references are resolved")
+		bt.conds.set(gatewayv1.PolicyConditionAccepted, true, gatewayv1.PolicyReasonAccepted, "Policy is accepted")
+		bt.conds.set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, true, gatewayv1.BackendTLSPolicyReasonResolvedRefs, "All references are resolved")
 	}
 	return out
 }
 
 // evaluateBackendTLS resolves a policy's CA certificates and names.
-func evaluateBackendTLS(p *gatewayv1.BackendTLSPolicy, idx *index, conds *conditions) *ir.UpstreamTLS {
+func evaluateBackendTLS(p *gatewayv1.BackendTLSPolicy, idx *index, conds *policyConditions) *ir.UpstreamTLS {
 	v := p.Spec.Validation
 	t := &ir.UpstreamTLS{SNI: string(v.Hostname)}
 	invalid := func(reason gatewayv1.PolicyConditionReason, msg string) *ir.UpstreamTLS {
-		conds.set(string(gatewayv1.PolicyConditionAccepted), false, string(gatewayv1.BackendTLSPolicyReasonNoValidCACertificate), msg)
-		conds.set(string(gatewayv1.BackendTLSPolicyConditionResolvedRefs), false, string(reason), msg)
+		conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.BackendTLSPolicyReasonNoValidCACertificate, msg)
+		conds.set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, false, reason, msg)
 		return nil
 	}
 	if err := checkHostname(t.SNI, false); err != nil {
-		conds.set(string(gatewayv1.PolicyConditionAccepted), false, string(gatewayv1.PolicyReasonInvalid), "validation.hostname: "+err.Error())
+		conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "validation.hostname: "+err.Error())
 		return nil
 	}
 	switch {
 	case v.WellKnownCACertificates != nil && len(v.CACertificateRefs) > 0:
-		conds.set(string(gatewayv1.PolicyConditionAccepted), false, string(gatewayv1.PolicyReasonInvalid), "set caCertificateRefs or wellKnownCACertificates, not both")
+		conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "set caCertificateRefs or wellKnownCACertificates, not both")
 		return nil
 	case v.WellKnownCACertificates != nil:
 		if *v.WellKnownCACertificates != gatewayv1.WellKnownCACertificatesSystem {
-			conds.set(string(gatewayv1.PolicyConditionAccepted), false, string(gatewayv1.PolicyReasonInvalid),
+			conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid,
 				fmt.Sprintf("wellKnownCACertificates %q is not supported; use System", *v.WellKnownCACertificates))
 			return nil
 		}
 		t.SystemCA = true
 	case len(v.CACertificateRefs) == 0:
-		conds.set(string(gatewayv1.PolicyConditionAccepted), false, string(gatewayv1.PolicyReasonInvalid), "set caCertificateRefs or wellKnownCACertificates")
+		conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "set caCertificateRefs or wellKnownCACertificates")
 		return nil
 	}
 	var bundle bytes.Buffer
@@ -127,18 +127,18 @@ func evaluateBackendTLS(p *gatewayv1.BackendTLSPolicy, idx *index, conds *condit
 		switch san.Type {
 		case gatewayv1.HostnameSubjectAltNameType:
 			if err := checkHostname(string(san.Hostname), true); err != nil {
-				conds.set(string(gatewayv1.PolicyConditionAccepted), false, string(gatewayv1.PolicyReasonInvalid), "subjectAltNames: "+err.Error())
+				conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "subjectAltNames: "+err.Error())
 				return nil
 			}
 			t.SubjectAltNames = append(t.SubjectAltNames, ir.SubjectAltName{Type: "DNS", Value: string(san.Hostname)})
 		case gatewayv1.URISubjectAltNameType:
 			if err := checkValue(string(san.URI), "subjectAltNames uri"); err != nil || san.URI == "" {
-				conds.set(string(gatewayv1.PolicyConditionAccepted), false, string(gatewayv1.PolicyReasonInvalid), fmt.Sprintf("subjectAltNames uri %q is not a URI", san.URI))
+				conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, fmt.Sprintf("subjectAltNames uri %q is not a URI", san.URI))
 				return nil
 			}
 			t.SubjectAltNames = append(t.SubjectAltNames, ir.SubjectAltName{Type: "URI", Value: string(san.URI)})
 		default:
-			conds.set(string(gatewayv1.PolicyConditionAccepted), false, string(gatewayv1.PolicyReasonInvalid), fmt.Sprintf("subjectAltNames type %q is not Hostname or URI", san.Type))
+			conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, fmt.Sprintf("subjectAltNames type %q is not Hostname or URI", san.Type))
 			return nil
 		}
 	}

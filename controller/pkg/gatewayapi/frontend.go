@@ -49,7 +49,7 @@ func (t *gatewayTranslator) checkFrontendValidation(l *listener) {
 	for _, ref := range v.CACertificateRefs {
 		name, ca, err := t.resolveCA(ref)
 		if err != nil {
-			l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, err.reason, err.message)
+			l.conds.problem(gatewayv1.ListenerConditionResolvedRefs, false, err.reason, err.message)
 			continue
 		}
 		cv.CARefs = append(cv.CARefs, name)
@@ -59,7 +59,7 @@ func (t *gatewayTranslator) checkFrontendValidation(l *listener) {
 		}
 	}
 	if len(cv.CARefs) == 0 {
-		l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonNoValidCACertificate),
+		l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonNoValidCACertificate,
 			"none of the client certificate validation's caCertificateRefs (spec.tls.frontend) resolves: see ResolvedRefs")
 		return
 	}
@@ -69,19 +69,19 @@ func (t *gatewayTranslator) checkFrontendValidation(l *listener) {
 
 // resolveCA checks one caCertificateRef: a ConfigMap or Secret with a PEM
 // bundle under ca.crt, in another namespace only with a ReferenceGrant.
-func (t *gatewayTranslator) resolveCA(ref gatewayv1.ObjectReference) (string, []byte, *refError) {
+func (t *gatewayTranslator) resolveCA(ref gatewayv1.ObjectReference) (string, []byte, *listenerRefError) {
 	kind := string(ref.Kind)
 	ns := t.gw.Namespace
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
 	if ref.Group != "" || kind != "ConfigMap" && kind != "Secret" {
-		return "", nil, &refError{string(gatewayv1.ListenerReasonInvalidCACertificateKind),
+		return "", nil, &listenerRefError{gatewayv1.ListenerReasonInvalidCACertificateKind,
 			fmt.Sprintf("caCertificateRef %s %s: only core ConfigMaps and Secrets hold CA certificates", groupKind(string(ref.Group), kind), ref.Name)}
 	}
 	name := fmt.Sprintf("%s %s/%s", kind, ns, ref.Name)
 	if ns != t.gw.Namespace && !t.idx.granted(gatewayv1.GroupName, "Gateway", t.gw.Namespace, "", kind, ns, string(ref.Name)) {
-		return "", nil, &refError{string(gatewayv1.ListenerReasonRefNotPermitted),
+		return "", nil, &listenerRefError{gatewayv1.ListenerReasonRefNotPermitted,
 			fmt.Sprintf("caCertificateRef to %s is not permitted: no ReferenceGrant in namespace %s allows it", name, ns)}
 	}
 	var ca []byte
@@ -94,10 +94,10 @@ func (t *gatewayTranslator) resolveCA(ref gatewayv1.ObjectReference) (string, []
 		ca, found = s.Data[caKey], true
 	}
 	if !found {
-		return "", nil, &refError{string(gatewayv1.ListenerReasonInvalidCACertificateRef), name + " does not exist"}
+		return "", nil, &listenerRefError{gatewayv1.ListenerReasonInvalidCACertificateRef, name + " does not exist"}
 	}
 	if err := checkCABundle(ca); err != nil {
-		return "", nil, &refError{string(gatewayv1.ListenerReasonInvalidCACertificateRef), fmt.Sprintf("%s: %s: %v", name, caKey, err)}
+		return "", nil, &listenerRefError{gatewayv1.ListenerReasonInvalidCACertificateRef, fmt.Sprintf("%s: %s: %v", name, caKey, err)}
 	}
 	return name, ca, nil
 }
@@ -165,11 +165,11 @@ func (t *gatewayTranslator) backendClientCertificate() {
 	}
 	name, err := t.resolveCertificate(*t.gw.Spec.TLS.Backend.ClientCertificateRef, t.ownerOf(nil))
 	if err != nil {
-		reason := string(gatewayv1.GatewayReasonInvalidClientCertificateRef)
-		if err.reason == string(gatewayv1.ListenerReasonRefNotPermitted) {
-			reason = string(gatewayv1.GatewayReasonRefNotPermitted)
+		reason := gatewayv1.GatewayReasonInvalidClientCertificateRef
+		if err.reason == gatewayv1.ListenerReasonRefNotPermitted {
+			reason = gatewayv1.GatewayReasonRefNotPermitted
 		}
-		t.backendCertErr = &refError{reason, "spec.tls.backend.clientCertificateRef: " + err.message}
+		t.backendCertErr = &refError[gatewayv1.GatewayConditionReason]{reason, "spec.tls.backend.clientCertificateRef: " + err.message}
 		return
 	}
 	t.backendCert = name

@@ -25,30 +25,30 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 		}
 	}
 	usable, invalid, conflicted := classify(own)
-	c := conditions{generation: t.gw.Generation}
-	accepted, programmed := string(gatewayv1.GatewayConditionAccepted), string(gatewayv1.GatewayConditionProgrammed)
+	c := gatewayConditions{generation: t.gw.Generation}
+	accepted, programmed := gatewayv1.GatewayConditionAccepted, gatewayv1.GatewayConditionProgrammed
 	switch {
 	case len(own) == 0:
-		c.set(accepted, true, string(gatewayv1.GatewayReasonAccepted), "Gateway is accepted")
-		c.set(programmed, true, string(gatewayv1.GatewayReasonProgrammed), "Gateway has no listeners")
+		c.set(accepted, true, gatewayv1.GatewayReasonAccepted, "Gateway is accepted")
+		c.set(programmed, true, gatewayv1.GatewayReasonProgrammed, "Gateway has no listeners")
 	case len(usable) == 0:
-		c.set(accepted, false, string(gatewayv1.GatewayReasonListenersNotValid), "no listener is valid: "+listenerSummary(usable, invalid, conflicted))
-		c.set(programmed, false, string(gatewayv1.GatewayReasonInvalid), "no listener can be programmed")
+		c.set(accepted, false, gatewayv1.GatewayReasonListenersNotValid, "no listener is valid: "+listenerSummary(usable, invalid, conflicted))
+		c.set(programmed, false, gatewayv1.GatewayReasonInvalid, "no listener can be programmed")
 	case len(invalid)+len(conflicted) > 0:
-		c.set(accepted, true, string(gatewayv1.GatewayReasonListenersNotValid), listenerSummary(usable, invalid, conflicted))
-		c.set(programmed, true, string(gatewayv1.GatewayReasonProgrammed), "Gateway is programmed")
+		c.set(accepted, true, gatewayv1.GatewayReasonListenersNotValid, listenerSummary(usable, invalid, conflicted))
+		c.set(programmed, true, gatewayv1.GatewayReasonProgrammed, "Gateway is programmed")
 	default:
-		c.set(accepted, true, string(gatewayv1.GatewayReasonAccepted), "Gateway is accepted")
-		c.set(programmed, true, string(gatewayv1.GatewayReasonProgrammed), "Gateway is programmed")
+		c.set(accepted, true, gatewayv1.GatewayReasonAccepted, "Gateway is accepted")
+		c.set(programmed, true, gatewayv1.GatewayReasonProgrammed, "Gateway is programmed")
 	}
 	switch {
 	case t.backendCertErr != nil:
-		c.set(string(gatewayv1.GatewayConditionResolvedRefs), false, t.backendCertErr.reason, t.backendCertErr.message+"; connections to backends present no client certificate")
+		c.set(gatewayv1.GatewayConditionResolvedRefs, false, t.backendCertErr.reason, t.backendCertErr.message+"; connections to backends present no client certificate")
 	case t.backendCert != "":
-		c.set(string(gatewayv1.GatewayConditionResolvedRefs), true, string(gatewayv1.GatewayReasonResolvedRefs), "spec.tls.backend.clientCertificateRef "+t.backendCert+" is presented to TLS backends")
+		c.set(gatewayv1.GatewayConditionResolvedRefs, true, gatewayv1.GatewayReasonResolvedRefs, "spec.tls.backend.clientCertificateRef "+t.backendCert+" is presented to TLS backends")
 	}
 	if insecure := t.insecureFrontend(); len(insecure) > 0 {
-		c.set(string(gatewayv1.GatewayConditionInsecureFrontendValidationMode), true, string(gatewayv1.GatewayReasonConfigurationChanged),
+		c.set(gatewayv1.GatewayConditionInsecureFrontendValidationMode, true, gatewayv1.GatewayReasonConfigurationChanged,
 			fmt.Sprintf("client certificate validation lets in clients without a valid certificate (AllowInsecureFallback): %s", strings.Join(insecure, ", ")))
 	}
 	st.Conditions = c.sorted()

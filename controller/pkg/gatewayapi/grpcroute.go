@@ -14,7 +14,7 @@ import (
 // the same virtual hosts as HTTPRoutes, to clusters that speak HTTP/2.
 func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute) {
 	r := route{kind: "GRPCRoute", meta: &gr.ObjectMeta, parentRefs: gr.Spec.ParentRefs, hostnames: gr.Spec.Hostnames}
-	t.attachRequestRoute(r, len(gr.Spec.Rules), func(resolved *conditions) ([][]*ir.Route, ruleProblems) {
+	t.attachRequestRoute(r, len(gr.Spec.Rules), func(resolved *routeConditions) ([][]*ir.Route, ruleProblems) {
 		var problems ruleProblems
 		out := make([][]*ir.Route, len(gr.Spec.Rules))
 		for i := range gr.Spec.Rules {
@@ -41,12 +41,12 @@ func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute) {
 	})
 }
 
-func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.GRPCRouteRule, resolved *conditions) (*ir.Route, string) {
+func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.GRPCRouteRule, resolved *routeConditions) (*ir.Route, string) {
 	r := &ir.Route{}
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, httpFilter(f)); err != nil {
 			if f.Type == gatewayv1.GRPCRouteFilterExtensionRef {
-				resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, string(gatewayv1.RouteReasonInvalidKind), err.Error())
+				resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonInvalidKind, err.Error())
 				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, ""
 			}
 			return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()

@@ -16,7 +16,7 @@ import (
 // translates its rules into the route tables and records its status.
 func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute) {
 	r := route{kind: "HTTPRoute", meta: &hr.ObjectMeta, parentRefs: hr.Spec.ParentRefs, hostnames: hr.Spec.Hostnames}
-	t.attachRequestRoute(r, len(hr.Spec.Rules), func(resolved *conditions) ([][]*ir.Route, ruleProblems) {
+	t.attachRequestRoute(r, len(hr.Spec.Rules), func(resolved *routeConditions) ([][]*ir.Route, ruleProblems) {
 		return t.translateHTTPRules(hr, resolved)
 	})
 }
@@ -24,7 +24,7 @@ func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute) {
 // attachRequestRoute attaches an HTTPRoute or GRPCRoute, whose rules become
 // HTTP routes in the virtual hosts of its hostnames, records what that
 // adds up to as the route's outcome and applies it to the state.
-func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) {
+func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate func(resolved *routeConditions) ([][]*ir.Route, ruleProblems)) {
 	o := t.record(r.kind, r.meta)
 	if o == nil {
 		return
@@ -38,17 +38,16 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate fun
 	// route: ResolvedRefs reports its references either way.
 	routes, problems, resolved := t.cachedRules(r.meta, translate)
 	for _, a := range atts {
-		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
+		if a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
 			problems.report(&a.conds, rules)
 		}
 		t.countAccepted(a)
-		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
+		if a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
 			for i, l := range a.listeners {
 				o.added = append(o.added, addition{listener: slices.Index(t.listeners, l), hosts: a.hosts[i], routes: redirectsFor(l, routes)})
 			}
 		}
-		c := resolvedRefs(&resolved)
-		a.conds.set(c.Type, c.Status == "True", c.Reason, c.Message)
+		setResolvedRefs(&a.conds, &resolved)
 		o.statuses = append(o.statuses, gatewayv1.RouteParentStatus{
 			ParentRef:      a.ref,
 			ControllerName: t.controller,
@@ -91,24 +90,24 @@ func (p *ruleProblems) add(rule int, msg string) {
 // report sets Accepted false when no rule is valid, else PartiallyInvalid
 // when some are not: the valid rules keep working, the invalid ones answer
 // 500.
-func (p *ruleProblems) report(c *conditions, rules int) {
+func (p *ruleProblems) report(c *routeConditions, rules int) {
 	if len(p.invalid) == 0 {
 		return
 	}
 	msg := joinMessages(p.msgs)
 	if len(p.invalid) == rules {
 		c.list = nil
-		c.set(string(gatewayv1.RouteConditionAccepted), false, string(gatewayv1.RouteReasonUnsupportedValue), msg)
+		c.set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonUnsupportedValue, msg)
 		return
 	}
-	c.set(string(gatewayv1.RouteConditionPartiallyInvalid), true, string(gatewayv1.RouteReasonUnsupportedValue), msg)
+	c.set(gatewayv1.RouteConditionPartiallyInvalid, true, gatewayv1.RouteReasonUnsupportedValue, msg)
 }
 
 // translateHTTPRules turns each rule and match into an IR route. Problems
 // with references go to resolved; rules that cannot be served as written
 // are returned as problems and answer 500, so that their requests never fall
 // through to a less specific route.
-func (t *gatewayTranslator) translateHTTPRules(hr *gatewayv1.HTTPRoute, resolved *conditions) ([][]*ir.Route, ruleProblems) {
+func (t *gatewayTranslator) translateHTTPRules(hr *gatewayv1.HTTPRoute, resolved *routeConditions) ([][]*ir.Route, ruleProblems) {
 	var problems ruleProblems
 	out := make([][]*ir.Route, len(hr.Spec.Rules))
 	for i := range hr.Spec.Rules {
@@ -149,12 +148,12 @@ func matchRoute(action *ir.Route, last bool, name string, m ir.Match) *ir.Route 
 
 // httpAction is what a rule does, shared by its matches, and why it cannot
 // do what the rule says, if it cannot.
-func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.HTTPRouteRule, resolved *conditions) (*ir.Route, string) {
+func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.HTTPRouteRule, resolved *routeConditions) (*ir.Route, string) {
 	r := &ir.Route{}
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, f); err != nil {
 			if f.Type == gatewayv1.HTTPRouteFilterExtensionRef {
-				resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, string(gatewayv1.RouteReasonInvalidKind), err.Error())
+				resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonInvalidKind, err.Error())
 				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, ""
 			}
 			return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()

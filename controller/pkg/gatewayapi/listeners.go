@@ -27,7 +27,7 @@ type listener struct {
 	clientValidation *ir.ClientValidation
 	// badCertificates says a certificateRef did not resolve.
 	badCertificates bool
-	conds           conditions
+	conds           listenerConditions
 	attached        int32
 }
 
@@ -35,9 +35,9 @@ type listener struct {
 // kinds it does not support make ResolvedRefs false but leave the listener
 // serving the kinds it does; a certificate it cannot use does not.
 func (l *listener) usable() bool {
-	return l.conds.isTrue(string(gatewayv1.ListenerConditionAccepted)) &&
+	return l.conds.isTrue(gatewayv1.ListenerConditionAccepted) &&
 		!l.badCertificates && len(l.kinds) > 0 &&
-		!l.conds.isTrue(string(gatewayv1.ListenerConditionConflicted))
+		!l.conds.isTrue(gatewayv1.ListenerConditionConflicted)
 }
 
 // terminatesTLS reports whether the listener terminates TLS: HTTPS, or TLS
@@ -107,17 +107,17 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 	ls := make([]*listener, len(specs))
 	for i := range specs {
 		spec := &specs[i].spec
-		l := &listener{spec: spec, set: specs[i].set, conds: conditions{generation: t.generationOf(specs[i].set)}}
+		l := &listener{spec: spec, set: specs[i].set, conds: listenerConditions{generation: t.generationOf(specs[i].set)}}
 		if spec.Hostname != nil {
 			l.hostname = string(*spec.Hostname)
 			if err := checkHostname(l.hostname, true); err != nil {
-				l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedValue), err.Error())
+				l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue, err.Error())
 			}
 		}
 		ls[i] = l
 		t.checkProtocol(l)
 		if err, refused := mapping.Refused[int32(spec.Port)]; refused {
-			l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonPortUnavailable), err.Error())
+			l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonPortUnavailable, err.Error())
 		} else {
 			l.containerPort = mapping.Container[int32(spec.Port)]
 		}
@@ -130,13 +130,13 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 	checkConflicts(ls)
 	checkOverlappingTLS(ls)
 	for _, l := range ls {
-		l.conds.set(string(gatewayv1.ListenerConditionAccepted), true, string(gatewayv1.ListenerReasonAccepted), "Listener is valid")
-		l.conds.set(string(gatewayv1.ListenerConditionResolvedRefs), true, string(gatewayv1.ListenerReasonResolvedRefs), "All references are resolved")
-		l.conds.set(string(gatewayv1.ListenerConditionConflicted), false, string(gatewayv1.ListenerReasonNoConflicts), "No conflicts")
+		l.conds.set(gatewayv1.ListenerConditionAccepted, true, gatewayv1.ListenerReasonAccepted, "Listener is valid")
+		l.conds.set(gatewayv1.ListenerConditionResolvedRefs, true, gatewayv1.ListenerReasonResolvedRefs, "All references are resolved")
+		l.conds.set(gatewayv1.ListenerConditionConflicted, false, gatewayv1.ListenerReasonNoConflicts, "No conflicts")
 		if l.usable() {
-			l.conds.set(string(gatewayv1.ListenerConditionProgrammed), true, string(gatewayv1.ListenerReasonProgrammed), "Listener is programmed")
+			l.conds.set(gatewayv1.ListenerConditionProgrammed, true, gatewayv1.ListenerReasonProgrammed, "Listener is programmed")
 		} else {
-			l.conds.set(string(gatewayv1.ListenerConditionProgrammed), false, string(gatewayv1.ListenerReasonInvalid), "Listener is not programmed: see its other conditions")
+			l.conds.set(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonInvalid, "Listener is not programmed: see its other conditions")
 		}
 	}
 	return ls
@@ -147,7 +147,7 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 func (t *gatewayTranslator) checkProtocol(l *listener) {
 	all, ok := routeKinds[l.spec.Protocol]
 	if !ok {
-		l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedProtocol),
+		l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedProtocol,
 			fmt.Sprintf("protocol %q is not supported; use HTTP, HTTPS, TLS, TCP or UDP", l.spec.Protocol))
 		return
 	}
@@ -165,7 +165,7 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 			l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptrTo(gatewayv1.Group(gatewayv1.GroupName)), Kind: k})
 		}
 		if len(kinds) == 0 {
-			l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, string(gatewayv1.ListenerReasonInvalidRouteKinds),
+			l.conds.problem(gatewayv1.ListenerConditionResolvedRefs, false, gatewayv1.ListenerReasonInvalidRouteKinds,
 				fmt.Sprintf("the cluster does not serve %v at version %s (install the Gateway API CRDs that have it)", unserved, gatewayv1.GroupVersion.Version))
 		}
 		return
@@ -187,7 +187,7 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 		if len(unserved) > 0 {
 			msg += fmt.Sprintf(" (the cluster does not serve %v at version %s)", unserved, gatewayv1.GroupVersion.Version)
 		}
-		l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, string(gatewayv1.ListenerReasonInvalidRouteKinds), msg)
+		l.conds.problem(gatewayv1.ListenerConditionResolvedRefs, false, gatewayv1.ListenerReasonInvalidRouteKinds, msg)
 	}
 }
 
@@ -225,7 +225,7 @@ func checkConflicts(ls []*listener) {
 		}
 		checkOwnConflicts(own)
 		for _, l := range own {
-			if !l.conds.isTrue(string(gatewayv1.ListenerConditionConflicted)) {
+			if !l.conds.isTrue(gatewayv1.ListenerConditionConflicted) {
 				kept = append(kept, l)
 			}
 		}
@@ -301,9 +301,9 @@ func checkOwnConflicts(ls []*listener) {
 // markConflicted marks a listener Conflicted, and so neither accepted nor
 // programmed, for the same reason.
 func markConflicted(l *listener, reason gatewayv1.ListenerConditionReason, msg string) {
-	l.conds.set(string(gatewayv1.ListenerConditionConflicted), true, string(reason), msg)
-	l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(reason), msg)
-	l.conds.set(string(gatewayv1.ListenerConditionProgrammed), false, string(reason), msg)
+	l.conds.set(gatewayv1.ListenerConditionConflicted, true, reason, msg)
+	l.conds.set(gatewayv1.ListenerConditionAccepted, false, reason, msg)
+	l.conds.set(gatewayv1.ListenerConditionProgrammed, false, reason, msg)
 }
 
 func names(ls []*listener) string {
@@ -321,7 +321,7 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 		return
 	}
 	if l.spec.TLS == nil {
-		l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedValue),
+		l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
 			fmt.Sprintf("a %s listener needs tls", p))
 		return
 	}
@@ -331,14 +331,14 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 	}
 	if mode == gatewayv1.TLSModePassthrough {
 		if p == gatewayv1.HTTPSProtocolType {
-			l.conds.set(string(gatewayv1.ListenerConditionAccepted), false, string(gatewayv1.ListenerReasonUnsupportedValue),
+			l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
 				"tls.mode Passthrough is not allowed on an HTTPS listener; use protocol TLS")
 		}
 		return
 	}
 	if len(l.spec.TLS.CertificateRefs) == 0 {
 		l.badCertificates = true
-		l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, string(gatewayv1.ListenerReasonInvalidCertificateRef),
+		l.conds.problem(gatewayv1.ListenerConditionResolvedRefs, false, gatewayv1.ListenerReasonInvalidCertificateRef,
 			"tls.certificateRefs is empty; a terminating listener needs a certificate")
 		return
 	}
@@ -346,19 +346,29 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 		name, err := t.resolveCertificate(ref, t.ownerOf(l))
 		if err != nil {
 			l.badCertificates = true
-			l.conds.problem(string(gatewayv1.ListenerConditionResolvedRefs), false, err.reason, err.message)
+			l.conds.problem(gatewayv1.ListenerConditionResolvedRefs, false, err.reason, err.message)
 			continue
 		}
 		l.certificates = append(l.certificates, name)
 	}
 }
 
-type refError struct{ reason, message string }
+// refError is a reference that cannot be used, with the condition reason
+// of the object whose reference it is.
+type refError[R ~string] struct {
+	reason  R
+	message string
+}
+
+type (
+	routeRefError    = refError[gatewayv1.RouteConditionReason]
+	listenerRefError = refError[gatewayv1.ListenerConditionReason]
+)
 
 // resolveCertificate checks one certificateRef of from (the Gateway, or a
 // ListenerSet: a ReferenceGrant to one is not one to the other) and adds
 // its Secret to the IR, returning the Secret's IR name.
-func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReference, from owner) (string, *refError) {
+func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReference, from owner) (string, *listenerRefError) {
 	group, kind := "", "Secret"
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -371,16 +381,16 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 		ns = string(*ref.Namespace)
 	}
 	if group != "" || kind != "Secret" {
-		return "", &refError{string(gatewayv1.ListenerReasonInvalidCertificateRef),
+		return "", &listenerRefError{gatewayv1.ListenerReasonInvalidCertificateRef,
 			fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name)}
 	}
 	if ns != from.namespace && !t.idx.granted(from.group, from.kind, from.namespace, "", "Secret", ns, string(ref.Name)) {
-		return "", &refError{string(gatewayv1.ListenerReasonRefNotPermitted),
+		return "", &listenerRefError{gatewayv1.ListenerReasonRefNotPermitted,
 			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)}
 	}
 	secret, ok := t.idx.secrets[key(ns, string(ref.Name))]
 	if !ok {
-		return "", &refError{string(gatewayv1.ListenerReasonInvalidCertificateRef),
+		return "", &listenerRefError{gatewayv1.ListenerReasonInvalidCertificateRef,
 			fmt.Sprintf("Secret %s/%s does not exist", ns, ref.Name)}
 	}
 	name := ns + "/" + string(ref.Name)
@@ -390,7 +400,7 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 	crt, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 	if _, err := tls.X509KeyPair(crt, key); err != nil {
 		// The error names what is wrong, never the key material.
-		return "", &refError{string(gatewayv1.ListenerReasonInvalidCertificateRef),
+		return "", &listenerRefError{gatewayv1.ListenerReasonInvalidCertificateRef,
 			fmt.Sprintf("Secret %s/%s does not hold a usable certificate and key in tls.crt and tls.key: %v", ns, ref.Name, err)}
 	}
 	t.secrets[name] = &ir.Secret{Name: name, Certificate: crt, PrivateKey: key}
@@ -411,7 +421,7 @@ func checkOverlappingTLS(ls []*listener) {
 			}
 			if matches(a.hostname, b.hostname) || matches(b.hostname, a.hostname) {
 				for _, l := range []*listener{a, b} {
-					l.conds.problem(string(gatewayv1.ListenerConditionOverlappingTLSConfig), true, string(gatewayv1.ListenerReasonOverlappingHostnames),
+					l.conds.problem(gatewayv1.ListenerConditionOverlappingTLSConfig, true, gatewayv1.ListenerReasonOverlappingHostnames,
 						fmt.Sprintf("hostname %q overlaps another TLS listener's on port %d", l.hostname, l.spec.Port))
 				}
 			}

@@ -124,12 +124,12 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 			t.ingressListenerProblems(s)
 			continue
 		}
-		c := conditions{generation: s.obj.Generation}
-		accepted, programmed := string(gatewayv1.ListenerSetConditionAccepted), string(gatewayv1.ListenerSetConditionProgrammed)
+		c := listenerSetConditions{generation: s.obj.Generation}
+		accepted, programmed := gatewayv1.ListenerSetConditionAccepted, gatewayv1.ListenerSetConditionProgrammed
 		st := gatewayv1.ListenerSetStatus{}
 		if s.notAllowed != "" {
-			c.set(accepted, false, string(gatewayv1.ListenerSetReasonNotAllowed), s.notAllowed)
-			c.set(programmed, false, string(gatewayv1.ListenerSetReasonNotAllowed), s.notAllowed)
+			c.set(accepted, false, gatewayv1.ListenerSetReasonNotAllowed, s.notAllowed)
+			c.set(programmed, false, gatewayv1.ListenerSetReasonNotAllowed, s.notAllowed)
 		} else {
 			usable, invalid, conflicted := classify(s.listeners)
 			for _, l := range s.listeners {
@@ -138,16 +138,16 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 			switch {
 			case len(usable) == 0:
 				msg := "no listener is valid: " + listenerSummary(usable, invalid, conflicted)
-				c.set(accepted, false, string(gatewayv1.ListenerSetReasonListenersNotValid), msg)
-				c.set(programmed, false, string(gatewayv1.ListenerSetReasonListenersNotValid), msg)
+				c.set(accepted, false, gatewayv1.ListenerSetReasonListenersNotValid, msg)
+				c.set(programmed, false, gatewayv1.ListenerSetReasonListenersNotValid, msg)
 			case len(invalid)+len(conflicted) > 0:
 				attached++
-				c.set(accepted, true, string(gatewayv1.ListenerSetReasonListenersNotValid), listenerSummary(usable, invalid, conflicted))
-				c.set(programmed, true, string(gatewayv1.ListenerSetReasonProgrammed), fmt.Sprintf("listeners %v are programmed", usable))
+				c.set(accepted, true, gatewayv1.ListenerSetReasonListenersNotValid, listenerSummary(usable, invalid, conflicted))
+				c.set(programmed, true, gatewayv1.ListenerSetReasonProgrammed, fmt.Sprintf("listeners %v are programmed", usable))
 			default:
 				attached++
-				c.set(accepted, true, string(gatewayv1.ListenerSetReasonAccepted), fmt.Sprintf("attached to Gateway %s/%s", t.gw.Namespace, t.gw.Name))
-				c.set(programmed, true, string(gatewayv1.ListenerSetReasonProgrammed), "ListenerSet is programmed")
+				c.set(accepted, true, gatewayv1.ListenerSetReasonAccepted, fmt.Sprintf("attached to Gateway %s/%s", t.gw.Namespace, t.gw.Name))
+				c.set(programmed, true, gatewayv1.ListenerSetReasonProgrammed, "ListenerSet is programmed")
 			}
 		}
 		st.Conditions = c.sorted()
@@ -166,7 +166,7 @@ func classify(ls []*listener) (usable, invalid, conflicted []string) {
 		switch {
 		case l.usable():
 			usable = append(usable, string(l.spec.Name))
-		case l.conds.isTrue(string(gatewayv1.ListenerConditionConflicted)):
+		case l.conds.isTrue(gatewayv1.ListenerConditionConflicted):
 			conflicted = append(conflicted, string(l.spec.Name))
 		default:
 			invalid = append(invalid, string(l.spec.Name))

@@ -14,7 +14,7 @@ import (
 // mirror adds a RequestMirror filter's backend. A mirror that does not
 // resolve is left out and reported: mirrored traffic is a copy, so the rule
 // keeps serving.
-func (t *gatewayTranslator) mirror(r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPRequestMirrorFilter, resolved *conditions) string {
+func (t *gatewayTranslator) mirror(r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPRequestMirrorFilter, resolved *routeConditions) string {
 	percent := 100.0
 	switch {
 	case f.Percent != nil && f.Fraction != nil:
@@ -37,7 +37,7 @@ func (t *gatewayTranslator) mirror(r *ir.Route, fromNS, fromKind string, f *gate
 	name, err := t.resolveBackend(fromNS, fromKind, f.BackendRef)
 	if err != nil {
 		if err.reason != "" {
-			resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, "mirror: "+err.message)
+			resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, "mirror: "+err.message)
 		}
 		return ""
 	}

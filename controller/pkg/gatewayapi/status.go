@@ -76,13 +76,26 @@ func (s *Status) addGatewayRoutes(routes map[RouteKey][]gatewayv1.RouteParentSta
 // conditions accumulates the conditions of one object. The first condition
 // set of a type stays: translation records problems as it finds them and
 // fills in the healthy defaults last, so the first problem found is the one
-// reported.
-type conditions struct {
+// reported. T and R are the object kind's condition type and reason types,
+// so that a condition or reason of another kind does not compile (the
+// Gateway API's constants are typed by kind); a reason the Gateway API does
+// not name, such as "HostnameConflict", is a string constant at its one use.
+type conditions[T, R ~string] struct {
 	generation int64
 	list       []metav1.Condition
 }
 
-func (c *conditions) set(typ string, status bool, reason, message string) {
+// The condition sets of the kinds the translator reports on. Listeners of
+// a ListenerSet take the Gateway listener's types: the names are the same.
+type (
+	routeConditions       = conditions[gatewayv1.RouteConditionType, gatewayv1.RouteConditionReason]
+	listenerConditions    = conditions[gatewayv1.ListenerConditionType, gatewayv1.ListenerConditionReason]
+	gatewayConditions     = conditions[gatewayv1.GatewayConditionType, gatewayv1.GatewayConditionReason]
+	listenerSetConditions = conditions[gatewayv1.ListenerSetConditionType, gatewayv1.ListenerSetConditionReason]
+	policyConditions      = conditions[gatewayv1.PolicyConditionType, gatewayv1.PolicyConditionReason]
+)
+
+func (c *conditions[T, R]) set(typ T, status bool, reason R, message string) {
 	if c.get(typ) != nil {
 		return
 	}
@@ -92,7 +105,7 @@ func (c *conditions) set(typ string, status bool, reason, message string) {
 // problem records a problem under a condition type. Problems of a type
 // after the first keep its status and reason and add their messages, so a
 // person sees every problem at once.
-func (c *conditions) problem(typ string, status bool, reason, message string) {
+func (c *conditions[T, R]) problem(typ T, status bool, reason R, message string) {
 	cond := c.get(typ)
 	if cond == nil {
 		c.add(typ, status, reason, message)
@@ -103,7 +116,7 @@ func (c *conditions) problem(typ string, status bool, reason, message string) {
 	}
 }
 
-func (c *conditions) add(typ string, status bool, reason, message string) {
+func (c *conditions[T, R]) add(typ T, status bool, reason R, message string) {
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue
@@ -112,45 +125,39 @@ func (c *conditions) add(typ string, status bool, reason, message string) {
 		// Most objects get two or three conditions.
 		c.list = make([]metav1.Condition, 0, 3)
 	}
-	c.list = append(c.list, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: c.generation})
+	c.list = append(c.list, metav1.Condition{Type: string(typ), Status: s, Reason: string(reason), Message: message, ObservedGeneration: c.generation})
 }
 
-func (c *conditions) get(typ string) *metav1.Condition {
+func (c *conditions[T, R]) get(typ T) *metav1.Condition {
 	for i := range c.list {
-		if c.list[i].Type == typ {
+		if c.list[i].Type == string(typ) {
 			return &c.list[i]
 		}
 	}
 	return nil
 }
 
-func (c *conditions) isTrue(typ string) bool {
+func (c *conditions[T, R]) isTrue(typ T) bool {
 	cond := c.get(typ)
 	return cond != nil && cond.Status == metav1.ConditionTrue
 }
 
 // sorted returns the conditions ordered by type, for stable output.
-func (c *conditions) sorted() []metav1.Condition {
+func (c *conditions[T, R]) sorted() []metav1.Condition {
 	out := slices.Clone(c.list)
 	slices.SortFunc(out, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
 	return out
 }
 
-// allResolved is ResolvedRefs when translating a route found no problem.
-var allResolved = metav1.Condition{
-	Type:    string(gatewayv1.RouteConditionResolvedRefs),
-	Status:  metav1.ConditionTrue,
-	Reason:  string(gatewayv1.RouteReasonResolvedRefs),
-	Message: "All references are resolved",
-}
-
-// resolvedRefs is a route's ResolvedRefs condition: the first problem its
-// translation found, else allResolved.
-func resolvedRefs(resolved *conditions) *metav1.Condition {
-	if c := resolved.get(allResolved.Type); c != nil {
-		return c
+// setResolvedRefs sets a route parent's ResolvedRefs condition: the first
+// problem the route's translation found (in resolved), else all resolved.
+func setResolvedRefs(conds, resolved *routeConditions) {
+	typ := gatewayv1.RouteConditionResolvedRefs
+	if c := resolved.get(typ); c != nil {
+		conds.set(typ, c.Status == metav1.ConditionTrue, gatewayv1.RouteConditionReason(c.Reason), c.Message)
+		return
 	}
-	return &allResolved
+	conds.set(typ, true, gatewayv1.RouteReasonResolvedRefs, "All references are resolved")
 }
 
 // joinMessages joins distinct messages into one sentence list.

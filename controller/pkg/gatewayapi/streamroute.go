@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ir"
@@ -77,12 +76,12 @@ func (t *gatewayTranslator) attachStreamRoute(r streamRoute) {
 	}
 	// References are resolved whether or not a listener accepts the
 	// route: ResolvedRefs reports them either way.
-	resolved := conditions{generation: r.meta.Generation}
+	resolved := routeConditions{generation: r.meta.Generation}
 	dest := t.streamBackends(r, &resolved)
 	owner := r.meta.Namespace + "/" + r.meta.Name
 	for _, a := range atts {
 		t.countAccepted(a)
-		if a.conds.isTrue(string(gatewayv1.RouteConditionAccepted)) {
+		if a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
 			var taken []string
 			for i, l := range a.listeners {
 				taken = append(taken, t.addStream(l, a.hosts[i], owner, dest)...)
@@ -92,12 +91,11 @@ func (t *gatewayTranslator) attachStreamRoute(r streamRoute) {
 			// conformance tests expect; the oldest keeps the traffic.
 			if len(taken) > 0 {
 				a.conds.list = nil
-				a.conds.set(string(gatewayv1.RouteConditionAccepted), true, string(gatewayv1.RouteReasonAccepted),
+				a.conds.set(gatewayv1.RouteConditionAccepted, true, gatewayv1.RouteReasonAccepted,
 					fmt.Sprintf("Route is accepted, but an older route already forwards %s and keeps its traffic", strings.Join(taken, ", ")))
 			}
 		}
-		c := resolvedRefs(&resolved)
-		a.conds.set(c.Type, c.Status == metav1.ConditionTrue, c.Reason, c.Message)
+		setResolvedRefs(&a.conds, &resolved)
 		t.status.addRoute(string(r.kind), r.meta, gatewayv1.RouteParentStatus{
 			ParentRef: a.ref, ControllerName: t.controller, Conditions: a.conds.sorted(),
 		})
@@ -107,7 +105,7 @@ func (t *gatewayTranslator) attachStreamRoute(r streamRoute) {
 // streamBackends resolves the backends. A connection cannot be answered
 // with an error the way a request can, so invalid backends are left out; with
 // none left the destination is empty and Envoy refuses the connections.
-func (t *gatewayTranslator) streamBackends(r streamRoute, resolved *conditions) *ir.Destination {
+func (t *gatewayTranslator) streamBackends(r streamRoute, resolved *routeConditions) *ir.Destination {
 	d := &ir.Destination{}
 	for _, ref := range r.backendRefs {
 		weight := uint32(1)
@@ -117,7 +115,7 @@ func (t *gatewayTranslator) streamBackends(r streamRoute, resolved *conditions) 
 		name, err := t.resolveBackend(r.meta.Namespace, string(r.kind), ref.BackendObjectReference)
 		if err != nil {
 			if err.reason != "" {
-				resolved.problem(string(gatewayv1.RouteConditionResolvedRefs), false, err.reason, err.message)
+				resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, err.message)
 			}
 			continue
 		}

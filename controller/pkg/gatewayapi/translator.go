@@ -126,7 +126,7 @@ type cache struct {
 // cachedRules returns the translated rules of a route, translating them
 // with translate unless another Gateway did in this translation or this
 // Gateway's previous state holds them and none of their deps changed.
-func (t *gatewayTranslator) cachedRules(meta *metav1.ObjectMeta, translate func(resolved *conditions) ([][]*ir.Route, ruleProblems)) ([][]*ir.Route, ruleProblems, conditions) {
+func (t *gatewayTranslator) cachedRules(meta *metav1.ObjectMeta, translate func(resolved *routeConditions) ([][]*ir.Route, ruleProblems)) ([][]*ir.Route, ruleProblems, routeConditions) {
 	c := t.cache
 	hit, ok := c.fresh[meta]
 	if !ok && t.prev != nil {
@@ -136,7 +136,7 @@ func (t *gatewayTranslator) cachedRules(meta *metav1.ObjectMeta, translate func(
 		}
 	}
 	if !ok {
-		resolved := conditions{generation: meta.Generation}
+		resolved := routeConditions{generation: meta.Generation}
 		t.reads = &reads{}
 		routes, problems := translate(&resolved)
 		hit = &cachedRules{routes: routes, problems: problems, resolved: resolved.list, clusters: t.reads.clusters, deps: t.reads.deps}
@@ -151,7 +151,7 @@ func (t *gatewayTranslator) cachedRules(meta *metav1.ObjectMeta, translate func(
 		t.rec.clusters = append(t.rec.clusters, hit.clusters...)
 	}
 	// Shared: callers only read the conditions.
-	return hit.routes, hit.problems, conditions{generation: meta.Generation, list: hit.resolved}
+	return hit.routes, hit.problems, routeConditions{generation: meta.Generation, list: hit.resolved}
 }
 
 // selectGateways returns the Gateways to translate, ordered by namespace and
@@ -208,7 +208,7 @@ type gatewayTranslator struct {
 	// backendCert is the Secret Envoy presents to TLS backends (the
 	// Gateway's spec.tls.backend), backendCertErr why there is none.
 	backendCert    string
-	backendCertErr *refError
+	backendCertErr *refError[gatewayv1.GatewayConditionReason]
 	// tables are the state's, per port: the virtual hosts of HTTPRoutes
 	// and GRPCRoutes persist, the streams of TLS, TCP and UDP routes are
 	// attached afresh.
