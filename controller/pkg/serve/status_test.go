@@ -2,14 +2,18 @@ package serve
 
 import (
 	"fmt"
-	specaddr "isobar.dev/api/addresses"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	specaddr "isobar.dev/api/addresses"
+	"isobar.dev/controller/pkg/gatewayapi"
 )
 
 func TestMergeEntries(t *testing.T) {
@@ -79,18 +83,18 @@ func TestWriteEachSkipsWhatItWrote(t *testing.T) {
 		wrote = append(wrote, fmt.Sprintf("%s=%v", k, v))
 		return nil
 	}
-	none := func(any) bool { return false }
+	none := func(string) bool { return false }
 	before, _ := writeEach(map[string][]string{"r1": a, "r2": b}, nil, none, write)
 	for _, tc := range []struct {
 		name    string
 		desired map[string][]string
-		recheck func(any) bool
+		recheck func(string) bool
 		want    []string
 	}{
 		{"the same slices", map[string][]string{"r1": a, "r2": b}, none, nil},
 		{"an equal but new slice", map[string][]string{"r1": {"a"}, "r2": b}, none, nil},
 		{"a changed slice", map[string][]string{"r1": {"a", "c"}, "r2": b}, none, []string{"r1=[a c]"}},
-		{"touched", map[string][]string{"r1": a, "r2": b}, func(k any) bool { return k == "r2" }, []string{"r2=[b]"}},
+		{"touched", map[string][]string{"r1": a, "r2": b}, func(k string) bool { return k == "r2" }, []string{"r2=[b]"}},
 		{"gone", map[string][]string{"r1": a}, none, []string{"r2=[]"}},
 	} {
 		wrote = nil
@@ -120,6 +124,33 @@ func TestAddressProblem(t *testing.T) {
 		requested, _ := specaddr.Of(&gatewayv1.Gateway{Spec: gatewayv1.GatewaySpec{Addresses: tc.requested}})
 		if reason, msg := addressProblem(requested, assigned); reason != tc.reason {
 			t.Errorf("%v: %s (%s), want %q", tc.requested, reason, msg, tc.reason)
+		}
+	}
+}
+
+// An object a watch event brings is known by the key each kind's pass
+// looks its objects up by: otherwise a status someone else changed would
+// never be checked again.
+func TestKeyOfMatchesPassKeys(t *testing.T) {
+	s, err := scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := metav1.ObjectMeta{Namespace: "ns", Name: "x"}
+	name := types.NamespacedName{Namespace: "ns", Name: "x"}
+	for _, tc := range []struct {
+		obj  client.Object
+		want objectKey
+	}{
+		{&gatewayv1.HTTPRoute{ObjectMeta: at}, routeKey(gatewayapi.RouteKey{Kind: "HTTPRoute", Namespace: "ns", Name: "x"})},
+		{&gatewayv1.GRPCRoute{ObjectMeta: at}, routeKey(gatewayapi.RouteKey{Kind: "GRPCRoute", Namespace: "ns", Name: "x"})},
+		{&gatewayv1.TLSRoute{ObjectMeta: at}, routeKey(gatewayapi.RouteKey{Kind: "TLSRoute", Namespace: "ns", Name: "x"})},
+		{&gatewayv1.TCPRoute{ObjectMeta: at}, routeKey(gatewayapi.RouteKey{Kind: "TCPRoute", Namespace: "ns", Name: "x"})},
+		{&gatewayv1.UDPRoute{ObjectMeta: at}, routeKey(gatewayapi.RouteKey{Kind: "UDPRoute", Namespace: "ns", Name: "x"})},
+		{&gatewayv1.BackendTLSPolicy{ObjectMeta: at}, policyKey(name)},
+	} {
+		if got := keyOf(tc.obj, s); got != tc.want {
+			t.Errorf("%T: key %s %v, want %s %v", tc.obj, got.kind, got.NamespacedName, tc.want.kind, tc.want.NamespacedName)
 		}
 	}
 }

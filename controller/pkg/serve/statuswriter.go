@@ -2,16 +2,17 @@ package serve
 
 import (
 	"context"
-	"reflect"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/fleetreport"
@@ -36,10 +37,10 @@ type statusWriter struct {
 	// allDirty says every object must be checked again (a failed pass);
 	// dirty names the objects whose status someone else changed.
 	allDirty bool
-	dirty    map[any]bool
+	dirty    map[objectKey]bool
 	// ownWrites are the resourceVersions our own writes gave objects, until
 	// their events come back.
-	ownWrites map[any]string
+	ownWrites map[objectKey]string
 	// lastWritten is the work of the last complete pass.
 	lastWritten *statusWork
 	kick        chan struct{}
@@ -91,7 +92,7 @@ func (w *statusWriter) touched(obj client.Object) {
 		w.pokeGateway()
 		return
 	}
-	key := dirtyKey(obj)
+	key := keyOf(obj, w.client.Scheme())
 	w.mu.Lock()
 	if rv, ok := w.ownWrites[key]; ok && rv == obj.GetResourceVersion() {
 		// Our own write coming back: nothing to check.
@@ -100,7 +101,7 @@ func (w *statusWriter) touched(obj client.Object) {
 		return
 	}
 	if w.dirty == nil {
-		w.dirty = map[any]bool{}
+		w.dirty = map[objectKey]bool{}
 	}
 	w.dirty[key] = true
 	w.mu.Unlock()
@@ -112,21 +113,36 @@ func (w *statusWriter) touched(obj client.Object) {
 func (w *statusWriter) wrote(obj client.Object) {
 	w.mu.Lock()
 	if w.ownWrites == nil {
-		w.ownWrites = map[any]string{}
+		w.ownWrites = map[objectKey]string{}
 	}
-	w.ownWrites[dirtyKey(obj)] = obj.GetResourceVersion()
+	w.ownWrites[keyOf(obj, w.client.Scheme())] = obj.GetResourceVersion()
 	w.mu.Unlock()
 }
 
-// dirtyKey is the key under which writeEach knows obj: routes by kind
-// (the Go type's name is the kind; objects from the cache carry no
-// TypeMeta), BackendTLSPolicies by name. A GatewayClass, never a route,
-// still makes the pass write the class.
-func dirtyKey(obj client.Object) any {
-	if _, ok := obj.(*gatewayv1.BackendTLSPolicy); ok {
-		return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+// objectKey names an object whose status the writer checks, of any kind:
+// the dirty set and the writer's own writes are kept by it, and each kind's
+// pass looks its objects up by it (routeKey, policyKey).
+type objectKey struct {
+	kind string
+	types.NamespacedName
+}
+
+func routeKey(k gatewayapi.RouteKey) objectKey {
+	return objectKey{k.Kind, types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}
+}
+
+func policyKey(k types.NamespacedName) objectKey { return objectKey{"BackendTLSPolicy", k} }
+
+// keyOf is obj's key, its kind from the scheme: objects from the cache
+// carry no TypeMeta. An object of a kind without statuses of its own to
+// check (a GatewayClass) still makes the pass more than the Gateway's.
+func keyOf(obj client.Object, s *runtime.Scheme) objectKey {
+	gvk, err := apiutil.GVKForObject(obj, s)
+	if err != nil {
+		// Not in the scheme, so not watched: no pass writes it.
+		return objectKey{NamespacedName: client.ObjectKeyFromObject(obj)}
 	}
-	return gatewayapi.RouteKey{Kind: reflect.TypeOf(obj).Elem().Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	return objectKey{gvk.Kind, client.ObjectKeyFromObject(obj)}
 }
 
 // pokeGateway asks for the Gateway's status to be written again: the
@@ -157,7 +173,7 @@ func (w *statusWriter) Start(ctx context.Context) error {
 		if st == nil {
 			continue
 		}
-		recheck := func(key any) bool { return all || dirty[key] }
+		recheck := func(key objectKey) bool { return all || dirty[key] }
 		addresses, err := w.addresses(ctx, st.target.Gateway)
 		var fleet fleetreport.Fleet
 		if err == nil {
