@@ -525,6 +525,19 @@ func TestOperatorGatewayLifecycle(t *testing.T) {
 	if !apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, render.NamesOf(bad).Controller), &appsv1.Deployment{})) {
 		t.Error("the refused Gateway got a controller")
 	}
+	// The profile it names appears: the Gateway is provisioned, and the
+	// profile lists it (its own parametersRef, not its class's, names it).
+	if err := createProfile(t, ns, "absent", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitGatewayCondition(t, ctx, ns, "bad", "isobar.dev/Provisioned", metav1.ConditionTrue, "Provisioned", "")
+	eventually(t, 30*time.Second, "the profile listing the Gateway that names it", func() bool {
+		cd := &v1alpha1.ContourDeployment{}
+		if err := env.Client.Get(ctx, keyOf(ns, "absent"), cd); err != nil {
+			t.Fatal(err)
+		}
+		return cd.Status.GatewayCount == 1 && slices.Equal(cd.Status.Gateways, []v1alpha1.GatewayReference{{Namespace: ns, Name: "bad"}})
+	})
 	// Both Gateways got events.k8s.io Events: the refusal, and the good
 	// one's certificates.
 	eventually(t, 30*time.Second, "Events for the refusal and the certificates", func() bool {

@@ -33,6 +33,7 @@ import (
 	isobarv1alpha1 "isobar.dev/api/v1alpha1"
 	"isobar.dev/operator/pkg/gateway"
 	"isobar.dev/operator/pkg/gatewayclass"
+	"isobar.dev/operator/pkg/index"
 	"isobar.dev/operator/pkg/profile"
 	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
@@ -193,6 +194,9 @@ func Run(o Options) error {
 }
 
 func setupReconcilers(mgr ctrl.Manager, o Options, have served.Set) error {
+	if err := index.Setup(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	if err := (&gatewayclass.Reconciler{Client: mgr.GetClient(), ControllerName: o.ControllerName, NodePortRange: o.NodePortRange}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the GatewayClass reconciler: %w", err)
 	}

@@ -17,8 +17,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/fleet"
-	"isobar.dev/api/profile"
 	"isobar.dev/api/v1alpha1"
+	"isobar.dev/operator/pkg/index"
 	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
 )
@@ -68,42 +68,39 @@ func gatewayOfClusterScoped(_ context.Context, o client.Object) []reconcile.Requ
 }
 
 func (r *Reconciler) gatewaysOfClass(ctx context.Context, o client.Object) []reconcile.Request {
-	var list gatewayv1.GatewayList
-	if err := r.Client.List(ctx, &list); err != nil {
+	gws, err := index.GatewaysOfClass(ctx, r.Client, o.GetName())
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "mapping a GatewayClass to its Gateways")
 		return nil
 	}
-	var out []reconcile.Request
-	for _, gw := range list.Items {
-		if string(gw.Spec.GatewayClassName) == o.GetName() {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
-		}
-	}
-	return out
+	return requests(gws)
 }
 
 // gatewaysOfProfile maps a ContourDeployment to the Gateways rendered from
 // it: through their class, or their own parametersRef.
 func (r *Reconciler) gatewaysOfProfile(ctx context.Context, o client.Object) []reconcile.Request {
-	var classes gatewayv1.GatewayClassList
-	if err := r.Client.List(ctx, &classes); err != nil {
-		return nil
-	}
 	cd := client.ObjectKeyFromObject(o)
-	using := map[string]bool{}
-	for _, gc := range classes.Items {
-		if ref, ok := profile.ClassRef(&gc); ok && ref == cd {
-			using[gc.Name] = true
-		}
-	}
-	var list gatewayv1.GatewayList
-	if err := r.Client.List(ctx, &list); err != nil {
+	classes, err := index.ClassesOfProfile(ctx, r.Client, cd)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "mapping a ContourDeployment to its Gateways")
 		return nil
 	}
-	var out []reconcile.Request
-	for _, gw := range list.Items {
-		if ref, own := profile.GatewayRef(&gw); own && ref == cd || using[string(gw.Spec.GatewayClassName)] {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
-		}
+	names := make([]string, 0, len(classes))
+	for _, gc := range classes {
+		names = append(names, gc.Name)
+	}
+	gws, err := index.GatewaysOfProfile(ctx, r.Client, cd, names)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "mapping a ContourDeployment to its Gateways")
+		return nil
+	}
+	return requests(gws)
+}
+
+func requests(gws []gatewayv1.Gateway) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(gws))
+	for _, gw := range gws {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
 	}
 	return out
 }

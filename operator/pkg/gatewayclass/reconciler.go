@@ -25,6 +25,7 @@ import (
 	"isobar.dev/api/profile"
 	"isobar.dev/api/supported"
 	"isobar.dev/api/v1alpha1"
+	"isobar.dev/operator/pkg/index"
 	"isobar.dev/operator/pkg/params"
 	"isobar.dev/operator/pkg/render"
 )
@@ -77,13 +78,14 @@ func (r *Reconciler) allClasses(ctx context.Context, _ client.Object) []reconcil
 
 // classesOf maps a ContourDeployment to the classes that refer to it.
 func (r *Reconciler) classesOf(ctx context.Context, o client.Object) []reconcile.Request {
-	var list gatewayv1.GatewayClassList
-	if err := r.Client.List(ctx, &list); err != nil {
+	classes, err := index.ClassesOfProfile(ctx, r.Client, client.ObjectKeyFromObject(o))
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "mapping a ContourDeployment to its GatewayClasses")
 		return nil
 	}
 	var out []reconcile.Request
-	for _, gc := range list.Items {
-		if ref, ok := profile.ClassRef(&gc); ok && ref == client.ObjectKeyFromObject(o) && string(gc.Spec.ControllerName) == r.ControllerName {
+	for _, gc := range classes {
+		if string(gc.Spec.ControllerName) == r.ControllerName {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: gc.Name}})
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	apiprofile "isobar.dev/api/profile"
 	"isobar.dev/api/v1alpha1"
+	"isobar.dev/operator/pkg/index"
 	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
 )
@@ -76,29 +77,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, cd); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	var classes gatewayv1.GatewayClassList
-	if err := r.Client.List(ctx, &classes); err != nil {
+	key := client.ObjectKeyFromObject(cd)
+	classes, err := index.ClassesOfProfile(ctx, r.Client, key)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	using := map[string]bool{}
 	next := cd.Status.DeepCopy()
 	next.GatewayClasses = nil
-	for _, gc := range classes.Items {
-		if ref, ok := apiprofile.ClassRef(&gc); ok && ref == client.ObjectKeyFromObject(cd) && string(gc.Spec.ControllerName) == r.ControllerName {
-			using[gc.Name] = true
+	for _, gc := range classes {
+		if string(gc.Spec.ControllerName) == r.ControllerName {
 			next.GatewayClasses = append(next.GatewayClasses, gc.Name)
 		}
 	}
 	slices.Sort(next.GatewayClasses)
-	var gateways gatewayv1.GatewayList
-	if err := r.Client.List(ctx, &gateways); err != nil {
+	gateways, err := index.GatewaysOfProfile(ctx, r.Client, key, next.GatewayClasses)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	var refs []v1alpha1.GatewayReference
-	for _, gw := range gateways.Items {
-		if ref, own := apiprofile.GatewayRef(&gw); own && ref == client.ObjectKeyFromObject(cd) || using[string(gw.Spec.GatewayClassName)] {
-			refs = append(refs, v1alpha1.GatewayReference{Namespace: gw.Namespace, Name: gw.Name})
-		}
+	for _, gw := range gateways {
+		refs = append(refs, v1alpha1.GatewayReference{Namespace: gw.Namespace, Name: gw.Name})
 	}
 	slices.SortFunc(refs, func(a, b v1alpha1.GatewayReference) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
@@ -110,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Message: "fleets can be rendered from this profile", ObservedGeneration: cd.Generation}
 	if err := render.Check(cd.Spec, r.NodePortRange); err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonInvalid, err.Error()
-	} else if err := r.dryRun(ctx, cd, gateways.Items, refs); err != nil {
+	} else if err := r.dryRun(ctx, cd, gateways, refs); err != nil {
 		if !provision.IsRefused(err) {
 			return ctrl.Result{}, err
 		}
