@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -37,14 +38,16 @@ func TestServeEndpointSlicesOfBackendNamespaces(t *testing.T) {
 		t.Errorf("watched namespaces: %v, want 1 (the route's backend's)", n)
 	}
 
-	// Slices of a Service no route uses, in another namespace, change
-	// every 100 ms: the controller does not hear of them.
+	// Slices of Services no route uses, in another namespace and in the
+	// backend's own, change every 100 ms: the controller does not hear of
+	// them.
 	elsewhere := namespace(t)
-	unused := backend(t, ctx, elsewhere, "unused", "10.9.9.1")
+	unused := []*discoveryv1.EndpointSlice{backend(t, ctx, elsewhere, "unused", "10.9.9.1"), backend(t, ctx, ns, "unused-here", "10.9.8.1")}
 	reconciles := steady(t, s.metrics, "controller_runtime_reconcile_total", 3*time.Second)
 	for i := range 10 {
-		unused.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprint("10.9.9.", 20+i)}}}
-		if err := env.Client.Update(ctx, unused); err != nil {
+		u := unused[i%2]
+		u.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprint("10.9.9.", 20+i)}}}
+		if err := env.Client.Update(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -87,6 +90,34 @@ func TestServeEndpointSlicesOfBackendNamespaces(t *testing.T) {
 	eventually(t, 10*time.Second, "only the new backend's namespace watched", func() bool {
 		return scrape(t, s.metrics)["isobar_endpointslice_watched_namespaces"] == 1
 	})
+
+	// A second backend in the same namespace, a Service not watched yet
+	// (its namespace's watch is replaced by one that selects both): its
+	// endpoints come in the push that adds its cluster, and the first
+	// backend's are not touched.
+	backend(t, ctx, third, "second", "10.7.7.8")
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, keyOf(ns, "app"), hr); err != nil {
+			return err
+		}
+		second := hr.Spec.Rules[0].BackendRefs[0].DeepCopy()
+		second.Name = "second"
+		hr.Spec.Rules[0].BackendRefs = append(hr.Spec.Rules[0].BackendRefs, *second)
+		return env.Client.Update(ctx, hr)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eds = ads.next(resourcev3.EndpointType, 10*time.Second)
+	for _, cla := range resources[endpointv3.ClusterLoadAssignment](t, eds) {
+		if cla.ClusterName != third+"/second/8080" {
+			t.Errorf("EDS with a second backend re-sent %s", cla.ClusterName)
+		}
+	}
+	if got := endpointAddresses(t, eds); !slices.Equal(got, []string{"10.7.7.8:8080"}) {
+		t.Fatalf("EDS with a second backend: %v, want 10.7.7.8:8080 in the same push as its cluster", got)
+	}
+	ads.ack(eds)
 }
 
 // A controller started under a running fleet (an upgrade) pushes its first

@@ -1,21 +1,26 @@
-// Package endpointwatch watches the EndpointSlices of the namespaces a
-// Gateway's backends live in, one informer per namespace. A cluster-wide
-// informer would hold, and be woken by, every slice in the cluster: in a
-// cluster of many Gateways and teams, each controller would pay for all of
-// them. Namespaces rather than Services keep the number of watches small
-// (a route table of a thousand backends usually spans a few namespaces).
+// Package endpointwatch watches the EndpointSlices of the Services a
+// Gateway's backends are, one informer per namespace whose label selector
+// names those Services. A cluster-wide informer would hold, and be woken
+// by, every slice in the cluster: in a cluster of many Gateways and teams,
+// each controller would pay for all of them. One watch per namespace
+// rather than per Service keeps the number of watches small (a route table
+// of a thousand backends usually spans a few namespaces).
 package endpointwatch
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -31,36 +36,76 @@ const byService = "service"
 type Watcher struct {
 	client  kubernetes.Interface
 	handler func(*discoveryv1.EndpointSlice)
-	set     *informerset.Set[string]
+	set     *informerset.Set[scope]
+}
+
+// scope is what one informer watches: the slices of a namespace that
+// the label selector picks. A new set of Services in a namespace is a new
+// scope, listed afresh; the old one stops.
+type scope struct {
+	namespace string
+	selector  string
+}
+
+// maxSelected is how many Services a namespace's selector names at most;
+// with more, the whole namespace is watched, which keeps the watch request
+// short.
+const maxSelected = 100
+
+func scopeOf(ns string, services []string) scope {
+	if len(services) > maxSelected {
+		return scope{namespace: ns}
+	}
+	req, err := labels.NewRequirement(discoveryv1.LabelServiceName, selection.In, services)
+	if err != nil {
+		// A name that is no label value names no slice's Service: the
+		// namespace is watched whole rather than not at all.
+		return scope{namespace: ns}
+	}
+	return scope{namespace: ns, selector: labels.NewSelector().Add(*req).String()}
 }
 
 // New returns a Watcher whose informers run until ctx ends; changed is
-// called with every slice added, updated or deleted in a watched namespace.
+// called with every slice of a watched Service added, updated or deleted.
 func New(ctx context.Context, c kubernetes.Interface, changed func(*discoveryv1.EndpointSlice)) *Watcher {
 	w := &Watcher{client: c, handler: changed}
 	w.set = informerset.New(ctx, w.informer)
 	return w
 }
 
-// Want makes namespaces the watched ones: new ones start, ones no longer
-// wanted stop. It waits up to timeout for the new ones' first listing, and
-// reports whether it started any, so that the caller can read their slices
-// before it serves clusters without endpoints.
-func (w *Watcher) Want(namespaces []string, timeout time.Duration) bool {
-	return len(w.set.Want(namespaces, timeout)) > 0
+// Want makes the watched slices those of services (Service names by
+// namespace): new scopes start, ones no longer wanted stop. It waits
+// up to timeout for the new ones' first listing, and reports whether it
+// started any, so that the caller can read their slices before it serves
+// clusters without endpoints.
+func (w *Watcher) Want(services map[string][]string, timeout time.Duration) bool {
+	keys := make([]scope, 0, len(services))
+	for ns, names := range services {
+		keys = append(keys, scopeOf(ns, names))
+	}
+	return len(w.set.Want(keys, timeout)) > 0
 }
 
 // Namespaces returns the watched namespaces, sorted.
 func (w *Watcher) Namespaces() []string {
-	return slices.Sorted(maps.Keys(w.set.All()))
+	var out []string
+	for k := range w.set.All() {
+		out = append(out, k.namespace)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
-// informer builds the informer of one namespace.
-func (w *Watcher) informer(ns string) toolscache.SharedIndexInformer {
-	api := w.client.DiscoveryV1().EndpointSlices(ns)
+// informer builds the informer of one scope.
+func (w *Watcher) informer(sel scope) toolscache.SharedIndexInformer {
+	api := w.client.DiscoveryV1().EndpointSlices(sel.namespace)
 	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) },
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = sel.selector
+			return api.List(ctx, o)
+		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = sel.selector
 			return api.Watch(ctx, o)
 		},
 	}
@@ -93,9 +138,12 @@ func (w *Watcher) informer(ns string) toolscache.SharedIndexInformer {
 // from one call to the next.
 func (w *Watcher) Slices() []*discoveryv1.EndpointSlice {
 	all := w.set.All()
+	keys := slices.SortedFunc(maps.Keys(all), func(a, b scope) int {
+		return cmp.Or(strings.Compare(a.namespace, b.namespace), strings.Compare(a.selector, b.selector))
+	})
 	var out []*discoveryv1.EndpointSlice
-	for _, ns := range slices.Sorted(maps.Keys(all)) {
-		for _, o := range all[ns].GetStore().List() {
+	for _, k := range keys {
+		for _, o := range all[k].GetStore().List() {
 			if s, ok := o.(*discoveryv1.EndpointSlice); ok {
 				out = append(out, s)
 			}
@@ -107,8 +155,13 @@ func (w *Watcher) Slices() []*discoveryv1.EndpointSlice {
 // Of returns a Service's slices, and an error when its namespace is not
 // watched: the caller asked for a Service no translation used.
 func (w *Watcher) Of(svc types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
-	inf, ok := w.set.Get(svc.Namespace)
-	if !ok {
+	var inf toolscache.SharedIndexInformer
+	for k, i := range w.set.All() {
+		if k.namespace == svc.Namespace {
+			inf = i
+		}
+	}
+	if inf == nil {
 		return nil, fmt.Errorf("EndpointSlices of namespace %s are not watched", svc.Namespace)
 	}
 	objs, err := inf.GetIndexer().ByIndex(byService, svc.Name)

@@ -134,19 +134,24 @@ func (r *reconciler) endpointWaitFor() time.Duration {
 	return cacheSyncTimeout
 }
 
-// backendNamespaces are the namespaces of the Services the translated
-// Gateway's clusters come from: those whose EndpointSlices it needs.
-func backendNamespaces(result *gatewayapi.Result) []string {
-	seen := map[string]bool{}
+// backendServices are the Services, by namespace (names sorted), the
+// translated Gateway's clusters come from: those whose EndpointSlices it
+// needs.
+func backendServices(result *gatewayapi.Result) map[string][]string {
+	seen := map[types.NamespacedName]bool{}
 	for _, gw := range result.Gateways {
 		for _, c := range gw.Clusters {
 			if len(c.Shares) == 0 && c.Source.Namespace != "" {
-				seen[c.Source.Namespace] = true
+				seen[types.NamespacedName{Namespace: c.Source.Namespace, Name: c.Source.Service}] = true
 			}
 			for _, sh := range c.Shares {
-				seen[sh.Source.Namespace] = true
+				seen[types.NamespacedName{Namespace: sh.Source.Namespace, Name: sh.Source.Service}] = true
 			}
 		}
 	}
-	return slices.Sorted(maps.Keys(seen))
+	out := map[string][]string{}
+	for _, k := range slices.SortedFunc(maps.Keys(seen), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
+		out[k.Namespace] = append(out[k.Namespace], k.Name)
+	}
+	return out
 }

@@ -88,8 +88,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	start := time.Now()
 	res.EndpointSlices = r.endpoints.Slices()
 	result := r.stage1.Translate(res)
-	if r.endpoints.Want(backendNamespaces(result), r.endpointWaitFor()) {
-		// Clusters from a namespace watched for the first time: translate
+	if r.endpoints.Want(backendServices(result), r.endpointWaitFor()) {
+		// Clusters from a Service watched for the first time: translate
 		// again with its slices rather than serve them without endpoints.
 		res.EndpointSlices = r.endpoints.Slices()
 		result = r.stage1.Translate(res)
