@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -31,20 +32,22 @@ type attachment struct {
 	attached []*listener
 }
 
-// countAccepted counts an attachment on its listeners' attachedRoutes if
-// the route is accepted there: attachedRoutes counts exactly those.
-func (t *gatewayTranslator) countAccepted(a *attachment) {
+// countAccepted counts an attachment in its route's outcome on its
+// listeners' attachedRoutes if the route is accepted there:
+// attachedRoutes counts exactly those.
+func (t *gatewayTranslator) countAccepted(o *outcome, a *attachment) {
 	if !a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
 		return
 	}
 	for _, l := range a.attached {
-		t.countAttached(l)
+		o.counted = append(o.counted, slices.Index(t.listeners, l))
 	}
 }
 
 // attach resolves a route's parentRefs that point at this Gateway. It
-// returns one attachment per such parentRef, accepted or not.
-func (t *gatewayTranslator) attach(r route) []*attachment {
+// returns one attachment per such parentRef, accepted or not, and records
+// what it read in o.
+func (t *gatewayTranslator) attach(o *outcome, r route) []*attachment {
 	var invalid error
 	for _, h := range r.hostnames {
 		if err := checkHostname(string(h), true); err != nil {
@@ -69,7 +72,7 @@ func (t *gatewayTranslator) attach(r route) []*attachment {
 				fmt.Sprintf("ListenerSet %s/%s is not attached to its Gateway: %s", set.obj.Namespace, set.obj.Name, set.notAllowed))
 			continue
 		}
-		t.attachParent(r, set, a)
+		t.attachParent(o, r, set, a)
 	}
 	return out
 }
@@ -78,7 +81,7 @@ func (t *gatewayTranslator) attach(r route) []*attachment {
 // parent (the Gateway's own, or set's) and applies each listener's
 // allowedRoutes and hostname, in the order the Gateway API reports
 // failures: no listener selected, not allowed, no hostname in common.
-func (t *gatewayTranslator) attachParent(r route, set *listenerSet, a *attachment) {
+func (t *gatewayTranslator) attachParent(o *outcome, r route, set *listenerSet, a *attachment) {
 	accepted := gatewayv1.RouteConditionAccepted
 	// Gateways have few listeners: these lists live on the stack.
 	var selectedBuf, allowedBuf [8]*listener
@@ -101,7 +104,7 @@ func (t *gatewayTranslator) attachParent(r route, set *listenerSet, a *attachmen
 	}
 	var why []string
 	for _, l := range selected {
-		if msg := t.allows(l, r); msg != "" {
+		if msg := t.allows(o, l, r); msg != "" {
 			why = append(why, msg)
 			continue
 		}
@@ -162,8 +165,9 @@ func noListenerMessage(ref gatewayv1.ParentReference, set *listenerSet) string {
 	}
 }
 
-// allows returns why listener l does not allow route r, or "".
-func (t *gatewayTranslator) allows(l *listener, r route) string {
+// allows returns why listener l does not allow route r, or "". A
+// namespace selector reads the route's namespace's labels: a dep of o.
+func (t *gatewayTranslator) allows(o *outcome, l *listener, r route) string {
 	kindOK := false
 	for _, k := range l.kinds {
 		if k.Kind == r.kind {
@@ -200,6 +204,7 @@ func (t *gatewayTranslator) allows(l *listener, r route) string {
 		if err != nil {
 			return fmt.Sprintf("listener %q has an invalid namespace selector: %v", l.spec.Name, err)
 		}
+		o.read(dep{depNamespace, types.NamespacedName{Namespace: r.meta.Namespace}})
 		ns, ok := t.idx.namespaces[r.meta.Namespace]
 		if ok && sel.Matches(labels.Set(ns.Labels)) {
 			return ""

@@ -24,8 +24,8 @@ type backendRef struct {
 // httpBackends resolves a rule's backendRefs into weighted clusters. A ref
 // that does not resolve keeps its weight, marked invalid, so that its share
 // of requests gets a 500 as the Gateway API asks; the reason goes to
-// resolved.
-func (t *gatewayTranslator) httpBackends(fromNS, fromKind string, refs []backendRef, resolved *routeConditions) *ir.Destination {
+// ev.
+func (t *gatewayTranslator) httpBackends(ev *ruleEval, fromNS, fromKind string, refs []backendRef) *ir.Destination {
 	d := &ir.Destination{}
 	for _, ref := range refs {
 		weight := uint32(1)
@@ -33,17 +33,17 @@ func (t *gatewayTranslator) httpBackends(fromNS, fromKind string, refs []backend
 			// The schema allows 0 to 1,000,000; out of range is clamped.
 			weight = uint32(min(max(*ref.weight, 0), 1000000))
 		}
-		name, err := t.resolveBackend(fromNS, fromKind, ref.ref)
+		name, err := t.resolveBackend(ev, fromNS, fromKind, ref.ref)
 		if err != nil {
 			if err.reason != "" {
-				resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, err.message)
+				ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, err.message)
 			}
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
 		wc := ir.WeightedCluster{Cluster: name, Weight: weight}
 		if err := backendFilters(&wc, ref.filters); err != nil {
-			resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonUnsupportedValue,
+			ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonUnsupportedValue,
 				fmt.Sprintf("backendRef %s: %v", ref.ref.Name, err))
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
@@ -55,8 +55,8 @@ func (t *gatewayTranslator) httpBackends(fromNS, fromKind string, refs []backend
 
 // resolveBackend checks a backend reference from a route of kind fromKind in
 // namespace fromNS and returns its cluster name, adding the cluster to the
-// IR on first use.
-func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv1.BackendObjectReference) (string, *routeRefError) {
+// IR on first use. What it reads and the cluster it uses go to ev.
+func (t *gatewayTranslator) resolveBackend(ev *ruleEval, fromNS, fromKind string, ref gatewayv1.BackendObjectReference) (string, *routeRefError) {
 	group, kind := "", "Service"
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -73,13 +73,13 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 		ns = string(*ref.Namespace)
 	}
 	if ns != fromNS {
-		t.reads.read(dep{depGrants, types.NamespacedName{Namespace: ns}})
+		ev.read(dep{depGrants, types.NamespacedName{Namespace: ns}})
 	}
 	if ns != fromNS && !t.idx.granted(gatewayv1.GroupName, fromKind, fromNS, "", "Service", ns, string(ref.Name)) {
 		return "", &routeRefError{gatewayv1.RouteReasonRefNotPermitted,
 			fmt.Sprintf("backendRef to Service %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)}
 	}
-	t.reads.read(dep{depService, key(ns, string(ref.Name))})
+	ev.read(dep{depService, key(ns, string(ref.Name))})
 	svc, ok := t.idx.services[key(ns, string(ref.Name))]
 	if !ok {
 		return "", &routeRefError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s does not exist", ns, ref.Name)}
@@ -115,19 +115,19 @@ func (t *gatewayTranslator) resolveBackend(fromNS, fromKind string, ref gatewayv
 		svc:  svc, port: sp, want: want, grpc: fromKind == "GRPCRoute",
 	}
 	if fromKind != "UDPRoute" {
-		t.reads.read(dep{depBackendTLS, key(ns, string(ref.Name))})
+		ev.read(dep{depBackendTLS, key(ns, string(ref.Name))})
 		spec.tls = t.idx.backendTLSFor(key(ns, string(ref.Name)), sp.Name)
 		if spec.tls != nil && spec.tls.tls == nil {
 			// Never fall back to plaintext: the backend is unusable and
 			// the policy's status says why.
 			spec.rejected = true
 			t.ensureCluster(spec)
-			t.reads.cluster(spec)
+			ev.cluster(spec)
 			return "", &routeRefError{}
 		}
 	}
 	t.ensureCluster(spec)
-	t.reads.cluster(spec)
+	ev.cluster(spec)
 	return spec.name, nil
 }
 

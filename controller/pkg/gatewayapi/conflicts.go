@@ -2,9 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
-	"hash/fnv"
 	"slices"
-	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -23,18 +21,18 @@ type kindClaim struct {
 // kindConflicts applies the GRPCRoute and HTTPRoute hostname rule: when an
 // HTTPRoute and a GRPCRoute on one listener have intersecting hostnames,
 // exactly one of them is accepted there, the older (then the first by
-// namespace/name). It returns, per losing route and listener index, why,
-// and a fingerprint of the result for the outcome cache. Without
+// namespace/name). It returns, per losing route and listener index, why;
+// update attaches again a route whose entry changed. Without
 // GRPCRoutes on this Gateway it costs one pass over them and nothing else;
 // an HTTPRoute is examined only when one of its hostnames could meet a
 // GRPCRoute's.
-func (t *gatewayTranslator) kindConflicts(res *resources.Resources) (map[*metav1.ObjectMeta]map[int]string, uint64) {
+func (t *gatewayTranslator) kindConflicts(res *resources.Resources) map[*metav1.ObjectMeta]map[int]string {
 	var grpc []kindClaim
 	for _, g := range res.GRPCRoutes {
 		grpc = append(grpc, t.claims(route{kind: "GRPCRoute", meta: &g.ObjectMeta, parentRefs: g.Spec.ParentRefs, hostnames: g.Spec.Hostnames})...)
 	}
 	if len(grpc) == 0 {
-		return nil, 0
+		return nil
 	}
 	// Every route whose claims could meet a GRPCRoute's, oldest first:
 	// a route loses a listener to an accepted route of the other kind.
@@ -98,7 +96,7 @@ func (t *gatewayTranslator) kindConflicts(res *resources.Resources) (map[*metav1
 				w.kind, w.meta.Namespace, w.meta.Name, orAnyHost(w.host), t.listeners[l].spec.Name)
 		}
 	}
-	return lost, fingerprintLost(lost)
+	return lost
 }
 
 // claims are the listeners and hostnames a route would serve on this
@@ -111,7 +109,7 @@ func (t *gatewayTranslator) claims(r route) []kindClaim {
 			continue
 		}
 		for i, l := range t.listeners {
-			if l.set != set || ref.SectionName != nil && *ref.SectionName != l.spec.Name || ref.Port != nil && *ref.Port != l.spec.Port || !l.usable() || t.allows(l, r) != "" {
+			if l.set != set || ref.SectionName != nil && *ref.SectionName != l.spec.Name || ref.Port != nil && *ref.Port != l.spec.Port || !l.usable() || t.allows(nil, l, r) != "" {
 				continue
 			}
 			for _, h := range t.routeHosts(l, r.hostnames) {
@@ -155,25 +153,4 @@ func orAnyHost(h string) string {
 		return "*"
 	}
 	return h
-}
-
-func fingerprintLost(lost map[*metav1.ObjectMeta]map[int]string) uint64 {
-	if len(lost) == 0 {
-		return 0
-	}
-	var keys []string
-	for m, ls := range lost {
-		for l, why := range ls {
-			// The message names the winner and the hostname: a loser's
-			// status changes with them.
-			keys = append(keys, m.Namespace+"/"+m.Name+"/"+string(m.UID)+"#"+strconv.Itoa(l)+"#"+why)
-		}
-	}
-	slices.Sort(keys)
-	h := fnv.New64a()
-	for _, k := range keys {
-		h.Write([]byte(k))
-		h.Write([]byte{0})
-	}
-	return h.Sum64() | 1
 }

@@ -1,6 +1,8 @@
 package gatewayapi
 
 import (
+	"iter"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -12,14 +14,16 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
-// A dep is something a route's rules read besides the route: a Service, the
-// ReferenceGrants of a namespace, or the BackendTLSPolicies of a Service.
-// Translated rules record the deps they read; when a snapshot changes a dep,
-// the routes that read it are translated again and no other. A Service
-// edited in a namespace no route uses costs nothing but noticing it.
+// A dep is something a route's outcome read besides the route: a Service,
+// the ReferenceGrants of a namespace or the BackendTLSPolicies of a Service
+// (read by its rules), or a namespace's labels (read by attachment, for a
+// listener's namespace selector). Outcomes record the deps they read; when
+// a snapshot changes a dep, the routes that read it are attached again and
+// no other. A Service edited in a namespace no route uses costs nothing but
+// noticing it.
 type dep struct {
 	kind depKind
-	// key is the Service, or for grants the namespace alone.
+	// key is the Service, or for grants and labels the namespace alone.
 	key types.NamespacedName
 }
 
@@ -29,27 +33,35 @@ const (
 	depService depKind = iota
 	depGrants
 	depBackendTLS
+	depNamespace
 )
 
-// reads collects the deps and clusters of the rules being translated.
-type reads struct {
+// readDep records d in deps once.
+func readDep(deps *[]dep, d dep) {
+	if !slices.Contains(*deps, d) {
+		*deps = append(*deps, d)
+	}
+}
+
+// ruleEval is what evaluating a route's rules (or a stream route's
+// backends) found besides the routes: its ResolvedRefs problems, the deps
+// it read and the clusters it uses. Every lookup a rule makes goes
+// through one, so nothing it reads can be missed.
+type ruleEval struct {
+	resolved routeConditions
 	deps     []dep
 	clusters []clusterSpec
 }
 
-// read records a dep once.
-func (r *reads) read(d dep) {
-	if r != nil && !slices.Contains(r.deps, d) {
-		r.deps = append(r.deps, d)
-	}
+func newRuleEval(generation int64) *ruleEval {
+	return &ruleEval{resolved: routeConditions{generation: generation}}
 }
 
+// read records a dep once.
+func (e *ruleEval) read(d dep) { readDep(&e.deps, d) }
+
 // cluster records a cluster the rules use.
-func (r *reads) cluster(s clusterSpec) {
-	if r != nil {
-		r.clusters = append(r.clusters, s)
-	}
-}
+func (e *ruleEval) cluster(s clusterSpec) { e.clusters = append(e.clusters, s) }
 
 // world is what deps are read from, kept from one translation to compare
 // with the next.
@@ -57,10 +69,11 @@ type world struct {
 	services   map[types.NamespacedName]*corev1.Service
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant
 	backendTLS map[backendTLSKey]*backendTLS
+	namespaces map[string]*corev1.Namespace
 }
 
 func (idx *index) world() world {
-	return world{services: idx.services, grants: idx.grants, backendTLS: idx.backendTLS}
+	return world{services: idx.services, grants: idx.grants, backendTLS: idx.backendTLS, namespaces: idx.namespaces}
 }
 
 // changedDeps returns the deps whose objects differ, in what rules read of
@@ -86,6 +99,12 @@ func changedDeps(prev, cur world) map[dep]bool {
 	for k := range joinKeys(prev.backendTLS, cur.backendTLS) {
 		if !sameBackendTLS(prev.backendTLS[k], cur.backendTLS[k]) {
 			changed[dep{depBackendTLS, k.service}] = true
+		}
+	}
+	for name := range joinKeys(prev.namespaces, cur.namespaces) {
+		p, c := prev.namespaces[name], cur.namespaces[name]
+		if p != c && (p == nil || c == nil || !maps.Equal(p.Labels, c.Labels)) {
+			changed[dep{depNamespace, types.NamespacedName{Namespace: name}}] = true
 		}
 	}
 	return changed
@@ -155,7 +174,7 @@ func samePolicy(a, b *backendTLS) bool {
 		a.policy.Generation == b.policy.Generation && reflect.DeepEqual(a.tls, b.tls) && reflect.DeepEqual(a.conds, b.conds)
 }
 
-// stale returns the routes of a state whose rules read a changed dep.
+// stale returns the routes of a state whose outcome read a changed dep.
 func (s *gatewayState) stale(changed map[dep]bool) map[*metav1.ObjectMeta]bool {
 	if len(changed) == 0 {
 		return nil
@@ -180,10 +199,10 @@ func (s *gatewayState) stale(changed map[dep]bool) map[*metav1.ObjectMeta]bool {
 
 // addReader indexes an outcome's deps, once the state keeps an index.
 func (s *gatewayState) addReader(o *outcome) {
-	if s.readers == nil || o.rules == nil {
+	if s.readers == nil {
 		return
 	}
-	for _, d := range o.rules.deps {
+	for d := range o.allDeps() {
 		if s.readers[d] == nil {
 			s.readers[d] = map[*metav1.ObjectMeta]bool{}
 		}
@@ -192,12 +211,31 @@ func (s *gatewayState) addReader(o *outcome) {
 }
 
 func (s *gatewayState) removeReader(o *outcome) {
-	if s.readers == nil || o.rules == nil {
+	if s.readers == nil {
 		return
 	}
-	for _, d := range o.rules.deps {
+	for d := range o.allDeps() {
 		if delete(s.readers[d], o.meta); len(s.readers[d]) == 0 {
 			delete(s.readers, d)
+		}
+	}
+}
+
+// allDeps are what attaching the route read and what its rules read.
+func (o *outcome) allDeps() iter.Seq[dep] {
+	return func(yield func(dep) bool) {
+		for _, d := range o.deps {
+			if !yield(d) {
+				return
+			}
+		}
+		if o.rules == nil {
+			return
+		}
+		for _, d := range o.rules.deps {
+			if !yield(d) {
+				return
+			}
 		}
 	}
 }

@@ -13,11 +13,15 @@ import (
 	"isobar.dev/controller/pkg/resources"
 )
 
-const depsInput = `
+// depsClass is the class both inputs' Gateway is of.
+const depsClass = `
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: isobar}
 spec: {controllerName: isobar.dev/gateway-controller}
+`
+
+const depsInput = depsClass + `
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
@@ -161,5 +165,117 @@ func narrowGrant(res *resources.Resources, ns string) {
 			c.Spec.To[0].Name = &name
 			res.ReferenceGrants[i] = c
 		}
+	}
+}
+
+const attachDepsInput = depsClass + `
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: isobar
+  listeners:
+  - {name: all, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}
+  - name: selected
+    port: 8080
+    protocol: HTTP
+    allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {gateway: allowed}}}}
+  - {name: tcp, port: 9000, protocol: TCP, allowedRoutes: {namespaces: {from: All}}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: a, labels: {gateway: allowed}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: b, labels: {team: b}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: selected, namespace: a}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: selected}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: everywhere, namespace: b}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: all}]
+`
+
+// What attaching a route reads is recorded in its outcome too: a
+// namespace's labels are read only by the routes a selector looks at, and
+// TLS, TCP and UDP routes coming and going attach no HTTPRoute again. An
+// outcome that is kept is the same object.
+func TestDepsReattachOnlyReaders(t *testing.T) {
+	res := &resources.Resources{}
+	if _, err := res.Load("attach-deps", strings.NewReader(attachDepsInput)); err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
+	outcomes := func() map[string]*outcome {
+		tr.Translate(res)
+		s := tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}]
+		out := map[string]*outcome{}
+		for _, r := range res.HTTPRoutes {
+			out[r.Name] = s.applied[&r.ObjectMeta]
+		}
+		return out
+	}
+	relabel := func(ns string, labels map[string]string) func() {
+		return func() {
+			res.Namespaces = slices.Clone(res.Namespaces)
+			for i, n := range res.Namespaces {
+				if n.Name == ns {
+					c := n.DeepCopy()
+					c.Labels = labels
+					res.Namespaces[i] = c
+				}
+			}
+		}
+	}
+	before := outcomes()
+	for _, step := range []struct {
+		what   string
+		change func()
+		want   []string // routes attached again
+	}{
+		{"a namespace no selector looks at is relabelled", relabel("b", map[string]string{"team": "c"}), nil},
+		{"a TCPRoute is created", func() {
+			if _, err := res.Load("tcp", strings.NewReader(`
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: tcp, namespace: b}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: tcp}]
+  rules: [{backendRefs: [{name: db, port: 5432}]}]
+`)); err != nil {
+				t.Fatal(err)
+			}
+		}, nil},
+		{"the selected namespace loses its label", relabel("a", nil), []string{"selected"}},
+		{"and gets it back", relabel("a", map[string]string{"gateway": "allowed"}), []string{"selected"}},
+	} {
+		step.change()
+		after := outcomes()
+		var got []string
+		for name, o := range after {
+			if o == nil {
+				t.Fatalf("%s: route %s has no outcome", step.what, name)
+			}
+			if o != before[name] {
+				got = append(got, name)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, step.want) {
+			t.Errorf("%s: routes attached again: %v, want %v", step.what, got, step.want)
+		}
+		before = after
+	}
+	st := tr.Translate(res).Status
+	if ps := st.Routes[RouteKey{Kind: "TCPRoute", Namespace: "b", Name: "tcp"}]; len(ps) != 1 {
+		t.Fatalf("the TCPRoute has %d parent statuses, want 1", len(ps))
 	}
 }

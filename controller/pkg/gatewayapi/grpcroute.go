@@ -12,15 +12,15 @@ import (
 // attachGRPCRoute attaches a GRPCRoute. gRPC is HTTP/2 with the method in
 // the path ("/package.Service/Method"), so its rules become HTTP routes on
 // the same virtual hosts as HTTPRoutes, to clusters that speak HTTP/2.
-func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute) {
+func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute, rank int32) {
 	r := route{kind: "GRPCRoute", meta: &gr.ObjectMeta, parentRefs: gr.Spec.ParentRefs, hostnames: gr.Spec.Hostnames}
-	t.attachRequestRoute(r, len(gr.Spec.Rules), func(resolved *routeConditions) ([][]*ir.Route, ruleProblems) {
+	t.attachRequestRoute(r, rank, len(gr.Spec.Rules), func(ev *ruleEval) ([][]*ir.Route, ruleProblems) {
 		var problems ruleProblems
 		out := make([][]*ir.Route, len(gr.Spec.Rules))
 		for i := range gr.Spec.Rules {
 			rule := &gr.Spec.Rules[i]
 			problems.named(i, rule.Name)
-			action, problem := t.grpcAction(gr, rule, resolved)
+			action, problem := t.grpcAction(gr, rule, ev)
 			if problem != "" {
 				problems.add(i, problem)
 			}
@@ -41,12 +41,12 @@ func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute) {
 	})
 }
 
-func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.GRPCRouteRule, resolved *routeConditions) (*ir.Route, string) {
+func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.GRPCRouteRule, ev *ruleEval) (*ir.Route, string) {
 	r := &ir.Route{}
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, httpFilter(f)); err != nil {
 			if f.Type == gatewayv1.GRPCRouteFilterExtensionRef {
-				resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonInvalidKind, err.Error())
+				ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonInvalidKind, err.Error())
 				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, ""
 			}
 			return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()
@@ -54,7 +54,7 @@ func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.
 	}
 	for _, f := range rule.Filters {
 		if f.Type == gatewayv1.GRPCRouteFilterRequestMirror && f.RequestMirror != nil {
-			if problem := t.mirror(r, gr.Namespace, "GRPCRoute", f.RequestMirror, resolved); problem != "" {
+			if problem := t.mirror(ev, r, gr.Namespace, "GRPCRoute", f.RequestMirror); problem != "" {
 				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, problem
 			}
 		}
@@ -63,7 +63,7 @@ func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.
 	for i, b := range rule.BackendRefs {
 		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: httpFilters(b.Filters)}
 	}
-	r.Destination = t.httpBackends(gr.Namespace, "GRPCRoute", refs, resolved)
+	r.Destination = t.httpBackends(ev, gr.Namespace, "GRPCRoute", refs)
 	if allInvalid(r.Destination) {
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}

@@ -14,34 +14,35 @@ import (
 
 // attachHTTPRoute attaches an HTTPRoute to this Gateway's listeners,
 // translates its rules into the route tables and records its status.
-func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute) {
+func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute, rank int32) {
 	r := route{kind: "HTTPRoute", meta: &hr.ObjectMeta, parentRefs: hr.Spec.ParentRefs, hostnames: hr.Spec.Hostnames}
-	t.attachRequestRoute(r, len(hr.Spec.Rules), func(resolved *routeConditions) ([][]*ir.Route, ruleProblems) {
-		return t.translateHTTPRules(hr, resolved)
+	t.attachRequestRoute(r, rank, len(hr.Spec.Rules), func(ev *ruleEval) ([][]*ir.Route, ruleProblems) {
+		return t.translateHTTPRules(hr, ev)
 	})
 }
 
 // attachRequestRoute attaches an HTTPRoute or GRPCRoute, whose rules become
 // HTTP routes in the virtual hosts of its hostnames, records what that
-// adds up to as the route's outcome and applies it to the state.
-func (t *gatewayTranslator) attachRequestRoute(r route, rules int, translate func(resolved *routeConditions) ([][]*ir.Route, ruleProblems)) {
-	o := t.record(r.kind, r.meta)
+// adds up to as the route's outcome and applies it to the state. rank is
+// the route's place among the routes attached with it.
+func (t *gatewayTranslator) attachRequestRoute(r route, rank int32, rules int, translate func(ev *ruleEval) ([][]*ir.Route, ruleProblems)) {
+	o := t.record(r.kind, r.meta, rank)
 	if o == nil {
 		return
 	}
 	defer t.apply(o)
-	atts := t.attach(r)
+	atts := t.attach(o, r)
 	if len(atts) == 0 {
 		return
 	}
 	// The rules are translated whether or not a listener accepts the
 	// route: ResolvedRefs reports its references either way.
-	routes, problems, resolved := t.cachedRules(r.meta, translate)
+	routes, problems, resolved := t.cachedRules(o, translate)
 	for _, a := range atts {
 		if a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
 			problems.report(&a.conds, rules)
 		}
-		t.countAccepted(a)
+		t.countAccepted(o, a)
 		if a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
 			for i, l := range a.listeners {
 				o.added = append(o.added, addition{listener: slices.Index(t.listeners, l), hosts: a.hosts[i], routes: redirectsFor(l, routes)})
@@ -104,16 +105,16 @@ func (p *ruleProblems) report(c *routeConditions, rules int) {
 }
 
 // translateHTTPRules turns each rule and match into an IR route. Problems
-// with references go to resolved; rules that cannot be served as written
+// with references go to ev; rules that cannot be served as written
 // are returned as problems and answer 500, so that their requests never fall
 // through to a less specific route.
-func (t *gatewayTranslator) translateHTTPRules(hr *gatewayv1.HTTPRoute, resolved *routeConditions) ([][]*ir.Route, ruleProblems) {
+func (t *gatewayTranslator) translateHTTPRules(hr *gatewayv1.HTTPRoute, ev *ruleEval) ([][]*ir.Route, ruleProblems) {
 	var problems ruleProblems
 	out := make([][]*ir.Route, len(hr.Spec.Rules))
 	for i := range hr.Spec.Rules {
 		rule := &hr.Spec.Rules[i]
 		problems.named(i, rule.Name)
-		action, problem := t.httpAction(hr, rule, resolved)
+		action, problem := t.httpAction(hr, rule, ev)
 		if problem != "" {
 			problems.add(i, problem)
 		}
@@ -148,12 +149,12 @@ func matchRoute(action *ir.Route, last bool, name string, m ir.Match) *ir.Route 
 
 // httpAction is what a rule does, shared by its matches, and why it cannot
 // do what the rule says, if it cannot.
-func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.HTTPRouteRule, resolved *routeConditions) (*ir.Route, string) {
+func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.HTTPRouteRule, ev *ruleEval) (*ir.Route, string) {
 	r := &ir.Route{}
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, f); err != nil {
 			if f.Type == gatewayv1.HTTPRouteFilterExtensionRef {
-				resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonInvalidKind, err.Error())
+				ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonInvalidKind, err.Error())
 				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, ""
 			}
 			return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()
@@ -164,7 +165,7 @@ func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.
 	}
 	for _, f := range rule.Filters {
 		if f.Type == gatewayv1.HTTPRouteFilterRequestMirror && f.RequestMirror != nil {
-			if problem := t.mirror(r, hr.Namespace, "HTTPRoute", f.RequestMirror, resolved); problem != "" {
+			if problem := t.mirror(ev, r, hr.Namespace, "HTTPRoute", f.RequestMirror); problem != "" {
 				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, problem
 			}
 		}
@@ -177,7 +178,7 @@ func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.
 	for _, b := range rule.BackendRefs {
 		refs = append(refs, backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters})
 	}
-	r.Destination = t.httpBackends(hr.Namespace, "HTTPRoute", refs, resolved)
+	r.Destination = t.httpBackends(ev, hr.Namespace, "HTTPRoute", refs)
 	if allInvalid(r.Destination) {
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}

@@ -2,8 +2,6 @@ package gatewayapi
 
 import (
 	"fmt"
-	"hash"
-	"hash/fnv"
 	"maps"
 	"slices"
 
@@ -29,9 +27,6 @@ type index struct {
 	backendTLS map[backendTLSKey]*backendTLS
 	// unserved are the route kinds the cluster does not serve.
 	unserved map[gatewayv1.Kind]bool
-	// namespacesVersion fingerprints the namespaces' labels, which
-	// allowedRoutes selectors read.
-	namespacesVersion uint64
 	// unservedKinds lists the unserved kinds, which decide what listeners
 	// accept.
 	unservedKinds string
@@ -81,7 +76,6 @@ func newIndex(res *resources.Resources) *index {
 	}
 	idx.backendTLS = indexBackendTLS(res, idx)
 	idx.unservedKinds = fmt.Sprint(slices.Sorted(maps.Keys(idx.unserved)))
-	idx.namespacesVersion = namespacesFingerprint(res)
 	return idx
 }
 
@@ -92,33 +86,6 @@ func (idx *index) namespaceLabels(name string) (map[string]string, bool) {
 		return nil, false
 	}
 	return ns.Labels, true
-}
-
-// setHash fingerprints a set of objects: the sum of each object's hash,
-// so that the order a snapshot lists them in, which the informer cache does
-// not keep from one list to the next, does not matter.
-type setHash struct {
-	sum uint64
-	h   hash.Hash64
-}
-
-func newSetHash() *setHash { return &setHash{h: fnv.New64a()} }
-
-func (s *setHash) write(fields ...string) {
-	for _, f := range fields {
-		s.h.Write([]byte(f))
-		s.h.Write([]byte{0})
-	}
-}
-
-// next ends an object.
-func (s *setHash) next() {
-	x := s.h.Sum64()
-	// splitmix64's finaliser, so that sums of similar hashes spread.
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	s.sum += x ^ (x >> 31)
-	s.h.Reset()
 }
 
 func key(ns, name string) types.NamespacedName {
@@ -134,16 +101,4 @@ func (idx *index) granted(fromGroup, fromKind, fromNamespace, toGroup, toKind, t
 		}
 	}
 	return false
-}
-
-func namespacesFingerprint(res *resources.Resources) uint64 {
-	h := newSetHash()
-	for _, n := range res.Namespaces {
-		h.write(n.Name)
-		for _, k := range sortedKeys(n.Labels) {
-			h.write(k, n.Labels[k])
-		}
-		h.next()
-	}
-	return h.sum
 }

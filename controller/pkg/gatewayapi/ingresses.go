@@ -86,12 +86,12 @@ func (t *gatewayTranslator) ingressSets(res *resources.Resources) ([]*listenerSe
 
 // convertIngress converts an Ingress, recording the Services it reads.
 func (t *gatewayTranslator) convertIngress(ing *networkingv1.Ingress, shape ingress.Shape) convertedIngress {
-	var r reads
+	var deps []dep
 	c := ingress.Convert(ing, t.gw, shape, func(ns, svc, port string) (int32, bool) {
-		r.read(dep{depService, key(ns, svc)})
+		readDep(&deps, dep{depService, key(ns, svc)})
 		return t.idx.servicePort(ns, svc, port)
 	})
-	return convertedIngress{Converted: c, deps: r.deps}
+	return convertedIngress{Converted: c, deps: deps}
 }
 
 // servicePort returns the number of a Service's named port.

@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -13,11 +14,13 @@ import (
 	"isobar.dev/controller/pkg/resources"
 )
 
-// An outcome is everything attaching one HTTPRoute or GRPCRoute to one
-// Gateway did: its parent statuses, the listeners it counted on, the routes
-// it added to virtual hosts and the clusters those use. A Gateway's state
-// is the sum of its routes' outcomes, so that a route that changes is a
-// subtraction and an addition instead of a translation of every route.
+// An outcome is everything attaching one route to one Gateway did: its
+// parent statuses, the listeners it counted on, the routes it added to
+// virtual hosts (HTTPRoute, GRPCRoute) and the clusters it uses. A Gateway's
+// state is the sum of its routes' outcomes, so that a route that changes is
+// a subtraction and an addition instead of a translation of every route.
+// TLS, TCP and UDP routes have outcomes too; what they claim of a listener
+// is kept in its table (see update).
 type outcome struct {
 	statuses []gatewayv1.RouteParentStatus
 	counted  []int // indexes of listeners whose attachedRoutes it adds to
@@ -25,9 +28,14 @@ type outcome struct {
 	clusters []clusterSpec
 	kind     string
 	meta     *metav1.ObjectMeta
+	// deps are what attaching the route read (namespace labels), and for
+	// a TLS, TCP or UDP route what resolving its backends read.
+	deps []dep
 	// rules are the route's translated rules, reused when the Gateway's
 	// context changes but none of the rules' deps does.
 	rules *cachedRules
+	// shared is the cluster a UDPRoute's weighted backends make.
+	shared *sharedCluster
 	// epoch is the last translation whose snapshot held the route.
 	epoch uint64
 	// rank is the route's place among the routes attached with it.
@@ -40,11 +48,25 @@ type addition struct {
 	routes   [][]*ir.Route
 }
 
-// gatewayContext is what attachment depends on besides the route: the
-// Gateway's spec, which of its listeners are usable, the namespaces (for
-// selectors) and the route kinds the cluster serves. While it stays the
-// same, the outcome of a route object stays the same unless one of its
-// rules' deps changes.
+// read records a dep of attaching the route; o is nil where nothing is
+// being recorded (kindConflicts asks what a route would claim).
+func (o *outcome) read(d dep) {
+	if o != nil {
+		readDep(&o.deps, d)
+	}
+}
+
+// isStream says the outcome is a TLS, TCP or UDP route's.
+func (o *outcome) isStream() bool {
+	return o.kind != "HTTPRoute" && o.kind != "GRPCRoute"
+}
+
+// gatewayContext is what every route's attachment depends on: the
+// Gateway's spec, which of its listeners are usable, its ListenerSets and
+// the route kinds the cluster serves. While it stays the same, the outcome
+// of a route object stays the same unless a dep it read changes or it wins
+// or loses a hostname to a route of the other kind (kindConflicts). What
+// one route alone reads is recorded in its outcome instead.
 type gatewayContext struct {
 	// gw is the Gateway object the context was first seen with: a new
 	// object with the same spec (a status write) keeps it.
@@ -52,17 +74,13 @@ type gatewayContext struct {
 	usable string
 	// sets identifies the ListenerSets naming the Gateway (object,
 	// generation, allowed): their listeners are in usable's order.
-	sets       string
-	namespaces uint64
-	unserved   string
-	// conflicts fingerprints which routes lose hostnames to routes of the
-	// other kind.
-	conflicts uint64
+	sets     string
+	unserved string
 }
 
-// gatewayState is what the HTTPRoutes and GRPCRoutes of one Gateway add up
-// to in one context: kept between translations and brought up to date by
-// the routes that came, went or changed.
+// gatewayState is what the routes of one Gateway add up to in one
+// context: kept between translations and brought up to date by the routes
+// that came, went or changed.
 type gatewayState struct {
 	ctx   gatewayContext
 	epoch uint64
@@ -73,9 +91,14 @@ type gatewayState struct {
 	tables   map[gatewayv1.PortNumber]*table
 	clusters map[clusterSpec]int // by the number of outcomes using them
 	routes   map[RouteKey][]gatewayv1.RouteParentStatus
-	// readers are the routes whose rules read each dep: built when a dep
-	// first changes (a full translation does not pay for it), then kept.
+	// readers are the routes whose outcome read each dep: built when a
+	// dep first changes (a full translation does not pay for it), then
+	// kept.
 	readers map[dep]map[*metav1.ObjectMeta]bool
+	// lost are the kind conflicts the outcomes were attached with.
+	lost map[*metav1.ObjectMeta]map[int]string
+	// shared are the UDPRoutes' clusters of weighted backends, by name.
+	shared map[string]*sharedCluster
 }
 
 // newGatewayState returns an empty state sized for the given number of
@@ -88,6 +111,7 @@ func newGatewayState(ctx gatewayContext, listeners, routes int) *gatewayState {
 		tables:   map[gatewayv1.PortNumber]*table{},
 		clusters: map[clusterSpec]int{},
 		routes:   make(map[RouteKey][]gatewayv1.RouteParentStatus, routes),
+		shared:   map[string]*sharedCluster{},
 	}
 }
 
@@ -104,7 +128,7 @@ func (t *gatewayTranslator) context(prev *gatewayState) gatewayContext {
 	if prev != nil && sameSpec(prev.ctx.gw, gw) {
 		gw = prev.ctx.gw
 	}
-	return gatewayContext{gw: gw, usable: string(usable), sets: setsKey(t.sets), namespaces: t.idx.namespacesVersion, unserved: t.idx.unservedKinds}
+	return gatewayContext{gw: gw, usable: string(usable), sets: setsKey(t.sets), unserved: t.idx.unservedKinds}
 }
 
 // sameSpec reports whether two Gateway objects translate alike: the
@@ -115,12 +139,17 @@ func sameSpec(a, b *gatewayv1.Gateway) bool {
 		apiequality.Semantic.DeepEqual(a.Spec, b.Spec)
 }
 
-// update brings the state up to date with the snapshot's HTTPRoutes and
-// GRPCRoutes: it takes back what the routes no longer there (deleted, or
-// replaced by a changed object) or reading a changed dep added, then
-// attaches the routes it has not seen and those. Takeaways come first because a changed route's old and new
+// update brings the state up to date with the snapshot's routes: it takes
+// back what the routes no longer there (deleted, or replaced by a changed
+// object), reading a changed dep or winning or losing a hostname to a
+// route of the other kind added, then attaches the routes it has not seen
+// and those. Takeaways come first because a changed route's old and new
 // objects share a status key. The HTTPRoutes made of Ingresses come with
 // the snapshot's.
+//
+// TLS, TCP and UDP routes are taken back and attached again all together
+// when any of them needs it: which of them holds a listener or a server
+// name depends on the others (the oldest keeps it), and they are few.
 func (t *gatewayTranslator) update(res *resources.Resources, fromIngresses []*gatewayv1.HTTPRoute) {
 	s := t.state
 	s.epoch++
@@ -129,14 +158,37 @@ func (t *gatewayTranslator) update(res *resources.Resources, fromIngresses []*ga
 		httpRoutes = append(slices.Clip(httpRoutes), fromIngresses...)
 	}
 	stale := s.stale(t.cache.changed)
+	for m := range joinKeys(s.lost, t.lost) {
+		if !maps.Equal(s.lost[m], t.lost[m]) {
+			if stale == nil {
+				stale = map[*metav1.ObjectMeta]bool{}
+			}
+			stale[m] = true
+		}
+	}
+	s.lost = t.lost
 	newHTTP, seenHTTP := unseen(s, stale, httpRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 	newGRPC, seenGRPC := unseen(s, stale, res.GRPCRoutes, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
-	if seenHTTP+seenGRPC < len(s.applied) {
+	newStreams, seenStreams := unseen(s, stale, t.streams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
+	streamsChanged := len(newStreams) > 0
+	if seenHTTP+seenGRPC+seenStreams < len(s.applied) {
 		for m, o := range s.applied {
 			if o.epoch != s.epoch {
+				streamsChanged = streamsChanged || o.isStream()
 				t.takeBack(o)
 				delete(s.applied, m)
 			}
+		}
+	}
+	if streamsChanged {
+		for m, o := range s.applied {
+			if o.isStream() {
+				t.takeBack(o)
+				delete(s.applied, m)
+			}
+		}
+		for _, tb := range s.tables {
+			clear(tb.streams)
 		}
 	}
 	// Oldest first, so that the routes' entries reach their virtual
@@ -150,11 +202,15 @@ func (t *gatewayTranslator) update(res *resources.Resources, fromIngresses []*ga
 	}
 	slices.SortFunc(fresh, func(a, b newRoute) int { return compareAges(a.age, b.age) })
 	for i, r := range fresh {
-		t.rank = int32(i)
 		if r.http != nil {
-			t.attachHTTPRoute(r.http)
+			t.attachHTTPRoute(r.http, int32(i))
 		} else {
-			t.attachGRPCRoute(r.grpc)
+			t.attachGRPCRoute(r.grpc, int32(i))
+		}
+	}
+	if streamsChanged {
+		for _, r := range t.streams {
+			t.attachStreamRoute(r)
 		}
 	}
 }
@@ -210,19 +266,18 @@ func unseen[T any](s *gatewayState, stale map[*metav1.ObjectMeta]bool, routes []
 	return out, seen
 }
 
-// record starts the outcome of attaching a route; it returns nil when the
-// route's object is already in the state (a snapshot that lists it twice).
-func (t *gatewayTranslator) record(kind gatewayv1.Kind, meta *metav1.ObjectMeta) *outcome {
+// record starts the outcome of attaching a route, whose place among the
+// routes attached with it is rank; it returns nil when the route's object
+// is already in the state (a snapshot that lists it twice).
+func (t *gatewayTranslator) record(kind gatewayv1.Kind, meta *metav1.ObjectMeta, rank int32) *outcome {
 	if _, done := t.state.applied[meta]; done {
 		return nil
 	}
-	t.rec = &outcome{kind: string(kind), meta: meta, epoch: t.state.epoch, rank: t.rank}
-	return t.rec
+	return &outcome{kind: string(kind), meta: meta, epoch: t.state.epoch, rank: rank}
 }
 
 // apply adds a recorded outcome to the state.
 func (t *gatewayTranslator) apply(o *outcome) {
-	t.rec = nil
 	s := t.state
 	s.applied[o.meta] = o
 	for _, i := range o.counted {
@@ -230,6 +285,9 @@ func (t *gatewayTranslator) apply(o *outcome) {
 	}
 	for _, c := range o.clusters {
 		s.clusters[c]++
+	}
+	if o.shared != nil {
+		s.shared[o.shared.name] = o.shared
 	}
 	s.addReader(o)
 
@@ -243,7 +301,8 @@ func (t *gatewayTranslator) apply(o *outcome) {
 	}
 }
 
-// takeBack subtracts an outcome from the state.
+// takeBack subtracts an outcome from the state. A TLS, TCP or UDP route's
+// claims on its listeners go with all the others' (see update).
 func (t *gatewayTranslator) takeBack(o *outcome) {
 	s := t.state
 	for _, i := range o.counted {
@@ -254,6 +313,9 @@ func (t *gatewayTranslator) takeBack(o *outcome) {
 			delete(s.clusters, c)
 		}
 	}
+	if o.shared != nil {
+		delete(s.shared, o.shared.name)
+	}
 	s.removeReader(o)
 
 	for _, a := range o.added {
@@ -262,15 +324,4 @@ func (t *gatewayTranslator) takeBack(o *outcome) {
 	if len(o.statuses) > 0 {
 		delete(s.routes, routeKey(o.kind, o.meta))
 	}
-}
-
-// countAttached counts a route on a listener's attachedRoutes: into the
-// outcome being recorded, or for TLS, TCP and UDP routes, which are
-// attached afresh on every translation, directly.
-func (t *gatewayTranslator) countAttached(l *listener) {
-	if t.rec != nil {
-		t.rec.counted = append(t.rec.counted, slices.Index(t.listeners, l))
-		return
-	}
-	l.attached++
 }

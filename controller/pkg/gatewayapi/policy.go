@@ -14,7 +14,7 @@ import (
 // mirror adds a RequestMirror filter's backend. A mirror that does not
 // resolve is left out and reported: mirrored traffic is a copy, so the rule
 // keeps serving.
-func (t *gatewayTranslator) mirror(r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPRequestMirrorFilter, resolved *routeConditions) string {
+func (t *gatewayTranslator) mirror(ev *ruleEval, r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPRequestMirrorFilter) string {
 	percent := 100.0
 	switch {
 	case f.Percent != nil && f.Fraction != nil:
@@ -34,10 +34,10 @@ func (t *gatewayTranslator) mirror(r *ir.Route, fromNS, fromKind string, f *gate
 	if percent < 0 || percent > 100 {
 		return fmt.Sprintf("requestMirror percent %g is not between 0 and 100", percent)
 	}
-	name, err := t.resolveBackend(fromNS, fromKind, f.BackendRef)
+	name, err := t.resolveBackend(ev, fromNS, fromKind, f.BackendRef)
 	if err != nil {
 		if err.reason != "" {
-			resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, "mirror: "+err.message)
+			ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, "mirror: "+err.message)
 		}
 		return ""
 	}

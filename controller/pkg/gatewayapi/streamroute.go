@@ -30,26 +30,26 @@ type stream struct {
 // streamRoutes collects the TLS, TCP and UDP routes, oldest first: when two
 // claim the same listener and server name, the older one keeps it, so a new
 // route never takes traffic from one that works.
-func streamRoutes(res *resources.Resources) []streamRoute {
-	var out []streamRoute
+func streamRoutes(res *resources.Resources) []*streamRoute {
+	var out []*streamRoute
 	for _, r := range res.TLSRoutes {
 		var refs []gatewayv1.BackendRef
 		for _, rule := range r.Spec.Rules {
 			refs = append(refs, rule.BackendRefs...)
 		}
-		out = append(out, streamRoute{route{kind: "TLSRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}, refs})
+		out = append(out, &streamRoute{route{kind: "TLSRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}, refs})
 	}
 	for _, r := range res.TCPRoutes {
-		out = append(out, streamRoute{route{kind: "TCPRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs}, rulesRefs(r.Spec.Rules)})
+		out = append(out, &streamRoute{route{kind: "TCPRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs}, rulesRefs(r.Spec.Rules)})
 	}
 	for _, r := range res.UDPRoutes {
 		var refs []gatewayv1.BackendRef
 		for _, rule := range r.Spec.Rules {
 			refs = append(refs, rule.BackendRefs...)
 		}
-		out = append(out, streamRoute{route{kind: "UDPRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs}, refs})
+		out = append(out, &streamRoute{route{kind: "UDPRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs}, refs})
 	}
-	slices.SortStableFunc(out, func(a, b streamRoute) int {
+	slices.SortStableFunc(out, func(a, b *streamRoute) int {
 		return cmp.Or(
 			a.meta.CreationTimestamp.Compare(b.meta.CreationTimestamp.Time),
 			strings.Compare(a.meta.Namespace, b.meta.Namespace),
@@ -68,19 +68,30 @@ func rulesRefs(rules []gatewayv1.TCPRouteRule) []gatewayv1.BackendRef {
 	return refs
 }
 
-// attachStreamRoute attaches a TLS, TCP or UDP route and records its status.
-func (t *gatewayTranslator) attachStreamRoute(r streamRoute) {
-	atts := t.attach(r.route)
+// attachStreamRoute attaches a TLS, TCP or UDP route, claims what it
+// forwards on its listeners, and records its outcome. Routes are attached
+// oldest first, so an older route's claims are in place.
+func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
+	o := t.record(r.kind, r.meta, 0)
+	if o == nil {
+		return
+	}
+	defer t.apply(o)
+	atts := t.attach(o, r.route)
 	if len(atts) == 0 {
 		return
 	}
 	// References are resolved whether or not a listener accepts the
 	// route: ResolvedRefs reports them either way.
-	resolved := routeConditions{generation: r.meta.Generation}
-	dest := t.streamBackends(r, &resolved)
+	ev := newRuleEval(r.meta.Generation)
+	dest := t.streamBackends(ev, o, r)
+	o.clusters = ev.clusters
+	for _, d := range ev.deps {
+		o.read(d)
+	}
 	owner := r.meta.Namespace + "/" + r.meta.Name
 	for _, a := range atts {
-		t.countAccepted(a)
+		t.countAccepted(o, a)
 		if a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
 			var taken []string
 			for i, l := range a.listeners {
@@ -95,8 +106,8 @@ func (t *gatewayTranslator) attachStreamRoute(r streamRoute) {
 					fmt.Sprintf("Route is accepted, but an older route already forwards %s and keeps its traffic", strings.Join(taken, ", ")))
 			}
 		}
-		setResolvedRefs(&a.conds, &resolved)
-		t.status.addRoute(string(r.kind), r.meta, gatewayv1.RouteParentStatus{
+		setResolvedRefs(&a.conds, &ev.resolved)
+		o.statuses = append(o.statuses, gatewayv1.RouteParentStatus{
 			ParentRef: a.ref, ControllerName: t.controller, Conditions: a.conds.sorted(),
 		})
 	}
@@ -105,17 +116,17 @@ func (t *gatewayTranslator) attachStreamRoute(r streamRoute) {
 // streamBackends resolves the backends. A connection cannot be answered
 // with an error the way a request can, so invalid backends are left out; with
 // none left the destination is empty and Envoy refuses the connections.
-func (t *gatewayTranslator) streamBackends(r streamRoute, resolved *routeConditions) *ir.Destination {
+func (t *gatewayTranslator) streamBackends(ev *ruleEval, o *outcome, r *streamRoute) *ir.Destination {
 	d := &ir.Destination{}
 	for _, ref := range r.backendRefs {
 		weight := uint32(1)
 		if ref.Weight != nil {
 			weight = uint32(min(max(*ref.Weight, 0), 1000000))
 		}
-		name, err := t.resolveBackend(r.meta.Namespace, string(r.kind), ref.BackendObjectReference)
+		name, err := t.resolveBackend(ev, r.meta.Namespace, string(r.kind), ref.BackendObjectReference)
 		if err != nil {
 			if err.reason != "" {
-				resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, err.message)
+				ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, err.message)
 			}
 			continue
 		}
@@ -124,23 +135,30 @@ func (t *gatewayTranslator) streamBackends(r streamRoute, resolved *routeConditi
 		}
 	}
 	if r.kind == "UDPRoute" && len(d.Backends) > 1 {
-		d.Backends = []ir.WeightedCluster{{Cluster: t.sharedCluster(r, d.Backends), Weight: 1}}
+		// ":" cannot be in a namespace, so the name is no Service port's.
+		o.shared = &sharedCluster{name: "udproute:" + r.meta.Namespace + "/" + r.meta.Name, members: d.Backends}
+		d.Backends = []ir.WeightedCluster{{Cluster: o.shared.name, Weight: 1}}
 	}
 	return d
 }
 
-// sharedCluster makes a UDPRoute's weighted backends one cluster whose
+// sharedCluster is a UDPRoute's weighted backends as one cluster whose
 // localities are the backends, weighted: Envoy's UDP proxy sends a session
-// to one cluster, and picks a locality by weight. ":" cannot be in a
-// namespace, so the name is no Service port's.
-func (t *gatewayTranslator) sharedCluster(r streamRoute, backends []ir.WeightedCluster) string {
-	c := &ir.Cluster{Name: "udproute:" + r.meta.Namespace + "/" + r.meta.Name, UDP: true}
-	for _, b := range backends {
+// to one cluster, and picks a locality by weight.
+type sharedCluster struct {
+	name    string
+	members []ir.WeightedCluster
+}
+
+// buildShared builds a shared cluster from its members' clusters, which
+// are built first.
+func (t *gatewayTranslator) buildShared(s *sharedCluster) {
+	c := &ir.Cluster{Name: s.name, UDP: true}
+	for _, b := range s.members {
 		member := t.clusters[b.Cluster]
 		c.Shares = append(c.Shares, ir.Share{Cluster: b.Cluster, Weight: b.Weight, Endpoints: member.Endpoints, Source: member.Source})
 	}
 	t.clusters[c.Name] = c
-	return c.Name
 }
 
 // addStream claims the listener's server names (TLS) or the listener (TCP,

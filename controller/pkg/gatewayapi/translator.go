@@ -48,7 +48,7 @@ func Translate(res *resources.Resources, opts Options) *Result {
 }
 
 // Translator translates snapshots and remembers, per Gateway, what its
-// HTTPRoutes and GRPCRoutes add up to, so that the next snapshot costs what
+// routes add up to, so that the next snapshot costs what
 // changed in it: a route that changed is taken back and attached again, the
 // others are not looked at twice. Objects in a snapshot must not be changed
 // in place (informer caches replace an object when it changes), since the
@@ -123,11 +123,12 @@ type cache struct {
 	ingresses, usedIngresses map[ingressKey]convertedIngress
 }
 
-// cachedRules returns the translated rules of a route, translating them
-// with translate unless another Gateway did in this translation or this
-// Gateway's previous state holds them and none of their deps changed.
-func (t *gatewayTranslator) cachedRules(meta *metav1.ObjectMeta, translate func(resolved *routeConditions) ([][]*ir.Route, ruleProblems)) ([][]*ir.Route, ruleProblems, routeConditions) {
-	c := t.cache
+// cachedRules returns the translated rules of the route whose outcome o
+// records, translating them with translate unless another Gateway did in
+// this translation or this Gateway's previous state holds them and none of
+// their deps changed.
+func (t *gatewayTranslator) cachedRules(o *outcome, translate func(ev *ruleEval) ([][]*ir.Route, ruleProblems)) ([][]*ir.Route, ruleProblems, routeConditions) {
+	c, meta := t.cache, o.meta
 	hit, ok := c.fresh[meta]
 	if !ok && t.prev != nil {
 		if o := t.prev.applied[meta]; o != nil && o.rules != nil && !anyChanged(o.rules.deps, c.changed) {
@@ -136,20 +137,14 @@ func (t *gatewayTranslator) cachedRules(meta *metav1.ObjectMeta, translate func(
 		}
 	}
 	if !ok {
-		resolved := routeConditions{generation: meta.Generation}
-		t.reads = &reads{}
-		routes, problems := translate(&resolved)
-		hit = &cachedRules{routes: routes, problems: problems, resolved: resolved.list, clusters: t.reads.clusters, deps: t.reads.deps}
-		t.reads = nil
+		ev := newRuleEval(meta.Generation)
+		routes, problems := translate(ev)
+		hit = &cachedRules{routes: routes, problems: problems, resolved: ev.resolved.list, clusters: ev.clusters, deps: ev.deps}
 		c.fresh[meta] = hit
 	}
-	t.rec.rules = hit
-	if len(t.rec.clusters) == 0 {
-		// Shared and clipped: an outcome never changes its clusters.
-		t.rec.clusters = hit.clusters[:len(hit.clusters):len(hit.clusters)]
-	} else {
-		t.rec.clusters = append(t.rec.clusters, hit.clusters...)
-	}
+	o.rules = hit
+	// Shared and clipped: an outcome never changes its clusters.
+	o.clusters = hit.clusters[:len(hit.clusters):len(hit.clusters)]
 	// Shared: callers only read the conditions.
 	return hit.routes, hit.problems, routeConditions{generation: meta.Generation, list: hit.resolved}
 }
@@ -182,16 +177,12 @@ type gatewayTranslator struct {
 	gw         *gatewayv1.Gateway
 	controller gatewayv1.GatewayController
 
-	streams []streamRoute // TLS, TCP and UDP routes, oldest first
+	streams []*streamRoute // TLS, TCP and UDP routes, oldest first
 	cache   *cache
-	// reads collects what the rules being translated read.
-	reads *reads
-	// state is what the Gateway's HTTPRoutes and GRPCRoutes add up to;
-	// prev is the state of the previous translation when its context was
-	// not this one's. rec is the outcome of the route being attached.
+	// state is what the Gateway's routes add up to; prev is the state of
+	// the previous translation when its context was not this one's, whose
+	// translated rules cachedRules reuses.
 	state, prev *gatewayState
-	rec         *outcome
-	rank        int32 // of the route being attached; see update
 
 	// sets are the ListenerSets naming the Gateway, in precedence order;
 	// listeners are the Gateway's own, then the allowed sets'.
@@ -209,9 +200,7 @@ type gatewayTranslator struct {
 	// Gateway's spec.tls.backend), backendCertErr why there is none.
 	backendCert    string
 	backendCertErr *refError[gatewayv1.GatewayConditionReason]
-	// tables are the state's, per port: the virtual hosts of HTTPRoutes
-	// and GRPCRoutes persist, the streams of TLS, TCP and UDP routes are
-	// attached afresh.
+	// tables are the state's, per port.
 	tables map[gatewayv1.PortNumber]*table
 }
 
@@ -224,30 +213,27 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	ingressSets, ingressRoutes := t.ingressSets(res)
 	t.sets = append(t.listenerSets(res), ingressSets...)
 	t.listeners = t.validateListeners()
-	var conflicts uint64
-	t.lost, conflicts = t.kindConflicts(res)
+	t.lost = t.kindConflicts(res)
 	ctx := t.context(prev)
-	ctx.conflicts = conflicts
 	if prev != nil && prev.ctx == ctx {
 		t.state = prev
 	} else {
-		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(res.HTTPRoutes)+len(res.GRPCRoutes)), prev
+		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(res.HTTPRoutes)+len(res.GRPCRoutes)+len(t.streams)), prev
 	}
 	t.tables = t.state.tables
-	for _, tb := range t.tables {
-		clear(tb.streams)
-	}
 	t.update(res, ingressRoutes)
 	for i, l := range t.listeners {
 		l.attached = t.state.attached[i]
 	}
+	// Clusters are built on every translation, from this snapshot's
+	// endpoints.
 	for spec := range t.state.clusters {
 		t.ensureCluster(spec)
 	}
-	t.status.addGatewayRoutes(t.state.routes)
-	for _, r := range t.streams {
-		t.attachStreamRoute(r)
+	for _, s := range t.state.shared {
+		t.buildShared(s)
 	}
+	t.status.addGatewayRoutes(t.state.routes)
 	g := t.build()
 	t.writeGatewayStatus()
 	t.prev = nil

@@ -7,17 +7,18 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"isobar.dev/controller/pkg/resources"
 )
 
-// Random sequences of the changes a cluster sees (routes created, edited,
-// deleted and listed in another order; a Gateway written with the same
-// spec or a changed one; a Service going and coming back or its ports
-// edited; ReferenceGrants and BackendTLSPolicies going, coming back or
-// edited) must leave a Translator that has seen every step producing what a
+// Random sequences of the changes a cluster sees (routes of every kind
+// created, edited, deleted and listed in another order; a Gateway written
+// with the same spec or a changed one; a Service going and coming back or
+// its ports edited; ReferenceGrants, BackendTLSPolicies and Namespaces
+// going, coming back or edited) must leave a Translator that has seen every step producing what a
 // fresh one does.
 func TestIncrementalRandomChanges(t *testing.T) {
 	inputs, err := filepath.Glob("testdata/*.in.yaml")
@@ -53,7 +54,7 @@ func TestIncrementalRandomChanges(t *testing.T) {
 // are replaced, never written in place: earlier snapshots share them.
 func randomChange(rng *rand.Rand, snap *resources.Resources, aside *[]*gatewayv1.HTTPRoute, base *resources.Resources) string {
 	routes := slices.Clone(snap.HTTPRoutes)
-	switch rng.IntN(13) {
+	switch rng.IntN(15) {
 	case 0:
 		if len(routes) == 0 {
 			return "nothing"
@@ -134,6 +135,10 @@ func randomChange(rng *rand.Rand, snap *resources.Resources, aside *[]*gatewayv1
 		return changeGrants(rng, snap, base)
 	case 12:
 		return changeBackendTLS(rng, snap, base)
+	case 13:
+		return changeNamespaces(rng, snap, base)
+	case 14:
+		return changeStreamRoutes(rng, snap, base)
 	case 8:
 		if rng.IntN(2) == 0 {
 			return changeIngresses(rng, snap, base)
@@ -287,6 +292,59 @@ func changeBackendTLS(rng *rand.Rand, snap *resources.Resources, base *resources
 		c.Spec.Validation.Hostname = "edited-" + c.Spec.Validation.Hostname
 		return c, "hostname edited"
 	})
+}
+
+// changeNamespaces deletes a Namespace, drops its labels (or gives it
+// one), or brings the input's back: listeners' namespace selectors read
+// them.
+func changeNamespaces(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
+	return deleteOrEdit(rng, &snap.Namespaces, base.Namespaces, "Namespace", func(n *corev1.Namespace) (*corev1.Namespace, string) {
+		c := n.DeepCopy()
+		if len(c.Labels) > 0 {
+			c.Labels = nil
+			return c, "labels dropped"
+		}
+		c.Labels = map[string]string{"edited": "true"}
+		return c, "labelled"
+	})
+}
+
+// changeStreamRoutes deletes a TLSRoute, TCPRoute or UDPRoute, drops its
+// last backendRef (or its hostnames), or brings the input's back.
+func changeStreamRoutes(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
+	switch rng.IntN(3) {
+	case 0:
+		return deleteOrEdit(rng, &snap.TLSRoutes, base.TLSRoutes, "TLSRoute", func(r *gatewayv1.TLSRoute) (*gatewayv1.TLSRoute, string) {
+			c := r.DeepCopy()
+			c.Generation++
+			if len(c.Spec.Hostnames) > 1 {
+				c.Spec.Hostnames = c.Spec.Hostnames[1:]
+				return c, "hostname dropped"
+			}
+			c.Spec.Hostnames = append(c.Spec.Hostnames, "edited.example.com")
+			return c, "hostname added"
+		})
+	case 1:
+		return deleteOrEdit(rng, &snap.TCPRoutes, base.TCPRoutes, "TCPRoute", func(r *gatewayv1.TCPRoute) (*gatewayv1.TCPRoute, string) {
+			c := r.DeepCopy()
+			c.Generation++
+			if len(c.Spec.Rules) == 0 || len(c.Spec.Rules[0].BackendRefs) == 0 {
+				return nil, ""
+			}
+			c.Spec.Rules[0].BackendRefs = c.Spec.Rules[0].BackendRefs[:len(c.Spec.Rules[0].BackendRefs)-1]
+			return c, "backendRef dropped"
+		})
+	default:
+		return deleteOrEdit(rng, &snap.UDPRoutes, base.UDPRoutes, "UDPRoute", func(r *gatewayv1.UDPRoute) (*gatewayv1.UDPRoute, string) {
+			c := r.DeepCopy()
+			c.Generation++
+			if len(c.Spec.Rules) == 0 || len(c.Spec.Rules[0].BackendRefs) == 0 {
+				return nil, ""
+			}
+			c.Spec.Rules[0].BackendRefs = c.Spec.Rules[0].BackendRefs[:len(c.Spec.Rules[0].BackendRefs)-1]
+			return c, "backendRef dropped"
+		})
+	}
 }
 
 // deleteOrEdit deletes a random object of a kind or replaces it by what
