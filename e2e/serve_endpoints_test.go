@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -139,6 +140,93 @@ func TestServeFirstPushWaitsForEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfig := asRenderedController(t, ctx, gw, nil)
+	restore := refuseEndpointSlices(t, ctx, gw)
+
+	s := startController(t, kubeconfig, ns, "web", nil)
+	refused := time.Now().Add(endpointWaitAfterStart)
+	for time.Now().Before(refused) {
+		if exited, err := s.proc.Exited(); exited {
+			t.Fatalf("the controller exited: %v\n%s", err, s.proc.Output())
+		}
+		if resp, err := http.Get(s.health + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				t.Fatal("the controller served its first configuration before it could read the backends' EndpointSlices")
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	restore()
+	waitReady(t, s.proc, s.health+"/readyz", 60*time.Second)
+	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", resourcev3.EndpointType)
+	if got := endpointAddresses(t, ads.next(resourcev3.EndpointType, 10*time.Second)); !slices.Equal(got, []string{"10.1.2.3:8080"}) {
+		t.Fatalf("first EDS: %v, want 10.1.2.3:8080", got)
+	}
+}
+
+// A new Service beside a backend's, in the same namespace, replaces the
+// namespace's watch with one that selects both. Until the new watch has
+// listed (here RBAC refuses it, for longer than the pass waits), the old
+// one keeps serving the first backend's endpoints: the push that adds the
+// new cluster leaves the first one's alone.
+func TestServeNewServiceKeepsNamespaceEndpoints(t *testing.T) {
+	ctx, cancel := harness.Context()
+	defer cancel()
+	ns := namespace(t)
+	fleet(t, ctx, ns, "web")
+	backend(t, ctx, ns, "app", "10.1.2.3")
+	create(t, ctx, httpRoute(ns, "app", "app", "web"))
+	gw := &gatewayv1.Gateway{}
+	if err := env.Client.Get(ctx, keyOf(ns, "web"), gw); err != nil {
+		t.Fatal(err)
+	}
+	s := serveWith(t, asRenderedController(t, ctx, gw, nil), ns, "web", nil)
+	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", resourcev3.ClusterType, resourcev3.EndpointType)
+	ads.ack(ads.next(resourcev3.ClusterType, 10*time.Second))
+	eds := ads.next(resourcev3.EndpointType, 10*time.Second)
+	if got := endpointAddresses(t, eds); !slices.Equal(got, []string{"10.1.2.3:8080"}) {
+		t.Fatalf("EDS: %v, want 10.1.2.3:8080", got)
+	}
+	ads.ack(eds)
+
+	restore := refuseEndpointSlices(t, ctx, gw)
+	backend(t, ctx, ns, "second", "10.1.2.4")
+	hr := &gatewayv1.HTTPRoute{}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, keyOf(ns, "app"), hr); err != nil {
+			return err
+		}
+		second := hr.Spec.Rules[0].BackendRefs[0].DeepCopy()
+		second.Name = "second"
+		hr.Spec.Rules[0].BackendRefs = append(hr.Spec.Rules[0].BackendRefs, *second)
+		return env.Client.Update(ctx, hr)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ads.ack(ads.next(resourcev3.ClusterType, 30*time.Second))
+	eds = ads.next(resourcev3.EndpointType, 10*time.Second)
+	for _, cla := range resources[endpointv3.ClusterLoadAssignment](t, eds) {
+		if cla.ClusterName == ns+"/app/8080" && len(cla.Endpoints) == 0 {
+			t.Fatal("the push that added the new backend took the first backend's endpoints away")
+		}
+	}
+	ads.ack(eds)
+	restore()
+	// Then the new backend's endpoints come, once its watch lists.
+	for {
+		eds := ads.next(resourcev3.EndpointType, 60*time.Second)
+		ads.ack(eds)
+		if slices.Contains(endpointAddresses(t, eds), "10.1.2.4:8080") {
+			return
+		}
+	}
+}
+
+// refuseEndpointSlices takes the EndpointSlice rule out of the ClusterRole
+// the operator renders for gw's controller, and returns what puts it back.
+func refuseEndpointSlices(t *testing.T, ctx context.Context, gw *gatewayv1.Gateway) (restore func()) {
+	t.Helper()
 	f, err := render.Render(render.Input{Gateway: gw, ControllerName: string(controllerName)})
 	if err != nil {
 		t.Fatal(err)
@@ -155,35 +243,18 @@ func TestServeFirstPushWaitsForEndpoints(t *testing.T) {
 	if err := env.Client.Update(ctx, role); err != nil {
 		t.Fatal(err)
 	}
-
-	s := startController(t, kubeconfig, ns, "web", nil)
-	refused := time.Now().Add(endpointWaitAfterStart)
-	for time.Now().Before(refused) {
-		if exited, err := s.proc.Exited(); exited {
-			t.Fatalf("the controller exited: %v\n%s", err, s.proc.Output())
-		}
-		if resp, err := http.Get(s.health + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				t.Fatal("the controller served its first configuration before it could read the backends' EndpointSlices")
+	return func() {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: f.Names.ClusterRole}, role); err != nil {
+				return err
 			}
+			role.Rules = granted.Rules
+			return env.Client.Update(ctx, role)
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: f.Names.ClusterRole}, role); err != nil {
-			return err
-		}
-		role.Rules = granted.Rules
-		return env.Client.Update(ctx, role)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitReady(t, s.proc, s.health+"/readyz", 60*time.Second)
-	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", resourcev3.EndpointType)
-	if got := endpointAddresses(t, ads.next(resourcev3.EndpointType, 10*time.Second)); !slices.Equal(got, []string{"10.1.2.3:8080"}) {
-		t.Fatalf("first EDS: %v, want 10.1.2.3:8080", got)
 	}
 }
 

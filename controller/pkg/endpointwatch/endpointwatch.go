@@ -8,12 +8,11 @@
 package endpointwatch
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
+	"sync"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -32,11 +31,20 @@ import (
 // byService indexes slices by the Service they belong to.
 const byService = "service"
 
-// Watcher keeps one informer per wanted namespace.
+// Watcher keeps one informer per wanted namespace, and, while a
+// namespace's new scope has not been listed yet, the one it replaces.
 type Watcher struct {
 	client  kubernetes.Interface
 	handler func(*discoveryv1.EndpointSlice)
 	set     *informerset.Set[scope]
+
+	mu sync.Mutex
+	// wanted is the scope of each namespace the last Want asked for;
+	// replaced the listed scope it replaces, read until it is listed: a
+	// new Service beside others in a namespace must not make the others'
+	// endpoints go missing while the new watch lists (on a busy API
+	// server, longer than a pass waits).
+	wanted, replaced map[string]scope
 }
 
 // scope is what one informer watches: the slices of a namespace that
@@ -79,21 +87,76 @@ func New(ctx context.Context, c kubernetes.Interface, changed func(*discoveryv1.
 // started any, so that the caller can read their slices before it serves
 // clusters without endpoints.
 func (w *Watcher) Want(services map[string][]string, timeout time.Duration) bool {
-	keys := make([]scope, 0, len(services))
+	all := w.set.All()
+	w.mu.Lock()
+	wanted, replaced := map[string]scope{}, map[string]scope{}
 	for ns, names := range services {
-		keys = append(keys, scopeOf(ns, names))
+		wanted[ns] = scopeOf(ns, names)
+		if r, listed := w.read(ns, all); listed && r != wanted[ns] {
+			replaced[ns] = r
+		}
 	}
-	return len(w.set.Want(keys, timeout)) > 0
+	w.wanted, w.replaced = wanted, replaced
+	keys := w.keys()
+	w.mu.Unlock()
+	started := w.set.Want(keys, timeout)
+
+	// Replaced scopes whose successors are listed stop now; the others
+	// stop at a later pass, once theirs are.
+	all = w.set.All()
+	w.mu.Lock()
+	for ns := range w.replaced {
+		if inf := all[w.wanted[ns]]; inf != nil && inf.HasSynced() {
+			delete(w.replaced, ns)
+		}
+	}
+	keys = w.keys()
+	w.mu.Unlock()
+	w.set.Want(keys, 0)
+	return len(started) > 0
+}
+
+// keys are the scopes to run; w.mu is held.
+func (w *Watcher) keys() []scope {
+	keys := slices.Collect(maps.Values(w.wanted))
+	return append(keys, slices.Collect(maps.Values(w.replaced))...)
+}
+
+// read returns the scope whose slices are read for namespace ns (the wanted
+// one once listed, else the one it replaces) and whether it is listed;
+// w.mu is held.
+func (w *Watcher) read(ns string, all map[scope]toolscache.SharedIndexInformer) (scope, bool) {
+	want, ok := w.wanted[ns]
+	if ok {
+		if inf := all[want]; inf != nil && inf.HasSynced() {
+			return want, true
+		}
+	}
+	if r, ok := w.replaced[ns]; ok {
+		return r, true
+	}
+	if !ok {
+		return scope{}, false
+	}
+	return want, false
+}
+
+// informerOf is the informer read for namespace ns, or nil.
+func (w *Watcher) informerOf(ns string, all map[scope]toolscache.SharedIndexInformer) toolscache.SharedIndexInformer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.wanted[ns]; !ok {
+		return nil
+	}
+	s, _ := w.read(ns, all)
+	return all[s]
 }
 
 // Namespaces returns the watched namespaces, sorted.
 func (w *Watcher) Namespaces() []string {
-	var out []string
-	for k := range w.set.All() {
-		out = append(out, k.namespace)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Sorted(maps.Keys(w.wanted))
 }
 
 // informer builds the informer of one scope.
@@ -138,12 +201,13 @@ func (w *Watcher) informer(sel scope) toolscache.SharedIndexInformer {
 // from one call to the next.
 func (w *Watcher) Slices() []*discoveryv1.EndpointSlice {
 	all := w.set.All()
-	keys := slices.SortedFunc(maps.Keys(all), func(a, b scope) int {
-		return cmp.Or(strings.Compare(a.namespace, b.namespace), strings.Compare(a.selector, b.selector))
-	})
 	var out []*discoveryv1.EndpointSlice
-	for _, k := range keys {
-		for _, o := range all[k].GetStore().List() {
+	for _, ns := range w.Namespaces() {
+		inf := w.informerOf(ns, all)
+		if inf == nil {
+			continue
+		}
+		for _, o := range inf.GetStore().List() {
 			if s, ok := o.(*discoveryv1.EndpointSlice); ok {
 				out = append(out, s)
 			}
@@ -155,12 +219,7 @@ func (w *Watcher) Slices() []*discoveryv1.EndpointSlice {
 // Of returns a Service's slices, and an error when its namespace is not
 // watched: the caller asked for a Service no translation used.
 func (w *Watcher) Of(svc types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
-	var inf toolscache.SharedIndexInformer
-	for k, i := range w.set.All() {
-		if k.namespace == svc.Namespace {
-			inf = i
-		}
-	}
+	inf := w.informerOf(svc.Namespace, w.set.All())
 	if inf == nil {
 		return nil, fmt.Errorf("EndpointSlices of namespace %s are not watched", svc.Namespace)
 	}
