@@ -3,6 +3,10 @@ module isobar.dev/controller
 go 1.26.0
 
 require (
+	isobar.dev/api v0.0.0
+)
+
+require (
 	cel.dev/expr v0.25.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

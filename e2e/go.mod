@@ -3,6 +3,12 @@ module isobar.dev/e2e
 go 1.26.0
 
 require (
+	isobar.dev/api v0.0.0
+	isobar.dev/controller v0.0.0
+	isobar.dev/operator v0.0.0
+)
+
+require (
 	cel.dev/expr v0.25.2 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect

@@ -5,6 +5,13 @@ go 1.26.3
 tool sigs.k8s.io/controller-tools/cmd/controller-gen
 
 require (
+	isobar.dev/api v0.0.0
+	isobar.dev/controller v0.0.0
+	isobar.dev/e2e v0.0.0
+	isobar.dev/operator v0.0.0
+)
+
+require (
 	cel.dev/expr v0.25.1 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect

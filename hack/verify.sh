@@ -38,11 +38,23 @@ fi
 
 make --no-print-directory vet || fail=1
 
-# Our modules must not use replace directives (go.work joins them); the
-# envtest wrapper modules are the exception, and are not in the workspace.
+# Our modules must not use replace directives (go.work joins them, and
+# replaces their v0.0.0 requirements on each other); the envtest wrapper
+# modules are the exception, and are not in the workspace.
 if grep -l '^replace' api/go.mod operator/go.mod controller/go.mod e2e/go.mod hack/go.mod 2>/dev/null; then
 	echo "replace directives found in the modules above" >&2
 	fail=1
 fi
+
+# Each module's go.mod requires exactly the isobar.dev modules its code
+# imports: the operator must not come to depend on the controller unseen.
+for m in api operator controller e2e hack; do
+	imported=$(grep -rhoE --include='*.go' '"isobar\.dev/(api|operator|controller|e2e|hack)[/"]' "$m" | grep -oE 'isobar\.dev/[a-z0-9]+' | grep -vx "isobar.dev/$m" | sort -u)
+	required=$(grep -oE '^\s*isobar\.dev/[a-z0-9]+ v0\.0\.0' "$m/go.mod" | awk '{print $1}' | sort -u)
+	if [[ $imported != "$required" ]]; then
+		echo "$m/go.mod requires [$(echo $required)] but its code imports [$(echo $imported)]" >&2
+		fail=1
+	fi
+done
 
 exit $fail

@@ -3,6 +3,10 @@ module isobar.dev/operator
 go 1.26.0
 
 require (
+	isobar.dev/api v0.0.0
+)
+
+require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect

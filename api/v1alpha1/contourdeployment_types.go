@@ -129,7 +129,20 @@ const (
 	// cannot render it (for example an extra volume mount collides with a
 	// mount the fleet needs); the message says which field and why.
 	ReasonInvalid = "Invalid"
+
+	// ConditionProvisioned on a static ContourDeployment (one no
+	// GatewayClass names) says whether its fleet is provisioned; reason
+	// ReasonProvisioned, or ReasonInvalid with why not.
+	ConditionProvisioned = "Provisioned"
+	// ReasonProvisioned: the fleet is applied.
+	ReasonProvisioned = "Provisioned"
 )
+
+// GatewayConditionProvisioned is the one Gateway condition the operator
+// writes: whether the Gateway's fleet is provisioned (reason
+// ReasonProvisioned), or why not (the Gateway API's InvalidParameters).
+// The controller writes every other Gateway condition.
+const GatewayConditionProvisioned = "isobar.dev/" + ConditionProvisioned
 
 // ContourDeploymentList is a list of ContourDeployments.
 //

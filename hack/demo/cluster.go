@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/e2e/harness"
 	"isobar.dev/operator/pkg/render"
 )
@@ -115,7 +116,7 @@ func (d *demo) waitForFleet(ctx context.Context) error {
 		if err := d.env.Client.Get(ctx, sampleGateway, gw); err != nil {
 			return false, err
 		}
-		c := meta.FindStatusCondition(gw.Status.Conditions, "isobar.dev/Provisioned")
+		c := meta.FindStatusCondition(gw.Status.Conditions, v1alpha1.GatewayConditionProvisioned)
 		if c == nil {
 			return false, nil
 		}

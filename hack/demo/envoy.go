@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"isobar.dev/api/fleet"
 	"isobar.dev/controller/pkg/envoysim"
 )
 
@@ -48,12 +49,12 @@ func (d *demo) connectEnvoy(ctx context.Context) error {
 	if err := d.env.Client.Get(ctx, types.NamespacedName{Namespace: sampleGateway.Namespace, Name: d.names.EnvoyCerts}, s); err != nil {
 		return err
 	}
-	cert, err := tls.X509KeyPair(s.Data["tls.crt"], s.Data["tls.key"])
+	cert, err := tls.X509KeyPair(s.Data[fleet.CertKey], s.Data[fleet.KeyKey])
 	if err != nil {
 		return err
 	}
 	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(s.Data["ca.crt"]) {
+	if !roots.AppendCertsFromPEM(s.Data[fleet.CAKey]) {
 		return errors.New("the Envoy certificate Secret has no CA")
 	}
 	conn, err := grpc.NewClient(d.xdsAddress, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{

@@ -6,13 +6,14 @@ import (
 	"io"
 	"os"
 
+	"isobar.dev/api/fleet"
 	"isobar.dev/controller/pkg/bootstrap"
 )
 
 // Where the operator mounts the fleet's files in Envoy pods, below
 // v1alpha1.ReservedMountPrefix.
 const (
-	defaultCertsDir  = "/var/run/isobar/certs"
+	defaultCertsDir  = fleet.CertsDir
 	defaultOutputDir = "/var/run/isobar/bootstrap"
 )
 

@@ -34,6 +34,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"isobar.dev/api/fleet"
 	"isobar.dev/api/ports"
 )
 
@@ -111,12 +112,12 @@ func Build(c Config) (*bootstrapv3.Bootstrap, map[string]proto.Message, error) {
 	}
 	sds := map[string]proto.Message{
 		sdsCertificateFile: discovery(&tlsv3.Secret{Name: "isobar_xds_certificate", Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
-			CertificateChain: file(filepath.Join(c.CertsDir, "tls.crt")),
-			PrivateKey:       file(filepath.Join(c.CertsDir, "tls.key")),
+			CertificateChain: file(filepath.Join(c.CertsDir, fleet.CertKey)),
+			PrivateKey:       file(filepath.Join(c.CertsDir, fleet.KeyKey)),
 			WatchedDirectory: &corev3.WatchedDirectory{Path: c.CertsDir},
 		}}}),
 		sdsValidationCtxFile: discovery(&tlsv3.Secret{Name: "isobar_xds_ca", Type: &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
-			TrustedCa:        file(filepath.Join(c.CertsDir, "ca.crt")),
+			TrustedCa:        file(filepath.Join(c.CertsDir, fleet.CAKey)),
 			WatchedDirectory: &corev3.WatchedDirectory{Path: c.CertsDir},
 			MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{
 				SanType: tlsv3.SubjectAltNameMatcher_DNS,

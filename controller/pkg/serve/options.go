@@ -11,11 +11,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"isobar.dev/api/fleet"
 	"isobar.dev/api/logs"
 	"isobar.dev/api/ports"
 	"isobar.dev/api/v1alpha1"
@@ -58,9 +60,9 @@ func DefaultOptions() Options {
 	return Options{
 		ControllerName: offline.DefaultControllerName,
 		XDSAddress:     fmt.Sprintf(":%d", ports.XDS),
-		CertFile:       "/var/run/isobar/certs/tls.crt",
-		KeyFile:        "/var/run/isobar/certs/tls.key",
-		CAFile:         "/var/run/isobar/certs/ca.crt",
+		CertFile:       path.Join(fleet.CertsDir, fleet.CertKey),
+		KeyFile:        path.Join(fleet.CertsDir, fleet.KeyKey),
+		CAFile:         path.Join(fleet.CertsDir, fleet.CAKey),
 		HealthAddress:  fmt.Sprintf(":%d", ports.ControllerHealth),
 		MetricsAddress: fmt.Sprintf(":%d", ports.ControllerMetrics),
 		UpdateDelay:    100 * time.Millisecond,

@@ -24,16 +24,14 @@ const (
 	LeafLifetime = 90 * 24 * time.Hour
 )
 
-// Secret keys, as kubernetes.io/tls Secrets and Envoy's bootstrap name them.
-// A leaf's ca.crt is a bundle: while a CA is replaced it holds the old CA
-// too (PreviousCACert and PreviousCAKey in the CA's Secret).
+// Keys of a CA's own Secret, which only the operator reads: its
+// certificate is under fleet.CAKey, like a leaf's bundle, and while the CA
+// is replaced the old one is kept under the Previous keys. A leaf's Secret
+// keys are fleet's (CertKey, KeyKey, CAKey).
 const (
-	CACert         = "ca.crt"
-	CAKey          = "ca.key"
+	CAPrivateKey   = "ca.key"
 	PreviousCACert = "previous-ca.crt"
 	PreviousCAKey  = "previous-ca.key"
-	TLSCert        = "tls.crt"
-	TLSKey         = "tls.key"
 )
 
 // NewCA returns a self-signed CA certificate and key, PEM-encoded.

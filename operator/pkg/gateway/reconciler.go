@@ -22,6 +22,7 @@ import (
 
 	"isobar.dev/api/profile"
 	"isobar.dev/api/served"
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/operator/pkg/gatewayclass"
 	"isobar.dev/operator/pkg/params"
 	"isobar.dev/operator/pkg/provision"
@@ -31,10 +32,6 @@ import (
 // Finalizer holds a Gateway until its cluster-scoped objects, which cannot
 // be owned by it, are deleted.
 const Finalizer = "isobar.dev/fleet"
-
-// ConditionProvisioned is the one Gateway condition the operator writes:
-// whether the fleet is provisioned, or why not.
-const ConditionProvisioned = "isobar.dev/Provisioned"
 
 // Reconciler provisions fleets.
 type Reconciler struct {
@@ -141,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(gw, nil, corev1.EventTypeNormal, "CertificatesWritten", "Provision", "wrote certificate Secret %s", name)
 	}
 	msg := fmt.Sprintf("controller %s and Envoy %s %s provisioned; Envoy Service %s", f.Names.Controller, provision.EnvoyKind(f), f.Names.Envoy, f.Names.Envoy)
-	if err := r.setCondition(ctx, gw, metav1.ConditionTrue, "Provisioned", msg, false); err != nil {
+	if err := r.setCondition(ctx, gw, metav1.ConditionTrue, v1alpha1.ReasonProvisioned, msg, false); err != nil {
 		return ctrl.Result{}, err
 	}
 	log.V(1).Info("provisioned", "gateway", req.NamespacedName, "renewAt", renewAt)
@@ -204,7 +201,7 @@ func (r *Reconciler) refuse(ctx context.Context, gw *gatewayv1.Gateway, reason, 
 // setCondition writes the Provisioned condition (and, refusing, Accepted
 // and Programmed false), only when it changes.
 func (r *Reconciler) setCondition(ctx context.Context, gw *gatewayv1.Gateway, status metav1.ConditionStatus, reason, msg string, refused bool) error {
-	conds := []metav1.Condition{{Type: ConditionProvisioned, Status: status, Reason: reason, Message: msg, ObservedGeneration: gw.Generation}}
+	conds := []metav1.Condition{{Type: v1alpha1.GatewayConditionProvisioned, Status: status, Reason: reason, Message: msg, ObservedGeneration: gw.Generation}}
 	if refused {
 		conds = append(conds,
 			metav1.Condition{Type: string(gatewayv1.GatewayConditionAccepted), Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: gw.Generation},

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"isobar.dev/api/fleet"
 	"isobar.dev/operator/pkg/certs"
 	"isobar.dev/operator/pkg/render"
 )
@@ -57,7 +58,7 @@ func planCerts(current map[string]*corev1.Secret, ns string, n render.Names, lab
 	var caCert, caKey, prevCert, prevKey []byte
 	var rotatedAt time.Time
 	if ca != nil {
-		caCert, caKey = ca.Data[certs.CACert], ca.Data[certs.CAKey]
+		caCert, caKey = ca.Data[fleet.CAKey], ca.Data[certs.CAPrivateKey]
 		prevCert, prevKey = ca.Data[certs.PreviousCACert], ca.Data[certs.PreviousCAKey]
 		rotatedAt, _ = time.Parse(time.RFC3339, ca.Annotations[RotatedAt])
 	}
@@ -77,7 +78,7 @@ func planCerts(current map[string]*corev1.Secret, ns string, n render.Names, lab
 		prevCert, prevKey, caChanged = nil, nil, true
 	}
 	if caChanged {
-		data := map[string][]byte{certs.CACert: caCert, certs.CAKey: caKey}
+		data := map[string][]byte{fleet.CAKey: caCert, certs.CAPrivateKey: caKey}
 		if len(prevCert) > 0 {
 			data[certs.PreviousCACert], data[certs.PreviousCAKey] = prevCert, prevKey
 		}
@@ -108,7 +109,7 @@ func planCerts(current map[string]*corev1.Secret, ns string, n render.Names, lab
 		s := current[leaf.name]
 		var cert, key []byte
 		if s != nil {
-			cert, key = s.Data[certs.TLSCert], s.Data[certs.TLSKey]
+			cert, key = s.Data[fleet.CertKey], s.Data[fleet.KeyKey]
 		}
 		reissue := s == nil || len(key) == 0 || !certs.SignedBy(cert, signerCert, leaf.names, now) || !certs.RenewAt(cert).After(now)
 		if reissue {
@@ -117,8 +118,8 @@ func planCerts(current map[string]*corev1.Secret, ns string, n render.Names, lab
 				return nil, time.Time{}, err
 			}
 		}
-		if reissue || string(s.Data[certs.CACert]) != string(bundle) {
-			out = append(out, secret(ns, leaf.name, labels, corev1.SecretTypeTLS, map[string][]byte{certs.TLSCert: cert, certs.TLSKey: key, certs.CACert: bundle}))
+		if reissue || string(s.Data[fleet.CAKey]) != string(bundle) {
+			out = append(out, secret(ns, leaf.name, labels, corev1.SecretTypeTLS, map[string][]byte{fleet.CertKey: cert, fleet.KeyKey: key, fleet.CAKey: bundle}))
 		}
 		next = earliest(next, certs.RenewAt(cert))
 	}

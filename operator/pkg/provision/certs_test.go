@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/operator/pkg/certs"
+	"isobar.dev/api/fleet"
 	"isobar.dev/operator/pkg/render"
 )
 
@@ -39,10 +39,10 @@ func TestCertificateRotationNeverBreaksMTLS(t *testing.T) {
 		}
 		for _, s := range writes {
 			if s.Name == n.CA {
-				if before[n.CA] == nil || string(s.Data[certs.CACert]) != string(before[n.CA].Data[certs.CACert]) {
+				if before[n.CA] == nil || string(s.Data[fleet.CAKey]) != string(before[n.CA].Data[fleet.CAKey]) {
 					cas++
 				}
-			} else if before[s.Name] == nil || string(s.Data[certs.TLSCert]) != string(before[s.Name].Data[certs.TLSCert]) {
+			} else if before[s.Name] == nil || string(s.Data[fleet.CertKey]) != string(before[s.Name].Data[fleet.CertKey]) {
 				leafIssues++
 			}
 			current[s.Name] = s
@@ -88,7 +88,7 @@ func copySecrets(m map[string]*corev1.Secret) map[string]*corev1.Secret {
 // Envoy's client certificate with its own.
 func handshake(controller, envoy *corev1.Secret, n render.Names, now time.Time) error {
 	verify := func(leaf, bundle *corev1.Secret, name string, usage x509.ExtKeyUsage) error {
-		pair, err := tls.X509KeyPair(leaf.Data[certs.TLSCert], leaf.Data[certs.TLSKey])
+		pair, err := tls.X509KeyPair(leaf.Data[fleet.CertKey], leaf.Data[fleet.KeyKey])
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func handshake(controller, envoy *corev1.Secret, n render.Names, now time.Time) 
 			return err
 		}
 		roots := x509.NewCertPool()
-		roots.AppendCertsFromPEM(bundle.Data[certs.CACert])
+		roots.AppendCertsFromPEM(bundle.Data[fleet.CAKey])
 		_, err = c.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, DNSName: name, KeyUsages: []x509.ExtKeyUsage{usage}})
 		return err
 	}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"maps"
+	"path"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -57,9 +58,9 @@ func (r *renderer) controllerDeployment() *appsv1.Deployment {
 		"--controller-name="+r.in.ControllerName,
 		"--envoy-service="+gw.Namespace+"/"+r.names.Envoy,
 		"--xds-address=:"+strconv.Itoa(ports.XDS),
-		"--xds-cert-file="+CertsDir+"/tls.crt",
-		"--xds-key-file="+CertsDir+"/tls.key",
-		"--xds-ca-file="+CertsDir+"/ca.crt",
+		"--xds-cert-file="+path.Join(CertsDir, fleet.CertKey),
+		"--xds-key-file="+path.Join(CertsDir, fleet.KeyKey),
+		"--xds-ca-file="+path.Join(CertsDir, fleet.CAKey),
 		"--health-address=:"+strconv.Itoa(ports.ControllerHealth),
 		"--metrics-address=:"+strconv.Itoa(ports.ControllerMetrics),
 		"--runtime-settings="+ConfigDir+"/"+RuntimeConfigFile,

@@ -31,7 +31,7 @@ const (
 
 // Paths inside the fleet's pods, under v1alpha1.ReservedMountPrefix.
 const (
-	CertsDir          = v1alpha1.ReservedMountPrefix + "/certs"
+	CertsDir          = fleet.CertsDir
 	BootstrapDir      = v1alpha1.ReservedMountPrefix + "/bootstrap"
 	ConfigDir         = v1alpha1.ReservedMountPrefix + "/config"
 	RuntimeConfigFile = "runtime-settings.json"

@@ -31,10 +31,6 @@ import (
 // objects are deleted.
 const Finalizer = "isobar.dev/static-fleet"
 
-// ConditionProvisioned on a static ContourDeployment says whether its
-// fleet is provisioned.
-const ConditionProvisioned = "Provisioned"
-
 // Reconciler provisions static fleets.
 type Reconciler struct {
 	Client client.Client
@@ -104,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.Client.Update(ctx, cd)
 	}
 	if cd.Spec.Gateway.ControllerName == r.OperatorControllerName {
-		return ctrl.Result{}, r.setCondition(ctx, cd, false, "Invalid",
+		return ctrl.Result{}, r.setCondition(ctx, cd, false, v1alpha1.ReasonInvalid,
 			fmt.Sprintf("spec.gateway.controllerName %s is the operator's own; a static fleet needs a controllerName of its own", r.OperatorControllerName))
 	}
 	if controllerutil.AddFinalizer(cd, Finalizer) {
@@ -129,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	f, err := render.Render(render.Input{Gateway: stand, ControllerName: cd.Spec.Gateway.ControllerName, Spec: cd.Spec, Images: r.Images, Static: true, Autoscaled: scaled, NodePortRange: r.NodePortRange, CertificateRefs: refs})
 	if err != nil {
-		return ctrl.Result{}, r.setCondition(ctx, cd, false, "Invalid", err.Error())
+		return ctrl.Result{}, r.setCondition(ctx, cd, false, v1alpha1.ReasonInvalid, err.Error())
 	}
 	gvk := v1alpha1.GroupVersion.WithKind("ContourDeployment")
 	// Dry run first, so that a fleet the API server refuses changes
@@ -138,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !provision.IsRefused(err) {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{RequeueAfter: 5 * time.Minute}, r.setCondition(ctx, cd, false, "Invalid", "the API server refuses the fleet: "+err.Error()+"; a running fleet keeps running as last provisioned")
+		return ctrl.Result{RequeueAfter: 5 * time.Minute}, r.setCondition(ctx, cd, false, v1alpha1.ReasonInvalid, "the API server refuses the fleet: "+err.Error()+"; a running fleet keeps running as last provisioned")
 	}
 	renewAt, _, err := provision.Fleet(ctx, r.Client, r.APIReader, cd, gvk, f, r.Now())
 	if err != nil {
@@ -150,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		msg += fmt.Sprintf("; Envoy Service %s publishes Gateway %s/%s", f.Names.Envoy, served.Namespace, served.Name)
 	}
-	if err := r.setCondition(ctx, cd, true, "Provisioned", msg); err != nil {
+	if err := r.setCondition(ctx, cd, true, v1alpha1.ReasonProvisioned, msg); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: time.Until(renewAt) + time.Second}, nil
@@ -199,7 +195,7 @@ func (r *Reconciler) served(ctx context.Context, controllerName string) (*gatewa
 }
 
 func (r *Reconciler) setCondition(ctx context.Context, cd *v1alpha1.ContourDeployment, ok bool, reason, msg string) error {
-	c := metav1.Condition{Type: ConditionProvisioned, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: cd.Generation}
+	c := metav1.Condition{Type: v1alpha1.ConditionProvisioned, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: cd.Generation}
 	if ok {
 		c.Status = metav1.ConditionTrue
 	}
