@@ -33,11 +33,8 @@ func (t *gatewayTranslator) httpBackends(ev *ruleEval, fromNS, fromKind string, 
 			// The schema allows 0 to 1,000,000; out of range is clamped.
 			weight = uint32(min(max(*ref.weight, 0), 1000000))
 		}
-		name, err := t.resolveBackend(ev, fromNS, fromKind, ref.ref)
-		if err != nil {
-			if err.reason != "" {
-				ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, err.message)
-			}
+		name, ok := t.resolveBackend(ev, "", fromNS, fromKind, ref.ref)
+		if !ok {
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
@@ -55,8 +52,16 @@ func (t *gatewayTranslator) httpBackends(ev *ruleEval, fromNS, fromKind string, 
 
 // resolveBackend checks a backend reference from a route of kind fromKind in
 // namespace fromNS and returns its cluster name, adding the cluster to the
-// IR on first use. What it reads and the cluster it uses go to ev.
-func (t *gatewayTranslator) resolveBackend(ev *ruleEval, fromNS, fromKind string, ref gatewayv1.BackendObjectReference) (string, *routeRefError) {
+// IR on first use, or false when the backend cannot be used. What it reads,
+// the cluster it uses and why a reference does not resolve (its message
+// prefixed with what, as "mirror: ") go to ev. A backend whose
+// BackendTLSPolicy is unusable resolves to nothing, with no route problem:
+// the policy's status says why.
+func (t *gatewayTranslator) resolveBackend(ev *ruleEval, what, fromNS, fromKind string, ref gatewayv1.BackendObjectReference) (string, bool) {
+	unresolved := func(reason gatewayv1.RouteConditionReason, msg string) (string, bool) {
+		ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, reason, what+msg)
+		return "", false
+	}
 	group, kind := "", "Service"
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -65,8 +70,7 @@ func (t *gatewayTranslator) resolveBackend(ev *ruleEval, fromNS, fromKind string
 		kind = string(*ref.Kind)
 	}
 	if group != "" || kind != "Service" {
-		return "", &routeRefError{gatewayv1.RouteReasonInvalidKind,
-			fmt.Sprintf("backendRef %s: kind %s of group %q is not supported; use a core Service", ref.Name, kind, group)}
+		return unresolved(gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("backendRef %s: kind %s of group %q is not supported; use a core Service", ref.Name, kind, group))
 	}
 	ns := fromNS
 	if ref.Namespace != nil {
@@ -76,16 +80,15 @@ func (t *gatewayTranslator) resolveBackend(ev *ruleEval, fromNS, fromKind string
 		ev.read(dep{depGrants, types.NamespacedName{Namespace: ns}})
 	}
 	if ns != fromNS && !t.idx.granted(gatewayv1.GroupName, fromKind, fromNS, "", "Service", ns, string(ref.Name)) {
-		return "", &routeRefError{gatewayv1.RouteReasonRefNotPermitted,
-			fmt.Sprintf("backendRef to Service %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)}
+		return unresolved(gatewayv1.RouteReasonRefNotPermitted, fmt.Sprintf("backendRef to Service %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns))
 	}
 	ev.read(dep{depService, key(ns, string(ref.Name))})
 	svc, ok := t.idx.services[key(ns, string(ref.Name))]
 	if !ok {
-		return "", &routeRefError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s does not exist", ns, ref.Name)}
+		return unresolved(gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s does not exist", ns, ref.Name))
 	}
 	if ref.Port == nil {
-		return "", &routeRefError{gatewayv1.RouteReasonUnsupportedValue, fmt.Sprintf("backendRef to Service %s/%s needs a port", ns, ref.Name)}
+		return unresolved(gatewayv1.RouteReasonUnsupportedValue, fmt.Sprintf("backendRef to Service %s/%s needs a port", ns, ref.Name))
 	}
 	// UDPRoutes need the Service's UDP port of that number, every other
 	// route its TCP port.
@@ -105,7 +108,7 @@ func (t *gatewayTranslator) resolveBackend(ev *ruleEval, fromNS, fromKind string
 		}
 	}
 	if sp == nil {
-		return "", &routeRefError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s has no %s port %d", ns, ref.Name, want, *ref.Port)}
+		return unresolved(gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s has no %s port %d", ns, ref.Name, want, *ref.Port))
 	}
 	if fromKind == "GRPCRoute" {
 		suffix = "/grpc" // gRPC needs HTTP/2 whatever the Service says
@@ -123,12 +126,12 @@ func (t *gatewayTranslator) resolveBackend(ev *ruleEval, fromNS, fromKind string
 			spec.rejected = true
 			t.ensureCluster(spec)
 			ev.cluster(spec)
-			return "", &routeRefError{}
+			return "", false
 		}
 	}
 	t.ensureCluster(spec)
 	ev.cluster(spec)
-	return spec.name, nil
+	return spec.name, true
 }
 
 // clusterSpec is what a cluster is built from, kept with cached rules so

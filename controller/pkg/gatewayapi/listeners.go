@@ -360,10 +360,7 @@ type refError[R ~string] struct {
 	message string
 }
 
-type (
-	routeRefError    = refError[gatewayv1.RouteConditionReason]
-	listenerRefError = refError[gatewayv1.ListenerConditionReason]
-)
+type listenerRefError = refError[gatewayv1.ListenerConditionReason]
 
 // resolveCertificate checks one certificateRef of from (the Gateway, or a
 // ListenerSet: a ReferenceGrant to one is not one to the other) and adds

@@ -34,11 +34,8 @@ func (t *gatewayTranslator) mirror(ev *ruleEval, r *ir.Route, fromNS, fromKind s
 	if percent < 0 || percent > 100 {
 		return fmt.Sprintf("requestMirror percent %g is not between 0 and 100", percent)
 	}
-	name, err := t.resolveBackend(ev, fromNS, fromKind, f.BackendRef)
-	if err != nil {
-		if err.reason != "" {
-			ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, "mirror: "+err.message)
-		}
+	name, ok := t.resolveBackend(ev, "mirror: ", fromNS, fromKind, f.BackendRef)
+	if !ok {
 		return ""
 	}
 	r.Mirrors = append(r.Mirrors, ir.Mirror{Cluster: name, Percent: percent})

@@ -123,11 +123,8 @@ func (t *gatewayTranslator) streamBackends(ev *ruleEval, o *outcome, r *streamRo
 		if ref.Weight != nil {
 			weight = uint32(min(max(*ref.Weight, 0), 1000000))
 		}
-		name, err := t.resolveBackend(ev, r.meta.Namespace, string(r.kind), ref.BackendObjectReference)
-		if err != nil {
-			if err.reason != "" {
-				ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, err.reason, err.message)
-			}
+		name, ok := t.resolveBackend(ev, "", r.meta.Namespace, string(r.kind), ref.BackendObjectReference)
+		if !ok {
 			continue
 		}
 		if weight > 0 {
