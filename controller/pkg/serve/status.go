@@ -38,18 +38,15 @@ type statusWork struct {
 	status *gatewayapi.Status
 }
 
-// writeStatus writes the served Gateway's status, its class's in
-// controllerName mode, this Gateway's entries in its routes' and
-// BackendTLSPolicies' status, and why passed-over classes and Gateways are
-// not served; each only when it changed, retrying on conflicts: many
-// controllers write the same routes. With gatewayOnly it writes the served
-// Gateway's status alone: all a change of the fleet's acknowledgements can
-// change.
-func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet fleetreport.Fleet, addresses []gatewayv1.GatewayStatusAddress, gatewayOnly bool, recheck func(objectKey) bool) error {
+// writeGatewayStatus writes the served Gateway's status with the fleet's
+// Programmed verdict, its ListenerSets' and its Ingresses': all that a
+// change of the fleet's acknowledgements or of the Envoy Service's
+// addresses can change. Each is written only when it changed.
+func (w *statusWriter) writeGatewayStatus(ctx context.Context, work *statusWork, fleet fleetreport.Fleet, addresses []gatewayv1.GatewayStatusAddress) error {
 	w.gateway = work.target.Gateway
 	st := work.status
 	if st == nil {
-		st = &gatewayapi.Status{}
+		return nil
 	}
 	if gs, ok := st.Gateways[w.gateway]; ok {
 		var requested []specaddr.Requested
@@ -81,8 +78,18 @@ func (w *statusWriter) writeStatus(ctx context.Context, work *statusWork, fleet 
 			return err
 		}
 	}
-	if gatewayOnly {
-		return nil
+	return nil
+}
+
+// writeObjects writes the rest of a translation's status: the class's in
+// controllerName mode, why passed-over classes and Gateways are not
+// served, and this Gateway's entries in its routes' and BackendTLSPolicies'
+// status; each only when it changed or recheck asks for it, retrying on
+// conflicts: many controllers write the same routes.
+func (w *statusWriter) writeObjects(ctx context.Context, work *statusWork, recheck func(objectKey) bool) error {
+	st := work.status
+	if st == nil {
+		st = &gatewayapi.Status{}
 	}
 	if cs, ok := st.GatewayClasses[work.target.Class]; ok {
 		if err := w.writeClass(ctx, work.target.Class, cs.Conditions, cs.SupportedFeatures); err != nil {

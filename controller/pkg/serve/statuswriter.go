@@ -167,6 +167,8 @@ func (w *statusWriter) Start(ctx context.Context) error {
 		w.mu.Lock()
 		st := w.latest
 		all, dirty := w.allDirty, w.dirty
+		// The same translation, written, and nothing touched: only the
+		// fleet's acknowledgements or the addresses can have changed.
 		gatewayOnly := !all && len(dirty) == 0 && st == w.lastWritten
 		w.allDirty, w.dirty = false, nil
 		w.mu.Unlock()
@@ -180,7 +182,10 @@ func (w *statusWriter) Start(ctx context.Context) error {
 			fleet, err = w.fleet()
 		}
 		if err == nil {
-			err = w.writeStatus(ctx, st, fleet, addresses, gatewayOnly, recheck)
+			err = w.writeGatewayStatus(ctx, st, fleet, addresses)
+		}
+		if err == nil && !gatewayOnly {
+			err = w.writeObjects(ctx, st, recheck)
 		}
 		if err == nil {
 			w.lastWritten = st
