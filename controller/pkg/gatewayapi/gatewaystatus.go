@@ -9,8 +9,8 @@ import (
 )
 
 // writeGatewayStatus records the Gateway's conditions and its listeners'.
-// Programmed is what the controller sets once Envoy has acknowledged the
-// configuration; the controller overrides it while that is not so.
+// The Gateway's Programmed condition is not the translation's alone:
+// package programmed sets it, from these conditions and the data plane.
 func (t *gatewayTranslator) writeGatewayStatus() {
 	st := &gatewayv1.GatewayStatus{}
 	if attached := t.writeListenerSetStatus(); !t.idx.unserved["ListenerSet"] {
@@ -26,20 +26,14 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 	}
 	usable, invalid, conflicted := classify(own)
 	c := gatewayConditions{generation: t.gw.Generation}
-	accepted, programmed := gatewayv1.GatewayConditionAccepted, gatewayv1.GatewayConditionProgrammed
+	accepted := gatewayv1.GatewayConditionAccepted
 	switch {
-	case len(own) == 0:
-		c.set(accepted, true, gatewayv1.GatewayReasonAccepted, "Gateway is accepted")
-		c.set(programmed, true, gatewayv1.GatewayReasonProgrammed, "Gateway has no listeners")
-	case len(usable) == 0:
+	case len(own) > 0 && len(usable) == 0:
 		c.set(accepted, false, gatewayv1.GatewayReasonListenersNotValid, "no listener is valid: "+listenerSummary(usable, invalid, conflicted))
-		c.set(programmed, false, gatewayv1.GatewayReasonInvalid, "no listener can be programmed")
 	case len(invalid)+len(conflicted) > 0:
 		c.set(accepted, true, gatewayv1.GatewayReasonListenersNotValid, listenerSummary(usable, invalid, conflicted))
-		c.set(programmed, true, gatewayv1.GatewayReasonProgrammed, "Gateway is programmed")
 	default:
 		c.set(accepted, true, gatewayv1.GatewayReasonAccepted, "Gateway is accepted")
-		c.set(programmed, true, gatewayv1.GatewayReasonProgrammed, "Gateway is programmed")
 	}
 	switch {
 	case t.backendCertErr != nil:

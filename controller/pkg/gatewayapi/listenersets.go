@@ -125,11 +125,12 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 			continue
 		}
 		c := listenerSetConditions{generation: s.obj.Generation}
-		accepted, programmed := gatewayv1.ListenerSetConditionAccepted, gatewayv1.ListenerSetConditionProgrammed
+		// Programmed follows from Accepted and the Gateway's: package
+		// programmed sets it.
+		accepted := gatewayv1.ListenerSetConditionAccepted
 		st := gatewayv1.ListenerSetStatus{}
 		if s.notAllowed != "" {
 			c.set(accepted, false, gatewayv1.ListenerSetReasonNotAllowed, s.notAllowed)
-			c.set(programmed, false, gatewayv1.ListenerSetReasonNotAllowed, s.notAllowed)
 		} else {
 			usable, invalid, conflicted := classify(s.listeners)
 			for _, l := range s.listeners {
@@ -137,17 +138,13 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 			}
 			switch {
 			case len(usable) == 0:
-				msg := "no listener is valid: " + listenerSummary(usable, invalid, conflicted)
-				c.set(accepted, false, gatewayv1.ListenerSetReasonListenersNotValid, msg)
-				c.set(programmed, false, gatewayv1.ListenerSetReasonListenersNotValid, msg)
+				c.set(accepted, false, gatewayv1.ListenerSetReasonListenersNotValid, "no listener is valid: "+listenerSummary(usable, invalid, conflicted))
 			case len(invalid)+len(conflicted) > 0:
 				attached++
 				c.set(accepted, true, gatewayv1.ListenerSetReasonListenersNotValid, listenerSummary(usable, invalid, conflicted))
-				c.set(programmed, true, gatewayv1.ListenerSetReasonProgrammed, fmt.Sprintf("listeners %v are programmed", usable))
 			default:
 				attached++
 				c.set(accepted, true, gatewayv1.ListenerSetReasonAccepted, fmt.Sprintf("attached to Gateway %s/%s", t.gw.Namespace, t.gw.Name))
-				c.set(programmed, true, gatewayv1.ListenerSetReasonProgrammed, "ListenerSet is programmed")
 			}
 		}
 		st.Conditions = c.sorted()

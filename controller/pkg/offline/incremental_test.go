@@ -13,6 +13,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/programmed"
 	"isobar.dev/controller/pkg/resources"
 	"isobar.dev/controller/pkg/xds"
 )
@@ -108,6 +109,7 @@ func (inc *incremental) check(t *testing.T, step string, res *resources.Resource
 		t.Fatal(err)
 	}
 	incremental := &Result{Input: res, Gateways: inc.stage1.Translate(res)}
+	programmed.Status(incremental.Gateways.Status, programmed.Acknowledged)
 	for _, g := range incremental.Gateways.Gateways {
 		x, ok := inc.stage2[g.Name]
 		if !ok {

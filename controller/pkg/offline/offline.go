@@ -15,6 +15,7 @@ import (
 
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/programmed"
 	"isobar.dev/controller/pkg/resources"
 	"isobar.dev/controller/pkg/xds"
 	"isobar.dev/controller/pkg/xdscheck"
@@ -110,6 +111,8 @@ func Translate(res *resources.Resources, opts Options) (*Result, error) {
 		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
 		Gateways:       opts.Gateways,
 	})
+	// What the controller sets once the fleet has acknowledged.
+	programmed.Status(out.Gateways.Status, programmed.Acknowledged)
 	for _, g := range out.Gateways.Gateways {
 		s, note := settings(res, g.Name)
 		if note != "" {

@@ -3,8 +3,6 @@ package serve
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -20,6 +18,7 @@ import (
 	"isobar.dev/api/target"
 	"isobar.dev/controller/pkg/fleetreport"
 	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/programmed"
 )
 
 // statusCache remembers which routes and policies carry entries of ours,
@@ -57,7 +56,7 @@ func (w *statusWriter) writeGatewayStatus(ctx context.Context, work *statusWork,
 			}
 			requested, _ = specaddr.Of(obj)
 		}
-		gw := programmed(*gs, fleet, addresses, requested, w.opts.EnvoyService != "")
+		gw := programmed.Gateway(*gs, programmed.DataPlane{Fleet: fleet, Addresses: addresses, NeedAddress: w.opts.EnvoyService != "", Requested: requested})
 		if err := w.writeGateway(ctx, w.gateway, gw, addresses, true); err != nil {
 			return err
 		}
@@ -70,7 +69,7 @@ func (w *statusWriter) writeGatewayStatus(ctx context.Context, work *statusWork,
 				w.sets = map[types.NamespacedName]bool{}
 			}
 			w.sets[k] = true
-			if err := w.writeListenerSet(ctx, k, listenerSetProgrammed(ls.Status, parent)); err != nil {
+			if err := w.writeListenerSet(ctx, k, programmed.ListenerSet(ls.Status, parent)); err != nil {
 				return err
 			}
 		}
@@ -180,55 +179,6 @@ func condition[T, R ~string](typ T, status bool, reason R, msg string) metav1.Co
 	return c
 }
 
-// programmed sets the Gateway's Programmed condition from the fleet: the
-// configuration is programmed once the Envoy Service has an address, every
-// address the Gateway requested among them, and every connected Envoy, on
-// whichever replica, has acknowledged it.
-func programmed(gs gatewayv1.GatewayStatus, fleet fleetreport.Fleet, addresses []gatewayv1.GatewayStatusAddress, requested []specaddr.Requested, needAddress bool) gatewayv1.GatewayStatus {
-	out := *gs.DeepCopy()
-	cond := meta.FindStatusCondition(out.Conditions, string(gatewayv1.GatewayConditionProgrammed))
-	if cond == nil || cond.Status != metav1.ConditionTrue {
-		return out
-	}
-	set := func(reason gatewayv1.GatewayConditionReason, msg string) {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, string(reason), msg
-	}
-	if reason, msg := addressProblem(requested, addresses); reason != "" {
-		set(reason, msg)
-		return out
-	}
-	switch {
-	case needAddress && len(addresses) == 0:
-		set(gatewayv1.GatewayReasonAddressNotAssigned, "the Envoy Service has no address yet")
-	case fleet.Connected == 0:
-		set(gatewayv1.GatewayReasonPending, "no Envoy of the fleet is connected")
-	case len(fleet.Rejections) > 0:
-		set(gatewayv1.GatewayReasonInvalid, fmt.Sprintf("Envoy rejected the configuration: %v", fleet.Rejections))
-	case len(fleet.Behind) > 0:
-		set(gatewayv1.GatewayReasonPending, fmt.Sprintf("waiting for replicas %s to translate the Gateway's current generation", strings.Join(fleet.Behind, ", ")))
-	case !fleet.Acknowledged:
-		set(gatewayv1.GatewayReasonPending, fmt.Sprintf("waiting for %d connected Envoys to acknowledge the configuration", fleet.Connected))
-	}
-	return out
-}
-
-// addressProblem says why the Gateway lacks an address it requested
-// (spec.addresses): one the Service cannot take (the operator left it out),
-// or one the Service has not got (yet: a load balancer may assign it).
-func addressProblem(requested []specaddr.Requested, addresses []gatewayv1.GatewayStatusAddress) (gatewayv1.GatewayConditionReason, string) {
-	for _, r := range requested {
-		if r.Unusable != "" {
-			return gatewayv1.GatewayReasonAddressNotUsable, fmt.Sprintf("spec.addresses[%d] %s cannot be used: %s", r.Index, r.IP, r.Unusable)
-		}
-	}
-	for _, r := range requested {
-		if r.IP != "" && !slices.ContainsFunc(addresses, func(a gatewayv1.GatewayStatusAddress) bool { return a.Value == r.IP }) {
-			return gatewayv1.GatewayReasonAddressNotAssigned, fmt.Sprintf("spec.addresses[%d] %s is not assigned to the Envoy Service (yet)", r.Index, r.IP)
-		}
-	}
-	return "", ""
-}
-
 // writeGateway merges desired's conditions into a Gateway's; a served
 // Gateway's listeners and addresses are replaced too.
 func (w *statusWriter) writeGateway(ctx context.Context, name types.NamespacedName, desired gatewayv1.GatewayStatus, addresses []gatewayv1.GatewayStatusAddress, served bool) error {
@@ -280,19 +230,6 @@ func (w *statusWriter) writeGateway(ctx context.Context, name types.NamespacedNa
 		gw.Status = *next
 		return w.update(ctx, gw, "Gateway")
 	})
-}
-
-// listenerSetProgrammed is a ListenerSet's status with Programmed false
-// while its Gateway's is: its listeners are not programmed before the
-// Gateway's configuration is.
-func listenerSetProgrammed(st gatewayv1.ListenerSetStatus, parent *metav1.Condition) gatewayv1.ListenerSetStatus {
-	out := *st.DeepCopy()
-	cond := meta.FindStatusCondition(out.Conditions, string(gatewayv1.ListenerSetConditionProgrammed))
-	if cond == nil || cond.Status != metav1.ConditionTrue || parent == nil || parent.Status == metav1.ConditionTrue {
-		return out
-	}
-	cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ParentNotProgrammed", "the Gateway is not programmed: "+parent.Message
-	return out
 }
 
 // writeListenerSet replaces a ListenerSet's status: the controller serving

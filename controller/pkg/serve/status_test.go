@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	specaddr "isobar.dev/api/addresses"
 	"isobar.dev/controller/pkg/gatewayapi"
 )
 
@@ -104,26 +103,6 @@ func TestWriteEachSkipsWhatItWrote(t *testing.T) {
 		slices.Sort(wrote)
 		if !slices.Equal(wrote, tc.want) {
 			t.Errorf("%s: wrote %v, want %v", tc.name, wrote, tc.want)
-		}
-	}
-}
-
-func TestAddressProblem(t *testing.T) {
-	ip := gatewayv1.IPAddressType
-	assigned := []gatewayv1.GatewayStatusAddress{{Type: &ip, Value: "192.0.2.1"}}
-	for _, tc := range []struct {
-		requested []gatewayv1.GatewaySpecAddress
-		reason    gatewayv1.GatewayConditionReason
-	}{
-		{nil, ""},
-		{[]gatewayv1.GatewaySpecAddress{{Value: "192.0.2.1"}}, ""},
-		{[]gatewayv1.GatewaySpecAddress{{Type: &ip}}, ""},
-		{[]gatewayv1.GatewaySpecAddress{{Value: "192.0.2.1"}, {Value: "192.0.2.2"}}, gatewayv1.GatewayReasonAddressNotAssigned},
-		{[]gatewayv1.GatewaySpecAddress{{Value: "169.254.0.9"}, {Value: "192.0.2.1"}}, gatewayv1.GatewayReasonAddressNotUsable},
-	} {
-		requested, _ := specaddr.Of(&gatewayv1.Gateway{Spec: gatewayv1.GatewaySpec{Addresses: tc.requested}})
-		if reason, msg := addressProblem(requested, assigned); reason != tc.reason {
-			t.Errorf("%v: %s (%s), want %q", tc.requested, reason, msg, tc.reason)
 		}
 	}
 }
