@@ -125,18 +125,24 @@ func TestDepsRetranslateOnlyReaders(t *testing.T) {
 	} {
 		step.change()
 		after := rules()
-		var got []string
-		for name, r := range after {
-			if r != before[name] {
-				got = append(got, name)
-			}
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, step.want) {
+		if got := replaced(before, after); !slices.Equal(got, step.want) {
 			t.Errorf("%s: rules translated again for %v, want %v", step.what, got, step.want)
 		}
 		before = after
 	}
+}
+
+// replaced names, sorted, the keys whose values after are not the same
+// objects as before.
+func replaced[V comparable](before, after map[string]V) []string {
+	var out []string
+	for name, v := range after {
+		if v != before[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func addPort(res *resources.Resources, ns, name string) {
@@ -219,7 +225,9 @@ func TestDepsReattachOnlyReaders(t *testing.T) {
 		s := tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}]
 		out := map[string]*outcome{}
 		for _, r := range res.HTTPRoutes {
-			out[r.Name] = s.applied[&r.ObjectMeta]
+			if out[r.Name] = s.applied[&r.ObjectMeta]; out[r.Name] == nil {
+				t.Fatalf("route %s has no outcome", r.Name)
+			}
 		}
 		return out
 	}
@@ -259,17 +267,7 @@ spec:
 	} {
 		step.change()
 		after := outcomes()
-		var got []string
-		for name, o := range after {
-			if o == nil {
-				t.Fatalf("%s: route %s has no outcome", step.what, name)
-			}
-			if o != before[name] {
-				got = append(got, name)
-			}
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, step.want) {
+		if got := replaced(before, after); !slices.Equal(got, step.want) {
 			t.Errorf("%s: routes attached again: %v, want %v", step.what, got, step.want)
 		}
 		before = after
