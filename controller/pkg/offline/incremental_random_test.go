@@ -32,22 +32,52 @@ func TestIncrementalRandomChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 			for seed := range uint64(3) {
-				rng := rand.New(rand.NewPCG(seed, 7))
-				snap := *base
-				var aside []*gatewayv1.HTTPRoute
-				inc := newIncremental()
-				inc.check(t, "first", &snap)
-				for step := range 20 {
-					what := randomChange(rng, &snap, &aside, base)
-					res := snap
-					inc.check(t, fmt.Sprintf("seed %d step %d (%s)", seed, step, what), &res)
-					if t.Failed() {
-						return
-					}
+				if !randomChanges(t, base, seed, 20) {
+					return
 				}
 			}
 		})
 	}
+}
+
+// FuzzIncrementalChanges lets the fuzzer choose the golden input, the
+// seed of the changes and how many there are.
+func FuzzIncrementalChanges(f *testing.F) {
+	inputs, err := filepath.Glob("testdata/*.in.yaml")
+	if err != nil || len(inputs) == 0 {
+		f.Fatal("no golden inputs", err)
+	}
+	bases := make([]*resources.Resources, len(inputs))
+	for i, in := range inputs {
+		if bases[i], _, err = LoadFiles([]string{in}, ""); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i), uint64(100+i), uint8(10))
+	}
+	f.Fuzz(func(t *testing.T, input uint8, seed uint64, steps uint8) {
+		randomChanges(t, bases[int(input)%len(bases)], seed, int(steps%40))
+	})
+}
+
+// randomChanges checks, after each of steps random changes to base, that
+// a Translator that has seen every step produces what a fresh one does. It
+// returns false once the test has failed.
+func randomChanges(t *testing.T, base *resources.Resources, seed uint64, steps int) bool {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	snap := *base
+	var aside []*gatewayv1.HTTPRoute
+	inc := newIncremental()
+	inc.check(t, "first", &snap)
+	for step := range steps {
+		what := randomChange(rng, &snap, &aside, base)
+		res := snap
+		inc.check(t, fmt.Sprintf("seed %d step %d (%s)", seed, step, what), &res)
+		if t.Failed() {
+			return false
+		}
+	}
+	return true
 }
 
 // randomChange changes snap as one event would and says what it did. Slices
