@@ -133,3 +133,54 @@ func TestKeyOfMatchesPassKeys(t *testing.T) {
 		}
 	}
 }
+
+// The writer's passes: a new translation checks what it changed, a pass
+// after one that wrote everything writes the Gateway alone, an object
+// someone else changed (not our own write coming back) is checked again,
+// and a failed pass has everything checked again.
+func TestWriterPasses(t *testing.T) {
+	s, err := scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &statusWriter{scheme: s, kick: make(chan struct{}, 1)}
+	if _, ok := w.next(); ok {
+		t.Fatal("a pass before any translation")
+	}
+	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", ResourceVersion: "5"}}
+	touchedKey := routeKey(gatewayapi.RouteKey{Kind: "HTTPRoute", Namespace: "ns", Name: "r"})
+	otherKey := routeKey(gatewayapi.RouteKey{Kind: "HTTPRoute", Namespace: "ns", Name: "other"})
+	for _, tc := range []struct {
+		what           string
+		event          func()
+		gatewayOnly    bool
+		touched, other bool // rechecked
+		passFails      bool
+	}{
+		{"a translation", func() { w.set(&statusWork{}) }, false, false, false, false},
+		{"the fleet acknowledged", w.pokeGateway, true, false, false, false},
+		{"our own write coming back", func() { w.wrote(route); w.touched(route) }, true, false, false, false},
+		{"someone else's write", func() {
+			c := route.DeepCopy()
+			c.ResourceVersion = "6"
+			w.touched(c)
+		}, false, true, false, true},
+		{"after a failed pass", w.poke, false, true, true, false},
+		{"the Gateway touched", func() { w.touched(&gatewayv1.Gateway{}) }, true, false, false, false},
+	} {
+		tc.event()
+		p, ok := w.next()
+		if !ok {
+			t.Fatalf("%s: no pass", tc.what)
+		}
+		if p.gatewayOnly != tc.gatewayOnly || p.recheck(touchedKey) != tc.touched || p.recheck(otherKey) != tc.other {
+			t.Errorf("%s: gateway only %v, rechecks the touched route %v and another %v; want %v, %v, %v",
+				tc.what, p.gatewayOnly, p.recheck(touchedKey), p.recheck(otherKey), tc.gatewayOnly, tc.touched, tc.other)
+		}
+		if tc.passFails {
+			w.poke()
+			continue
+		}
+		w.passed(p)
+	}
+}

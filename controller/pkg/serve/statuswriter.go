@@ -27,6 +27,8 @@ import (
 type statusWriter struct {
 	opts   Options
 	client client.Client
+	// scheme names the kinds of the objects watch events bring.
+	scheme *runtime.Scheme
 	// live reads from the API server, past the cache, after a conflict:
 	// the cache may not have caught up with our own last write yet.
 	live  client.Reader
@@ -60,7 +62,7 @@ type statusWriter struct {
 }
 
 func newStatusWriter(opts Options, c client.Client, live client.Reader, fleet func() (fleetreport.Fleet, error)) *statusWriter {
-	return &statusWriter{opts: opts, client: c, live: live, fleet: fleet, kick: make(chan struct{}, 1)}
+	return &statusWriter{opts: opts, client: c, scheme: c.Scheme(), live: live, fleet: fleet, kick: make(chan struct{}, 1)}
 }
 
 // set makes work the status to write. Only what the translation changed
@@ -92,7 +94,7 @@ func (w *statusWriter) touched(obj client.Object) {
 		w.pokeGateway()
 		return
 	}
-	key := keyOf(obj, w.client.Scheme())
+	key := keyOf(obj, w.scheme)
 	w.mu.Lock()
 	if rv, ok := w.ownWrites[key]; ok && rv == obj.GetResourceVersion() {
 		// Our own write coming back: nothing to check.
@@ -115,7 +117,7 @@ func (w *statusWriter) wrote(obj client.Object) {
 	if w.ownWrites == nil {
 		w.ownWrites = map[objectKey]string{}
 	}
-	w.ownWrites[keyOf(obj, w.client.Scheme())] = obj.GetResourceVersion()
+	w.ownWrites[keyOf(obj, w.scheme)] = obj.GetResourceVersion()
 	w.mu.Unlock()
 }
 
@@ -164,31 +166,23 @@ func (w *statusWriter) Start(ctx context.Context) error {
 			return nil
 		case <-w.kick:
 		}
-		w.mu.Lock()
-		st := w.latest
-		all, dirty := w.allDirty, w.dirty
-		// The same translation, written, and nothing touched: only the
-		// fleet's acknowledgements or the addresses can have changed.
-		gatewayOnly := !all && len(dirty) == 0 && st == w.lastWritten
-		w.allDirty, w.dirty = false, nil
-		w.mu.Unlock()
-		if st == nil {
+		p, ok := w.next()
+		if !ok {
 			continue
 		}
-		recheck := func(key objectKey) bool { return all || dirty[key] }
-		addresses, err := w.addresses(ctx, st.target.Gateway)
+		addresses, err := w.addresses(ctx, p.work.target.Gateway)
 		var fleet fleetreport.Fleet
 		if err == nil {
 			fleet, err = w.fleet()
 		}
 		if err == nil {
-			err = w.writeGatewayStatus(ctx, st, fleet, addresses)
+			err = w.writeGatewayStatus(ctx, p.work, fleet, addresses)
 		}
-		if err == nil && !gatewayOnly {
-			err = w.writeObjects(ctx, st, recheck)
+		if err == nil && !p.gatewayOnly {
+			err = w.writeObjects(ctx, p.work, p.recheck)
 		}
 		if err == nil {
-			w.lastWritten = st
+			w.passed(p)
 			backoff.Forget("status")
 			continue
 		}
@@ -201,6 +195,38 @@ func (w *statusWriter) Start(ctx context.Context) error {
 			w.poke()
 		}
 	}
+}
+
+// pass is what one pass of the writer does: write work's status, the
+// Gateway's alone when gatewayOnly (the same translation, written, and
+// nothing touched: only the fleet's acknowledgements or the addresses can
+// have changed), checking again the objects recheck names whatever their
+// entries.
+type pass struct {
+	work        *statusWork
+	gatewayOnly bool
+	all         bool
+	dirty       map[objectKey]bool
+}
+
+func (p pass) recheck(key objectKey) bool { return p.all || p.dirty[key] }
+
+// next takes the next pass, clearing what it covers; false before the
+// first translation.
+func (w *statusWriter) next() (pass, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := pass{work: w.latest, all: w.allDirty, dirty: w.dirty}
+	p.gatewayOnly = !p.all && len(p.dirty) == 0 && p.work == w.lastWritten
+	w.allDirty, w.dirty = false, nil
+	return p, p.work != nil
+}
+
+// passed records a pass that wrote everything it had to.
+func (w *statusWriter) passed(p pass) {
+	w.mu.Lock()
+	w.lastWritten = p.work
+	w.mu.Unlock()
 }
 
 // NeedLeaderElection makes the writer run on the leader only.
