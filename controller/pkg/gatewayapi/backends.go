@@ -3,6 +3,7 @@ package gatewayapi
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 
@@ -204,7 +205,7 @@ func Endpoints(src ir.ClusterSource, endpointSlices []*discoveryv1.EndpointSlice
 				port = *p.Port
 			}
 		}
-		if port < 0 {
+		if port < 1 || port > 65535 {
 			continue
 		}
 		for _, e := range s.Endpoints {
@@ -212,6 +213,12 @@ func Endpoints(src ir.ClusterSource, endpointSlices []*discoveryv1.EndpointSlice
 				continue
 			}
 			for _, addr := range e.Addresses {
+				// The API server admits only IPs here; offline input
+				// may hold anything, and Envoy refuses a cluster with
+				// an address that is none.
+				if _, err := netip.ParseAddr(addr); err != nil {
+					continue
+				}
 				ep := ir.Endpoint{Address: addr, Port: uint32(port)}
 				if !seen[ep] {
 					seen[ep] = true
