@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	specaddr "isobar.dev/api/addresses"
@@ -43,14 +44,14 @@ var Acknowledged = DataPlane{Fleet: fleetreport.Fleet{Connected: 1, Acknowledged
 // ListenerSets, each Gateway's data plane being dp. It replaces the
 // entries it sets, writing none of the statuses the translation returned.
 func Status(st *gatewayapi.Status, dp DataPlane) {
-	parents := map[string]*metav1.Condition{}
+	parents := map[types.NamespacedName]*metav1.Condition{}
 	for k, gs := range st.Gateways {
 		out := Gateway(*gs, dp)
 		st.Gateways[k] = &out
-		parents[k.String()] = meta.FindStatusCondition(out.Conditions, string(gatewayv1.GatewayConditionProgrammed))
+		parents[k] = meta.FindStatusCondition(out.Conditions, string(gatewayv1.GatewayConditionProgrammed))
 	}
 	for k, ls := range st.ListenerSets {
-		st.ListenerSets[k] = &gatewayapi.ListenerSetStatus{Gateway: ls.Gateway, Status: ListenerSet(ls.Status, parents[ls.Gateway.String()])}
+		st.ListenerSets[k] = &gatewayapi.ListenerSetStatus{Gateway: ls.Gateway, Status: ListenerSet(ls.Status, parents[ls.Gateway])}
 	}
 }
 
