@@ -52,11 +52,6 @@ func routeKey(kind string, meta *metav1.ObjectMeta) RouteKey {
 	return RouteKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
 }
 
-func (s *Status) addRoute(kind string, meta *metav1.ObjectMeta, p gatewayv1.RouteParentStatus) {
-	k := routeKey(kind, meta)
-	s.Routes[k] = append(s.Routes[k], p)
-}
-
 // addGatewayRoutes adds the route parent statuses of one Gateway's state.
 // The first Gateway's are a copy of the map (the state changes with the
 // next translation; the statuses, clipped, are shared), which costs far
