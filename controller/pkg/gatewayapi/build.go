@@ -29,6 +29,9 @@ type table struct {
 	https   bool               // an HTTPS listener shares the port
 	// domains are the hosts' keys in order; nil when a host came or went.
 	domains []string
+	// touched are the domains whose routes changed since the last build,
+	// which builds only them again while no host came or went.
+	touched []string
 	// emptied are hosts whose last route went since the last build.
 	emptied []string
 	// built is the IR built last, of builtVhosts and builtStreams.
@@ -98,6 +101,7 @@ func (t *gatewayTranslator) addRoutes(l *listener, hosts []string, o *outcome, r
 	for _, h := range hosts {
 		tb.host(h, l.certificates).add(o.meta, o.rank, t.state.epoch, rules)
 	}
+	tb.touched = append(tb.touched, hosts...)
 }
 
 // removeRoutes takes back what addRoutes added. A virtual host no route
@@ -110,6 +114,7 @@ func (t *gatewayTranslator) removeRoutes(l *listener, hosts []string, meta *meta
 			tb.emptied = append(tb.emptied, h)
 		}
 	}
+	tb.touched = append(tb.touched, hosts...)
 }
 
 // prune drops the virtual hosts left without routes.
@@ -182,10 +187,7 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 // virtual hosts and streams are the same, so that a listener of thousands
 // of server names is not rebuilt for a change to one's routes.
 func (tb *table) listener() *ir.Listener {
-	vhosts := make([]*ir.VirtualHost, 0, len(tb.hosts))
-	for _, d := range tb.sortedDomains() {
-		vhosts = append(vhosts, tb.hosts[d].virtualHost())
-	}
+	vhosts := tb.virtualHosts()
 	sameListeners := slices.EqualFunc(tb.listeners, tb.builtListeners, func(a, b httpsListener) bool {
 		return a.hostname == b.hostname && slices.Equal(a.certs, b.certs)
 	})
@@ -200,6 +202,32 @@ func (tb *table) listener() *ir.Listener {
 	tb.built, tb.builtVhosts, tb.builtStreams, tb.builtValidation = tb.build(vhosts), vhosts, maps.Clone(tb.streams), tb.validation
 	tb.builtListeners = slices.Clone(tb.listeners)
 	return tb.built
+}
+
+// virtualHosts returns the table's IR virtual hosts in domain order. While
+// no host came or went, the ones built last keep their places and only the
+// touched are built again: a change to one route of a listener of 100,000
+// hostnames looks up one host, not all of them.
+func (tb *table) virtualHosts() []*ir.VirtualHost {
+	touched := tb.touched
+	tb.touched = tb.touched[:0]
+	if tb.built != nil && tb.domains != nil && len(tb.builtVhosts) == len(tb.domains) {
+		if len(touched) == 0 {
+			return tb.builtVhosts
+		}
+		vhosts := slices.Clone(tb.builtVhosts)
+		for _, d := range touched {
+			if i, ok := slices.BinarySearch(tb.domains, d); ok {
+				vhosts[i] = tb.hosts[d].virtualHost()
+			}
+		}
+		return vhosts
+	}
+	vhosts := make([]*ir.VirtualHost, 0, len(tb.hosts))
+	for _, d := range tb.sortedDomains() {
+		vhosts = append(vhosts, tb.hosts[d].virtualHost())
+	}
+	return vhosts
 }
 
 func sameStreams(a, b map[string]*stream) bool {

@@ -47,7 +47,8 @@ func Translate(g *ir.Gateway, s Settings) (*Resources, error) {
 // Translator builds the Envoy resources of one Gateway again and again,
 // reusing the Envoy route of every IR route it has seen (the first stage
 // hands out the same *ir.Route while a route is unchanged) and the Envoy
-// virtual host of every IR virtual host (the same while its routes are).
+// virtual host of every IR virtual host of a route configuration (the same
+// while its routes are).
 // Use one per Gateway.
 type Translator struct {
 	settings Settings
@@ -55,9 +56,7 @@ type Translator struct {
 	// that a virtual host that changed finds its other routes here.
 	routes map[*ir.Route]*routev3.Route
 	// actions are the shared actions of routes to a single cluster.
-	actions     map[string]*routev3.Route_Route
-	vhosts      map[*ir.VirtualHost]*routev3.VirtualHost
-	freshVhosts map[*ir.VirtualHost]*routev3.VirtualHost
+	actions map[string]*routev3.Route_Route
 	// chains are HTTPS filter chains, by IR chain.
 	chains, freshChains map[*ir.Chain]*listenerv3.FilterChain
 	// routeConfigs are by name, with the virtual hosts they were built of.
@@ -81,11 +80,7 @@ type builtListener struct {
 func (x *Translator) listener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
 	if b, ok := x.listeners[l]; ok {
 		for _, rc := range b.routes {
-			built := x.routeConfigs[rc.Name]
-			x.freshRouteConfigs[rc.Name] = built
-			for i, v := range built.vhosts {
-				x.freshVhosts[v] = built.rc.VirtualHosts[i]
-			}
+			x.freshRouteConfigs[rc.Name] = x.routeConfigs[rc.Name]
 		}
 		for _, k := range b.chainKeys {
 			x.freshChains[k] = x.chains[k]
@@ -107,23 +102,23 @@ func (x *Translator) listener(l *ir.Listener, s Settings) (*listenerv3.Listener,
 type builtRouteConfig struct {
 	vhosts []*ir.VirtualHost
 	rc     *routev3.RouteConfiguration
+	// routes is how many routes the virtual hosts have.
+	routes int
 }
 
 // NewTranslator returns a Translator with an empty cache.
 func NewTranslator(s Settings) *Translator {
-	return &Translator{settings: s, routes: map[*ir.Route]*routev3.Route{}, actions: map[string]*routev3.Route_Route{}, vhosts: map[*ir.VirtualHost]*routev3.VirtualHost{}}
+	return &Translator{settings: s, routes: map[*ir.Route]*routev3.Route{}, actions: map[string]*routev3.Route_Route{}}
 }
 
 // Translate builds the Envoy resources of g.
 func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
-	x.freshVhosts = make(map[*ir.VirtualHost]*routev3.VirtualHost, len(x.vhosts))
 	x.freshChains = make(map[*ir.Chain]*listenerv3.FilterChain, len(x.chains))
 	x.freshRouteConfigs = make(map[string]*builtRouteConfig, len(x.routeConfigs))
 	x.freshListeners = make(map[*ir.Listener]*builtListener, len(x.listeners))
 	defer func() {
 		x.listeners, x.freshListeners = x.freshListeners, nil
 		x.routeConfigs, x.freshRouteConfigs = x.freshRouteConfigs, nil
-		x.vhosts, x.freshVhosts = x.freshVhosts, nil
 		x.chains, x.freshChains = x.freshChains, nil
 		x.sweepRoutes()
 	}()
@@ -158,16 +153,18 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 // to the configuration at an amortised cost.
 func (x *Translator) sweepRoutes() {
 	live := 0
-	for v := range x.vhosts {
-		live += len(v.Routes)
+	for _, b := range x.routeConfigs {
+		live += b.routes
 	}
 	if len(x.routes) <= 2*live+1024 {
 		return
 	}
 	routes := make(map[*ir.Route]*routev3.Route, live)
-	for v, vh := range x.vhosts {
-		for i, r := range v.Routes {
-			routes[r] = vh.Routes[i]
+	for _, b := range x.routeConfigs {
+		for i, v := range b.vhosts {
+			for j, r := range v.Routes {
+				routes[r] = b.rc.VirtualHosts[i].Routes[j]
+			}
 		}
 	}
 	x.routes = routes

@@ -19,12 +19,23 @@ import (
 // marshalling the whole configuration again costs every route.
 type packer struct {
 	routes map[*routev3.Route][]byte
-	// vhosts are those of the configurations packed last.
-	vhosts map[*routev3.VirtualHost][]byte
+	// configs are the virtual hosts of each configuration packed last, in
+	// its order. The second stage keeps an unchanged virtual host's
+	// message, and a change leaves the others where they were, so a
+	// virtual host is found by its position: with 100,000 of them, a map
+	// rebuilt on every change cost more than the copying.
+	configs map[string][]packedVhost
+	// routeCount is the number of routes of each configuration in configs.
+	routeCount map[string]int
+}
+
+type packedVhost struct {
+	vh    *routev3.VirtualHost
+	bytes []byte
 }
 
 func newPacker() *packer {
-	return &packer{routes: map[*routev3.Route][]byte{}, vhosts: map[*routev3.VirtualHost][]byte{}}
+	return &packer{routes: map[*routev3.Route][]byte{}, configs: map[string][]packedVhost{}, routeCount: map[string]int{}}
 }
 
 var deterministic = proto.MarshalOptions{Deterministic: true}
@@ -33,54 +44,90 @@ var deterministic = proto.MarshalOptions{Deterministic: true}
 // marshals to an encoding of it. It looks at all the configurations served
 // so that it can forget the parts of those that are gone.
 func (p *packer) pack(all map[string]proto.Message, changed map[string]types.Resource) error {
-	vhosts := map[*routev3.VirtualHost][]byte{}
-	live := 0
-	for _, m := range all {
-		for _, vh := range m.(*routev3.RouteConfiguration).VirtualHosts {
-			live += len(vh.Routes)
-			if b, ok := p.vhosts[vh]; ok {
-				vhosts[vh] = b
-			}
+	for name := range p.configs {
+		if _, ok := all[name]; !ok {
+			delete(p.configs, name)
+			delete(p.routeCount, name)
 		}
 	}
 	for name, m := range changed {
 		rc := m.(*routev3.RouteConfiguration)
-		size := 0
-		for _, vh := range rc.VirtualHosts {
-			b, ok := vhosts[vh]
-			if !ok {
-				var err error
-				if b, err = p.vhost(vh); err != nil {
-					return fmt.Errorf("route configuration %s: %w", name, err)
-				}
-				vhosts[vh] = b
-			}
-			size += protowire.SizeTag(2) + protowire.SizeBytes(len(b))
+		vhosts, err := p.vhosts(rc, p.configs[name])
+		if err != nil {
+			return fmt.Errorf("route configuration %s: %w", name, err)
 		}
+		p.configs[name] = vhosts
+		size, routes := 0, 0
+		for _, v := range vhosts {
+			size += protowire.SizeTag(2) + protowire.SizeBytes(len(v.bytes))
+			routes += len(v.vh.Routes)
+		}
+		p.routeCount[name] = routes
 		raw := make([]byte, 0, size)
-		for _, vh := range rc.VirtualHosts {
+		for _, v := range vhosts {
 			raw = protowire.AppendTag(raw, 2, protowire.BytesType) // virtual_hosts
-			raw = protowire.AppendBytes(raw, vhosts[vh])
+			raw = protowire.AppendBytes(raw, v.bytes)
 		}
 		packed := without(rc, "virtual_hosts")
 		packed.ProtoReflect().SetUnknown(raw)
 		changed[name] = packed
 	}
-	p.vhosts = vhosts
-	if len(p.routes) > 2*live+1024 {
-		routes := make(map[*routev3.Route][]byte, live)
-		for _, m := range all {
-			for _, vh := range m.(*routev3.RouteConfiguration).VirtualHosts {
-				for _, r := range vh.Routes {
-					if b, ok := p.routes[r]; ok {
-						routes[r] = b
-					}
+	p.forgetRoutes()
+	return nil
+}
+
+// vhosts returns the virtual hosts of rc with their bytes, taken from the
+// configuration's previous ones where the message is the same.
+func (p *packer) vhosts(rc *routev3.RouteConfiguration, prev []packedVhost) ([]packedVhost, error) {
+	out := make([]packedVhost, len(rc.VirtualHosts))
+	// byMessage finds a virtual host that moved (one added or removed
+	// before it); built only then.
+	var byMessage map[*routev3.VirtualHost][]byte
+	for i, vh := range rc.VirtualHosts {
+		if i < len(prev) && prev[i].vh == vh {
+			out[i] = prev[i]
+			continue
+		}
+		if byMessage == nil {
+			byMessage = make(map[*routev3.VirtualHost][]byte, len(prev))
+			for _, v := range prev {
+				byMessage[v.vh] = v.bytes
+			}
+		}
+		b, ok := byMessage[vh]
+		if !ok {
+			var err error
+			if b, err = p.vhost(vh); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = packedVhost{vh: vh, bytes: b}
+	}
+	return out, nil
+}
+
+// forgetRoutes drops the bytes of routes no configuration has any more,
+// once they outnumber the live ones twice: a walk over every route, paid
+// for by the changes that made them.
+func (p *packer) forgetRoutes() {
+	live := 0
+	for _, n := range p.routeCount {
+		live += n
+	}
+	if len(p.routes) <= 2*live+1024 {
+		return
+	}
+	routes := make(map[*routev3.Route][]byte, live)
+	for _, vhosts := range p.configs {
+		for _, v := range vhosts {
+			for _, r := range v.vh.Routes {
+				if b, ok := p.routes[r]; ok {
+					routes[r] = b
 				}
 			}
 		}
-		p.routes = routes
 	}
-	return nil
+	p.routes = routes
 }
 
 // vhost marshals a virtual host from its routes' bytes.

@@ -2,6 +2,7 @@ package xdsserver
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -47,6 +48,24 @@ func TestPackedRouteConfigurationsDecodeToThemselves(t *testing.T) {
 				all[name] = next
 			}
 			checkPacked(t, f+" (one route changed)", p, all)
+			// The first virtual host goes, then comes back: the others
+			// move, and are found where they went.
+			first := map[string]*routev3.VirtualHost{}
+			for name, m := range all {
+				rc := proto.Clone(m).(*routev3.RouteConfiguration)
+				rc.VirtualHosts = slices.Clone(m.(*routev3.RouteConfiguration).VirtualHosts)
+				if len(rc.VirtualHosts) > 0 {
+					first[name] = rc.VirtualHosts[0]
+					rc.VirtualHosts = rc.VirtualHosts[1:]
+				}
+				all[name] = rc
+			}
+			checkPacked(t, f+" (first virtual host removed)", p, all)
+			for name, vh := range first {
+				rc := all[name].(*routev3.RouteConfiguration)
+				rc.VirtualHosts = append([]*routev3.VirtualHost{vh}, rc.VirtualHosts...)
+			}
+			checkPacked(t, f+" (first virtual host back)", p, all)
 		}
 	}
 }
