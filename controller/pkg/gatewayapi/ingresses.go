@@ -109,17 +109,24 @@ func (idx *index) servicePort(ns, svc, port string) (int32, bool) {
 }
 
 // reportIngresses moves what translation reported on the Ingresses' routes
-// and listeners into their problems: those objects exist only here.
-func (st *Status) reportIngresses() {
+// and listeners into their problems: those objects exist only here. The
+// routes are those of the conversions, not every route with an Ingress
+// route's name: the translation of 100,000 routes and no Ingress should
+// not look at each.
+func (st *Status) reportIngresses(conversions map[ingressKey]convertedIngress) {
 	var keys []RouteKey
-	for k := range st.Routes {
-		if _, ok := ingress.Of(k.Namespace, k.Name); ok && k.Kind == "HTTPRoute" {
-			keys = append(keys, k)
+	for _, c := range conversions {
+		for _, r := range c.Routes {
+			k := routeKey("HTTPRoute", &r.ObjectMeta)
+			if _, ok := st.Routes[k]; ok {
+				keys = append(keys, k)
+			}
 		}
 	}
 	// In route order, so that the problems' order is the same however
 	// the map lists them.
 	slices.SortFunc(keys, func(a, b RouteKey) int { return cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+	keys = slices.Compact(keys)
 	for _, k := range keys {
 		name, _ := ingress.Of(k.Namespace, k.Name)
 		parents := st.Routes[k]

@@ -109,7 +109,7 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	// Gateways no longer translated are forgotten, and Ingresses no
 	// longer served.
 	tr.states, tr.ingresses, tr.world = states, c.usedIngresses, idx.world()
-	st.reportIngresses()
+	st.reportIngresses(c.usedIngresses)
 	return out
 }
 
