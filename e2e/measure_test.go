@@ -105,6 +105,12 @@ type routeUpdates struct {
 	ctx context.Context
 	ns  string
 	ads *adsClient
+	// watch, when set, is a watch of the test's own on the routes: run
+	// then also times each update to its watch event (apiServer), the
+	// part of the latency that is the API server's, not the
+	// controller's.
+	watch     *statusWatch
+	apiServer []time.Duration
 }
 
 // connectRoutes connects an ADS client to c for ns/gateway and waits
@@ -136,13 +142,16 @@ func (u *routeUpdates) run(samples, routes int) []time.Duration {
 	out := make([]time.Duration, 0, samples)
 	for k := range samples {
 		name, path := fmt.Sprintf("route-%d", k%routes), fmt.Sprintf("/v%d", k)
-		start := time.Now()
+		// The clock starts at the write: the read before it is the
+		// test's.
+		var start time.Time
+		r := &gatewayv1.HTTPRoute{}
 		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-			r := &gatewayv1.HTTPRoute{}
 			if err := env.Client.Get(u.ctx, keyOf(u.ns, name), r); err != nil {
 				return err
 			}
 			r.Spec.Rules[0].Matches[0].Path.Value = ptr.To(path)
+			start = time.Now()
 			return env.Client.Update(u.ctx, r)
 		})
 		if err != nil {
@@ -156,8 +165,12 @@ func (u *routeUpdates) run(samples, routes int) []time.Duration {
 			})
 		})
 		out = append(out, arrived.Sub(start))
+		if u.watch != nil {
+			u.apiServer = append(u.apiServer, u.watch.arrival(t, r.ResourceVersion).Sub(start))
+		}
 	}
 	slices.Sort(out)
+	slices.Sort(u.apiServer)
 	return out
 }
 
@@ -173,7 +186,9 @@ type statusWatch struct {
 	controller string
 	mu         sync.Mutex
 	written    map[string]bool
-	changed    chan struct{}
+	// arrived is when each resourceVersion's event came.
+	arrived map[string]time.Time
+	changed chan struct{}
 }
 
 func watchStatuses(t *testing.T, ctx context.Context, controller string, opts ...client.ListOption) *statusWatch {
@@ -182,7 +197,7 @@ func watchStatuses(t *testing.T, ctx context.Context, controller string, opts ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &statusWatch{controller: controller, written: map[string]bool{}, changed: make(chan struct{}, 1)}
+	w := &statusWatch{controller: controller, written: map[string]bool{}, arrived: map[string]time.Time{}, changed: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	var list gatewayv1.HTTPRouteList
@@ -220,11 +235,30 @@ func (w *statusWatch) saw(r *gatewayv1.HTTPRoute) {
 	}
 	w.mu.Lock()
 	w.written[r.Namespace+"/"+r.Name] = written
+	w.arrived[r.ResourceVersion] = time.Now()
 	w.mu.Unlock()
 	select {
 	case w.changed <- struct{}{}:
 	default:
 	}
+}
+
+// arrival returns when the watch saw resourceVersion version, waiting for
+// it up to a minute.
+func (w *statusWatch) arrival(t *testing.T, version string) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		w.mu.Lock()
+		at, ok := w.arrived[version]
+		w.mu.Unlock()
+		if ok {
+			return at
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("the test's watch never saw resourceVersion %s", version)
+	return time.Time{}
 }
 
 // count is how many routes carry our entry now.
