@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"unsafe"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -91,8 +92,26 @@ func checkPacked(t *testing.T, what string, p *packer, all map[string]proto.Mess
 		if !proto.Equal(got, all[name]) {
 			t.Errorf("%s: route configuration %s decodes to something else", what, name)
 		}
-		if len(all[name].(*routev3.RouteConfiguration).VirtualHosts) > 0 && len(packed.(proto.Message).ProtoReflect().GetUnknown()) == 0 {
+		raw := packed.(proto.Message).ProtoReflect().GetUnknown()
+		if len(all[name].(*routev3.RouteConfiguration).VirtualHosts) > 0 && len(raw) == 0 {
 			t.Errorf("%s: route configuration %s was not packed", what, name)
 		}
+		// What the packer keeps is the packed bytes, not a copy of
+		// them or what they were copied from.
+		for _, v := range p.configs[name] {
+			if !within(v.bytes, raw) {
+				t.Errorf("%s: route configuration %s: virtual host %s keeps bytes outside the packed configuration", what, name, v.vh.Name)
+			}
+		}
 	}
+}
+
+// within reports whether b is a slice of whole.
+func within(b, whole []byte) bool {
+	if len(b) == 0 || len(whole) == 0 {
+		return len(b) == 0
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(whole)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= start && p+uintptr(len(b)) <= start+uintptr(len(whole))
 }
