@@ -104,6 +104,11 @@ func TestServeUpdateLatency(t *testing.T) {
 	if rss, peak, err := memory(s.proc.PID()); err == nil {
 		t.Logf("controller memory with %d routes: RSS %d MiB now, peak %d MiB", routes, rss>>20, peak>>20)
 	}
+	// Where the RSS goes, by the Go runtime's account.
+	m := scrape(t, s.metrics)
+	t.Logf("controller Go memory: heap in use %.0f MiB, next GC at %.0f MiB, heap idle %.0f MiB of which released %.0f MiB, from the OS in all %.0f MiB",
+		m["go_memstats_heap_inuse_bytes"]/(1<<20), m["go_memstats_next_gc_bytes"]/(1<<20), m["go_memstats_heap_idle_bytes"]/(1<<20),
+		m["go_memstats_heap_released_bytes"]/(1<<20), m["go_memstats_sys_bytes"]/(1<<20))
 	if dir := os.Getenv("ISOBAR_HEAP_PROFILE"); dir != "" {
 		saveHeapProfile(t, s, filepath.Join(dir, fmt.Sprintf("controller-heap-%d.pprof", routes)))
 	}
