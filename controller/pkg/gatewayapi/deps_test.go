@@ -2,11 +2,13 @@ package gatewayapi
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -275,5 +277,57 @@ spec:
 	st := tr.Translate(res).Status
 	if ps := st.Routes[RouteKey{Kind: "TCPRoute", Namespace: "b", Name: "tcp"}]; len(ps) != 1 {
 		t.Fatalf("the TCPRoute has %d parent statuses, want 1", len(ps))
+	}
+}
+
+// A route without parentRefs (what the per-Gateway controller caches of
+// other Gateways' routes) attaches nowhere: it holds no outcome in the
+// state, and a new object of it attaches nothing again, HTTPRoute or
+// stream route.
+func TestRoutesWithoutParentsHoldNothing(t *testing.T) {
+	res := &resources.Resources{}
+	if _, err := res.Load("attach-deps", strings.NewReader(attachDepsInput+`
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: tcp, namespace: b}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: tcp}]
+  rules: [{backendRefs: [{name: db, port: 5432}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: stub, namespace: b}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: tcp-stub, namespace: b}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
+	state := func() map[*metav1.ObjectMeta]*outcome {
+		tr.Translate(res)
+		return maps.Clone(tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}].applied)
+	}
+	before := state()
+	if len(before) != 3 {
+		t.Fatalf("the state holds %d outcomes, want 3 (two HTTPRoutes and a TCPRoute)", len(before))
+	}
+	for _, stub := range []*metav1.ObjectMeta{&res.HTTPRoutes[2].ObjectMeta, &res.TCPRoutes[1].ObjectMeta} {
+		if stub.Name != "stub" && stub.Name != "tcp-stub" {
+			t.Fatalf("route %s is not a stub", stub.Name)
+		}
+		if before[stub] != nil {
+			t.Errorf("route %s without parentRefs holds an outcome", stub.Name)
+		}
+	}
+	// New objects of both stubs, as when another Gateway's routes change.
+	res.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+	res.HTTPRoutes[2] = res.HTTPRoutes[2].DeepCopy()
+	res.TCPRoutes = slices.Clone(res.TCPRoutes)
+	res.TCPRoutes[1] = res.TCPRoutes[1].DeepCopy()
+	if after := state(); !maps.Equal(before, after) {
+		t.Errorf("new objects of routes without parentRefs attached routes again")
 	}
 }

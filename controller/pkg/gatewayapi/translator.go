@@ -94,6 +94,8 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 		}
 	}
 	streams := streamRoutes(res)
+	httpRoutes := withParents(res.HTTPRoutes, func(r *gatewayv1.HTTPRoute) []gatewayv1.ParentReference { return r.Spec.ParentRefs })
+	grpcRoutes := withParents(res.GRPCRoutes, func(r *gatewayv1.GRPCRoute) []gatewayv1.ParentReference { return r.Spec.ParentRefs })
 	var changed map[dep]bool
 	if len(tr.states) > 0 {
 		changed = changedDeps(tr.world, idx.world())
@@ -102,7 +104,7 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	states := map[types.NamespacedName]*gatewayState{}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-		t := &gatewayTranslator{idx: idx, status: st, gw: gw, controller: tr.opts.ControllerName, streams: streams, cache: c}
+		t := &gatewayTranslator{idx: idx, status: st, gw: gw, controller: tr.opts.ControllerName, httpRoutes: httpRoutes, grpcRoutes: grpcRoutes, streams: streams, cache: c}
 		out.Gateways = append(out.Gateways, t.translate(res, tr.states[name]))
 		states[name] = t.state
 	}
@@ -177,8 +179,11 @@ type gatewayTranslator struct {
 	gw         *gatewayv1.Gateway
 	controller gatewayv1.GatewayController
 
-	streams []*streamRoute // TLS, TCP and UDP routes, oldest first
-	cache   *cache
+	// httpRoutes and grpcRoutes are the snapshot's routes with parentRefs.
+	httpRoutes []*gatewayv1.HTTPRoute
+	grpcRoutes []*gatewayv1.GRPCRoute
+	streams    []*streamRoute // TLS, TCP and UDP routes with parentRefs, oldest first
+	cache      *cache
 	// state is what the Gateway's routes add up to; prev is the state of
 	// the previous translation when its context was not this one's, whose
 	// translated rules cachedRules reuses.
@@ -218,10 +223,10 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	if prev != nil && prev.ctx == ctx {
 		t.state = prev
 	} else {
-		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(res.HTTPRoutes)+len(res.GRPCRoutes)+len(t.streams)), prev
+		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(t.httpRoutes)+len(t.grpcRoutes)+len(t.streams)), prev
 	}
 	t.tables = t.state.tables
-	t.update(res, ingressRoutes)
+	t.update(ingressRoutes)
 	for i, l := range t.listeners {
 		l.attached = t.state.attached[i]
 	}
