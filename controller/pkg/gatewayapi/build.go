@@ -101,7 +101,7 @@ func (t *gatewayTranslator) addRoutes(l *listener, hosts []string, o *outcome, r
 	for _, h := range hosts {
 		tb.host(h, l.certificates).add(o.meta, o.rank, t.state.epoch, rules)
 	}
-	tb.touched = append(tb.touched, hosts...)
+	tb.touch(hosts)
 }
 
 // removeRoutes takes back what addRoutes added. A virtual host no route
@@ -114,7 +114,7 @@ func (t *gatewayTranslator) removeRoutes(l *listener, hosts []string, meta *meta
 			tb.emptied = append(tb.emptied, h)
 		}
 	}
-	tb.touched = append(tb.touched, hosts...)
+	tb.touch(hosts)
 }
 
 // prune drops the virtual hosts left without routes.
@@ -204,13 +204,23 @@ func (tb *table) listener() *ir.Listener {
 	return tb.built
 }
 
+// touch records that the routes of domains changed, unless the next build
+// builds every virtual host anyway (the first, or one after a host came or
+// went), as a full translation's does: its list would hold every route's
+// hostnames.
+func (tb *table) touch(domains []string) {
+	if tb.built != nil && tb.domains != nil {
+		tb.touched = append(tb.touched, domains...)
+	}
+}
+
 // virtualHosts returns the table's IR virtual hosts in domain order. While
 // no host came or went, the ones built last keep their places and only the
 // touched are built again: a change to one route of a listener of 100,000
 // hostnames looks up one host, not all of them.
 func (tb *table) virtualHosts() []*ir.VirtualHost {
 	touched := tb.touched
-	tb.touched = tb.touched[:0]
+	tb.touched = nil
 	if tb.built != nil && tb.domains != nil && len(tb.builtVhosts) == len(tb.domains) {
 		if len(touched) == 0 {
 			return tb.builtVhosts
