@@ -139,13 +139,12 @@ func sameSpec(a, b *gatewayv1.Gateway) bool {
 }
 
 // update brings the state up to date with the snapshot's routes with
-// parentRefs (see withParents): it takes
-// back what the routes no longer there (deleted, or replaced by a changed
-// object), reading a changed dep or winning or losing a hostname to a
-// route of the other kind added, then attaches the routes it has not seen
-// and those. Takeaways come first because a changed route's old and new
-// objects share a status key. The HTTPRoutes made of Ingresses come with
-// the snapshot's.
+// parentRefs (see withParents): it takes back what the routes no longer
+// there (deleted, or replaced by a changed object), reading a changed dep
+// or winning or losing a hostname to a route of the other kind added, then
+// attaches the routes it has not seen and those. Takeaways come first
+// because a changed route's old and new objects share a status key. The
+// HTTPRoutes made of Ingresses come with the snapshot's.
 //
 // TLS, TCP and UDP routes are taken back and attached again all together
 // when any of them needs it: which of them holds a listener or a server

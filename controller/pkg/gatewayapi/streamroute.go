@@ -49,9 +49,8 @@ func streamRoutes(res *resources.Resources) []*streamRoute {
 		}
 		out = append(out, &streamRoute{route{kind: "UDPRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs}, refs})
 	}
-	// As for HTTPRoutes (see withParents); here a stub's change would
-	// also attach every stream route again.
-	out = slices.DeleteFunc(out, func(r *streamRoute) bool { return len(r.parentRefs) == 0 })
+	// A stub's new object would also attach every stream route again.
+	out = withParents(out, func(r *streamRoute) []gatewayv1.ParentReference { return r.parentRefs })
 	slices.SortStableFunc(out, func(a, b *streamRoute) int {
 		return cmp.Or(
 			a.meta.CreationTimestamp.Compare(b.meta.CreationTimestamp.Time),
