@@ -102,7 +102,7 @@ func BenchmarkTranslate(b *testing.B) {
 func translateUnchecked(b *testing.B, res *resources.Resources) {
 	g := gatewayapi.Translate(res, gatewayapi.Options{ControllerName: DefaultControllerName})
 	for _, gw := range g.Gateways {
-		if _, err := xds.Translate(gw, xds.DefaultSettings()); err != nil {
+		if _, err := xds.NewTranslator(xds.DefaultSettings()).Translate(gw); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -118,6 +118,9 @@ func (inc *incremental) check(t *testing.T, step string, res *resources.Resource
 			inc.stage2[g.Name] = x
 		}
 		out, err := x.Translate(g)
+		if err == nil {
+			out, err = xds.Decoded(out)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

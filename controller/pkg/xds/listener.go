@@ -42,7 +42,11 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 	var routes []*routev3.RouteConfiguration
 	switch l.Protocol {
 	case ir.HTTP:
-		routes = append(routes, x.routeConfiguration(l.HTTP))
+		rc, err := x.routeConfiguration(l.HTTP)
+		if err != nil {
+			return nil, nil, err
+		}
+		routes = append(routes, rc)
 		out.FilterChains = []*listenerv3.FilterChain{{
 			Filters: []*listenerv3.Filter{httpConnectionManager(l.Name, l.HTTP.Name, s)},
 		}}
@@ -53,7 +57,11 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 		}}
 		for _, c := range l.Chains {
 			if c.HTTP != nil {
-				routes = append(routes, x.routeConfiguration(c.HTTP))
+				rc, err := x.routeConfiguration(c.HTTP)
+				if err != nil {
+					return nil, nil, err
+				}
+				routes = append(routes, rc)
 				out.FilterChains = append(out.FilterChains, x.httpsChain(l.Name, c, s))
 				continue
 			}

@@ -2,7 +2,6 @@ package xds
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -16,56 +15,7 @@ import (
 	"isobar.dev/controller/pkg/ir"
 )
 
-// routeConfiguration translates a route table. A table of the same virtual
-// hosts as last time gives the same message, so that comparing it with
-// what is served is a pointer check.
-func (x *Translator) routeConfiguration(t *ir.RouteTable) *routev3.RouteConfiguration {
-	old := x.routeConfigs[t.Name]
-	if old != nil && slices.Equal(old.vhosts, t.VirtualHosts) {
-		x.freshRouteConfigs[t.Name] = old
-		return old.rc
-	}
-	rc := &routev3.RouteConfiguration{
-		Name: t.Name,
-		// Clusters are served by CDS before routes refer to them; Envoy need
-		// not check, and skipping the check keeps route updates cheap.
-		ValidateClusters: wrapperspb.Bool(false),
-		// The Host header may carry a port and virtual hosts list names
-		// only; the port is ignored for matching, but the backend gets the
-		// Host header as the client sent it.
-		IgnorePortInHostMatching: true,
-		VirtualHosts:             make([]*routev3.VirtualHost, len(t.VirtualHosts)),
-	}
-	built := &builtRouteConfig{vhosts: t.VirtualHosts, rc: rc}
-	// The first stage hands out an unchanged virtual host again, in its
-	// place unless one was added or removed before it: a virtual host is
-	// looked up by position, and by a map only when it moved (with
-	// 100,000 of them, a map rebuilt on every change cost more than the
-	// rest of the change).
-	var moved map[*ir.VirtualHost]*routev3.VirtualHost
-	for i, v := range t.VirtualHosts {
-		built.routes += len(v.Routes)
-		if old != nil && i < len(old.vhosts) && old.vhosts[i] == v {
-			rc.VirtualHosts[i] = old.rc.VirtualHosts[i]
-			continue
-		}
-		if moved == nil && old != nil {
-			moved = make(map[*ir.VirtualHost]*routev3.VirtualHost, len(old.vhosts))
-			for j, ov := range old.vhosts {
-				moved[ov] = old.rc.VirtualHosts[j]
-			}
-		}
-		vh, ok := moved[v]
-		if !ok {
-			vh = x.virtualHost(v)
-		}
-		rc.VirtualHosts[i] = vh
-	}
-	x.freshRouteConfigs[t.Name] = built
-	return rc
-}
-
-func (x *Translator) route(r *ir.Route) *routev3.Route {
+func route(r *ir.Route) *routev3.Route {
 	out := &routev3.Route{Name: r.Name, Match: match(&r.Match)}
 	switch {
 	case r.Redirect != nil:
@@ -73,7 +23,7 @@ func (x *Translator) route(r *ir.Route) *routev3.Route {
 	case r.DirectResponse != nil:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: r.DirectResponse.Status}}
 	case r.Destination != nil:
-		out.Action = x.action(r)
+		out.Action = &routev3.Route_Route{Route: routeAction(r)}
 	default:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 500}}
 	}
@@ -89,41 +39,6 @@ func (x *Translator) route(r *ir.Route) *routev3.Route {
 		out.TypedPerFilterConfig = map[string]*anypb.Any{corsFilter: typed(corsPolicy(r.CORS))}
 	}
 	return out
-}
-
-// action is the route action of r. Routes that only forward to one
-// cluster, most routes, share one action per cluster: one message instead
-// of tens of thousands, and marshalling does not care.
-func (x *Translator) action(r *ir.Route) *routev3.Route_Route {
-	c, plain := plainCluster(r)
-	if !plain {
-		return &routev3.Route_Route{Route: routeAction(r)}
-	}
-	a, ok := x.actions[c]
-	if !ok {
-		a = &routev3.Route_Route{Route: routeAction(r)}
-		x.actions[c] = a
-	}
-	return a
-}
-
-// plainCluster reports whether all routeAction makes of r is a cluster
-// name, and which.
-func plainCluster(r *ir.Route) (string, bool) {
-	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 {
-		return "", false
-	}
-	cluster, live := "", 0
-	for _, b := range r.Destination.Backends {
-		if b.Weight == 0 {
-			continue
-		}
-		if live++; b.Invalid || b.RequestHeaders != nil || b.ResponseHeaders != nil {
-			return "", false
-		}
-		cluster = b.Cluster
-	}
-	return cluster, live == 1
 }
 
 func routeAction(r *ir.Route) *routev3.RouteAction {
@@ -313,17 +228,4 @@ func percent(p float64) *corev3.RuntimeFractionalPercent {
 		Numerator:   uint32(p * 10000),
 		Denominator: typev3.FractionalPercent_MILLION,
 	}}
-}
-
-func (x *Translator) virtualHost(v *ir.VirtualHost) *routev3.VirtualHost {
-	vh := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains, Routes: make([]*routev3.Route, len(v.Routes))}
-	for i, r := range v.Routes {
-		er, ok := x.routes[r]
-		if !ok {
-			er = x.route(r)
-			x.routes[r] = er
-		}
-		vh.Routes[i] = er
-	}
-	return vh
 }

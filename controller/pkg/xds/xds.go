@@ -18,7 +18,8 @@ import (
 )
 
 // Resources are the Envoy resources of one Gateway, each kind ordered by
-// name.
+// name. A Translator's route configurations have their virtual hosts
+// encoded; Decoded gives them as messages.
 type Resources struct {
 	Listeners []*listenerv3.Listener
 	Routes    []*routev3.RouteConfiguration
@@ -39,24 +40,25 @@ const UnresolvedBackendCluster = "isobar/unresolved-backend"
 // routes without a usable backend: Envoy closes their connections at once.
 const InvalidBackendCluster = "isobar/invalid-backend"
 
-// Translate builds the Envoy resources of g.
+// Translate builds the Envoy resources of g, with the route
+// configurations decoded (see Decoded): the form to read and check.
 func Translate(g *ir.Gateway, s Settings) (*Resources, error) {
-	return NewTranslator(s).Translate(g)
+	r, err := NewTranslator(s).Translate(g)
+	if err != nil {
+		return nil, err
+	}
+	return Decoded(r)
 }
 
 // Translator builds the Envoy resources of one Gateway again and again,
-// reusing the Envoy route of every IR route it has seen (the first stage
-// hands out the same *ir.Route while a route is unchanged) and the Envoy
-// virtual host of every IR virtual host of a route configuration (the same
-// while its routes are).
-// Use one per Gateway.
+// reusing the encoding of every IR route it has seen (the first stage
+// hands out the same *ir.Route while a route is unchanged) and of every IR
+// virtual host of a route configuration (the same while its routes are).
+// The route configurations it returns are in the form they are served in:
+// their virtual hosts encoded, as the message's unknown fields. Use one
+// per Gateway.
 type Translator struct {
 	settings Settings
-	// routes outlive the virtual hosts that held them until a sweep, so
-	// that a virtual host that changed finds its other routes here.
-	routes map[*ir.Route]*routev3.Route
-	// actions are the shared actions of routes to a single cluster.
-	actions map[string]*routev3.Route_Route
 	// chains are HTTPS filter chains, by IR chain.
 	chains, freshChains map[*ir.Chain]*listenerv3.FilterChain
 	// routeConfigs are by name, with the virtual hosts they were built of.
@@ -99,16 +101,9 @@ func (x *Translator) listener(l *ir.Listener, s Settings) (*listenerv3.Listener,
 	return b.listener, b.routes, nil
 }
 
-type builtRouteConfig struct {
-	vhosts []*ir.VirtualHost
-	rc     *routev3.RouteConfiguration
-	// routes is how many routes the virtual hosts have.
-	routes int
-}
-
 // NewTranslator returns a Translator with an empty cache.
 func NewTranslator(s Settings) *Translator {
-	return &Translator{settings: s, routes: map[*ir.Route]*routev3.Route{}, actions: map[string]*routev3.Route_Route{}}
+	return &Translator{settings: s}
 }
 
 // Translate builds the Envoy resources of g.
@@ -120,7 +115,6 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 		x.listeners, x.freshListeners = x.freshListeners, nil
 		x.routeConfigs, x.freshRouteConfigs = x.freshRouteConfigs, nil
 		x.chains, x.freshChains = x.freshChains, nil
-		x.sweepRoutes()
 	}()
 	s := x.settings
 	out := &Resources{}
@@ -146,29 +140,6 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	}
 	sortByName(out)
 	return out, nil
-}
-
-// sweepRoutes forgets the routes of virtual hosts that are gone once they
-// are as many as the live ones, so that the route cache stays proportional
-// to the configuration at an amortised cost.
-func (x *Translator) sweepRoutes() {
-	live := 0
-	for _, b := range x.routeConfigs {
-		live += b.routes
-	}
-	if len(x.routes) <= 2*live+1024 {
-		return
-	}
-	routes := make(map[*ir.Route]*routev3.Route, live)
-	for _, b := range x.routeConfigs {
-		for i, v := range b.vhosts {
-			for j, r := range v.Routes {
-				routes[r] = b.rc.VirtualHosts[i].Routes[j]
-			}
-		}
-	}
-	x.routes = routes
-	clear(x.actions)
 }
 
 // typed packs a message into an Any; the messages packed here are always

@@ -49,8 +49,6 @@ var pushOrder = []string{
 type Server struct {
 	caches map[string]*cache.LinearCache
 	xds    server.Server
-	// packer marshals route configurations from cached parts.
-	packer *packer
 
 	// changes is signalled (without blocking) whenever the fleet's state
 	// changes: a stream opens or closes, or an Envoy answers.
@@ -97,7 +95,6 @@ type subscription struct {
 func New(ctx context.Context) *Server {
 	s := &Server{
 		caches:    map[string]*cache.LinearCache{},
-		packer:    newPacker(),
 		current:   map[string]map[string]proto.Message{},
 		versions:  map[string]uint64{},
 		changedAt: map[string]map[string]uint64{},
@@ -191,11 +188,6 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 		update := updates[t]
 		if len(update) == 0 {
 			continue
-		}
-		if t == resourcev3.RouteType {
-			if err := s.packer.pack(next[t], update); err != nil {
-				return changed, err
-			}
 		}
 		if err := s.caches[t].UpdateResources(update, nil); err != nil {
 			return changed, fmt.Errorf("updating %s: %w", t, err)

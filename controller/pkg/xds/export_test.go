@@ -1,0 +1,31 @@
+package xds
+
+import (
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// PlainRouteConfiguration builds t's route configuration as messages,
+// without encoding anything: what a Translator's must decode to.
+func PlainRouteConfiguration(t *ir.RouteTable) *routev3.RouteConfiguration {
+	rc := &routev3.RouteConfiguration{Name: t.Name, ValidateClusters: wrapperspb.Bool(false), IgnorePortInHostMatching: true}
+	for _, v := range t.VirtualHosts {
+		vh := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains}
+		for _, r := range v.Routes {
+			vh.Routes = append(vh.Routes, route(r))
+		}
+		rc.VirtualHosts = append(rc.VirtualHosts, vh)
+	}
+	return rc
+}
+
+// Encoded are the encodings of the virtual hosts of the route
+// configuration the Translator built last under name.
+func (x *Translator) Encoded(name string) [][]byte {
+	if b := x.routeConfigs[name]; b != nil {
+		return b.encoded
+	}
+	return nil
+}
