@@ -14,7 +14,7 @@ func PlainRouteConfiguration(t *ir.RouteTable) *routev3.RouteConfiguration {
 	for _, v := range t.VirtualHosts {
 		vh := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains}
 		for _, r := range v.Routes {
-			vh.Routes = append(vh.Routes, route(r))
+			vh.Routes = append(vh.Routes, (&Translator{actions: map[string]*routev3.Route_Route{}}).route(r))
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}

@@ -15,7 +15,7 @@ import (
 	"isobar.dev/controller/pkg/ir"
 )
 
-func route(r *ir.Route) *routev3.Route {
+func (x *Translator) route(r *ir.Route) *routev3.Route {
 	out := &routev3.Route{Name: r.Name, Match: match(&r.Match)}
 	switch {
 	case r.Redirect != nil:
@@ -23,7 +23,7 @@ func route(r *ir.Route) *routev3.Route {
 	case r.DirectResponse != nil:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: r.DirectResponse.Status}}
 	case r.Destination != nil:
-		out.Action = &routev3.Route_Route{Route: routeAction(r)}
+		out.Action = x.action(r)
 	default:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 500}}
 	}
@@ -39,6 +39,41 @@ func route(r *ir.Route) *routev3.Route {
 		out.TypedPerFilterConfig = map[string]*anypb.Any{corsFilter: typed(corsPolicy(r.CORS))}
 	}
 	return out
+}
+
+// action is the route action of r. Routes that only forward to one
+// cluster, most routes, share one action per cluster while a translation
+// encodes them: fewer allocations, and marshalling does not care.
+func (x *Translator) action(r *ir.Route) *routev3.Route_Route {
+	c, plain := plainCluster(r)
+	if !plain {
+		return &routev3.Route_Route{Route: routeAction(r)}
+	}
+	a, ok := x.actions[c]
+	if !ok {
+		a = &routev3.Route_Route{Route: routeAction(r)}
+		x.actions[c] = a
+	}
+	return a
+}
+
+// plainCluster reports whether all routeAction makes of r is a cluster
+// name, and which.
+func plainCluster(r *ir.Route) (string, bool) {
+	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 {
+		return "", false
+	}
+	cluster, live := "", 0
+	for _, b := range r.Destination.Backends {
+		if b.Weight == 0 {
+			continue
+		}
+		if live++; b.Invalid || b.RequestHeaders != nil || b.ResponseHeaders != nil {
+			return "", false
+		}
+		cluster = b.Cluster
+	}
+	return cluster, live == 1
 }
 
 func routeAction(r *ir.Route) *routev3.RouteAction {

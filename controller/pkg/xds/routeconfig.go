@@ -18,7 +18,12 @@ const (
 	routesField       protowire.Number = 3 // VirtualHost.routes
 )
 
-var deterministic = proto.MarshalOptions{Deterministic: true}
+var (
+	deterministic = proto.MarshalOptions{Deterministic: true}
+	// sized marshals a message whose size was just computed with it,
+	// without computing it again.
+	sized = proto.MarshalOptions{Deterministic: true, UseCachedSize: true}
+)
 
 // builtRouteConfig is a route configuration as built last, with what it
 // was built of.
@@ -82,9 +87,9 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfigu
 		}
 		var err error
 		if j >= 0 {
-			encoded[i], err = virtualHost(v, old.vhosts[j], old.encoded[j])
+			encoded[i], err = x.virtualHost(v, old.vhosts[j], old.encoded[j])
 		} else {
-			encoded[i], err = virtualHost(v, nil, nil)
+			encoded[i], err = x.virtualHost(v, nil, nil)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("route configuration %s: %w", t.Name, err)
@@ -120,30 +125,39 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfigu
 
 // virtualHost encodes v, taking the bytes of the routes it shares with
 // before (the same virtual host's previous IR, encoded as was) from that
-// encoding.
-func virtualHost(v, before *ir.VirtualHost, was []byte) ([]byte, error) {
-	head, err := deterministic.Marshal(&routev3.VirtualHost{Name: v.Name, Domains: v.Domains})
+// encoding. The other routes' messages are built, sized and then marshalled
+// in place: they are garbage as soon as the virtual host is encoded.
+func (x *Translator) virtualHost(v, before *ir.VirtualHost, was []byte) ([]byte, error) {
+	head := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains}
+	size := sized.Size(head)
+	known := routesOf(before, was)
+	type part struct {
+		bytes []byte
+		msg   *routev3.Route
+		size  int
+	}
+	parts := make([]part, len(v.Routes))
+	for i, r := range v.Routes {
+		if b, ok := known[r]; ok {
+			parts[i] = part{bytes: b, size: len(b)}
+		} else {
+			m := x.route(r)
+			parts[i] = part{msg: m, size: sized.Size(m)}
+		}
+		size += protowire.SizeTag(routesField) + protowire.SizeBytes(parts[i].size)
+	}
+	out, err := sized.MarshalAppend(make([]byte, 0, size), head)
 	if err != nil {
 		return nil, fmt.Errorf("virtual host %s: %w", v.Name, err)
 	}
-	known := routesOf(before, was)
-	size := len(head)
-	parts := make([][]byte, len(v.Routes))
-	for i, r := range v.Routes {
-		b, ok := known[r]
-		if !ok {
-			if b, err = deterministic.Marshal(route(r)); err != nil {
-				return nil, fmt.Errorf("virtual host %s, route %s: %w", v.Name, r.Name, err)
-			}
-		}
-		parts[i] = b
-		size += protowire.SizeTag(routesField) + protowire.SizeBytes(len(b))
-	}
-	out := make([]byte, 0, size)
-	out = append(out, head...)
-	for _, b := range parts {
+	for i, p := range parts {
 		out = protowire.AppendTag(out, routesField, protowire.BytesType)
-		out = protowire.AppendBytes(out, b)
+		out = protowire.AppendVarint(out, uint64(p.size))
+		if p.msg == nil {
+			out = append(out, p.bytes...)
+		} else if out, err = sized.MarshalAppend(out, p.msg); err != nil {
+			return nil, fmt.Errorf("virtual host %s, route %s: %w", v.Name, v.Routes[i].Name, err)
+		}
 	}
 	return out, nil
 }
