@@ -138,7 +138,11 @@ func (x *Translator) virtualHost(v, before *ir.VirtualHost, was []byte) ([]byte,
 	}
 	parts := make([]part, len(v.Routes))
 	for i, r := range v.Routes {
-		if b, ok := known[r]; ok {
+		b, ok := known[r]
+		if !ok {
+			b, ok = x.encodedRoutes[r]
+		}
+		if ok {
 			parts[i] = part{bytes: b, size: len(b)}
 		} else {
 			m := x.route(r)
@@ -146,6 +150,8 @@ func (x *Translator) virtualHost(v, before *ir.VirtualHost, was []byte) ([]byte,
 		}
 		size += protowire.SizeTag(routesField) + protowire.SizeBytes(parts[i].size)
 	}
+	// The buffer has the exact size: it is never reallocated, and the
+	// routes' bytes in it stay where encodedRoutes points.
 	out, err := sized.MarshalAppend(make([]byte, 0, size), head)
 	if err != nil {
 		return nil, fmt.Errorf("virtual host %s: %w", v.Name, err)
@@ -155,9 +161,13 @@ func (x *Translator) virtualHost(v, before *ir.VirtualHost, was []byte) ([]byte,
 		out = protowire.AppendVarint(out, uint64(p.size))
 		if p.msg == nil {
 			out = append(out, p.bytes...)
-		} else if out, err = sized.MarshalAppend(out, p.msg); err != nil {
+			continue
+		}
+		start := len(out)
+		if out, err = sized.MarshalAppend(out, p.msg); err != nil {
 			return nil, fmt.Errorf("virtual host %s, route %s: %w", v.Name, v.Routes[i].Name, err)
 		}
+		x.encodedRoutes[v.Routes[i]] = out[start:len(out):len(out)]
 	}
 	return out, nil
 }

@@ -59,9 +59,12 @@ func Translate(g *ir.Gateway, s Settings) (*Resources, error) {
 // per Gateway.
 type Translator struct {
 	settings Settings
-	// actions are the shared actions of routes to a single cluster, for
-	// the translation under way.
-	actions map[string]*routev3.Route_Route
+	// actions are the shared actions of routes to a single cluster, and
+	// encodedRoutes the routes encoded, for the translation under way: an
+	// IR route in the route tables of several listeners (HTTP and HTTPS,
+	// most often) is built and marshalled once.
+	actions       map[string]*routev3.Route_Route
+	encodedRoutes map[*ir.Route][]byte
 	// chains are HTTPS filter chains, by IR chain.
 	chains, freshChains map[*ir.Chain]*listenerv3.FilterChain
 	// routeConfigs are by name, with the virtual hosts they were built of.
@@ -111,7 +114,7 @@ func NewTranslator(s Settings) *Translator {
 
 // Translate builds the Envoy resources of g.
 func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
-	x.actions = map[string]*routev3.Route_Route{}
+	x.actions, x.encodedRoutes = map[string]*routev3.Route_Route{}, map[*ir.Route][]byte{}
 	x.freshChains = make(map[*ir.Chain]*listenerv3.FilterChain, len(x.chains))
 	x.freshRouteConfigs = make(map[string]*builtRouteConfig, len(x.routeConfigs))
 	x.freshListeners = make(map[*ir.Listener]*builtListener, len(x.listeners))
@@ -119,7 +122,7 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 		x.listeners, x.freshListeners = x.freshListeners, nil
 		x.routeConfigs, x.freshRouteConfigs = x.freshRouteConfigs, nil
 		x.chains, x.freshChains = x.freshChains, nil
-		x.actions = nil
+		x.actions, x.encodedRoutes = nil, nil
 	}()
 	s := x.settings
 	out := &Resources{}
