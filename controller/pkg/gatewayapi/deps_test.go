@@ -3,9 +3,11 @@ package gatewayapi
 import (
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -330,4 +332,64 @@ metadata: {name: tcp-stub, namespace: b}
 	if after := state(); !maps.Equal(before, after) {
 		t.Errorf("new objects of routes without parentRefs attached routes again")
 	}
+}
+
+// The translator keeps no route object the snapshot has replaced: every
+// route's object is replaced when its status is written, and lists of
+// entries truncated for reuse kept one or two old objects of every route
+// alive (twice the informer cache at 10,000 routes).
+func TestReplacedRoutesAreNotKept(t *testing.T) {
+	input := depsClass + `
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: isobar
+  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]
+`
+	for i := range 3 {
+		input += fmt.Sprintf(`---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r%d, namespace: a}
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  hostnames: [shared.example.com]
+  rules: [{matches: [{path: {value: /r%d}}]}]
+`, i, i)
+	}
+	res := &resources.Resources{}
+	if _, err := res.Load("replaced", strings.NewReader(input)); err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
+	tr.Translate(res)
+	var old []weak.Pointer[gatewayv1.HTTPRoute]
+	// One route's object at a time, then all of them, as status writes
+	// replace them.
+	for _, replace := range [][]int{{0}, {1}, {2}, {0, 1, 2}, {1}} {
+		routes := slices.Clone(res.HTTPRoutes)
+		for _, i := range replace {
+			old = append(old, weak.Make(routes[i]))
+			routes[i] = routes[i].DeepCopy()
+			routes[i].ResourceVersion += "1"
+		}
+		res.HTTPRoutes = routes
+		if g := tr.Translate(res); len(g.Status.Routes) != 3 {
+			t.Fatalf("%d routes have status, want 3", len(g.Status.Routes))
+		}
+	}
+	runtime.GC()
+	runtime.GC()
+	kept := 0
+	for _, p := range old {
+		if p.Value() != nil {
+			kept++
+		}
+	}
+	if kept > 0 {
+		t.Errorf("the translator keeps %d of %d replaced route objects", kept, len(old))
+	}
+	runtime.KeepAlive(tr)
 }

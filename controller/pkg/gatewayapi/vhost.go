@@ -143,7 +143,7 @@ func (v *vhost) settleRemoved() {
 			return false
 		})
 	}
-	v.removed = v.removed[:0]
+	v.removed = truncate(v.removed)
 }
 
 func (v *vhost) settleAdded() {
@@ -175,7 +175,17 @@ func (v *vhost) settleAdded() {
 		merged = append(merged, v.entries[i:]...)
 		v.entries = append(merged, v.added[j:]...)
 	}
-	v.added = v.added[:0]
+	v.added = truncate(v.added)
+}
+
+// truncate empties a list of entries for reuse, clearing them first: an
+// entry left in the backing array past the length still holds its route's
+// object, which the informer has replaced since (every route's object
+// changes when its status is written), and kept one or two old objects
+// of every route alive.
+func truncate(list []entry) []entry {
+	clear(list)
+	return list[:0]
 }
 
 // sortBulk sorts the entries added in one translation into precedence
