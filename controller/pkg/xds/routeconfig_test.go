@@ -107,7 +107,11 @@ func checkEncoded(t *testing.T, what string, x *xds.Translator, g *ir.Gateway) {
 	if len(r.Routes) != len(tables) {
 		t.Errorf("%s: %d route configurations for %d route tables", what, len(r.Routes), len(tables))
 	}
-	for _, rc := range r.Routes {
+	decoded, err := xds.Decoded(r)
+	if err != nil {
+		t.Fatalf("%s: decoding: %v", what, err)
+	}
+	for i, rc := range r.Routes {
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(rc)
 		if err != nil {
 			t.Fatal(err)
@@ -118,6 +122,9 @@ func checkEncoded(t *testing.T, what string, x *xds.Translator, g *ir.Gateway) {
 		}
 		if want := xds.PlainRouteConfiguration(tables[rc.Name]); !proto.Equal(got, want) {
 			t.Errorf("%s: route configuration %s decodes to something else", what, rc.Name)
+		}
+		if !proto.Equal(decoded.Routes[i], got) {
+			t.Errorf("%s: route configuration %s: Decoded gives something else than unmarshalling its encoding", what, rc.Name)
 		}
 		raw := rc.ProtoReflect().GetUnknown()
 		if len(rc.VirtualHosts) > 0 || len(tables[rc.Name].VirtualHosts) > 0 && len(raw) == 0 {
