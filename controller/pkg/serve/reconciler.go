@@ -40,6 +40,9 @@ type reconciler struct {
 	// cache: until then the xDS port is closed (see run).
 	translated     chan struct{}
 	translatedOnce sync.Once
+	// serving is set once the xDS port is open: the replica is ready only
+	// then, or a client told it is ready is refused a connection.
+	serving atomic.Bool
 	// generation is the served Gateway's generation in the configuration
 	// served: what this replica reports to the leader.
 	generation atomic.Int64

@@ -214,6 +214,7 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			return fmt.Errorf("xDS listener: %w", err)
 		}
+		r.serving.Store(true)
 		go func() { <-ctx.Done(); g.GracefulStop() }()
 		log.Info("serving xDS", "address", l.Addr().String())
 		return g.Serve(l)
@@ -277,10 +278,14 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	// Ready once Envoy can be given a complete configuration: before the
-	// first translation, a connecting Envoy would get none.
+	// first translation, a connecting Envoy would get none; and once the
+	// xDS port, which opens after it, accepts connections.
 	if err := mgr.AddReadyzCheck("translated", func(*http.Request) error {
 		if !r.ready.Load() {
 			return errors.New("no configuration translated yet")
+		}
+		if !r.serving.Load() {
+			return errors.New("the xDS port is not open yet")
 		}
 		return nil
 	}); err != nil {
