@@ -51,12 +51,12 @@ func Translate(g *ir.Gateway, s Settings) (*Resources, error) {
 }
 
 // Translator builds the Envoy resources of one Gateway again and again,
-// reusing the encoding of every IR route it has seen (the first stage
-// hands out the same *ir.Route while a route is unchanged) and of every IR
-// virtual host of a route configuration (the same while its routes are).
-// The route configurations it returns are in the form they are served in:
-// their virtual hosts encoded, as the message's unknown fields. Use one
-// per Gateway.
+// reusing the encoding of every IR virtual host of a route configuration
+// that is unchanged (the first stage hands out the same *ir.VirtualHost
+// while its routes are), and in one that changed, of every IR route that
+// is (the same *ir.Route). The route configurations it returns are in the
+// form they are served in: their virtual hosts encoded, as the message's
+// unknown fields. Use one per Gateway.
 type Translator struct {
 	settings Settings
 	// actions are the shared actions of routes to a single cluster, and
