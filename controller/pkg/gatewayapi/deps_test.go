@@ -334,11 +334,9 @@ metadata: {name: tcp-stub, namespace: b}
 	}
 }
 
-// The translator keeps no route object the snapshot has replaced: every
-// route's object is replaced when its status is written, and lists of
-// entries truncated for reuse kept one or two old objects of every route
-// alive (twice the informer cache at 10,000 routes).
-func TestReplacedRoutesAreNotKept(t *testing.T) {
+// sharedHostRoutes are three HTTPRoutes, with UIDs, on one hostname of one
+// listener.
+var sharedHostRoutes = func() string {
 	input := depsClass + `
 ---
 apiVersion: gateway.networking.k8s.io/v1
@@ -352,13 +350,59 @@ spec:
 		input += fmt.Sprintf(`---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
-metadata: {name: r%d, namespace: a}
+metadata: {name: r%d, namespace: a, uid: u%d}
 spec:
   parentRefs: [{name: gw, namespace: infra}]
   hostnames: [shared.example.com]
   rules: [{matches: [{path: {value: /r%d}}]}]
-`, i, i)
+`, i, i, i)
 	}
+	return input
+}()
+
+// A new object of a route at the same generation (a status write) keeps
+// the route's outcome: it is not attached again. A new generation, or a
+// route without a UID to tell it is the same, is.
+func TestStatusWriteKeepsOutcome(t *testing.T) {
+	res := &resources.Resources{}
+	if _, err := res.Load("replaced", strings.NewReader(sharedHostRoutes)); err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
+	outcomeOf := func(r *gatewayv1.HTTPRoute) *outcome {
+		tr.Translate(res)
+		return tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}].applied[&r.ObjectMeta]
+	}
+	replace := func(edit func(*gatewayv1.HTTPRoute)) *gatewayv1.HTTPRoute {
+		res.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+		c := res.HTTPRoutes[0].DeepCopy()
+		c.ResourceVersion += "1"
+		edit(c)
+		res.HTTPRoutes[0] = c
+		return c
+	}
+	before := outcomeOf(res.HTTPRoutes[0])
+	if before == nil {
+		t.Fatal("the route has no outcome")
+	}
+	if after := outcomeOf(replace(func(r *gatewayv1.HTTPRoute) { r.Status.Parents = nil })); after != before {
+		t.Errorf("a status write attached the route again")
+	}
+	if after := outcomeOf(replace(func(r *gatewayv1.HTTPRoute) { r.Generation++ })); after == before || after == nil {
+		t.Errorf("a new generation did not attach the route again")
+	}
+	before = outcomeOf(res.HTTPRoutes[0])
+	if after := outcomeOf(replace(func(r *gatewayv1.HTTPRoute) { r.UID = "" })); after == before || after == nil {
+		t.Errorf("a route whose UID changed was not attached again")
+	}
+}
+
+// The translator keeps no route object the snapshot has replaced: every
+// route's object is replaced when its status is written, and lists of
+// entries truncated for reuse kept one or two old objects of every route
+// alive (twice the informer cache at 10,000 routes).
+func TestReplacedRoutesAreNotKept(t *testing.T) {
+	input := sharedHostRoutes
 	res := &resources.Resources{}
 	if _, err := res.Load("replaced", strings.NewReader(input)); err != nil {
 		t.Fatal(err)

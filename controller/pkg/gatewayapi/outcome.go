@@ -171,12 +171,22 @@ func (t *gatewayTranslator) update(fromIngresses []*gatewayv1.HTTPRoute) {
 	newStreams, seenStreams := unseen(s, stale, t.streams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
 	streamsChanged := len(newStreams) > 0
 	if seenHTTP+seenGRPC+seenStreams < len(s.applied) {
+		replaced := replacements(stale, newHTTP, newGRPC, fromIngresses)
 		for m, o := range s.applied {
-			if o.epoch != s.epoch {
-				streamsChanged = streamsChanged || o.isStream()
-				t.takeBack(o)
-				delete(s.applied, m)
+			if o.epoch == s.epoch {
+				continue
 			}
+			if n := replaced[routeKey(o.kind, m)]; n != nil && !stale[m] && sameGeneration(m, n) {
+				t.rekey(o, n)
+				continue
+			}
+			streamsChanged = streamsChanged || o.isStream()
+			t.takeBack(o)
+			delete(s.applied, m)
+		}
+		if len(replaced) > 0 {
+			newHTTP = notApplied(s, newHTTP, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+			newGRPC = notApplied(s, newGRPC, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 		}
 	}
 	if streamsChanged {
@@ -285,6 +295,74 @@ func unseen[T any](s *gatewayState, stale map[*metav1.ObjectMeta]bool, routes []
 		}
 	}
 	return out, seen
+}
+
+// replacements are the new objects of HTTP and GRPC routes that may be
+// replacing an object of the same route in the state, by route: those
+// whose deps did not change, and not the routes converted from Ingresses,
+// whose spec changes with an Ingress's annotations at the same generation.
+func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute, grpc []*gatewayv1.GRPCRoute, fromIngresses []*gatewayv1.HTTPRoute) map[RouteKey]*metav1.ObjectMeta {
+	if len(http)+len(grpc) == 0 {
+		return nil
+	}
+	converted := make(map[*gatewayv1.HTTPRoute]bool, len(fromIngresses))
+	for _, r := range fromIngresses {
+		converted[r] = true
+	}
+	out := make(map[RouteKey]*metav1.ObjectMeta, len(http)+len(grpc))
+	for _, r := range http {
+		if !stale[&r.ObjectMeta] && !converted[r] {
+			out[routeKey("HTTPRoute", &r.ObjectMeta)] = &r.ObjectMeta
+		}
+	}
+	for _, r := range grpc {
+		if !stale[&r.ObjectMeta] {
+			out[routeKey("GRPCRoute", &r.ObjectMeta)] = &r.ObjectMeta
+		}
+	}
+	return out
+}
+
+// sameGeneration reports whether two objects are the same object at the
+// same generation: one replaced the other without a change to its spec
+// (a status write, ours after every change, or another controller's).
+// Attaching routes reads nothing else of a route's metadata but its
+// identity and age, and the API server moves the generation on when it
+// sets the deletion timestamp.
+func sameGeneration(old, now *metav1.ObjectMeta) bool {
+	return old.UID != "" && old.UID == now.UID && old.Generation == now.Generation
+}
+
+// rekey moves an outcome to a new object of its route at the same
+// generation, which would attach exactly as it did: attaching it again
+// cost as much as a new route, and after the status writes that follow a
+// start, the first change attached every route again (180-280 ms at
+// 10,000 routes). Nothing may keep the old object: the state's readers
+// and the virtual hosts' entries move to the new one.
+func (t *gatewayTranslator) rekey(o *outcome, meta *metav1.ObjectMeta) {
+	s := t.state
+	s.removeReader(o)
+	for _, a := range o.added {
+		tb := t.table(t.listeners[a.listener])
+		for _, h := range a.hosts {
+			tb.hosts[h].rekey(o.meta, meta, a.routes)
+		}
+	}
+	delete(s.applied, o.meta)
+	o.meta, o.epoch = meta, s.epoch
+	s.applied[meta] = o
+	s.addReader(o)
+}
+
+// notApplied returns the routes whose objects the state does not hold.
+func notApplied[T any](s *gatewayState, routes []*T, meta func(*T) *metav1.ObjectMeta) []*T {
+	out := routes[:0:0]
+	for _, r := range routes {
+		if _, ok := s.applied[meta(r)]; !ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // record starts the outcome of attaching a route, whose place among the

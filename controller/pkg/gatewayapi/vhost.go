@@ -80,6 +80,30 @@ func (v *vhost) remove(meta *metav1.ObjectMeta, rules [][]*ir.Route) bool {
 	return v.adds == 0
 }
 
+// rekey points a route's entries at a new object of it, of the same
+// route at the same generation, which orders them the same.
+func (v *vhost) rekey(old, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
+	for _, list := range [][]entry{v.added, v.removed} {
+		for i := range list {
+			if list[i].meta == old {
+				list[i].meta = meta
+			}
+		}
+	}
+	for i, rs := range rules {
+		for j, r := range rs {
+			probe := newEntry(r, old, i, j)
+			k, _ := slices.BinarySearchFunc(v.entries, probe, precedence)
+			for ; k < len(v.entries) && precedence(v.entries[k], probe) == 0; k++ {
+				if v.entries[k].route == r && v.entries[k].meta == old {
+					v.entries[k].meta = meta
+					break
+				}
+			}
+		}
+	}
+}
+
 func appendEntries(list []entry, meta *metav1.ObjectMeta, rank int32, rules [][]*ir.Route) []entry {
 	for i, rs := range rules {
 		for j, r := range rs {

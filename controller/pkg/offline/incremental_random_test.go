@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -66,6 +69,9 @@ func randomChanges(t *testing.T, base *resources.Resources, seed uint64, steps i
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
 	snap := *base
+	// The objects of a cluster have UIDs, which a status write keeps.
+	snap.HTTPRoutes = withUIDs(base.HTTPRoutes)
+	snap.GRPCRoutes = withUIDs(base.GRPCRoutes)
 	var aside []*gatewayv1.HTTPRoute
 	inc := newIncremental()
 	inc.check(t, "first", &snap)
@@ -84,7 +90,7 @@ func randomChanges(t *testing.T, base *resources.Resources, seed uint64, steps i
 // are replaced, never written in place: earlier snapshots share them.
 func randomChange(rng *rand.Rand, snap *resources.Resources, aside *[]*gatewayv1.HTTPRoute, base *resources.Resources) string {
 	routes := slices.Clone(snap.HTTPRoutes)
-	switch rng.IntN(15) {
+	switch rng.IntN(16) {
 	case 0:
 		if len(routes) == 0 {
 			return "nothing"
@@ -159,6 +165,8 @@ func randomChange(rng *rand.Rand, snap *resources.Resources, aside *[]*gatewayv1
 		grpc[i] = c
 		snap.GRPCRoutes = grpc
 		return "GRPCRoute edited"
+	case 15:
+		return writeRouteStatus(rng, snap)
 	case 10:
 		return changeServicePorts(rng, snap)
 	case 11:
@@ -397,4 +405,47 @@ func deleteOrEdit[T any](rng *rand.Rand, objs *[]*T, base []*T, kind string, edi
 	list[i] = c
 	*objs = list
 	return kind + " " + what
+}
+
+// withUIDs returns copies of routes with a UID each.
+func withUIDs[T any, PT interface {
+	*T
+	client.Object
+	DeepCopyObject() runtime.Object
+}](routes []*T) []*T {
+	out := make([]*T, len(routes))
+	for i, r := range routes {
+		c := PT(r).DeepCopyObject().(PT)
+		c.SetUID(types.UID("uid-" + c.GetNamespace() + "/" + c.GetName()))
+		out[i] = (*T)(c)
+	}
+	return out
+}
+
+// writeRouteStatus replaces a route's object as a status write does: a new
+// object of the same UID and generation, another resourceVersion and
+// status.
+func writeRouteStatus(rng *rand.Rand, snap *resources.Resources) string {
+	status := []gatewayv1.RouteParentStatus{{ControllerName: "example.com/other", ParentRef: gatewayv1.ParentReference{Name: "elsewhere"}}}
+	if len(snap.HTTPRoutes) > 0 && (len(snap.GRPCRoutes) == 0 || rng.IntN(2) == 0) {
+		routes := slices.Clone(snap.HTTPRoutes)
+		i := rng.IntN(len(routes))
+		c := routes[i].DeepCopy()
+		c.ResourceVersion += "1"
+		c.Status.Parents = status
+		routes[i] = c
+		snap.HTTPRoutes = routes
+		return "HTTPRoute status written"
+	}
+	if len(snap.GRPCRoutes) == 0 {
+		return "nothing"
+	}
+	grpc := slices.Clone(snap.GRPCRoutes)
+	i := rng.IntN(len(grpc))
+	c := grpc[i].DeepCopy()
+	c.ResourceVersion += "1"
+	c.Status.Parents = status
+	grpc[i] = c
+	snap.GRPCRoutes = grpc
+	return "GRPCRoute status written"
 }
