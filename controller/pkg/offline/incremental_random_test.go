@@ -428,24 +428,28 @@ func withUIDs[T any, PT interface {
 func writeRouteStatus(rng *rand.Rand, snap *resources.Resources) string {
 	status := []gatewayv1.RouteParentStatus{{ControllerName: "example.com/other", ParentRef: gatewayv1.ParentReference{Name: "elsewhere"}}}
 	if len(snap.HTTPRoutes) > 0 && (len(snap.GRPCRoutes) == 0 || rng.IntN(2) == 0) {
-		routes := slices.Clone(snap.HTTPRoutes)
-		i := rng.IntN(len(routes))
-		c := routes[i].DeepCopy()
-		c.ResourceVersion += "1"
-		c.Status.Parents = status
-		routes[i] = c
-		snap.HTTPRoutes = routes
+		snap.HTTPRoutes = replaceOne(rng, snap.HTTPRoutes, func(c *gatewayv1.HTTPRoute) { c.Status.Parents = status })
 		return "HTTPRoute status written"
 	}
 	if len(snap.GRPCRoutes) == 0 {
 		return "nothing"
 	}
-	grpc := slices.Clone(snap.GRPCRoutes)
-	i := rng.IntN(len(grpc))
-	c := grpc[i].DeepCopy()
-	c.ResourceVersion += "1"
-	c.Status.Parents = status
-	grpc[i] = c
-	snap.GRPCRoutes = grpc
+	snap.GRPCRoutes = replaceOne(rng, snap.GRPCRoutes, func(c *gatewayv1.GRPCRoute) { c.Status.Parents = status })
 	return "GRPCRoute status written"
+}
+
+// replaceOne returns routes with one, at random, replaced by a copy with
+// another resourceVersion, edited by edit.
+func replaceOne[T any, PT interface {
+	*T
+	client.Object
+	DeepCopyObject() runtime.Object
+}](rng *rand.Rand, routes []*T, edit func(PT)) []*T {
+	out := slices.Clone(routes)
+	i := rng.IntN(len(out))
+	c := PT(out[i]).DeepCopyObject().(PT)
+	c.SetResourceVersion(c.GetResourceVersion() + "1")
+	edit(c)
+	out[i] = (*T)(c)
+	return out
 }

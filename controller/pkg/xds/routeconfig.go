@@ -64,33 +64,30 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfigu
 	// 100,000 of them, a map rebuilt on every change cost more than the
 	// rest of the change).
 	var byName map[string]int
+	previous := func(i int, name string) int {
+		if i < len(old.vhosts) && old.vhosts[i].Name == name {
+			return i
+		}
+		if byName == nil {
+			byName = make(map[string]int, len(old.vhosts))
+			for k, ov := range old.vhosts {
+				byName[ov.Name] = k
+			}
+		}
+		if k, ok := byName[name]; ok {
+			return k
+		}
+		return -1
+	}
 	for i, v := range t.VirtualHosts {
-		if i < len(old.vhosts) && old.vhosts[i] == v {
-			encoded[i] = old.encoded[i]
-			continue
-		}
-		j := i
-		if j >= len(old.vhosts) || old.vhosts[j].Name != v.Name {
-			if byName == nil {
-				byName = make(map[string]int, len(old.vhosts))
-				for k, ov := range old.vhosts {
-					byName[ov.Name] = k
-				}
-			}
-			var ok bool
-			if j, ok = byName[v.Name]; !ok {
-				j = -1
-			}
-		}
-		if j >= 0 && old.vhosts[j] == v {
-			encoded[i] = old.encoded[j]
-			continue
-		}
 		var err error
-		if j >= 0 {
-			encoded[i], err = x.virtualHost(v, old.vhosts[j], old.encoded[j])
-		} else {
+		switch j := previous(i, v.Name); {
+		case j < 0:
 			encoded[i], err = x.virtualHost(v, nil, nil)
+		case old.vhosts[j] == v:
+			encoded[i] = old.encoded[j]
+		default:
+			encoded[i], err = x.virtualHost(v, old.vhosts[j], old.encoded[j])
 		}
 		if err != nil {
 			return nil, fmt.Errorf("route configuration %s: %w", t.Name, err)
