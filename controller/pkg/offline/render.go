@@ -5,19 +5,16 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	"sigs.k8s.io/yaml"
 
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/xds"
@@ -224,33 +221,4 @@ func dropNullTimes(js []byte) ([]byte, error) {
 	}
 	drop(v)
 	return json.Marshal(v)
-}
-
-// toYAML converts rendered JSON to YAML. A list (every type but "all") is
-// converted item by item, each as a list of one, on every core, and the
-// results joined: the same text as converting the whole list (line
-// wrapping included), without holding all of it as one document.
-// Converting 100,000 routes' status as one document took 27 s of the
-// CLI's 48 and most of its 4.5 GB peak here.
-func toYAML(js []byte) ([]byte, error) {
-	var items []json.RawMessage
-	if len(js) == 0 || js[0] != '[' || json.Unmarshal(js, &items) != nil || len(items) == 0 {
-		return yaml.JSONToYAML(js)
-	}
-	out := make([][]byte, len(items))
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, item := range items {
-		g.Go(func() error {
-			one := make([]byte, 0, len(item)+2)
-			one = append(append(append(one, '['), item...), ']')
-			y, err := yaml.JSONToYAML(one)
-			out[i] = y
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return bytes.Join(out, nil), nil
 }
