@@ -188,7 +188,9 @@ type statusWatch struct {
 	written    map[string]bool
 	// arrived is when each resourceVersion's event came.
 	arrived map[string]time.Time
-	changed chan struct{}
+	// firstWritten is when the first status of ours came.
+	firstWritten time.Time
+	changed      chan struct{}
 }
 
 func watchStatuses(t *testing.T, ctx context.Context, controller string, opts ...client.ListOption) *statusWatch {
@@ -236,6 +238,9 @@ func (w *statusWatch) saw(r *gatewayv1.HTTPRoute) {
 	w.mu.Lock()
 	w.written[r.Namespace+"/"+r.Name] = written
 	w.arrived[r.ResourceVersion] = time.Now()
+	if written && w.firstWritten.IsZero() {
+		w.firstWritten = time.Now()
+	}
 	w.mu.Unlock()
 	select {
 	case w.changed <- struct{}{}:
@@ -275,6 +280,13 @@ func (w *statusWatch) count() int {
 }
 
 // all is closed once n routes carry our entry.
+// first returns when the first status of ours came.
+func (w *statusWatch) first() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.firstWritten
+}
+
 func (w *statusWatch) all(n int) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
@@ -333,4 +345,39 @@ func saveHeapProfile(t *testing.T, c *served, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// apiServerCPU is the CPU time the test's kube-apiserver and etcd (its
+// children) have used so far: the share of a status write that is the API server's.
+// Zero where /proc cannot tell (not Linux).
+func apiServerCPU(t *testing.T) time.Duration {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var ticks int64
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime stime: fields 14 and 15, counted
+		// after the command, which may hold spaces.
+		s := string(data)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		if comm := s[open+1 : end]; comm != "kube-apiserver" && comm != "etcd" {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) < 13 || f[1] != fmt.Sprint(os.Getpid()) {
+			continue
+		}
+		var utime, stime int64
+		fmt.Sscan(f[11], &utime)
+		fmt.Sscan(f[12], &stime)
+		ticks += utime + stime
+	}
+	// The kernel counts in USER_HZ, 100 on Linux.
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
