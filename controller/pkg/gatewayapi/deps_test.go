@@ -437,3 +437,80 @@ func TestReplacedRoutesAreNotKept(t *testing.T) {
 	}
 	runtime.KeepAlive(tr)
 }
+
+// A status write of a TLS, TCP or UDP route keeps every stream route's
+// outcome: they are attached again together only when one of them changed
+// (which of them holds a listener or server name depends on the others).
+func TestStreamStatusWriteKeepsOutcomes(t *testing.T) {
+	input := depsClass + `
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: isobar
+  listeners:
+  - {name: tls, port: 443, protocol: TLS, tls: {mode: Passthrough}, allowedRoutes: {namespaces: {from: All}}}
+  - {name: tcp, port: 5432, protocol: TCP, allowedRoutes: {namespaces: {from: All}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: a}
+spec: {ports: [{port: 5432}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: old, namespace: a, uid: u0, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: tls}]
+  hostnames: [db.example.com]
+  rules: [{backendRefs: [{name: db, port: 5432}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: new, namespace: a, uid: u1, creationTimestamp: "2026-02-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: tls}]
+  hostnames: [db.example.com]
+  rules: [{backendRefs: [{name: db, port: 5432}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: pg, namespace: a, uid: u2}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: tcp}]
+  rules: [{backendRefs: [{name: db, port: 5432}]}]
+`
+	res := &resources.Resources{}
+	if _, err := res.Load("streams", strings.NewReader(input)); err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
+	outcomes := func() []*outcome {
+		g := tr.Translate(res)
+		if len(g.Status.Routes) != 3 {
+			t.Fatalf("%d routes have status, want 3", len(g.Status.Routes))
+		}
+		applied := tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}].applied
+		return []*outcome{applied[&res.TLSRoutes[0].ObjectMeta], applied[&res.TLSRoutes[1].ObjectMeta], applied[&res.TCPRoutes[0].ObjectMeta]}
+	}
+	replace := func(i int, edit func(*gatewayv1.TLSRoute)) {
+		res.TLSRoutes = slices.Clone(res.TLSRoutes)
+		c := res.TLSRoutes[i].DeepCopy()
+		c.ResourceVersion += "1"
+		edit(c)
+		res.TLSRoutes[i] = c
+	}
+	before := outcomes()
+	if slices.Contains(before, nil) {
+		t.Fatalf("a route has no outcome: %v", before)
+	}
+	replace(0, func(r *gatewayv1.TLSRoute) { r.Status.Parents = nil })
+	if after := outcomes(); !slices.Equal(after, before) {
+		t.Errorf("a TLSRoute's status write attached stream routes again")
+	}
+	replace(0, func(r *gatewayv1.TLSRoute) { r.Generation++ })
+	if after := outcomes(); after[0] == before[0] || after[1] == before[1] {
+		t.Errorf("a TLSRoute's new generation did not attach the routes of its server name again")
+	}
+}

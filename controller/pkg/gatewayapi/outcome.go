@@ -148,7 +148,9 @@ func sameSpec(a, b *gatewayv1.Gateway) bool {
 //
 // TLS, TCP and UDP routes are taken back and attached again all together
 // when any of them needs it: which of them holds a listener or a server
-// name depends on the others (the oldest keeps it), and they are few.
+// name depends on the others (the oldest keeps it). A new object of one at
+// the same generation (a status write) is no such need: it keeps its
+// outcome, as an HTTPRoute does (rekey).
 func (t *gatewayTranslator) update(fromIngresses []*gatewayv1.HTTPRoute) {
 	s := t.state
 	s.epoch++
@@ -169,9 +171,9 @@ func (t *gatewayTranslator) update(fromIngresses []*gatewayv1.HTTPRoute) {
 	newHTTP, seenHTTP := unseen(s, stale, httpRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 	newGRPC, seenGRPC := unseen(s, stale, t.grpcRoutes, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 	newStreams, seenStreams := unseen(s, stale, t.streams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
-	streamsChanged := len(newStreams) > 0
+	tookBackStream := false
 	if seenHTTP+seenGRPC+seenStreams < len(s.applied) {
-		replaced := replacements(stale, newHTTP, newGRPC, fromIngresses)
+		replaced := replacements(stale, newHTTP, newGRPC, newStreams, fromIngresses)
 		for m, o := range s.applied {
 			if o.epoch == s.epoch {
 				continue
@@ -180,15 +182,19 @@ func (t *gatewayTranslator) update(fromIngresses []*gatewayv1.HTTPRoute) {
 				t.rekey(o, n)
 				continue
 			}
-			streamsChanged = streamsChanged || o.isStream()
+			tookBackStream = tookBackStream || o.isStream()
 			t.takeBack(o)
 			delete(s.applied, m)
 		}
 		if len(replaced) > 0 {
 			newHTTP = notApplied(s, newHTTP, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 			newGRPC = notApplied(s, newGRPC, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+			newStreams = notApplied(s, newStreams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
 		}
 	}
+	// A stream route whose object was only replaced keeps its outcome, and
+	// so does every other: what each holds depends on the others alone.
+	streamsChanged := tookBackStream || len(newStreams) > 0
 	if streamsChanged {
 		for m, o := range s.applied {
 			if o.isStream() {
@@ -297,28 +303,34 @@ func unseen[T any](s *gatewayState, stale map[*metav1.ObjectMeta]bool, routes []
 	return out, seen
 }
 
-// replacements are the new objects of HTTP and GRPC routes that may be
-// replacing an object of the same route in the state, by route: those
-// whose deps did not change, and not the routes converted from Ingresses,
-// whose spec changes with an Ingress's annotations at the same generation.
-func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute, grpc []*gatewayv1.GRPCRoute, fromIngresses []*gatewayv1.HTTPRoute) map[RouteKey]*metav1.ObjectMeta {
-	if len(http)+len(grpc) == 0 {
+// replacements are the new objects of routes that may be replacing an
+// object of the same route in the state, by route: those whose deps did
+// not change, and not the routes converted from Ingresses, whose spec
+// changes with an Ingress's annotations at the same generation.
+func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute, grpc []*gatewayv1.GRPCRoute, streams []*streamRoute, fromIngresses []*gatewayv1.HTTPRoute) map[RouteKey]*metav1.ObjectMeta {
+	if len(http)+len(grpc)+len(streams) == 0 {
 		return nil
 	}
 	converted := make(map[*gatewayv1.HTTPRoute]bool, len(fromIngresses))
 	for _, r := range fromIngresses {
 		converted[r] = true
 	}
-	out := make(map[RouteKey]*metav1.ObjectMeta, len(http)+len(grpc))
+	out := make(map[RouteKey]*metav1.ObjectMeta, len(http)+len(grpc)+len(streams))
+	add := func(kind gatewayv1.Kind, m *metav1.ObjectMeta) {
+		if !stale[m] {
+			out[routeKey(string(kind), m)] = m
+		}
+	}
 	for _, r := range http {
-		if !stale[&r.ObjectMeta] && !converted[r] {
-			out[routeKey("HTTPRoute", &r.ObjectMeta)] = &r.ObjectMeta
+		if !converted[r] {
+			add("HTTPRoute", &r.ObjectMeta)
 		}
 	}
 	for _, r := range grpc {
-		if !stale[&r.ObjectMeta] {
-			out[routeKey("GRPCRoute", &r.ObjectMeta)] = &r.ObjectMeta
-		}
+		add("GRPCRoute", &r.ObjectMeta)
+	}
+	for _, r := range streams {
+		add(r.kind, r.meta)
 	}
 	return out
 }

@@ -72,6 +72,9 @@ func randomChanges(t *testing.T, base *resources.Resources, seed uint64, steps i
 	// The objects of a cluster have UIDs, which a status write keeps.
 	snap.HTTPRoutes = withUIDs(base.HTTPRoutes)
 	snap.GRPCRoutes = withUIDs(base.GRPCRoutes)
+	snap.TLSRoutes = withUIDs(base.TLSRoutes)
+	snap.TCPRoutes = withUIDs(base.TCPRoutes)
+	snap.UDPRoutes = withUIDs(base.UDPRoutes)
 	var aside []*gatewayv1.HTTPRoute
 	inc := newIncremental()
 	inc.check(t, "first", &snap)
@@ -427,6 +430,21 @@ func withUIDs[T any, PT interface {
 // status.
 func writeRouteStatus(rng *rand.Rand, snap *resources.Resources) string {
 	status := []gatewayv1.RouteParentStatus{{ControllerName: "example.com/other", ParentRef: gatewayv1.ParentReference{Name: "elsewhere"}}}
+	// Only inputs with stream routes draw for them, so that the others
+	// (and the seeds committed for them) change as they did before.
+	if streams := len(snap.TLSRoutes) + len(snap.TCPRoutes) + len(snap.UDPRoutes); streams > 0 && rng.IntN(3) == 0 {
+		switch i := rng.IntN(streams); {
+		case i < len(snap.TLSRoutes):
+			snap.TLSRoutes = replaceOne(rng, snap.TLSRoutes, func(c *gatewayv1.TLSRoute) { c.Status.Parents = status })
+			return "TLSRoute status written"
+		case i < len(snap.TLSRoutes)+len(snap.TCPRoutes):
+			snap.TCPRoutes = replaceOne(rng, snap.TCPRoutes, func(c *gatewayv1.TCPRoute) { c.Status.Parents = status })
+			return "TCPRoute status written"
+		default:
+			snap.UDPRoutes = replaceOne(rng, snap.UDPRoutes, func(c *gatewayv1.UDPRoute) { c.Status.Parents = status })
+			return "UDPRoute status written"
+		}
+	}
 	if len(snap.HTTPRoutes) > 0 && (len(snap.GRPCRoutes) == 0 || rng.IntN(2) == 0) {
 		snap.HTTPRoutes = replaceOne(rng, snap.HTTPRoutes, func(c *gatewayv1.HTTPRoute) { c.Status.Parents = status })
 		return "HTTPRoute status written"
