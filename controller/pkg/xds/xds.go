@@ -60,11 +60,11 @@ func Translate(g *ir.Gateway, s Settings) (*Resources, error) {
 type Translator struct {
 	settings Settings
 	// actions are the shared actions of routes to a single cluster, and
-	// encodedRoutes the routes encoded, for the translation under way: an
-	// IR route in the route tables of several listeners (HTTP and HTTPS,
-	// most often) is built and marshalled once.
+	// encodedVhosts the virtual hosts encoded, by name, for the
+	// translation under way: a virtual host in the route tables of several
+	// listeners (HTTP and HTTPS, most often) is built and marshalled once.
 	actions       map[string]*routev3.Route_Route
-	encodedRoutes map[*ir.Route][]byte
+	encodedVhosts map[string][]encodedVirtualHost
 	// chains are HTTPS filter chains, by IR chain.
 	chains, freshChains map[*ir.Chain]*listenerv3.FilterChain
 	// routeConfigs are by name, with the virtual hosts they were built of.
@@ -114,7 +114,7 @@ func NewTranslator(s Settings) *Translator {
 
 // Translate builds the Envoy resources of g.
 func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
-	x.actions, x.encodedRoutes = map[string]*routev3.Route_Route{}, map[*ir.Route][]byte{}
+	x.actions, x.encodedVhosts = map[string]*routev3.Route_Route{}, map[string][]encodedVirtualHost{}
 	x.freshChains = make(map[*ir.Chain]*listenerv3.FilterChain, len(x.chains))
 	x.freshRouteConfigs = make(map[string]*builtRouteConfig, len(x.routeConfigs))
 	x.freshListeners = make(map[*ir.Listener]*builtListener, len(x.listeners))
@@ -122,7 +122,7 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 		x.listeners, x.freshListeners = x.freshListeners, nil
 		x.routeConfigs, x.freshRouteConfigs = x.freshRouteConfigs, nil
 		x.chains, x.freshChains = x.freshChains, nil
-		x.actions, x.encodedRoutes = nil, nil
+		x.actions, x.encodedVhosts = nil, nil
 	}()
 	s := x.settings
 	out := &Resources{}
