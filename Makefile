@@ -5,7 +5,9 @@
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 export GOTOOLCHAIN := local
-export GOFLAGS := -buildvcs=false
+# vtprotobuf compiles in go-control-plane's generated marshalling, which
+# stage two uses for routes (controller/pkg/xds/marshal.go).
+export GOFLAGS := -buildvcs=false -tags=vtprotobuf
 
 MODULES := api operator controller e2e hack
 PACKAGES := $(foreach m,$(MODULES),./$(m)/...)

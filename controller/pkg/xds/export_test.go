@@ -29,3 +29,18 @@ func (x *Translator) Encoded(name string) [][]byte {
 	}
 	return nil
 }
+
+// RouteEncodings builds an IR route's message and encodes it twice as
+// routeConfiguration does, saying whether that took the generated
+// marshalling.
+func RouteEncodings(r *ir.Route) (m *routev3.Route, first, second []byte, fast bool, err error) {
+	m = (&Translator{actions: map[string]*routev3.Route_Route{}}).route(r)
+	_, fast = fastMarshal(m)
+	for _, out := range []*[]byte{&first, &second} {
+		size := routeSize(m)
+		if *out, err = appendRoute(make([]byte, 0, size), m, size); err != nil {
+			return nil, nil, nil, fast, err
+		}
+	}
+	return m, first, second, fast, nil
+}

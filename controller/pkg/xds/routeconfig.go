@@ -194,7 +194,7 @@ func (x *Translator) encodeVirtualHost(v *ir.VirtualHost, known map[*ir.Route][]
 			parts[i] = part{bytes: b, size: len(b)}
 		} else {
 			m := x.route(r)
-			parts[i] = part{msg: m, size: sized.Size(m)}
+			parts[i] = part{msg: m, size: routeSize(m)}
 		}
 		size += protowire.SizeTag(routesField) + protowire.SizeBytes(parts[i].size)
 	}
@@ -209,7 +209,7 @@ func (x *Translator) encodeVirtualHost(v *ir.VirtualHost, known map[*ir.Route][]
 			out = append(out, p.bytes...)
 			continue
 		}
-		if out, err = sized.MarshalAppend(out, p.msg); err != nil {
+		if out, err = appendRoute(out, p.msg, p.size); err != nil {
 			return nil, fmt.Errorf("virtual host %s, route %s: %w", v.Name, v.Routes[i].Name, err)
 		}
 	}
