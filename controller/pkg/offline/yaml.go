@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/yaml"
@@ -115,7 +116,9 @@ func (s *yamlSplitter) value(v json.RawMessage, path []step) error {
 		}
 		// "key: placeholder" becomes "key:", and the field's YAML follows.
 		key := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte(" "+placeholder(i)))
-		s.pieces = append(s.pieces, yamlPiece{text: append(key, '\n')})
+		// A copy: key is part of the converted text, which appending to it
+		// would write over.
+		s.pieces = append(s.pieces, yamlPiece{text: append(slices.Clip(key), '\n')})
 		if err := s.field(split[i], path); err != nil {
 			return err
 		}
