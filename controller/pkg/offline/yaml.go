@@ -49,7 +49,6 @@ type yamlSplitter struct {
 }
 
 func convertYAML(js []byte, above int) ([]byte, error) {
-	js = bytes.TrimSpace(js)
 	// A placeholder's text in the input would be mistaken for one.
 	if len(js) <= above || bytes.Contains(js, []byte(placeholderPrefix)) {
 		return yaml.JSONToYAML(js)

@@ -1,9 +1,11 @@
 package offline
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 )
@@ -97,4 +99,32 @@ func TestConvertYAMLSplitsLargeValues(t *testing.T) {
 	if routes != 1000 {
 		t.Errorf("%d pieces hold a route, want 1,000", routes)
 	}
+}
+
+// FuzzConvertYAML: for any JSON, converting piece by piece gives the text
+// converting the whole does, or fails where that fails.
+func FuzzConvertYAML(f *testing.F) {
+	f.Add(`[{"a":1},{"b":[{"c":"d"},{"e":[]}]}]`)
+	f.Add(`{"y":[{"on":{"1":["x","a b c d e f g h i j k l m n o p q r s t u v w x y z a b c d e f g h i j k l m n o p"]}}],"z":{"d":{"e":[{"m":"\n x"}]}}}`)
+	f.Add(`[[1,2],{"k":[{"":null}]}]`)
+	f.Fuzz(func(t *testing.T, input string) {
+		// The JSON Render converts is encoding/json's: valid UTF-8, no
+		// repeated keys, no space around it.
+		var v any
+		if !utf8.ValidString(input) || json.Unmarshal([]byte(input), &v) != nil {
+			return
+		}
+		js, err := json.Marshal(v)
+		if err != nil {
+			return
+		}
+		want, wantErr := yaml.JSONToYAML(js)
+		got, err := convertYAML(js, 0)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%s: error %v, converting the whole: %v", js, err, wantErr)
+		}
+		if err == nil && string(got) != string(want) {
+			t.Fatalf("%s:\n%s", js, firstDifference(want, got))
+		}
+	})
 }
