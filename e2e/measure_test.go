@@ -279,7 +279,6 @@ func (w *statusWatch) count() int {
 	return n
 }
 
-// all is closed once n routes carry our entry.
 // first returns when the first status of ours came.
 func (w *statusWatch) first() time.Time {
 	w.mu.Lock()
@@ -287,6 +286,7 @@ func (w *statusWatch) first() time.Time {
 	return w.firstWritten
 }
 
+// all is closed once n routes carry our entry.
 func (w *statusWatch) all(n int) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
@@ -348,8 +348,8 @@ func saveHeapProfile(t *testing.T, c *served, path string) {
 }
 
 // apiServerCPU is the CPU time the test's kube-apiserver and etcd (its
-// children) have used so far: the share of a status write that is the API server's.
-// Zero where /proc cannot tell (not Linux).
+// children) have used so far, to tell the API server's share of a status
+// write. Zero where /proc cannot tell (not Linux).
 func apiServerCPU(t *testing.T) time.Duration {
 	t.Helper()
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
