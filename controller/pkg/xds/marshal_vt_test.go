@@ -4,14 +4,12 @@ package xds_test
 
 import (
 	"bytes"
-	"path/filepath"
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 
 	"isobar.dev/controller/pkg/ir"
-	"isobar.dev/controller/pkg/offline"
 	"isobar.dev/controller/pkg/xds"
 )
 
@@ -21,17 +19,9 @@ import (
 // encodings are kept, reused and compared across translations. (They are
 // not reflection's bytes: a oneof's field comes in another place.)
 func TestGeneratedMarshallingDecodesToTheRoute(t *testing.T) {
-	files, err := filepath.Glob("../offline/testdata/*.in.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("golden inputs: %v", err)
-	}
 	routes, fast := 0, 0
-	for _, f := range files {
-		r, err := offline.TranslateFiles(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range r.Gateways.Gateways {
+	for f, gateways := range goldenGateways(t) {
+		for _, g := range gateways {
 			for _, l := range g.Listeners {
 				tables := []*ir.RouteTable{l.HTTP}
 				for _, ch := range l.Chains {

@@ -20,16 +20,8 @@ import (
 // bytes come from the previous encoding), and after the first virtual host
 // of each table went and came back (when the others move).
 func TestEncodedRouteConfigurationsDecodeToThemselves(t *testing.T) {
-	files, err := filepath.Glob("../offline/testdata/*.in.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("golden inputs: %v", err)
-	}
-	for _, f := range files {
-		r, err := offline.TranslateFiles(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range r.Gateways.Gateways {
+	for f, gateways := range goldenGateways(t) {
+		for _, g := range gateways {
 			x := xds.NewTranslator(xds.DefaultSettings())
 			checkEncoded(t, f, x, g)
 			g = editTables(g, func(vhosts []*ir.VirtualHost) []*ir.VirtualHost {
@@ -58,6 +50,25 @@ func TestEncodedRouteConfigurationsDecodeToThemselves(t *testing.T) {
 			checkEncoded(t, f+" (first virtual host back)", x, g)
 		}
 	}
+}
+
+// goldenGateways are the IR Gateways of each golden input of the offline
+// tests, by file.
+func goldenGateways(t *testing.T) map[string][]*ir.Gateway {
+	t.Helper()
+	files, err := filepath.Glob("../offline/testdata/*.in.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("golden inputs: %v", err)
+	}
+	out := map[string][]*ir.Gateway{}
+	for _, f := range files {
+		r, err := offline.TranslateFiles(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f] = r.Gateways.Gateways
+	}
+	return out
 }
 
 // editTables returns a copy of g whose route tables' virtual hosts are
