@@ -83,10 +83,13 @@ func (s *yamlSplitter) value(v json.RawMessage, path []step) error {
 	}
 	// Each large field is replaced by a placeholder, converted on its own
 	// and put where its placeholder's line was.
-	var split []json.RawMessage
+	var split []largeField
 	for k, f := range fields {
-		if len(f) > s.above && splittable(f) {
-			split = append(split, f)
+		if len(f) <= s.above {
+			continue
+		}
+		if lf, ok := splitField(f); ok {
+			split = append(split, lf)
 			fields[k] = json.RawMessage(fmt.Sprintf("%q", placeholder(len(split)-1)))
 		}
 	}
@@ -127,16 +130,12 @@ func (s *yamlSplitter) value(v json.RawMessage, path []step) error {
 
 // field adds the pieces of a large field of an object at path: an array
 // item by item, an object as a value.
-func (s *yamlSplitter) field(f json.RawMessage, path []step) error {
+func (s *yamlSplitter) field(f largeField, path []step) error {
 	inner := append(append([]step{}, path...), inMap)
-	if f[0] != '[' {
-		return s.value(f, inner)
+	if f.object != nil {
+		return s.value(f.object, inner)
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(f, &items); err != nil {
-		return err
-	}
-	for _, item := range items {
+	for _, item := range f.items {
 		if err := s.value(item, append(inner, inList)); err != nil {
 			return err
 		}
@@ -144,20 +143,27 @@ func (s *yamlSplitter) field(f json.RawMessage, path []step) error {
 	return nil
 }
 
-// splittable reports whether a field's YAML is block lines below its key
+// largeField is a field of an object converted apart: an object, or an
+// array's items, parsed once.
+type largeField struct {
+	object json.RawMessage
+	items  []json.RawMessage
+}
+
+// splitField reports whether a field's YAML is block lines below its key
 // that can be converted apart: a non-empty object, or a non-empty array of
 // anything but arrays (a sequence in a sequence starts on its parent's
 // line).
-func splittable(f json.RawMessage) bool {
+func splitField(f json.RawMessage) (largeField, bool) {
 	switch f[0] {
 	case '{':
-		var m map[string]json.RawMessage
-		return json.Unmarshal(f, &m) == nil && len(m) > 0
+		return largeField{object: f}, len(bytes.TrimSpace(f[1:len(f)-1])) > 0
 	case '[':
 		var items []json.RawMessage
-		return json.Unmarshal(f, &items) == nil && len(items) > 0 && !anyArray(items)
+		ok := json.Unmarshal(f, &items) == nil && len(items) > 0 && !anyArray(items)
+		return largeField{items: items}, ok
 	}
-	return false
+	return largeField{}, false
 }
 
 func anyArray(items []json.RawMessage) bool {
