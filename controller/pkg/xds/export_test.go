@@ -14,7 +14,7 @@ func PlainRouteConfiguration(t *ir.RouteTable) *routev3.RouteConfiguration {
 	for _, v := range t.VirtualHosts {
 		vh := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains}
 		for _, r := range v.Routes {
-			vh.Routes = append(vh.Routes, (&Translator{actions: map[string]*routev3.Route_Route{}}).route(r))
+			vh.Routes = append(vh.Routes, (&Translator{actions: map[string]*routev3.Route_Route{}}).route(r, &routeMessages{}))
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}
@@ -34,7 +34,7 @@ func (x *Translator) Encoded(name string) [][]byte {
 // routeConfiguration does, saying whether that took the generated
 // marshalling.
 func RouteEncodings(r *ir.Route) (m *routev3.Route, first, second []byte, fast bool, err error) {
-	m = (&Translator{actions: map[string]*routev3.Route_Route{}}).route(r)
+	m = (&Translator{actions: map[string]*routev3.Route_Route{}}).route(r, &routeMessages{})
 	_, fast = fastMarshal(m)
 	for _, out := range []*[]byte{&first, &second} {
 		size := routeSize(m)

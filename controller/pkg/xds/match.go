@@ -12,14 +12,9 @@ import (
 // match translates a Gateway API match. A path prefix matches whole path
 // segments ("/foo" matches "/foo" and "/foo/bar", not "/foobar"), which is
 // Envoy's path_separated_prefix; a trailing slash in the prefix is ignored.
-// A match is a handful of small messages per route, tens of thousands of
-// them at scale: the common ones are allocated together.
-func match(m *ir.Match) *routev3.RouteMatch {
-	type messages struct {
-		match  routev3.RouteMatch
-		prefix routev3.RouteMatch_PathSeparatedPrefix
-	}
-	all := &messages{}
+// The common messages come from in.
+func match(m *ir.Match, in *routeMessages) *routev3.RouteMatch {
+	all := &in.matches.take(1)[0]
 	out := &all.match
 	switch m.PathType {
 	case ir.PathExact:
@@ -35,7 +30,7 @@ func match(m *ir.Match) *routev3.RouteMatch {
 			out.PathSpecifier = &all.prefix
 		}
 	}
-	out.Headers = headerMatchers(m)
+	out.Headers = headerMatchers(m, in)
 	for _, q := range m.QueryParams {
 		out.QueryParameters = append(out.QueryParameters, &routev3.QueryParameterMatcher{
 			Name:                         q.Name,
@@ -47,7 +42,7 @@ func match(m *ir.Match) *routev3.RouteMatch {
 
 // headerMatchers matches the method (as the :method pseudo-header) and the
 // headers.
-func headerMatchers(m *ir.Match) []*routev3.HeaderMatcher {
+func headerMatchers(m *ir.Match, in *routeMessages) []*routev3.HeaderMatcher {
 	n := len(m.Headers)
 	if m.Method != "" {
 		n++
@@ -55,14 +50,8 @@ func headerMatchers(m *ir.Match) []*routev3.HeaderMatcher {
 	if n == 0 {
 		return nil
 	}
-	type messages struct {
-		header routev3.HeaderMatcher
-		spec   routev3.HeaderMatcher_StringMatch
-		str    matcherv3.StringMatcher
-		exact  matcherv3.StringMatcher_Exact
-	}
-	slab := make([]messages, n)
-	out := make([]*routev3.HeaderMatcher, n)
+	slab := in.headers.take(n)
+	out := in.headerList.take(n)
 	for i := range slab {
 		all := &slab[i]
 		sm := ir.StringMatch{Name: ":method", Value: m.Method}

@@ -15,24 +15,26 @@ import (
 	"isobar.dev/controller/pkg/ir"
 )
 
-func (x *Translator) route(r *ir.Route) *routev3.Route {
-	out := &routev3.Route{Name: r.Name, Match: match(&r.Match)}
+// route builds r's message, of messages from in where it can.
+func (x *Translator) route(r *ir.Route, in *routeMessages) *routev3.Route {
+	out := &in.routes.take(1)[0]
+	out.Name, out.Match = r.Name, match(&r.Match, in)
 	switch {
 	case r.Redirect != nil:
 		out.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect, &r.Match)}
 	case r.DirectResponse != nil:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: r.DirectResponse.Status}}
 	case r.Destination != nil:
-		out.Action = x.action(r)
+		out.Action = x.action(r, in)
 	default:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 500}}
 	}
 	if h := r.RequestHeaders; h != nil {
-		out.RequestHeadersToAdd = headerOptions(h)
+		out.RequestHeadersToAdd = headerOptions(h, in)
 		out.RequestHeadersToRemove = h.Remove
 	}
 	if h := r.ResponseHeaders; h != nil {
-		out.ResponseHeadersToAdd = headerOptions(h)
+		out.ResponseHeadersToAdd = headerOptions(h, in)
 		out.ResponseHeadersToRemove = h.Remove
 	}
 	if r.CORS != nil {
@@ -43,15 +45,17 @@ func (x *Translator) route(r *ir.Route) *routev3.Route {
 
 // action is the route action of r. Routes that only forward to one
 // cluster, most routes, share one action per cluster while a translation
-// encodes them: fewer allocations, and marshalling does not care.
-func (x *Translator) action(r *ir.Route) *routev3.Route_Route {
+// encodes them: fewer allocations, and marshalling does not care. A
+// shared action outlives the route it was built for, so its messages are
+// its own, not in's.
+func (x *Translator) action(r *ir.Route, in *routeMessages) *routev3.Route_Route {
 	c, plain := plainCluster(r)
 	if !plain {
-		return &routev3.Route_Route{Route: routeAction(r)}
+		return &routev3.Route_Route{Route: routeAction(r, in)}
 	}
 	a, ok := x.actions[c]
 	if !ok {
-		a = &routev3.Route_Route{Route: routeAction(r)}
+		a = &routev3.Route_Route{Route: routeAction(r, &routeMessages{})}
 		x.actions[c] = a
 	}
 	return a
@@ -76,7 +80,7 @@ func plainCluster(r *ir.Route) (string, bool) {
 	return cluster, live == 1
 }
 
-func routeAction(r *ir.Route) *routev3.RouteAction {
+func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 	a := &routev3.RouteAction{}
 	var live []ir.WeightedCluster
 	for _, b := range r.Destination.Backends {
@@ -98,10 +102,10 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 				a.ClusterNotFoundResponseCode = routev3.RouteAction_INTERNAL_SERVER_ERROR
 			}
 			if h := b.RequestHeaders; h != nil {
-				cw.RequestHeadersToAdd, cw.RequestHeadersToRemove = headerOptions(h), h.Remove
+				cw.RequestHeadersToAdd, cw.RequestHeadersToRemove = headerOptions(h, in), h.Remove
 			}
 			if h := b.ResponseHeaders; h != nil {
-				cw.ResponseHeadersToAdd, cw.ResponseHeadersToRemove = headerOptions(h), h.Remove
+				cw.ResponseHeadersToAdd, cw.ResponseHeadersToRemove = headerOptions(h, in), h.Remove
 			}
 			wc.Clusters = append(wc.Clusters, cw)
 		}
@@ -221,18 +225,14 @@ func redirectCode(code int) routev3.RedirectAction_RedirectResponseCode {
 }
 
 // headerOptions translates Set (replace) and Add (append) in that order,
-// the messages of all headers in one allocation.
-func headerOptions(h *ir.HeaderModifier) []*corev3.HeaderValueOption {
+// with messages from in.
+func headerOptions(h *ir.HeaderModifier, in *routeMessages) []*corev3.HeaderValueOption {
 	n := len(h.Set) + len(h.Add)
 	if n == 0 {
 		return nil
 	}
-	type option struct {
-		o corev3.HeaderValueOption
-		v corev3.HeaderValue
-	}
-	slab := make([]option, n)
-	out := make([]*corev3.HeaderValueOption, n)
+	slab := in.options.take(n)
+	out := in.optionList.take(n)
 	for i := range slab {
 		hd, how := ir.Header{}, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
 		if i < len(h.Set) {
@@ -241,9 +241,9 @@ func headerOptions(h *ir.HeaderModifier) []*corev3.HeaderValueOption {
 			hd, how = h.Add[i-len(h.Set)], corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
 		}
 		o := &slab[i]
-		o.v.Key, o.v.Value = hd.Name, literal(hd.Value)
-		o.o.Header, o.o.AppendAction = &o.v, how
-		out[i] = &o.o
+		o.value.Key, o.value.Value = hd.Name, literal(hd.Value)
+		o.option.Header, o.option.AppendAction = &o.value, how
+		out[i] = &o.option
 	}
 	return out
 }

@@ -171,47 +171,48 @@ func sameVirtualHost(a, b *ir.VirtualHost) bool {
 }
 
 // encodeVirtualHost encodes v, taking the bytes of the routes known has,
-// or other has, from there.
+// or other has, from there. Every other route is built in x.messages and
+// marshalled at once into x.encodings, so that the next reuses its
+// messages; the virtual host is then written in one allocation of its
+// size.
 func (x *Translator) encodeVirtualHost(v *ir.VirtualHost, known map[*ir.Route][]byte, other *encodedVirtualHost) ([]byte, error) {
-	head := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains}
-	size := sized.Size(head)
 	var shared map[*ir.Route][]byte
 	if other != nil {
 		shared = routesOf(other.vhost, other.bytes)
 	}
-	type part struct {
-		bytes []byte
-		msg   *routev3.Route
-		size  int
-	}
-	parts := make([]part, len(v.Routes))
+	head := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains}
+	size := sized.Size(head)
+	parts := make([][]byte, len(v.Routes))
+	encodings := x.encodings[:0]
 	for i, r := range v.Routes {
 		b, ok := known[r]
 		if !ok {
 			b, ok = shared[r]
 		}
-		if ok {
-			parts[i] = part{bytes: b, size: len(b)}
-		} else {
-			m := x.route(r)
-			parts[i] = part{msg: m, size: routeSize(m)}
+		if !ok {
+			start := len(encodings)
+			m := x.route(r, &x.messages)
+			var err error
+			encodings, err = appendRoute(encodings, m, routeSize(m))
+			x.messages.clear()
+			if err != nil {
+				return nil, fmt.Errorf("virtual host %s, route %s: %w", v.Name, r.Name, err)
+			}
+			// Should encodings grow into a new array, this slice of the
+			// old one stays as it is.
+			b = encodings[start:]
 		}
-		size += protowire.SizeTag(routesField) + protowire.SizeBytes(parts[i].size)
+		parts[i] = b
+		size += protowire.SizeTag(routesField) + protowire.SizeBytes(len(b))
 	}
+	x.encodings = encodings
 	out, err := sized.MarshalAppend(make([]byte, 0, size), head)
 	if err != nil {
 		return nil, fmt.Errorf("virtual host %s: %w", v.Name, err)
 	}
-	for i, p := range parts {
+	for _, b := range parts {
 		out = protowire.AppendTag(out, routesField, protowire.BytesType)
-		out = protowire.AppendVarint(out, uint64(p.size))
-		if p.msg == nil {
-			out = append(out, p.bytes...)
-			continue
-		}
-		if out, err = appendRoute(out, p.msg, p.size); err != nil {
-			return nil, fmt.Errorf("virtual host %s, route %s: %w", v.Name, v.Routes[i].Name, err)
-		}
+		out = protowire.AppendBytes(out, b)
 	}
 	return out, nil
 }

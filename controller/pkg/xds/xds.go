@@ -65,6 +65,11 @@ type Translator struct {
 	// listeners (HTTP and HTTPS, most often) is built and marshalled once.
 	actions       map[string]*routev3.Route_Route
 	encodedVhosts map[string][]encodedVirtualHost
+	// messages are those of the route being encoded, and encodings the
+	// routes of the virtual host being encoded that were built, for the
+	// translation under way.
+	messages  routeMessages
+	encodings []byte
 	// chains are HTTPS filter chains, by IR chain.
 	chains, freshChains map[*ir.Chain]*listenerv3.FilterChain
 	// routeConfigs are by name, with the virtual hosts they were built of.
@@ -122,7 +127,7 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 		x.listeners, x.freshListeners = x.freshListeners, nil
 		x.routeConfigs, x.freshRouteConfigs = x.freshRouteConfigs, nil
 		x.chains, x.freshChains = x.freshChains, nil
-		x.actions, x.encodedVhosts = nil, nil
+		x.actions, x.encodedVhosts, x.encodings = nil, nil, nil
 	}()
 	s := x.settings
 	out := &Resources{}
