@@ -115,7 +115,7 @@ func (t *gatewayTranslator) resolveBackend(ev *ruleEval, what, fromNS, fromKind 
 		suffix = "/grpc" // gRPC needs HTTP/2 whatever the Service says
 	}
 	spec := clusterSpec{
-		name: ns + "/" + string(ref.Name) + "/" + strconv.Itoa(int(*ref.Port)) + suffix,
+		name: t.clusterName(ns, string(ref.Name), int32(*ref.Port), suffix),
 		svc:  svc, port: sp, want: want, grpc: fromKind == "GRPCRoute",
 	}
 	if fromKind != "UDPRoute" {
@@ -133,6 +133,24 @@ func (t *gatewayTranslator) resolveBackend(ev *ruleEval, what, fromNS, fromKind 
 	t.ensureCluster(spec)
 	ev.cluster(spec)
 	return spec.name, true
+}
+
+// clusterName names the cluster of a Service's port,
+// "<namespace>/<name>/<port>[/udp|/grpc]". A cluster already in the IR
+// gives its own name: most backends of a large Gateway share a few
+// clusters, and building the name anew for each cost two allocations.
+func (t *gatewayTranslator) clusterName(ns, name string, port int32, suffix string) string {
+	var buf [128]byte
+	b := append(buf[:0], ns...)
+	b = append(b, '/')
+	b = append(b, name...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(port), 10)
+	b = append(b, suffix...)
+	if c, ok := t.clusters[string(b)]; ok {
+		return c.Name
+	}
+	return string(b)
 }
 
 // clusterSpec is what a cluster is built from, kept with cached rules so

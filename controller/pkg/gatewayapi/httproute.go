@@ -451,8 +451,8 @@ func checkReplacement(what, p string) error {
 // name has neither ":" nor "/"); built by hand because it runs for every
 // match of every route.
 func routeName(kind, namespace, name string, rule int, ruleName *gatewayv1.SectionName, match int) string {
-	b := make([]byte, 0, len(kind)+len(namespace)+len(name)+24)
-	b = append(b, kind...)
+	var buf [256]byte
+	b := append(buf[:0], kind...)
 	b = append(b, '/')
 	b = append(b, namespace...)
 	b = append(b, '/')
