@@ -220,15 +220,13 @@ func (t *gatewayTranslator) allows(o *outcome, l *listener, r route) string {
 // specific listener on the same port claims (listener isolation: a request
 // for the more specific listener's hostname never reaches this one's routes).
 func (t *gatewayTranslator) routeHosts(l *listener, hostnames []gatewayv1.Hostname) []string {
-	var raw []string
-	if len(hostnames) == 0 {
-		raw = []string{""}
-	}
-	for _, h := range hostnames {
-		raw = append(raw, string(h))
-	}
 	var out []string
-	for _, h := range raw {
+	// A route without hostnames has the listener's.
+	for i := range max(len(hostnames), 1) {
+		h := ""
+		if len(hostnames) > 0 {
+			h = string(hostnames[i])
+		}
 		host, ok := intersect(h, l.hostname)
 		if !ok {
 			continue
