@@ -127,9 +127,8 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfigu
 // translation, gives its bytes whole; otherwise the routes v shares with
 // before (the same virtual host's previous IR, encoded as was), or with
 // another listener's virtual host of its name, take their bytes from that
-// encoding. The other routes' messages are built, sized and then
-// marshalled in place: they are garbage as soon as the virtual host is
-// encoded. Sharing by virtual host needs no lookup per route: a map of
+// encoding. The other routes are built and marshalled one at a time
+// (encodeVirtualHost). Sharing by virtual host needs no lookup per route: a map of
 // every route encoded, which it replaced, cost a sixth of the second
 // stage at 100,000 routes.
 func (x *Translator) virtualHost(v, before *ir.VirtualHost, was []byte) ([]byte, error) {

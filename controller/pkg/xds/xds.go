@@ -65,9 +65,10 @@ type Translator struct {
 	// listeners (HTTP and HTTPS, most often) is built and marshalled once.
 	actions       map[string]*routev3.Route_Route
 	encodedVhosts map[string][]encodedVirtualHost
-	// messages are those of the route being encoded, and encodings the
-	// routes of the virtual host being encoded that were built, for the
-	// translation under way.
+	// messages are those of the route being encoded, cleared after each
+	// route with their arrays kept; encodings are the bytes of the routes
+	// built for the virtual host being encoded, for the translation under
+	// way.
 	messages  routeMessages
 	encodings []byte
 	// chains are HTTPS filter chains, by IR chain.
