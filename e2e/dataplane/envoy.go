@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"isobar.dev/controller/pkg/envoysim"
+	"isobar.dev/controller/pkg/xdscheck"
 )
 
 // Dialer opens a connection to host:port as the Pod's network would: the
@@ -224,6 +225,11 @@ func (e *Envoy) apply(resp *discoveryv3.DeltaDiscoveryResponse) error {
 	for _, r := range resp.GetResources() {
 		m, err := r.GetResource().UnmarshalNew()
 		if err != nil {
+			return fmt.Errorf("%s %s: %w", t, r.GetName(), err)
+		}
+		// Envoy validates every resource before it applies any of a
+		// response, and NACKs the whole response for one that fails.
+		if err := xdscheck.Resource(m); err != nil {
 			return fmt.Errorf("%s %s: %w", t, r.GetName(), err)
 		}
 		decoded[r.GetName()] = m

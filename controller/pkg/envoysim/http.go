@@ -2,7 +2,6 @@ package envoysim
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,19 +58,18 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, a *Answer) error {
 	if r.authority == "" {
 		return fmt.Errorf("the request has no host: Envoy answers 400")
 	}
-	// normalize_path: RFC 3986 dot-segment removal; merge_slashes.
+	// normalize_path, then merge_slashes, as the connection manager
+	// applies them; path_with_escaped_slashes_action's default keeps
+	// escaped slashes as they are.
 	if hcm.GetNormalizePath().GetValue() {
-		r.path = normalizePath(r.path)
-	}
-	if hcm.GetMergeSlashes() {
-		p, q, hasQ := strings.Cut(r.path, "?")
-		for strings.Contains(p, "//") {
-			p = strings.ReplaceAll(p, "//", "/")
-		}
-		if hasQ {
-			p += "?" + q
+		p, ok := canonicalPath(r.path)
+		if !ok {
+			return s.localReply(a, 400, "Bad Request")
 		}
 		r.path = p
+	}
+	if hcm.GetMergeSlashes() {
+		r.path = mergeSlashes(r.path)
 	}
 	if hcm.GetStripAnyHostPort() {
 		r.authority = stripPort(r.authority)
@@ -95,20 +93,6 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, a *Answer) error {
 	}
 	a.RouteConfiguration = rc.GetName()
 	return s.route(rc, r, req, cors, a)
-}
-
-// normalizePath removes "." and ".." segments from the path, keeping the
-// query.
-func normalizePath(p string) string {
-	pathPart, q, hasQ := strings.Cut(p, "?")
-	clean := path.Clean(pathPart)
-	if strings.HasSuffix(pathPart, "/") && clean != "/" {
-		clean += "/"
-	}
-	if hasQ {
-		clean += "?" + q
-	}
-	return clean
 }
 
 // stripPort removes a trailing :port from a host (and keeps IPv6 brackets).

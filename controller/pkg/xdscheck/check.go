@@ -97,11 +97,26 @@ func descend(m protoreflect.Message, visit func(protoreflect.Message), errs *[]e
 	})
 }
 
+// Resource checks one resource as Envoy does when it arrives, before it
+// looks at any other: its protoc-gen-validate rules (Validate) and, for
+// listeners and route configurations, Envoy's load-time rules. An error is
+// what Envoy NACKs the response with.
+func Resource(m proto.Message) error {
+	errs := []error{Validate(m)}
+	switch x := m.(type) {
+	case *listenerv3.Listener:
+		errs = append(errs, envoyrules.Listener(x))
+	case *routev3.RouteConfiguration:
+		errs = append(errs, envoyrules.RouteConfiguration(x))
+	}
+	return errors.Join(errs...)
+}
+
 // Check validates every resource and every reference between them.
 func Check(r *xds.Resources) error {
 	var errs []error
 	each := func(kind, name string, m proto.Message) {
-		if err := Validate(m); err != nil {
+		if err := Resource(m); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", kind, name, err))
 		}
 	}
@@ -111,15 +126,9 @@ func Check(r *xds.Resources) error {
 	secrets := map[string]bool{}
 	for _, x := range r.Listeners {
 		each("listener", x.Name, x)
-		if err := envoyrules.Listener(x); err != nil {
-			errs = append(errs, err)
-		}
 	}
 	for _, x := range r.Routes {
 		each("route configuration", x.Name, x)
-		if err := envoyrules.RouteConfiguration(x); err != nil {
-			errs = append(errs, err)
-		}
 		routes[x.Name] = true
 	}
 	for _, x := range r.Clusters {
