@@ -27,6 +27,7 @@ import (
 	gwconformance "sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance/tests"
+	confgrpc "sigs.k8s.io/gateway-api/conformance/utils/grpc"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/yaml"
 )
@@ -85,11 +86,11 @@ func TestConformance(t *testing.T) {
 		Clientset:     cs,
 		// The suite builds its clients from RestConfig for every test; Pod
 		// logs come from the rig's echo backends.
-		RestConfig:      r.fleet.logs.wrap(r.env.Config),
-		RoundTripper:    &roundTripper{fleet: r.fleet},
-		GRPCClient:      &grpcClient{fleet: r.fleet},
-		WebSocketDialer: &webSocketDialer{fleet: r.fleet},
-		ManifestFS:      []fs.FS{gwconformance.Manifests},
+		RestConfig: r.fleet.logs.wrap(r.env.Config),
+		// The suite's own clients: HTTP, gRPC and WebSocket over real
+		// connections to the Gateways' addresses.
+		GRPCClient: &confgrpc.DefaultClient{},
+		ManifestFS: []fs.FS{gwconformance.Manifests},
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:     gatewayClassName,
 			CleanupBaseResources: true,

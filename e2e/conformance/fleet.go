@@ -29,10 +29,11 @@ const (
 	envoyComponent      = "envoy"
 )
 
-// fleet plays the Pods of our fleets on the node agent: a controller Pod
-// becomes the real isobar-controller, an Envoy Pod runs its real bootstrap
-// init container and then a simulated Envoy that follows the bootstrap.
-// Every other Pod (the suite's echo backends) runs nothing of ours.
+// fleet plays the Pods on the node agent: a controller Pod becomes the
+// real isobar-controller, an Envoy Pod runs its real bootstrap init
+// container and then a simulated Envoy that follows the bootstrap and
+// proxies on the Pod's address, and the suite's backend Pods run the
+// suite's echo server (runBackend).
 type fleet struct {
 	env        *harness.Env
 	kubeconfig string
@@ -40,9 +41,10 @@ type fleet struct {
 
 	mu     sync.Mutex
 	envoys map[types.NamespacedName]*dataplane.Envoy
-	// backends stand in for the suite's echo servers; logs are theirs.
-	backends *echoBackends
-	logs     *podLogs
+	// network is how the Pods reach each other; logs are the backend
+	// Pods' output.
+	network *harness.Network
+	logs    *podLogs
 }
 
 func (f *fleet) run(pod *corev1.Pod) (func(), error) {
@@ -61,7 +63,7 @@ func (f *fleet) run(pod *corev1.Pod) (func(), error) {
 		}
 		return stop, err
 	}
-	return nil, nil
+	return f.runBackend(pod)
 }
 
 func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
@@ -93,6 +95,7 @@ func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	e.Serve(harness.Loopback(pod.Status.PodIP), f.network.Dial)
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	go f.report(key, e)
 	f.mu.Lock()

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,8 +15,8 @@ import (
 )
 
 // podLogs stands in for the kubelet's log endpoint, which the suite reads
-// to see that a mirrored request reached its backend: the rig's echo
-// backends write to it what the suite's echo server prints.
+// to see that a mirrored request reached its backend: what the backend
+// Pods' processes print.
 type podLogs struct {
 	mu    sync.Mutex
 	lines map[types.NamespacedName][]logLine
@@ -33,6 +34,33 @@ func (l *podLogs) printf(pod types.NamespacedName, format string, args ...any) {
 		l.lines = map[types.NamespacedName][]logLine{}
 	}
 	l.lines[pod] = append(l.lines[pod], logLine{at: time.Now(), text: fmt.Sprintf(format, args...)})
+}
+
+// writer is a Pod's container output: each line it writes is a line of
+// the Pod's log, stamped when it was written.
+func (l *podLogs) writer(pod types.NamespacedName) io.Writer {
+	return &logWriter{logs: l, pod: pod}
+}
+
+type logWriter struct {
+	logs    *podLogs
+	pod     types.NamespacedName
+	mu      sync.Mutex
+	partial []byte
+}
+
+func (w *logWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, b...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		w.logs.printf(w.pod, "%s", w.partial[:i])
+		w.partial = w.partial[i+1:]
+	}
 }
 
 // since is a Pod's log from a time on, as the kubelet serves it.

@@ -53,8 +53,8 @@ func startRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	logs := &podLogs{}
-	f := &fleet{env: e, kubeconfig: kubeconfig, ctx: ctx, envoys: map[types.NamespacedName]*dataplane.Envoy{}, logs: logs, backends: &echoBackends{logs: logs}}
-	go (&proxy{fleet: f}).run(ctx)
+	f := &fleet{env: e, kubeconfig: kubeconfig, ctx: ctx, envoys: map[types.NamespacedName]*dataplane.Envoy{}, logs: logs, network: &harness.Network{}}
+	go (&kubeProxy{fleet: f}).run(ctx)
 	agent, err := harness.StartNodeAgent(ctx, e.Config, f.run)
 	if err != nil {
 		t.Fatal(err)

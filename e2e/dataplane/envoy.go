@@ -48,6 +48,8 @@ type Envoy struct {
 	subscribed map[string]map[string]bool
 	err        error
 	changed    chan struct{}
+	// stopServing stops the data plane Serve started.
+	stopServing func()
 }
 
 // wildcard are the types Envoy subscribes to as a whole (LDS and CDS over
@@ -88,6 +90,12 @@ func Start(b *Bootstrap, dial Dialer) (*Envoy, error) {
 
 // Stop closes the stream and the connection.
 func (e *Envoy) Stop() {
+	e.mu.Lock()
+	stop := e.stopServing
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	e.cancel()
 	<-e.done
 	e.conn.Close()

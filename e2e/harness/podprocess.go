@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +24,8 @@ type PodProcess struct {
 	Listen map[string]string
 	// Volumes maps the container's volume names to their directories.
 	Volumes map[string]string
+	// Netns is the process's network namespace, when it has its own.
+	Netns *Netns
 }
 
 // Loopback is where a process playing a Pod with IP podIP listens: the
@@ -49,6 +52,13 @@ func Loopback(podIP string) string {
 // in, KUBECONFIG stands for the service account, and ":port" listen
 // addresses bind to the Pod's Loopback address.
 func (e *Env) RunPodProcess(ctx context.Context, kubeconfig string, pod *corev1.Pod, container, binary string) (*PodProcess, error) {
+	return e.RunPodProcessWith(ctx, kubeconfig, pod, container, binary, ProcessOptions{})
+}
+
+// RunPodProcessWith is RunPodProcess with options: in a network namespace
+// of its own (opts.Netns; listen addresses then stay as the container
+// has them, and Netns is set), with its output copied to opts.Output.
+func (e *Env) RunPodProcessWith(ctx context.Context, kubeconfig string, pod *corev1.Pod, container, binary string, opts ProcessOptions) (*PodProcess, error) {
 	var c *corev1.Container
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
@@ -74,7 +84,7 @@ func (e *Env) RunPodProcess(ctx context.Context, kubeconfig string, pod *corev1.
 	args := append([]string(nil), c.Command[min(1, len(c.Command)):]...)
 	for _, a := range c.Args {
 		a = mounts.Rewrite(a)
-		if name, port, ok := strings.Cut(a, "=:"); ok {
+		if name, port, ok := strings.Cut(a, "=:"); ok && !opts.Netns {
 			a = name + "=" + host + ":" + port
 			listen[name] = host + ":" + port
 		}
@@ -104,17 +114,25 @@ func (e *Env) RunPodProcess(ctx context.Context, kubeconfig string, pod *corev1.
 		} else if v.ValueFrom != nil {
 			return nil, fmt.Errorf("container %s: env %s: only values and Pod fields can be played here", c.Name, v.Name)
 		}
-		env = append(env, v.Name+"="+value)
+		env = append(env, v.Name+"="+mounts.Rewrite(value))
 	}
 	bin, err := e.Binaries()
 	if err != nil {
 		return nil, err
 	}
-	p, err := StartProcessEnv(root, env, filepath.Join(bin, binary), args...)
+	opts.Dir, opts.Env = root, env
+	p, err := StartProcessWith(opts, filepath.Join(bin, binary), args...)
 	if err != nil {
 		return nil, err
 	}
-	return &PodProcess{Process: p, Listen: listen, Volumes: volumes}, nil
+	pp := &PodProcess{Process: p, Listen: listen, Volumes: volumes}
+	if opts.Netns {
+		if pp.Netns, err = NetnsOf(p.PID()); err != nil {
+			_, _ = p.Stop(time.Second)
+			return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	return pp, nil
 }
 
 // Mounts maps a container's mount paths to the local directories that

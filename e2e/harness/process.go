@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,18 +29,44 @@ func StartProcess(dir, path string, args ...string) (*Process, error) {
 
 // StartProcessEnv is StartProcess with extra environment variables.
 func StartProcessEnv(dir string, env []string, path string, args ...string) (*Process, error) {
+	return StartProcessWith(ProcessOptions{Dir: dir, Env: env}, path, args...)
+}
+
+// ProcessOptions are how StartProcessWith runs a binary.
+type ProcessOptions struct {
+	// Dir holds the log file.
+	Dir string
+	// Env is appended to this process's environment.
+	Env []string
+	// Netns starts the process in a network namespace of its own, as a
+	// Pod's container runs (see NetnsOf).
+	Netns bool
+	// Output, when set, gets the process's output too.
+	Output io.Writer
+}
+
+// StartProcessWith runs path with args as opts say, writing its output to
+// a file in opts.Dir.
+func StartProcessWith(opts ProcessOptions, path string, args ...string) (*Process, error) {
 	name := filepath.Base(path)
-	logFile, err := os.CreateTemp(dir, name+"-*.log")
+	logFile, err := os.CreateTemp(opts.Dir, name+"-*.log")
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(path, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if opts.Output != nil {
+		w := io.MultiWriter(logFile, opts.Output)
+		cmd.Stdout, cmd.Stderr = w, w
+	}
 	// Its own process group, so an interrupted test run's signals do not
 	// reach it before Stop does; killed when the test binary dies, even by
 	// SIGKILL or a test timeout, so that it never outlives the test.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if opts.Netns {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
+	}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
@@ -108,7 +135,7 @@ func (p *Process) Output() string {
 	return string(data)
 }
 
-// Binaries builds isobar-operator and isobar-controller into the Env's
+// Binaries builds isobar-operator, isobar-controller and echo-basic into the Env's
 // scratch directory, once, and returns the directory holding them.
 func (e *Env) Binaries() (string, error) {
 	e.buildOnce.Do(func() {
@@ -118,8 +145,11 @@ func (e *Env) Binaries() (string, error) {
 			return
 		}
 		dir := filepath.Join(e.Dir, "bin")
+		// echo-basic is the conformance suite's echo server, which its
+		// backend Pods run.
 		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
-			"isobar.dev/operator/cmd/isobar-operator", "isobar.dev/controller/cmd/isobar-controller")
+			"isobar.dev/operator/cmd/isobar-operator", "isobar.dev/controller/cmd/isobar-controller",
+			"sigs.k8s.io/gateway-api/conformance/echo-basic")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			e.buildErr = fmt.Errorf("building binaries: %w\n%s", err, out)

@@ -24,7 +24,7 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 		a.Timeout = ra.GetTimeout().AsDuration().String()
 	}
 	var err error
-	if a.timeouts, err = timeoutsOf(ra); err != nil {
+	if a.retries, err = retriesOf(ra); err != nil {
 		return err
 	}
 	if rp := ra.GetRetryPolicy(); rp != nil {
@@ -48,7 +48,7 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 		if err := s.upstream(&b, 503); err != nil {
 			return err
 		}
-		a.Mirrors = append(a.Mirrors, Mirror{Cluster: mp.GetCluster(), Endpoints: b.Endpoints,
+		a.Mirrors = append(a.Mirrors, Mirror{Cluster: mp.GetCluster(), Endpoints: b.Endpoints, TLS: b.TLS, HTTP2: b.HTTP2,
 			Fraction: fraction(mp.GetRuntimeFraction().GetDefaultValue(), mp.GetRuntimeFraction() == nil)})
 	}
 	for _, u := range ra.GetUpgradeConfigs() {
@@ -149,7 +149,23 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 		a.Backends = append(a.Backends, b)
 	}
 	a.Upstream = pick(a.Backends, req.Seed)
+	for i := range a.Mirrors {
+		a.Mirrors[i].Request = shadow(a.Upstream.Request)
+	}
 	return nil
+}
+
+// shadow is the copy of a request a mirror receives: Envoy appends
+// "-shadow" to its host, before the port.
+func shadow(r *HTTPRequest) *HTTPRequest {
+	c := *r
+	c.Headers = slices.Clone(r.Headers)
+	host, port := r.Authority, ""
+	if h := stripPort(host); h != host {
+		host, port = h, host[len(h):]
+	}
+	c.Authority = host + "-shadow" + port
+	return &c
 }
 
 // pick is a deterministic choice among weighted backends: the seed falls

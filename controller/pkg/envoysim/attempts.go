@@ -1,6 +1,7 @@
 package envoysim
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,13 @@ import (
 // defaultRouteTimeout is Envoy's route timeout when RouteAction.timeout is
 // unset (route_components.proto).
 const defaultRouteTimeout = 15 * time.Second
+
+// Envoy's retry back-off when retry_back_off is unset: a 25 ms base and a
+// maximum of ten times the base (router/config/route/v3: RetryBackOff).
+const (
+	defaultBackOffBase = 25 * time.Millisecond
+	backOffMaxFactor   = 10
+)
 
 // Attempt is what one try at a backend came to.
 type Attempt struct {
@@ -34,71 +42,84 @@ type Outcome struct {
 	Attempts int
 }
 
-// timeouts are a forwarded request's route timeout (0: none) and retry
-// policy (nil: no retries, no per-try timeout).
-type timeouts struct {
-	route time.Duration
-	retry *routev3.RetryPolicy
+// Local replies of Envoy's router, with the bodies Envoy gives them.
+var (
+	TimedOut = Outcome{Status: 504, FromEnvoy: true, Body: "upstream request timeout"}
+	WasReset = Outcome{Status: 503, FromEnvoy: true, Body: "upstream connect error or disconnect/reset before headers. reset reason: connection termination"}
+)
+
+// Retries are a forwarded request's route timeout and retry policy, as
+// Envoy's router plays them.
+type Retries struct {
+	// Timeout covers every try and the back-off between them; 0 is none.
+	Timeout time.Duration
+	// PerTry is the retry policy's per_try_timeout; 0 is none.
+	PerTry time.Duration
+	// Max is how many retries the policy allows (0 without a policy).
+	Max int
+	// BackOffBase and BackOffMax space retries out.
+	BackOffBase, BackOffMax time.Duration
+	policy                  *routev3.RetryPolicy
 }
 
-func timeoutsOf(ra *routev3.RouteAction) (timeouts, error) {
-	t := timeouts{route: defaultRouteTimeout, retry: ra.GetRetryPolicy()}
+func retriesOf(ra *routev3.RouteAction) (Retries, error) {
+	r := Retries{Timeout: defaultRouteTimeout, policy: ra.GetRetryPolicy()}
 	if ra.GetTimeout() != nil {
-		t.route = ra.GetTimeout().AsDuration()
+		r.Timeout = ra.GetTimeout().AsDuration()
 	}
-	if t.retry != nil {
-		// retry_back_off only spaces retries out (25 ms and up); the
-		// simulation does not count that time against the timeouts.
-		if err := understand(t.retry, "retry_on", "num_retries", "per_try_timeout", "retriable_status_codes", "retry_back_off"); err != nil {
-			return t, err
+	rp := r.policy
+	if rp == nil {
+		return r, nil
+	}
+	if err := understand(rp, "retry_on", "num_retries", "per_try_timeout", "retriable_status_codes", "retry_back_off"); err != nil {
+		return r, err
+	}
+	r.Max = 1
+	if rp.GetNumRetries() != nil {
+		r.Max = int(rp.GetNumRetries().GetValue())
+	}
+	r.PerTry = rp.GetPerTryTimeout().AsDuration()
+	r.BackOffBase = defaultBackOffBase
+	if b := rp.GetRetryBackOff(); b != nil {
+		if err := understand(b, "base_interval", "max_interval"); err != nil {
+			return r, err
+		}
+		r.BackOffBase = b.GetBaseInterval().AsDuration()
+		if b.GetMaxInterval() != nil {
+			r.BackOffMax = b.GetMaxInterval().AsDuration()
 		}
 	}
-	return t, nil
+	if r.BackOffMax == 0 {
+		r.BackOffMax = backOffMaxFactor * r.BackOffBase
+	}
+	return r, nil
 }
 
-// Play runs a forwarded request as Envoy's router does: try asks the
-// backend (attempt counts from 0); a try that outlasts the retry policy's
-// per_try_timeout is abandoned; one that the policy's retry_on covers is
-// retried while num_retries allow (one when unset); and whatever outlasts
-// the route's timeout, retries included, is answered 504 by Envoy.
-func (a *Answer) Play(try func(attempt int) Attempt) Outcome {
-	t := a.timeouts
-	retries := 0
-	var perTry time.Duration
-	if rp := t.retry; rp != nil {
-		retries = 1
-		if rp.GetNumRetries() != nil {
-			retries = int(rp.GetNumRetries().GetValue())
-		}
-		perTry = rp.GetPerTryTimeout().AsDuration()
+// Retries is the route's timeout and retry policy.
+func (a *Answer) Retries() Retries { return a.retries }
+
+// BackOff is how long Envoy waits before retry n (1 for the first): fully
+// jittered exponential back-off, a random time below base*2^(n-1), at most
+// the maximum.
+func (r Retries) BackOff(n int) time.Duration {
+	limit := r.BackOffBase << min(n-1, 30)
+	if limit <= 0 || limit > r.BackOffMax {
+		limit = r.BackOffMax
 	}
-	var elapsed time.Duration
-	for n := 0; ; n++ {
-		at := try(n)
-		took, tryTimedOut := at.Delay, false
-		if perTry > 0 && took > perTry {
-			took, tryTimedOut = perTry, true
-		}
-		if t.route > 0 && elapsed+took > t.route {
-			return Outcome{Status: 504, FromEnvoy: true, Body: "upstream request timeout", Attempts: n + 1}
-		}
-		elapsed += took
-		out := Outcome{Status: at.Status, Attempts: n + 1}
-		switch {
-		case tryTimedOut:
-			out = Outcome{Status: 504, FromEnvoy: true, Body: "upstream request timeout", Attempts: n + 1}
-		case at.Reset:
-			out = Outcome{Status: 503, FromEnvoy: true, Body: "upstream connect error or disconnect/reset before headers. reset reason: connection termination", Attempts: n + 1}
-		}
-		if n >= retries || !retriable(t.retry, at, tryTimedOut) {
-			return out
-		}
+	if limit <= 0 {
+		return 0
 	}
+	return rand.N(limit)
 }
 
-// retriable is whether retry_on covers an attempt's failure
-// (router/config/route/v3 x-envoy-retry-on).
-func retriable(rp *routev3.RetryPolicy, at Attempt, timedOut bool) bool {
+// Retriable is whether retry_on covers a try's failure: a status, a reset,
+// or a try that outlasted per_try_timeout (router/config/route/v3
+// x-envoy-retry-on).
+func (r Retries) Retriable(at Attempt, timedOut bool) bool {
+	rp := r.policy
+	if rp == nil {
+		return false
+	}
 	dropped := at.Reset || timedOut
 	for _, on := range strings.Split(rp.GetRetryOn(), ",") {
 		switch strings.TrimSpace(on) {
@@ -125,4 +146,42 @@ func retriable(rp *routev3.RetryPolicy, at Attempt, timedOut bool) bool {
 		}
 	}
 	return false
+}
+
+// Play runs a forwarded request as Envoy's router does, on time that is
+// counted rather than waited for (explain and the offline tests; the
+// simulated data plane waits): try asks the backend (attempt counts from
+// 0); a try that outlasts the per_try_timeout is abandoned; one that
+// retry_on covers is retried while the policy allows; and whatever
+// outlasts the route's timeout, retries included, is answered 504 by
+// Envoy. Back-off between retries is not counted.
+func (a *Answer) Play(try func(attempt int) Attempt) Outcome {
+	r := a.retries
+	var elapsed time.Duration
+	for n := 0; ; n++ {
+		at := try(n)
+		took, tryTimedOut := at.Delay, false
+		if r.PerTry > 0 && took > r.PerTry {
+			took, tryTimedOut = r.PerTry, true
+		}
+		if r.Timeout > 0 && elapsed+took > r.Timeout {
+			return attempts(TimedOut, n+1)
+		}
+		elapsed += took
+		out := Outcome{Status: at.Status, Attempts: n + 1}
+		switch {
+		case tryTimedOut:
+			out = attempts(TimedOut, n+1)
+		case at.Reset:
+			out = attempts(WasReset, n+1)
+		}
+		if n >= r.Max || !r.Retriable(at, tryTimedOut) {
+			return out
+		}
+	}
+}
+
+func attempts(o Outcome, n int) Outcome {
+	o.Attempts = n
+	return o
 }

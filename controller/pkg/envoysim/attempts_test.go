@@ -49,7 +49,7 @@ func TestPlay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var a Answer
 			var err error
-			if a.timeouts, err = timeoutsOf(tc.action); err != nil {
+			if a.retries, err = retriesOf(tc.action); err != nil {
 				t.Fatal(err)
 			}
 			out := a.Play(tc.try)

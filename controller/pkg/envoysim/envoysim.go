@@ -148,8 +148,8 @@ type Answer struct {
 	CORS     bool     `json:"cors,omitempty"`
 	Upgrades []string `json:"upgrades,omitempty"`
 
-	// timeouts are what Play plays a forwarded request against.
-	timeouts timeouts
+	// retries are what a forwarded request is played against.
+	retries Retries
 }
 
 // Backend is one cluster a request may go to, and the request as that
@@ -221,6 +221,13 @@ type HTTPRequest struct {
 // UpstreamTLS is how Envoy connects to a backend over TLS.
 type UpstreamTLS struct {
 	SNI string `json:"sni,omitempty"`
+	// ALPN is what the TLS context offers; when it offers nothing, Envoy
+	// offers the protocol of the cluster's connection pool ("h2" or
+	// "http/1.1").
+	ALPN []string `json:"alpn,omitempty"`
+	// MinVersion and MaxVersion are crypto/tls versions.
+	MinVersion uint16 `json:"minVersion,omitempty"`
+	MaxVersion uint16 `json:"maxVersion,omitempty"`
 	// ValidationContext is the SDS secret or inline CA it verifies with.
 	ValidationContext string   `json:"validationContext,omitempty"`
 	SubjectAltNames   []string `json:"subjectAltNames,omitempty"`
@@ -242,7 +249,11 @@ type Response struct {
 // for the given fraction of requests, to one of its Endpoints (none: the
 // copy is dropped).
 type Mirror struct {
-	Cluster   string   `json:"cluster"`
-	Endpoints []string `json:"endpoints,omitempty"`
-	Fraction  float64  `json:"fraction"`
+	Cluster   string       `json:"cluster"`
+	Endpoints []string     `json:"endpoints,omitempty"`
+	TLS       *UpstreamTLS `json:"tls,omitempty"`
+	HTTP2     bool         `json:"http2,omitempty"`
+	Fraction  float64      `json:"fraction"`
+	// Request is the copy the mirror receives.
+	Request *HTTPRequest `json:"request,omitempty"`
 }

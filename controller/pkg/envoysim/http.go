@@ -55,6 +55,7 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, a *Answer) error {
 		}
 	}
 	r := newHTTPRequest(req)
+	r.headers = withoutHopByHop(r.headers)
 	if r.authority == "" {
 		return fmt.Errorf("the request has no host: Envoy answers 400")
 	}
@@ -105,4 +106,41 @@ func stripPort(host string) string {
 		return host
 	}
 	return host[:i]
+}
+
+// withoutHopByHop drops the headers that describe one connection, as the
+// connection manager does before routing: connection, keep-alive,
+// proxy-connection and transfer-encoding, upgrade (and the connection
+// header that asks for it) unless the request is an upgrade, and te unless
+// it is "trailers" (gRPC's).
+func withoutHopByHop(hs []Header) []Header {
+	upgrade := false
+	for _, h := range hs {
+		if h.Name == "upgrade" && h.Value != "" {
+			for _, token := range strings.Split(valueOf(hs, "connection"), ",") {
+				upgrade = upgrade || strings.EqualFold(strings.TrimSpace(token), "upgrade")
+			}
+		}
+	}
+	return slices.DeleteFunc(hs, func(h Header) bool {
+		switch h.Name {
+		case "keep-alive", "proxy-connection", "transfer-encoding":
+			return true
+		case "connection", "upgrade":
+			return !upgrade
+		case "te":
+			return !strings.EqualFold(strings.TrimSpace(h.Value), "trailers")
+		}
+		return false
+	})
+}
+
+func valueOf(hs []Header, name string) string {
+	var vals []string
+	for _, h := range hs {
+		if h.Name == name {
+			vals = append(vals, h.Value)
+		}
+	}
+	return strings.Join(vals, ",")
 }

@@ -1,10 +1,12 @@
 package envoysim
 
 import (
+	"crypto/tls"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -12,8 +14,10 @@ import (
 )
 
 const (
-	tlsInspector = "envoy.filters.listener.tls_inspector"
-	udpProxy     = "envoy.filters.udp_listener.udp_proxy"
+	tlsInspector          = "envoy.filters.listener.tls_inspector"
+	udpProxy              = "envoy.filters.udp_listener.udp_proxy"
+	httpConnectionManager = "envoy.filters.network.http_connection_manager"
+	tcpProxy              = "envoy.filters.network.tcp_proxy"
 )
 
 // listenerFieldsKnown are Listener fields that do not change which filter
@@ -26,15 +30,54 @@ var listenerFieldsKnown = []string{
 	"ignore_global_conn_limit", "access_log", "udp_listener_config",
 }
 
-// Simulate answers what Envoy does with req.
-func (s *Simulator) Simulate(req Request) (*Answer, error) {
+// Connection is what Envoy makes of a new connection before any request
+// on it: its listener and filter chain, the TLS it terminates, and the
+// network filter that takes it.
+type Connection struct {
+	Listener    string
+	FilterChain string
+	Filter      string
+	// TLS is set when the filter chain terminates TLS.
+	TLS *DownstreamTLS
+	// chain and filter are what Simulate goes on with.
+	chain  *listenerv3.FilterChain
+	filter *listenerv3.Filter
+}
+
+// DownstreamTLS is how a filter chain terminates TLS.
+type DownstreamTLS struct {
+	// Certificates are the SDS secrets Envoy may present.
+	Certificates []string
+	// ALPN is what Envoy offers; none means it negotiates no protocol.
+	ALPN []string
+	// MinVersion and MaxVersion are crypto/tls versions (tls_params, or
+	// Envoy's server defaults TLS 1.2 and 1.3).
+	MinVersion, MaxVersion uint16
+	// ClientCertificate is "", "optional" or "required".
+	ClientCertificate string
+	validation        *clientValidation
+}
+
+// VerifyClient checks the chain (DER, leaf first; none when the client
+// sent none) a client answers Envoy's certificate request with, as
+// Envoy's handshake does.
+func (t *DownstreamTLS) VerifyClient(chain [][]byte) error {
+	if t.validation == nil {
+		return nil
+	}
+	return t.validation.check(func() [][]byte { return chain })
+}
+
+// Connect answers which listener and filter chain take a connection (req's
+// port, protocol, and TLS ClientHello), and how.
+func (s *Simulator) Connect(req Request) (*Connection, error) {
 	l, err := s.listener(req)
 	if err != nil {
 		return nil, err
 	}
-	a := &Answer{Listener: l.GetName()}
+	c := &Connection{Listener: l.GetName()}
 	if req.UDP {
-		return a, s.udp(l, a)
+		return c, nil
 	}
 	inspected := false
 	for _, f := range l.GetListenerFilters() {
@@ -43,37 +86,26 @@ func (s *Simulator) Simulate(req Request) (*Answer, error) {
 		}
 		inspected = true
 	}
-	c := connection{port: req.Port, transport: "raw_buffer"}
+	m := connection{port: req.Port, transport: "raw_buffer"}
 	// Only the TLS inspector tells Envoy a connection is TLS, and its SNI
 	// and ALPN (listener_components.proto: FilterChainMatch).
 	if inspected && req.TLS {
-		c.transport, c.sni, c.alpn = "tls", strings.ToLower(req.SNI), req.ALPN
+		m.transport, m.sni, m.alpn = "tls", strings.ToLower(req.SNI), req.ALPN
 	}
-	fc, name, err := selectFilterChain(l, c)
+	fc, name, err := selectFilterChain(l, m)
 	if err != nil {
 		return nil, err
 	}
-	a.FilterChain = name
+	c.FilterChain, c.chain = name, fc
 	if err := understand(fc, "name", "filter_chain_match", "filters", "transport_socket", "metadata", "transport_socket_connect_timeout"); err != nil {
 		return nil, err
 	}
-	terminates := fc.GetTransportSocket() != nil
-	if terminates {
-		var cv *clientValidation
-		if a.DownstreamTLS, cv, err = s.downstreamTLS(fc.GetTransportSocket()); err != nil {
+	if ts := fc.GetTransportSocket(); ts != nil {
+		if c.TLS, err = s.downstreamTLS(ts); err != nil {
 			return nil, fmt.Errorf("listener %s, filter chain %s: %w", l.GetName(), name, err)
 		}
 		if !req.TLS {
 			return nil, fmt.Errorf("listener %s, filter chain %s terminates TLS, and the request is not TLS: the handshake fails", l.GetName(), name)
-		}
-		if cv != nil {
-			a.ClientCertificate = "optional"
-			if cv.required {
-				a.ClientCertificate = "required"
-			}
-			if err := cv.check(req.ClientCertificate); err != nil {
-				return nil, fmt.Errorf("listener %s, filter chain %s: %w", l.GetName(), name, err)
-			}
 		}
 	}
 	filters := fc.GetFilters()
@@ -84,17 +116,42 @@ func (s *Simulator) Simulate(req Request) (*Answer, error) {
 	if err := understand(f, "name", "typed_config"); err != nil {
 		return nil, err
 	}
-	a.Filter = f.GetName()
+	c.Filter, c.filter = f.GetName(), f
 	switch f.GetName() {
-	case "envoy.filters.network.http_connection_manager":
-		if req.TLS && !terminates {
+	case httpConnectionManager:
+		if req.TLS && c.TLS == nil {
 			return nil, fmt.Errorf("listener %s, filter chain %s: a TLS connection reaches an HTTP connection manager that does not terminate TLS", l.GetName(), name)
 		}
-		return a, s.http(f, req, a)
-	case "envoy.filters.network.tcp_proxy":
-		return a, s.tcpProxy(f, req, a)
+	case tcpProxy:
+	default:
+		return nil, errUnsupportedf("network filter %s", f.GetName())
 	}
-	return nil, errUnsupportedf("network filter %s", f.GetName())
+	return c, nil
+}
+
+// Simulate answers what Envoy does with req.
+func (s *Simulator) Simulate(req Request) (*Answer, error) {
+	c, err := s.Connect(req)
+	if err != nil {
+		return nil, err
+	}
+	a := &Answer{Listener: c.Listener, FilterChain: c.FilterChain, Filter: c.Filter}
+	if req.UDP {
+		l, _ := s.listener(req)
+		return a, s.udp(l, a)
+	}
+	if t := c.TLS; t != nil {
+		a.DownstreamTLS, a.ClientCertificate = t.Certificates, t.ClientCertificate
+		if t.validation != nil {
+			if err := t.validation.check(req.ClientCertificate); err != nil {
+				return nil, fmt.Errorf("listener %s, filter chain %s: %w", c.Listener, c.FilterChain, err)
+			}
+		}
+	}
+	if c.Filter == httpConnectionManager {
+		return a, s.http(c.filter, req, a)
+	}
+	return a, s.tcpProxy(c.filter, req, a)
 }
 
 // listener is the one bound to the request's port and protocol.
@@ -232,30 +289,105 @@ func serverNameScore(names []string, sni string) int {
 	return best
 }
 
-// downstreamTLS returns the certificates a terminating filter chain may
-// present, each an SDS secret that must exist, and what it asks of clients'
-// certificates.
-func (s *Simulator) downstreamTLS(ts *corev3.TransportSocket) ([]string, *clientValidation, error) {
+// downstreamTLS reads a terminating filter chain's TLS context: the
+// certificates it may present, each an SDS secret that must exist, what it
+// offers and allows, and what it asks of clients' certificates.
+func (s *Simulator) downstreamTLS(ts *corev3.TransportSocket) (*DownstreamTLS, error) {
 	if ts.GetName() != "envoy.transport_sockets.tls" {
-		return nil, nil, errUnsupportedf("transport socket %s", ts.GetName())
+		return nil, errUnsupportedf("transport socket %s", ts.GetName())
 	}
 	ctx, err := unpack[tlsv3.DownstreamTlsContext](ts.GetTypedConfig(), "downstream transport socket")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cv, err := clientValidationOf(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var names []string
-	for _, sds := range ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
-		if _, ok := s.secrets[sds.GetName()]; !ok {
-			return nil, nil, fmt.Errorf("certificate secret %q is not served: Envoy keeps the listener warming", sds.GetName())
+	common := ctx.GetCommonTlsContext()
+	t := &DownstreamTLS{ALPN: common.GetAlpnProtocols(), validation: cv, MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13}
+	if p := common.GetTlsParams(); p != nil {
+		if err := understand(p, "tls_minimum_protocol_version", "tls_maximum_protocol_version", "cipher_suites"); err != nil {
+			return nil, err
 		}
-		names = append(names, sds.GetName())
+		if v := tlsVersionOf(p.GetTlsMinimumProtocolVersion()); v != 0 {
+			t.MinVersion = v
+		}
+		if v := tlsVersionOf(p.GetTlsMaximumProtocolVersion()); v != 0 {
+			t.MaxVersion = v
+		}
 	}
-	if len(ctx.GetCommonTlsContext().GetTlsCertificates()) > 0 {
-		names = append(names, "(inline certificate)")
+	if cv != nil {
+		t.ClientCertificate = "optional"
+		if cv.required {
+			t.ClientCertificate = "required"
+		}
 	}
-	return names, cv, nil
+	for _, sds := range common.GetTlsCertificateSdsSecretConfigs() {
+		if _, ok := s.secrets[sds.GetName()]; !ok {
+			return nil, fmt.Errorf("certificate secret %q is not served: Envoy keeps the listener warming", sds.GetName())
+		}
+		t.Certificates = append(t.Certificates, sds.GetName())
+	}
+	if len(common.GetTlsCertificates()) > 0 {
+		t.Certificates = append(t.Certificates, "(inline certificate)")
+	}
+	return t, nil
+}
+
+// tlsVersionOf is a TLS version as crypto/tls numbers it; 0 for
+// TLS_AUTO, which leaves Envoy's default.
+func tlsVersionOf(v tlsv3.TlsParameters_TlsProtocol) uint16 {
+	switch v {
+	case tlsv3.TlsParameters_TLSv1_0:
+		return tls.VersionTLS10
+	case tlsv3.TlsParameters_TLSv1_1:
+		return tls.VersionTLS11
+	case tlsv3.TlsParameters_TLSv1_2:
+		return tls.VersionTLS12
+	case tlsv3.TlsParameters_TLSv1_3:
+		return tls.VersionTLS13
+	}
+	return 0
+}
+
+// InspectsTLS reports whether the TCP listener on a port runs the TLS
+// inspector, which reads a connection's first bytes for a ClientHello
+// before a filter chain is chosen.
+func (s *Simulator) InspectsTLS(port uint32) (bool, error) {
+	l, err := s.listener(Request{Port: port})
+	if err != nil {
+		return false, err
+	}
+	for _, f := range l.GetListenerFilters() {
+		if f.GetName() == tlsInspector {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ListenerFiltersTimeout is how long Envoy waits for the listener filters
+// (the TLS inspector's first bytes) on a port's listener before it closes
+// the connection: listener_filters_timeout, 15 s when unset.
+func (s *Simulator) ListenerFiltersTimeout(port uint32) time.Duration {
+	l, err := s.listener(Request{Port: port})
+	if err != nil || l.GetListenerFiltersTimeout() == nil {
+		return 15 * time.Second
+	}
+	return l.GetListenerFiltersTimeout().AsDuration()
+}
+
+// Ports are the ports Envoy listens on, by protocol ("tcp" or "udp").
+func (s *Simulator) Ports() map[string][]uint32 {
+	out := map[string][]uint32{}
+	for _, l := range s.listeners {
+		sa := l.GetAddress().GetSocketAddress()
+		proto := "tcp"
+		if sa.GetProtocol() == corev3.SocketAddress_UDP {
+			proto = "udp"
+		}
+		out[proto] = append(out[proto], sa.GetPortValue())
+	}
+	return out
 }

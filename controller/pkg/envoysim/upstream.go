@@ -1,6 +1,7 @@
 package envoysim
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strconv"
@@ -133,8 +134,27 @@ func (s *Simulator) upstreamTLS(ts *corev3.TransportSocket) (*UpstreamTLS, error
 	if err != nil {
 		return nil, err
 	}
-	out := &UpstreamTLS{SNI: ctx.GetSni()}
+	if err := understand(ctx, "common_tls_context", "sni"); err != nil {
+		return nil, err
+	}
 	cc := ctx.GetCommonTlsContext()
+	if err := understand(cc, "tls_params", "alpn_protocols", "tls_certificate_sds_secret_configs", "validation_context",
+		"validation_context_sds_secret_config", "combined_validation_context"); err != nil {
+		return nil, err
+	}
+	// Envoy's client defaults are TLS 1.2 at least and at most.
+	out := &UpstreamTLS{SNI: ctx.GetSni(), ALPN: cc.GetAlpnProtocols(), MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12}
+	if p := cc.GetTlsParams(); p != nil {
+		if err := understand(p, "tls_minimum_protocol_version", "tls_maximum_protocol_version", "cipher_suites"); err != nil {
+			return nil, err
+		}
+		if v := tlsVersionOf(p.GetTlsMinimumProtocolVersion()); v != 0 {
+			out.MinVersion = v
+		}
+		if v := tlsVersionOf(p.GetTlsMaximumProtocolVersion()); v != 0 {
+			out.MaxVersion = v
+		}
+	}
 	for _, sds := range cc.GetTlsCertificateSdsSecretConfigs() {
 		secret, ok := s.secrets[sds.GetName()]
 		if !ok {

@@ -1,0 +1,138 @@
+package dataplane
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+
+	"isobar.dev/controller/pkg/envoysim"
+)
+
+// maxRequestBody is how much of a request body the simulated Envoy
+// buffers (for retries and mirrors, as Envoy's router buffers it).
+const maxRequestBody = 16 << 20
+
+// httpHandler is the HTTP connection manager and router of a simulated
+// Envoy: envoysim decides what happens to each request, and the handler
+// does it.
+type httpHandler struct {
+	proxy *proxy
+}
+
+func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := h.proxy
+	d, _ := r.Context().Value(connInfoKey{}).(*downstream)
+	if d == nil {
+		http.Error(w, "simulated Envoy: no connection information", http.StatusInternalServerError)
+		return
+	}
+	sim, err := p.envoy.Simulator()
+	if err != nil {
+		localReply(w, r, &envoysim.Response{Status: http.StatusServiceUnavailable, Body: "simulated Envoy: " + err.Error()})
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	if err != nil {
+		return // the client went away
+	}
+	if len(body) > maxRequestBody {
+		localReply(w, r, &envoysim.Response{Status: http.StatusRequestEntityTooLarge, Body: "Payload Too Large"})
+		return
+	}
+	in := d.request()
+	in.Method, in.Authority, in.Path = r.Method, r.Host, r.RequestURI
+	for name, values := range r.Header {
+		for _, v := range values {
+			in.Headers = append(in.Headers, envoysim.Header{Name: name, Value: v})
+		}
+	}
+	if len(body) > 0 && r.Header.Get("Content-Length") == "" {
+		in.Headers = append(in.Headers, envoysim.Header{Name: "content-length", Value: strconv.Itoa(len(body))})
+	}
+	a, err := sim.Simulate(in)
+	if err != nil {
+		p.logf("%s %s%s: %v", r.Method, r.Host, r.RequestURI, err)
+		localReply(w, r, &envoysim.Response{Status: http.StatusServiceUnavailable, Body: "simulated Envoy: " + err.Error()})
+		return
+	}
+	switch {
+	case a.Response != nil:
+		localReply(w, r, a.Response)
+	case upgradeType(r) != "":
+		if !slices.Contains(a.Upgrades, upgradeType(r)) {
+			// Envoy refuses an upgrade neither the manager nor the
+			// route allows.
+			localReply(w, r, &envoysim.Response{Status: http.StatusForbidden})
+			return
+		}
+		p.upgrade(w, r, sim, a)
+	default:
+		p.forward(w, r, in, sim, a, body)
+	}
+}
+
+// upgradeType is the protocol an HTTP/1.1 request asks to upgrade to, or
+// "".
+func upgradeType(r *http.Request) string {
+	for _, token := range strings.Split(r.Header.Get("Connection"), ",") {
+		if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
+			return strings.ToLower(r.Header.Get("Upgrade"))
+		}
+	}
+	return ""
+}
+
+// isGRPC is whether Envoy treats a request as gRPC, and answers it in
+// gRPC's terms when it answers itself.
+func isGRPC(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc")
+}
+
+// localReply is an answer Envoy gives itself. A gRPC request gets it as
+// gRPC's trailers-only response: HTTP 200 with the gRPC status the HTTP
+// status maps to (Grpc::Utility::httpToGrpcStatus) and the body as the
+// message.
+func localReply(w http.ResponseWriter, r *http.Request, res *envoysim.Response) {
+	if isGRPC(r) {
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Grpc-Status", strconv.Itoa(int(grpcCode(res.Status))))
+		if res.Body != "" {
+			w.Header().Set("Grpc-Message", url.PathEscape(res.Body))
+		}
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	for _, h := range res.Headers {
+		w.Header().Add(h.Name, h.Value)
+	}
+	if res.Body != "" && w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "text/plain")
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(res.Body)))
+	w.WriteHeader(res.Status)
+	if r.Method != http.MethodHead {
+		_, _ = io.WriteString(w, res.Body)
+	}
+}
+
+// grpcCode is Envoy's mapping of an HTTP status to a gRPC status.
+func grpcCode(status int) codes.Code {
+	switch status {
+	case 400:
+		return codes.Internal
+	case 401:
+		return codes.Unauthenticated
+	case 403:
+		return codes.PermissionDenied
+	case 404:
+		return codes.Unimplemented
+	case 429, 502, 503, 504:
+		return codes.Unavailable
+	}
+	return codes.Unknown
+}

@@ -1,0 +1,134 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+)
+
+// NetworkDialer connects to an address ("tcp" or "udp") as the Pod's
+// network would: Envoy dials its endpoints' addresses and ports as EDS
+// gives them.
+type NetworkDialer func(ctx context.Context, network, address string) (net.Conn, error)
+
+// Serve makes the Envoy a network proxy on host (its Pod's address): it
+// listens on the port of every listener it was sent, as Envoy binds its
+// listeners, and handles each connection or datagram as its configuration
+// says, reaching backends through upstream. It stops at Stop.
+func (e *Envoy) Serve(host string, upstream NetworkDialer) {
+	p := &proxy{envoy: e, host: host, upstream: upstream, open: map[string]func(){}, http: map[uint32]*httpListener{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.mu.Lock()
+	e.stopServing = func() {
+		cancel()
+		p.closeAll()
+	}
+	e.mu.Unlock()
+	go p.run(ctx)
+}
+
+// proxy is a simulated Envoy's data plane.
+type proxy struct {
+	envoy    *Envoy
+	host     string
+	upstream NetworkDialer
+
+	mu sync.Mutex
+	// open are the sockets bound, by "tcp/port" or "udp/port", with their
+	// close.
+	open map[string]func()
+	// http are the HTTP servers of the listeners, by port.
+	http map[uint32]*httpListener
+}
+
+func (p *proxy) run(ctx context.Context) {
+	for {
+		changed := p.envoy.Changed()
+		p.sync(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+// sync binds the ports of the listeners there are and closes those of
+// listeners gone.
+func (p *proxy) sync(ctx context.Context) {
+	sim, err := p.envoy.Simulator()
+	if err != nil {
+		return
+	}
+	want := map[string]bool{}
+	for network, ports := range sim.Ports() {
+		for _, port := range ports {
+			key := network + "/" + strconv.Itoa(int(port))
+			want[key] = true
+			p.mu.Lock()
+			_, bound := p.open[key]
+			p.mu.Unlock()
+			if bound {
+				continue
+			}
+			stop, err := p.listen(ctx, network, port)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "simulated Envoy %s: %v\n", p.envoy.Node().GetId(), err)
+				continue
+			}
+			p.mu.Lock()
+			p.open[key] = stop
+			p.mu.Unlock()
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, stop := range p.open {
+		if !want[key] {
+			stop()
+			delete(p.open, key)
+		}
+	}
+}
+
+func (p *proxy) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, stop := range p.open {
+		stop()
+		delete(p.open, key)
+	}
+	for port, h := range p.http {
+		h.close()
+		delete(p.http, port)
+	}
+}
+
+func (p *proxy) listen(ctx context.Context, network string, port uint32) (func(), error) {
+	addr := net.JoinHostPort(p.host, strconv.Itoa(int(port)))
+	if network == "udp" {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, err
+		}
+		go p.serveUDP(ctx, pc, port)
+		return func() { _ = pc.Close() }, nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go p.serveConn(ctx, c, port)
+		}
+	}()
+	return func() { _ = l.Close() }, nil
+}

@@ -1,0 +1,305 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"isobar.dev/controller/pkg/envoysim"
+)
+
+// forward is Envoy's router for a request it sends upstream: the route's
+// mirrors get their copies, and each try goes to an endpoint of the
+// cluster over a real connection, with the cluster's protocol and TLS,
+// under the route's timeout and retry policy in wall-clock time.
+func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Request, sim *envoysim.Simulator, a *envoysim.Answer, body []byte) {
+	b := a.Upstream
+	if b == nil {
+		localReply(w, r, &envoysim.Response{Status: http.StatusInternalServerError, Body: "simulated Envoy: no upstream"})
+		return
+	}
+	if b.Status != 0 || len(b.Endpoints) == 0 {
+		localReply(w, r, &envoysim.Response{Status: max(b.Status, http.StatusServiceUnavailable), Body: "no healthy upstream"})
+		return
+	}
+	rt := a.Retries()
+	p.mirror(sim, a.Mirrors, rt.Timeout, body)
+	ctx := r.Context()
+	if rt.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, rt.Timeout)
+		defer cancel()
+	}
+	for n := 0; ; n++ {
+		try, cancel := ctx, context.CancelFunc(func() {})
+		if rt.PerTry > 0 {
+			try, cancel = context.WithTimeout(ctx, rt.PerTry)
+		}
+		resp, err := p.attempt(try, sim, upstreamOf(b), b.Pick(rand.Uint64()), body)
+		var at envoysim.Attempt
+		timedOut := false
+		switch {
+		case err == nil:
+			at.Status = resp.StatusCode
+		case ctx.Err() != nil:
+			cancel()
+			localReply(w, r, outcome(envoysim.TimedOut))
+			return
+		case try.Err() != nil:
+			timedOut = true
+		default:
+			at.Reset = true
+		}
+		if n < rt.Max && rt.Retriable(at, timedOut) {
+			if resp != nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			cancel()
+			select {
+			case <-time.After(rt.BackOff(n + 1)):
+				continue
+			case <-ctx.Done():
+				localReply(w, r, outcome(envoysim.TimedOut))
+				return
+			}
+		}
+		switch {
+		case timedOut:
+			localReply(w, r, outcome(envoysim.TimedOut))
+		case at.Reset:
+			localReply(w, r, outcome(envoysim.WasReset))
+		default:
+			p.respond(w, r, in, sim, resp)
+		}
+		cancel()
+		return
+	}
+}
+
+func outcome(o envoysim.Outcome) *envoysim.Response {
+	return &envoysim.Response{Status: o.Status, Body: o.Body}
+}
+
+// target is where a request goes: a cluster's protocol and TLS, and the
+// request as the cluster's endpoints receive it.
+type target struct {
+	cluster string
+	http2   bool
+	tls     *envoysim.UpstreamTLS
+	request *envoysim.HTTPRequest
+}
+
+func upstreamOf(b *envoysim.Backend) target {
+	return target{cluster: b.Cluster, http2: b.HTTP2, tls: b.TLS, request: b.Request}
+}
+
+// mirror sends each mirror its copy of the request, for its fraction of
+// requests, and forgets it: Envoy does not wait for a mirror's answer.
+func (p *proxy) mirror(sim *envoysim.Simulator, mirrors []envoysim.Mirror, timeout time.Duration, body []byte) {
+	for _, m := range mirrors {
+		if len(m.Endpoints) == 0 || rand.Float64() >= m.Fraction {
+			continue
+		}
+		t := target{cluster: m.Cluster, http2: m.HTTP2, tls: m.TLS, request: m.Request}
+		endpoint := m.Endpoints[rand.IntN(len(m.Endpoints))]
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), cmpOr(timeout, 15*time.Second))
+			defer cancel()
+			if resp, err := p.attempt(ctx, sim, t, endpoint, body); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+}
+
+func cmpOr(d, otherwise time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return otherwise
+}
+
+// attempt sends the request to one endpoint over a connection of its own,
+// speaking the cluster's protocol: HTTP/1.1, or HTTP/2 (h2c in plain text)
+// when the cluster asks for it; TLS as the cluster's context says.
+func (p *proxy) attempt(ctx context.Context, sim *envoysim.Simulator, t target, endpoint string, body []byte) (*http.Response, error) {
+	rq := t.request
+	u, err := url.ParseRequestURI(rq.Path)
+	if err != nil {
+		u = &url.URL{Opaque: rq.Path}
+	}
+	u.Scheme, u.Host = "http", endpoint
+	if t.tls != nil {
+		u.Scheme = "https"
+	}
+	req := (&http.Request{Method: rq.Method, URL: u, Host: rq.Authority, Header: http.Header{},
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}).WithContext(ctx)
+	for _, h := range rq.Headers {
+		k := http.CanonicalHeaderKey(h.Name)
+		switch k {
+		case "Content-Length", "Host", "Connection", "Upgrade", "Transfer-Encoding", "Keep-Alive":
+			continue
+		}
+		req.Header[k] = append(req.Header[k], h.Value)
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""} // none, rather than Go's
+	}
+	if len(body) > 0 {
+		req.ContentLength = int64(len(body))
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
+		c, err := p.upstream(ctx, "tcp", addr)
+		if err != nil || t.tls == nil {
+			return c, err
+		}
+		// Without ALPN of its own, Envoy offers its pool's protocol.
+		alpn := t.tls.ALPN
+		if len(alpn) == 0 {
+			alpn = []string{"http/1.1"}
+			if t.http2 {
+				alpn = []string{"h2"}
+			}
+		}
+		return p.upstreamTLS(ctx, c, sim, t.cluster, t.tls, alpn)
+	}
+	var rt interface {
+		http.RoundTripper
+		CloseIdleConnections()
+	}
+	if t.http2 {
+		rt = &http2.Transport{AllowHTTP: true, DisableCompression: true,
+			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) { return dial(ctx, network, addr) }}
+	} else {
+		ht := &http.Transport{DialContext: dial, DisableCompression: true, DisableKeepAlives: true,
+			TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}
+		if t.tls != nil {
+			ht.DialTLSContext = dial
+		}
+		rt = ht
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		rt.CloseIdleConnections()
+		return nil, err
+	}
+	resp.Body = &closing{ReadCloser: resp.Body, close: rt.CloseIdleConnections}
+	return resp, nil
+}
+
+// closing closes the transport's connections with the body.
+type closing struct {
+	io.ReadCloser
+	close func()
+}
+
+func (c *closing) Close() error {
+	err := c.ReadCloser.Close()
+	c.close()
+	return err
+}
+
+// upstreamTLS is Envoy's TLS handshake with a backend: the cluster's SNI,
+// versions and ALPN, its client certificate whatever the backend asks for,
+// and the backend's certificate verified as the cluster's validation
+// context says (envoysim.VerifyUpstream).
+func (p *proxy) upstreamTLS(ctx context.Context, c net.Conn, sim *envoysim.Simulator, cluster string, t *envoysim.UpstreamTLS, alpn []string) (net.Conn, error) {
+	cfg := &tls.Config{
+		ServerName: t.SNI, NextProtos: alpn, MinVersion: t.MinVersion, MaxVersion: t.MaxVersion,
+		// VerifyConnection verifies instead, as Envoy does.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return sim.VerifyUpstream(cluster, cs.PeerCertificates)
+		},
+	}
+	if t.ClientCertificate != "" {
+		cert, err := p.certificate(t.ClientCertificate)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
+	}
+	tc := tls.Client(c, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// hopByHop are response headers that describe the backend's connection,
+// which Envoy does not pass on.
+var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Content-Length"}
+
+// respond gives the client the backend's answer as Envoy passes it on:
+// the response headers as the route's and cluster's response header
+// changes leave them (envoysim, told what the backend answered), the body
+// as it streams, and the trailers.
+func (p *proxy) respond(w http.ResponseWriter, r *http.Request, in envoysim.Request, sim *envoysim.Simulator, resp *http.Response) {
+	defer resp.Body.Close()
+	for _, h := range hopByHop {
+		resp.Header.Del(h)
+	}
+	headers := headerList(resp.Header)
+	in.BackendResponseHeaders = headers
+	// The same seed picks the same backend, whose changes apply.
+	if a, err := sim.Simulate(in); err == nil && a.Upstream != nil {
+		headers = a.Upstream.ResponseHeaders
+	}
+	for _, h := range headers {
+		w.Header().Add(h.Name, h.Value)
+	}
+	if _, ok := w.Header()["Content-Type"]; !ok {
+		w.Header()["Content-Type"] = nil // no sniffing
+	}
+	if resp.ContentLength >= 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			break
+		}
+	}
+	for k, vv := range resp.Trailer {
+		for _, v := range vv {
+			w.Header().Add(http.TrailerPrefix+k, v)
+		}
+	}
+}
+
+// headerList is a header map as envoysim's header lines, names lower case.
+func headerList(h http.Header) []envoysim.Header {
+	var out []envoysim.Header
+	for k, vv := range h {
+		for _, v := range vv {
+			out = append(out, envoysim.Header{Name: strings.ToLower(k), Value: v})
+		}
+	}
+	return out
+}
+
