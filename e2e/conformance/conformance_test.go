@@ -27,9 +27,9 @@ import (
 	gwconformance "sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance/tests"
-	confgrpc "sigs.k8s.io/gateway-api/conformance/utils/grpc"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
-	"sigs.k8s.io/yaml"
+
+	"isobar.dev/e2e/harness"
 )
 
 const (
@@ -38,8 +38,6 @@ const (
 	// modeVariable chooses which tests run: "all" (the default) or
 	// "status".
 	modeVariable = "ISOBAR_CONFORMANCE"
-	// reportVariable names the directory the suite's report is written to.
-	reportVariable = "ISOBAR_CONFORMANCE_REPORTS"
 	// testVariable runs one test of the suite alone (its ShortName).
 	testVariable = "ISOBAR_CONFORMANCE_TEST"
 )
@@ -87,9 +85,8 @@ func TestConformance(t *testing.T) {
 		// The suite builds its clients from RestConfig for every test; Pod
 		// logs come from the rig's echo backends.
 		RestConfig: r.fleet.logs.wrap(r.env.Config),
-		// The suite's own clients: HTTP, gRPC and WebSocket over real
-		// connections to the Gateways' addresses.
-		GRPCClient: &confgrpc.DefaultClient{},
+		// No RoundTripper, GRPCClient or WebSocketDialer: the suite's
+		// own clients, over real connections to the Gateways' addresses.
 		ManifestFS: []fs.FS{gwconformance.Manifests},
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:     gatewayClassName,
@@ -114,33 +111,42 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rec := &recorder{}
+	all := rec.wrap(tests.ConformanceTests)
 	// The suite marks its run finished in a cleanup of Run's; this one,
 	// registered first, runs after it.
-	t.Cleanup(func() { writeReport(t, s, mode, r.env.Channel, len(skip)) })
-	s.Setup(t, tests.ConformanceTests)
-	if err := s.Run(t, tests.ConformanceTests); err != nil {
+	t.Cleanup(func() { report(t, s, mode, r.env.Channel, len(skip), rec.list(all)) })
+	s.Setup(t, all)
+	if err := s.Run(t, all); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// writeReport logs the suite's results and writes its report where
-// $ISOBAR_CONFORMANCE_REPORTS says.
-func writeReport(t *testing.T, s *suite.ConformanceTestSuite, mode, channel string, skipped int) {
-	report, err := s.Report()
+// report logs the suite's results, writes its report and the list of
+// tests where $ISOBAR_CONFORMANCE_REPORTS says, and checks a full run
+// against the reports committed in the repository (unless it writes
+// them).
+func report(t *testing.T, s *suite.ConformanceTestSuite, mode, channel string, skipped int, records []testRecord) {
+	rep, err := s.Report()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("conformance (%s, %s channel, %d traffic tests skipped as status-only):\n%s", mode, channel, skipped, summary(report))
-	if dir := os.Getenv(reportVariable); dir != "" {
-		data, err := yaml.Marshal(report)
-		if err != nil {
+	t.Logf("conformance (%s, %s channel, %d traffic tests skipped as status-only):\n%s", mode, channel, skipped, summary(rep))
+	dir := os.Getenv(reportVariable)
+	if dir != "" {
+		if err := writeReports(dir, channel, mode, rep, records); err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join(dir, fmt.Sprintf("%s-%s.yaml", channel, mode))
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("report written to %s", path)
+		t.Logf("report and test list written to %s", dir)
+	}
+	if mode != "all" || os.Getenv(testVariable) != "" {
+		return
+	}
+	if root, err := harness.RepoRoot(); err == nil && filepath.Clean(dir) == filepath.Join(root, committedReports) {
+		return // this run writes the committed reports
+	}
+	if err := checkCommitted(channel, mode, rep, records); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -183,7 +183,9 @@ func (p *proxy) attempt(ctx context.Context, sim *envoysim.Simulator, t target, 
 	}
 	if t.http2 {
 		rt = &http2.Transport{AllowHTTP: true, DisableCompression: true,
-			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) { return dial(ctx, network, addr) }}
+			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+				return dial(ctx, network, addr)
+			}}
 	} else {
 		ht := &http.Transport{DialContext: dial, DisableCompression: true, DisableKeepAlives: true,
 			TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}
@@ -302,4 +304,3 @@ func headerList(h http.Header) []envoysim.Header {
 	}
 	return out
 }
-
