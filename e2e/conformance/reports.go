@@ -84,9 +84,13 @@ func (r *recorder) list(tests []suite.ConformanceTest) []testRecord {
 	return out
 }
 
+// listHeader opens a test list.
+const listHeader = "# result, test, duration. NOT-RUN: the test needs a feature the GatewayClass does not claim\n# (the mesh tests), or the run was limited to other tests.\n"
+
 // formatList writes one line per test: result, name, duration.
 func formatList(records []testRecord) []byte {
 	var b bytes.Buffer
+	b.WriteString(listHeader)
 	for _, rec := range records {
 		fmt.Fprintf(&b, "%-8s %-70s %s\n", rec.result, rec.name, rec.duration.Round(10*time.Millisecond))
 	}
@@ -98,7 +102,7 @@ func parseList(data []byte) map[string]string {
 	out := map[string]string{}
 	s := bufio.NewScanner(bytes.NewReader(data))
 	for s.Scan() {
-		if f := strings.Fields(s.Text()); len(f) >= 2 {
+		if f := strings.Fields(s.Text()); len(f) >= 2 && !strings.HasPrefix(f[0], "#") {
 			out[f[1]] = f[0]
 		}
 	}

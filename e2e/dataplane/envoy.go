@@ -76,7 +76,15 @@ func Start(b *Bootstrap, dial Dialer) (*Envoy, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Envoy{boot: b, conn: conn, cancel: cancel, done: make(chan struct{}),
+	e := newEnvoy(b)
+	e.conn, e.cancel = conn, cancel
+	go e.run(ctx)
+	return e, nil
+}
+
+// newEnvoy is an Envoy that holds nothing yet.
+func newEnvoy(b *Bootstrap) *Envoy {
+	e := &Envoy{boot: b, done: make(chan struct{}),
 		resources: map[string]map[string]proto.Message{}, versions: map[string]map[string]string{},
 		received: map[string]bool{}, subscribed: map[string]map[string]bool{}, changed: make(chan struct{})}
 	for _, t := range append(slices.Clone(wildcard), named...) {
@@ -84,8 +92,7 @@ func Start(b *Bootstrap, dial Dialer) (*Envoy, error) {
 		e.versions[t] = map[string]string{}
 		e.subscribed[t] = map[string]bool{}
 	}
-	go e.run(ctx)
-	return e, nil
+	return e
 }
 
 // Stop closes the stream and the connection.

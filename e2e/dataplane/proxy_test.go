@@ -28,11 +28,7 @@ import (
 // xDS server: what it does with traffic is all there is to see.
 func staticEnvoy(t *testing.T, resources ...proto.Message) *Envoy {
 	t.Helper()
-	e := &Envoy{boot: &Bootstrap{Node: &corev3.Node{Id: "test"}}, resources: map[string]map[string]proto.Message{},
-		received: map[string]bool{}, changed: make(chan struct{})}
-	for _, typ := range append(wildcard, named...) {
-		e.resources[typ] = map[string]proto.Message{}
-	}
+	e := newEnvoy(&Bootstrap{Node: &corev3.Node{Id: "test"}})
 	for _, r := range resources {
 		var typ, name string
 		switch r := r.(type) {
