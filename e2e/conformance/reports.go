@@ -50,7 +50,9 @@ func (r *recorder) wrap(tests []suite.ConformanceTest) []suite.ConformanceTest {
 		run, name := out[i].Test, out[i].ShortName
 		out[i].Test = func(t *testing.T, s *suite.ConformanceTestSuite) {
 			start := time.Now()
-			defer func() {
+			// A cleanup runs once the test's parallel subtests are
+			// done too, and sees their failures.
+			t.Cleanup(func() {
 				result := "PASS"
 				switch {
 				case t.Failed():
@@ -61,7 +63,7 @@ func (r *recorder) wrap(tests []suite.ConformanceTest) []suite.ConformanceTest {
 				r.mu.Lock()
 				r.results[name] = testRecord{name: name, result: result, duration: time.Since(start)}
 				r.mu.Unlock()
-			}()
+			})
 			run(t, s)
 		}
 	}
