@@ -104,35 +104,16 @@ func (p *kubeProxy) listen(ctx context.Context, protocol corev1.Protocol, addr s
 		var d net.Dialer
 		return d.DialContext(ctx, network, target)
 	}
-	if network == "udp" {
-		pc, err := net.ListenPacket("udp", addr)
-		if err != nil {
-			return nil, err
-		}
-		go dataplane.RelayUDP(ctx, pc, backend)
-		return func() { _ = pc.Close() }, nil
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		for {
-			c, err := l.Accept()
+	return dataplane.Bind(network, addr,
+		func(c net.Conn) {
+			up, err := backend(ctx)
 			if err != nil {
+				c.Close() // no ready endpoint: refused
 				return
 			}
-			go func() {
-				up, err := backend(ctx)
-				if err != nil {
-					c.Close() // no ready endpoint: refused
-					return
-				}
-				dataplane.Pipe(c, up)
-			}()
-		}
-	}()
-	return func() { _ = l.Close() }, nil
+			dataplane.Pipe(c, up)
+		},
+		func(pc net.PacketConn) { dataplane.RelayUDP(ctx, pc, backend) })
 }
 
 // envoyAt is where a Service port's traffic goes: the target port of one

@@ -108,13 +108,21 @@ func (p *proxy) closeAll() {
 }
 
 func (p *proxy) listen(ctx context.Context, network string, port uint32) (func(), error) {
-	addr := net.JoinHostPort(p.host, strconv.Itoa(int(port)))
+	return Bind(network, net.JoinHostPort(p.host, strconv.Itoa(int(port))),
+		func(c net.Conn) { p.serveConn(ctx, c, port) },
+		func(pc net.PacketConn) { p.serveUDP(ctx, pc, port) })
+}
+
+// Bind listens on addr: a "tcp" socket hands each connection to conn (in
+// a goroutine of its own), a "udp" socket is handed to packets. The
+// returned function closes the socket.
+func Bind(network, addr string, conn func(net.Conn), packets func(net.PacketConn)) (func(), error) {
 	if network == "udp" {
 		pc, err := net.ListenPacket("udp", addr)
 		if err != nil {
 			return nil, err
 		}
-		go p.serveUDP(ctx, pc, port)
+		go packets(pc)
 		return func() { _ = pc.Close() }, nil
 	}
 	l, err := net.Listen("tcp", addr)
@@ -127,7 +135,7 @@ func (p *proxy) listen(ctx context.Context, network string, port uint32) (func()
 			if err != nil {
 				return
 			}
-			go p.serveConn(ctx, c, port)
+			go conn(c)
 		}
 	}()
 	return func() { _ = l.Close() }, nil

@@ -195,4 +195,3 @@ func TestClusterProtocolReachesBackend(t *testing.T) {
 		})
 	}
 }
-

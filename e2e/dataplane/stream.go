@@ -149,12 +149,7 @@ func RelayUDP(ctx context.Context, pc net.PacketConn, open func(context.Context)
 // backend switches protocols, bytes flow both ways.
 func (p *proxy) upgrade(w http.ResponseWriter, r *http.Request, sim *envoysim.Simulator, a *envoysim.Answer) {
 	b := a.Upstream
-	if b == nil {
-		localReply(w, r, &envoysim.Response{Status: http.StatusInternalServerError, Body: "simulated Envoy: no upstream"})
-		return
-	}
-	if b.Status != 0 || len(b.Endpoints) == 0 {
-		localReply(w, r, &envoysim.Response{Status: max(b.Status, http.StatusServiceUnavailable), Body: "no healthy upstream"})
+	if unavailable(w, r, b) {
 		return
 	}
 	hj, ok := w.(http.Hijacker)

@@ -24,12 +24,7 @@ import (
 // under the route's timeout and retry policy in wall-clock time.
 func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Request, sim *envoysim.Simulator, a *envoysim.Answer, body []byte) {
 	b := a.Upstream
-	if b == nil {
-		localReply(w, r, &envoysim.Response{Status: http.StatusInternalServerError, Body: "simulated Envoy: no upstream"})
-		return
-	}
-	if b.Status != 0 || len(b.Endpoints) == 0 {
-		localReply(w, r, &envoysim.Response{Status: max(b.Status, http.StatusServiceUnavailable), Body: "no healthy upstream"})
+	if unavailable(w, r, b) {
 		return
 	}
 	rt := a.Retries()
@@ -85,6 +80,21 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 		cancel()
 		return
 	}
+}
+
+// unavailable answers for Envoy when a route's backend cannot be tried:
+// its cluster does not exist (the route's cluster_not_found_response_code)
+// or has no endpoint (503, "no healthy upstream").
+func unavailable(w http.ResponseWriter, r *http.Request, b *envoysim.Backend) bool {
+	switch {
+	case b == nil:
+		localReply(w, r, &envoysim.Response{Status: http.StatusInternalServerError, Body: "simulated Envoy: no upstream"})
+	case b.Status != 0 || len(b.Endpoints) == 0:
+		localReply(w, r, &envoysim.Response{Status: max(b.Status, http.StatusServiceUnavailable), Body: "no healthy upstream"})
+	default:
+		return false
+	}
+	return true
 }
 
 func outcome(o envoysim.Outcome) *envoysim.Response {
