@@ -50,6 +50,8 @@ type Envoy struct {
 	changed    chan struct{}
 	// stopServing stops the data plane Serve started.
 	stopServing func()
+	// sim interprets resources as they are; nil once they change.
+	sim *envoysim.Simulator
 }
 
 // wildcard are the types Envoy subscribes to as a whole (LDS and CDS over
@@ -130,11 +132,18 @@ func (e *Envoy) Changed() <-chan struct{} {
 func (e *Envoy) Simulator() (*envoysim.Simulator, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return envoysim.New(values[*listenerv3.Listener](e.resources[resourcev3.ListenerType]),
+	if e.sim != nil {
+		return e.sim, nil
+	}
+	sim, err := envoysim.New(values[*listenerv3.Listener](e.resources[resourcev3.ListenerType]),
 		values[*routev3.RouteConfiguration](e.resources[resourcev3.RouteType]),
 		values[*clusterv3.Cluster](e.resources[resourcev3.ClusterType]),
 		values[*endpointv3.ClusterLoadAssignment](e.resources[resourcev3.EndpointType]),
 		values[*tlsv3.Secret](e.resources[resourcev3.SecretType]))
+	if err == nil {
+		e.sim = sim
+	}
+	return sim, err
 }
 
 // Secret is a secret Envoy holds, or nil: the certificates it presents
@@ -256,11 +265,13 @@ func (e *Envoy) apply(resp *discoveryv3.DeltaDiscoveryResponse) error {
 	}
 	for _, r := range resp.GetResources() {
 		e.resources[t][r.GetName()] = decoded[r.GetName()]
+		e.sim = nil
 		e.versions[t][r.GetName()] = r.GetVersion()
 	}
 	for _, n := range resp.GetRemovedResources() {
 		delete(e.resources[t], n)
 		delete(e.versions[t], n)
+		e.sim = nil
 	}
 	e.received[t] = true
 	close(e.changed)
@@ -289,6 +300,7 @@ func (e *Envoy) resubscribe() []*discoveryv3.DeltaDiscoveryRequest {
 				delete(e.subscribed[t], n)
 				delete(e.resources[t], n)
 				delete(e.versions[t], n)
+				e.sim = nil
 			}
 		}
 		if len(r.ResourceNamesSubscribe)+len(r.ResourceNamesUnsubscribe) > 0 {
