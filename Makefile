@@ -73,6 +73,23 @@ conformance: ## Run the Gateway API conformance suite (every test of our profile
 	  sed -n '/conformance (all/,/test list written/p' $(REPORTS)/$$channel-all.log; \
 	done; exit $$status
 
+# Coverage-guided fuzzing: every fuzz target of the repository in turn,
+# FUZZTIME each. A new interesting input is minimized for at most
+# FUZZMINIMIZETIME, so that large YAML inputs do not take the time that
+# should go to fuzzing. New inputs go to Go's fuzz cache; a failing one
+# is written to the package's testdata/fuzz for a regression test.
+FUZZTIME ?= 60s
+FUZZMINIMIZETIME ?= 2s
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target coverage-guided, FUZZTIME (60s) each.
+	@for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' $(MODULES) | xargs -n1 dirname | sort -u); do \
+	  for target in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+	    echo "--- ./$$dir $$target"; \
+	    go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) ./$$dir || exit 1; \
+	  done; \
+	done
+
 .PHONY: vet
 vet:
 	go vet $(PACKAGES)
