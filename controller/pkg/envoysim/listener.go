@@ -305,17 +305,10 @@ func (s *Simulator) downstreamTLS(ts *corev3.TransportSocket) (*DownstreamTLS, e
 		return nil, err
 	}
 	common := ctx.GetCommonTlsContext()
-	t := &DownstreamTLS{ALPN: common.GetAlpnProtocols(), validation: cv, MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13}
-	if p := common.GetTlsParams(); p != nil {
-		if err := understand(p, "tls_minimum_protocol_version", "tls_maximum_protocol_version", "cipher_suites"); err != nil {
-			return nil, err
-		}
-		if v := tlsVersionOf(p.GetTlsMinimumProtocolVersion()); v != 0 {
-			t.MinVersion = v
-		}
-		if v := tlsVersionOf(p.GetTlsMaximumProtocolVersion()); v != 0 {
-			t.MaxVersion = v
-		}
+	t := &DownstreamTLS{ALPN: common.GetAlpnProtocols(), validation: cv}
+	// Envoy's server defaults are TLS 1.2 at least, 1.3 at most.
+	if t.MinVersion, t.MaxVersion, err = tlsVersions(common.GetTlsParams(), tls.VersionTLS12, tls.VersionTLS13); err != nil {
+		return nil, err
 	}
 	if cv != nil {
 		t.ClientCertificate = "optional"
@@ -333,6 +326,25 @@ func (s *Simulator) downstreamTLS(ts *corev3.TransportSocket) (*DownstreamTLS, e
 		t.Certificates = append(t.Certificates, "(inline certificate)")
 	}
 	return t, nil
+}
+
+// tlsVersions are the least and greatest TLS versions tls_params allow,
+// as crypto/tls numbers them; a version left to TLS_AUTO is Envoy's
+// default, least or greatest.
+func tlsVersions(p *tlsv3.TlsParameters, least, greatest uint16) (uint16, uint16, error) {
+	if p == nil {
+		return least, greatest, nil
+	}
+	if err := understand(p, "tls_minimum_protocol_version", "tls_maximum_protocol_version", "cipher_suites"); err != nil {
+		return 0, 0, err
+	}
+	if v := tlsVersionOf(p.GetTlsMinimumProtocolVersion()); v != 0 {
+		least = v
+	}
+	if v := tlsVersionOf(p.GetTlsMaximumProtocolVersion()); v != 0 {
+		greatest = v
+	}
+	return least, greatest, nil
 }
 
 // tlsVersionOf is a TLS version as crypto/tls numbers it; 0 for

@@ -142,18 +142,10 @@ func (s *Simulator) upstreamTLS(ts *corev3.TransportSocket) (*UpstreamTLS, error
 		"validation_context_sds_secret_config", "combined_validation_context"); err != nil {
 		return nil, err
 	}
+	out := &UpstreamTLS{SNI: ctx.GetSni(), ALPN: cc.GetAlpnProtocols()}
 	// Envoy's client defaults are TLS 1.2 at least and at most.
-	out := &UpstreamTLS{SNI: ctx.GetSni(), ALPN: cc.GetAlpnProtocols(), MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12}
-	if p := cc.GetTlsParams(); p != nil {
-		if err := understand(p, "tls_minimum_protocol_version", "tls_maximum_protocol_version", "cipher_suites"); err != nil {
-			return nil, err
-		}
-		if v := tlsVersionOf(p.GetTlsMinimumProtocolVersion()); v != 0 {
-			out.MinVersion = v
-		}
-		if v := tlsVersionOf(p.GetTlsMaximumProtocolVersion()); v != 0 {
-			out.MaxVersion = v
-		}
+	if out.MinVersion, out.MaxVersion, err = tlsVersions(cc.GetTlsParams(), tls.VersionTLS12, tls.VersionTLS12); err != nil {
+		return nil, err
 	}
 	for _, sds := range cc.GetTlsCertificateSdsSecretConfigs() {
 		secret, ok := s.secrets[sds.GetName()]
