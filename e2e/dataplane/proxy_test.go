@@ -17,6 +17,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
@@ -36,6 +37,8 @@ func staticEnvoy(t *testing.T, resources ...proto.Message) *Envoy {
 			typ, name = resourcev3.ListenerType, r.GetName()
 		case *clusterv3.Cluster:
 			typ, name = resourcev3.ClusterType, r.GetName()
+		case *tlsv3.Secret:
+			typ, name = resourcev3.SecretType, r.GetName()
 		default:
 			t.Fatalf("unexpected resource %T", r)
 		}
