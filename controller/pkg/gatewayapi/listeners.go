@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/ports"
@@ -115,6 +116,7 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 			}
 		}
 		ls[i] = l
+		checkAllowedNamespaces(l)
 		t.checkProtocol(l)
 		if err, refused := mapping.Refused[int32(spec.Port)]; refused {
 			l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonPortUnavailable, err.Error())
@@ -140,6 +142,29 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 		}
 	}
 	return ls
+}
+
+// checkAllowedNamespaces refuses a listener whose allowedRoutes select
+// namespaces with a selector that is missing or does not parse: the godoc
+// requires a selector with "from: Selector", and without one no route can
+// be judged. The CRD's schema lets both through.
+func checkAllowedNamespaces(l *listener) {
+	if l.spec.AllowedRoutes == nil || l.spec.AllowedRoutes.Namespaces == nil {
+		return
+	}
+	ns := l.spec.AllowedRoutes.Namespaces
+	if ns.From == nil || *ns.From != gatewayv1.NamespacesFromSelector {
+		return
+	}
+	if ns.Selector == nil {
+		l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
+			"allowedRoutes.namespaces.from is Selector and allowedRoutes.namespaces.selector is not set")
+		return
+	}
+	if _, err := metav1.LabelSelectorAsSelector(ns.Selector); err != nil {
+		l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
+			fmt.Sprintf("allowedRoutes.namespaces.selector is invalid: %v", err))
+	}
 }
 
 // checkProtocol checks the protocol and the allowed route kinds. A kind the
