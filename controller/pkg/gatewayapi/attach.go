@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -204,9 +203,8 @@ func (t *gatewayTranslator) allows(o *outcome, l *listener, r route) string {
 		if err != nil {
 			return fmt.Sprintf("listener %q has an invalid namespace selector: %v", l.spec.Name, err)
 		}
-		o.read(dep{depNamespace, types.NamespacedName{Namespace: r.meta.Namespace}})
-		ns, ok := t.idx.namespaces[r.meta.Namespace]
-		if ok && sel.Matches(labels.Set(ns.Labels)) {
+		nsLabels, ok := t.envFor(o).NamespaceLabels(r.meta.Namespace)
+		if ok && sel.Matches(labels.Set(nsLabels)) {
 			return ""
 		}
 		return fmt.Sprintf("listener %q does not select namespace %s", l.spec.Name, r.meta.Namespace)

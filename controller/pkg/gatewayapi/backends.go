@@ -9,9 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -77,14 +77,10 @@ func (t *gatewayTranslator) resolveBackend(ev *ruleEval, what, fromNS, fromKind 
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
-	if ns != fromNS {
-		ev.read(dep{depGrants, types.NamespacedName{Namespace: ns}})
-	}
-	if ns != fromNS && !t.idx.granted(gatewayv1.GroupName, fromKind, fromNS, "", "Service", ns, string(ref.Name)) {
+	if ns != fromNS && !ev.env.Granted(refgrant.From{Group: gatewayv1.GroupName, Kind: fromKind, Namespace: fromNS}, ns, refgrant.To{Kind: "Service", Name: string(ref.Name)}) {
 		return unresolved(gatewayv1.RouteReasonRefNotPermitted, fmt.Sprintf("backendRef to Service %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns))
 	}
-	ev.read(dep{depService, key(ns, string(ref.Name))})
-	svc, ok := t.idx.services[key(ns, string(ref.Name))]
+	svc, ok := ev.env.Service(ns, string(ref.Name))
 	if !ok {
 		return unresolved(gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s does not exist", ns, ref.Name))
 	}
@@ -119,8 +115,7 @@ func (t *gatewayTranslator) resolveBackend(ev *ruleEval, what, fromNS, fromKind 
 		svc:  svc, port: sp, want: want, grpc: fromKind == "GRPCRoute",
 	}
 	if fromKind != "UDPRoute" {
-		ev.read(dep{depBackendTLS, key(ns, string(ref.Name))})
-		spec.tls = t.idx.backendTLSFor(key(ns, string(ref.Name)), sp.Name)
+		spec.tls = backendTLSFor(ev.env, key(ns, string(ref.Name)), sp.Name)
 		if spec.tls != nil && spec.tls.tls == nil {
 			// Never fall back to plaintext: the backend is unusable and
 			// the policy's status says why.
@@ -198,7 +193,7 @@ func (t *gatewayTranslator) cluster(name string, svc *corev1.Service, sp *corev1
 		c.HTTP2 = true
 	}
 	c.Source = ir.ClusterSource{Namespace: svc.Namespace, Service: svc.Name, PortName: sp.Name, Protocol: string(want)}
-	c.Endpoints = Endpoints(c.Source, t.idx.slices[key(svc.Namespace, svc.Name)])
+	c.Endpoints = Endpoints(c.Source, t.endpoints(key(svc.Namespace, svc.Name)))
 	return c
 }
 

@@ -6,12 +6,14 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
 )
@@ -27,45 +29,51 @@ type backendTLS struct {
 	losers []*backendTLS
 }
 
-type backendTLSKey struct {
-	service types.NamespacedName
-	port    string
+// evaluateBackendTLS returns what evaluates every BackendTLSPolicy of res
+// once per translation. When two policies target the same Service port,
+// the older one applies and the newer is Conflicted, as the Gateway API
+// orders policies.
+func evaluateBackendTLS(res *resources.Resources) env.EvaluateFunc {
+	return func(e env.Env) map[env.PolicyKey]env.Evaluated {
+		return backendTLSPolicies(res, e)
+	}
 }
 
-// indexBackendTLS evaluates every BackendTLSPolicy once. When two policies
-// target the same Service port, the older one applies and the newer is
-// Conflicted, as the Gateway API orders policies.
-func indexBackendTLS(res *resources.Resources, idx *index) map[backendTLSKey]*backendTLS {
+func backendTLSPolicies(res *resources.Resources, e env.Env) map[env.PolicyKey]env.Evaluated {
 	policies := slices.Clone(res.BackendTLSPolicies)
 	slices.SortFunc(policies, func(a, b *gatewayv1.BackendTLSPolicy) int {
 		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time),
 			strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	out := map[backendTLSKey]*backendTLS{}
+	applied := map[env.PolicyKey]*backendTLS{}
 	for _, p := range policies {
 		bt := &backendTLS{policy: p, conds: policyConditions{generation: p.Generation}}
-		bt.tls = evaluateBackendTLS(p, idx, &bt.conds)
+		bt.tls = evaluatePolicy(p, e, &bt.conds)
 		for _, ref := range p.Spec.TargetRefs {
 			if ref.Group != "" || ref.Kind != "Service" {
 				continue
 			}
-			k := backendTLSKey{service: key(p.Namespace, string(ref.Name)), port: string(deref(ref.SectionName))}
-			if older, taken := out[k]; taken && older.policy != p {
+			k := env.PolicyKey{Service: key(p.Namespace, string(ref.Name)), Port: string(deref(ref.SectionName))}
+			if older, taken := applied[k]; taken && older.policy != p {
 				older.losers = append(older.losers, bt)
 				bt.conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonConflicted,
 					fmt.Sprintf("BackendTLSPolicy %s/%s, which is older, already applies to Service %s", older.policy.Namespace, older.policy.Name, ref.Name))
 				continue
 			}
-			out[k] = bt
+			applied[k] = bt
 		}
 		bt.conds.set(gatewayv1.PolicyConditionAccepted, true, gatewayv1.PolicyReasonAccepted, "Policy is accepted")
 		bt.conds.set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, true, gatewayv1.BackendTLSPolicyReasonResolvedRefs, "All references are resolved")
 	}
+	out := make(map[env.PolicyKey]env.Evaluated, len(applied))
+	for k, bt := range applied {
+		out[k] = bt
+	}
 	return out
 }
 
-// evaluateBackendTLS resolves a policy's CA certificates and names.
-func evaluateBackendTLS(p *gatewayv1.BackendTLSPolicy, idx *index, conds *policyConditions) *ir.UpstreamTLS {
+// evaluatePolicy resolves a policy's CA certificates and names.
+func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *policyConditions) *ir.UpstreamTLS {
 	v := p.Spec.Validation
 	t := &ir.UpstreamTLS{SNI: string(v.Hostname)}
 	invalid := func(reason gatewayv1.PolicyConditionReason, msg string) *ir.UpstreamTLS {
@@ -98,13 +106,13 @@ func evaluateBackendTLS(p *gatewayv1.BackendTLSPolicy, idx *index, conds *policy
 		var data string
 		switch {
 		case ref.Group == "" && ref.Kind == "ConfigMap":
-			cm, ok := idx.configMaps[name]
+			cm, ok := e.ConfigMap(name.Namespace, name.Name)
 			if !ok {
 				return invalid(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Sprintf("ConfigMap %s does not exist", name))
 			}
 			data = cm.Data[caKey]
 		case ref.Group == "" && ref.Kind == "Secret":
-			s, ok := idx.secrets[name]
+			s, ok := e.Secret(name.Namespace, name.Name)
 			if !ok {
 				return invalid(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Sprintf("Secret %s does not exist", name))
 			}
@@ -167,11 +175,30 @@ func validCABundle(data []byte) bool {
 
 // backendTLSFor returns the policy that applies to a Service port, the one
 // naming the port before the one for the whole Service.
-func (idx *index) backendTLSFor(svc types.NamespacedName, port string) *backendTLS {
-	if bt, ok := idx.backendTLS[backendTLSKey{svc, port}]; ok && port != "" {
-		return bt
+func backendTLSFor(e env.Env, svc types.NamespacedName, port string) *backendTLS {
+	bt, _ := e.BackendTLS(svc, port).(*backendTLS)
+	return bt
+}
+
+// Same reports whether rules read two evaluations of the policy for a
+// Service port alike: rules keep the evaluation they read, and its status
+// is reported from it.
+func (a *backendTLS) Same(o env.Evaluated) bool {
+	b, ok := o.(*backendTLS)
+	if !ok || !samePolicy(a, b) || len(a.losers) != len(b.losers) {
+		return false
 	}
-	return idx.backendTLS[backendTLSKey{svc, ""}]
+	for i := range a.losers {
+		if !samePolicy(a.losers[i], b.losers[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func samePolicy(a, b *backendTLS) bool {
+	return a.policy.UID == b.policy.UID && a.policy.Namespace == b.policy.Namespace && a.policy.Name == b.policy.Name &&
+		a.policy.Generation == b.policy.Generation && reflect.DeepEqual(a.tls, b.tls) && reflect.DeepEqual(a.conds, b.conds)
 }
 
 // policyAncestor records that this Gateway uses a BackendTLSPolicy, and is

@@ -8,6 +8,7 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -80,17 +81,17 @@ func (t *gatewayTranslator) resolveCA(ref gatewayv1.ObjectReference) (string, []
 			fmt.Sprintf("caCertificateRef %s %s: only core ConfigMaps and Secrets hold CA certificates", groupKind(string(ref.Group), kind), ref.Name)}
 	}
 	name := fmt.Sprintf("%s %s/%s", kind, ns, ref.Name)
-	if ns != t.gw.Namespace && !t.idx.granted(gatewayv1.GroupName, "Gateway", t.gw.Namespace, "", kind, ns, string(ref.Name)) {
+	if ns != t.gw.Namespace && !t.env.Granted(refgrant.From{Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: t.gw.Namespace}, ns, refgrant.To{Kind: kind, Name: string(ref.Name)}) {
 		return "", nil, &listenerRefError{gatewayv1.ListenerReasonRefNotPermitted,
 			fmt.Sprintf("caCertificateRef to %s is not permitted: no ReferenceGrant in namespace %s allows it", name, ns)}
 	}
 	var ca []byte
 	found := false
 	if kind == "ConfigMap" {
-		if cm, ok := t.idx.configMaps[key(ns, string(ref.Name))]; ok {
+		if cm, ok := t.env.ConfigMap(ns, string(ref.Name)); ok {
 			ca, found = []byte(cm.Data[caKey]), true
 		}
-	} else if s, ok := t.idx.secrets[key(ns, string(ref.Name))]; ok {
+	} else if s, ok := t.env.Secret(ns, string(ref.Name)); ok {
 		ca, found = s.Data[caKey], true
 	}
 	if !found {

@@ -13,7 +13,7 @@ import (
 // package programmed sets it, from these conditions and the data plane.
 func (t *gatewayTranslator) writeGatewayStatus() {
 	st := &gatewayv1.GatewayStatus{}
-	if attached := t.writeListenerSetStatus(); !t.idx.unserved["ListenerSet"] {
+	if attached := t.writeListenerSetStatus(); !t.env.Unserved("ListenerSet") {
 		// Reported where ListenerSets can exist.
 		st.AttachedListenerSets = &attached
 	}

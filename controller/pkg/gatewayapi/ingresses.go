@@ -11,6 +11,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/ingressclass"
+	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/resources"
 )
@@ -37,7 +38,7 @@ type ingressKey struct {
 // convertedIngress is a conversion and the Services it read.
 type convertedIngress struct {
 	ingress.Converted
-	deps []dep
+	reads env.Reads
 }
 
 // ingressSets converts the Ingresses the Gateway serves: their TLS hosts
@@ -69,7 +70,7 @@ func (t *gatewayTranslator) ingressSets(res *resources.Resources) ([]*listenerSe
 			k.httpsPort = shape.HTTPS.Port
 		}
 		c, ok := t.cache.ingresses[k]
-		if !ok || anyChanged(c.deps, t.cache.changed) {
+		if !ok || c.reads.AnyIn(t.cache.changed) {
 			c = t.convertIngress(ing, shape)
 		}
 		t.cache.usedIngresses[k] = c
@@ -86,26 +87,9 @@ func (t *gatewayTranslator) ingressSets(res *resources.Resources) ([]*listenerSe
 
 // convertIngress converts an Ingress, recording the Services it reads.
 func (t *gatewayTranslator) convertIngress(ing *networkingv1.Ingress, shape ingress.Shape) convertedIngress {
-	var deps []dep
-	c := ingress.Convert(ing, t.gw, shape, func(ns, svc, port string) (int32, bool) {
-		readDep(&deps, dep{depService, key(ns, svc)})
-		return t.idx.servicePort(ns, svc, port)
-	})
-	return convertedIngress{Converted: c, deps: deps}
-}
-
-// servicePort returns the number of a Service's named port.
-func (idx *index) servicePort(ns, svc, port string) (int32, bool) {
-	s, ok := idx.services[key(ns, svc)]
-	if !ok {
-		return 0, false
-	}
-	for _, p := range s.Spec.Ports {
-		if p.Name == port {
-			return p.Port, true
-		}
-	}
-	return 0, false
+	var out convertedIngress
+	out.Converted = ingress.Convert(ing, t.gw, shape, t.newEnv(&out.reads).ServicePort)
+	return out
 }
 
 // reportIngresses moves what translation reported on the Ingresses' routes

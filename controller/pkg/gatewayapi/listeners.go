@@ -11,6 +11,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/ports"
+	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -179,7 +180,7 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 	l.family = protocolFamilies[l.spec.Protocol]
 	var kinds, unserved []gatewayv1.Kind
 	for _, k := range all {
-		if t.idx.unserved[k] {
+		if t.env.Unserved(k) {
 			unserved = append(unserved, k)
 		} else {
 			kinds = append(kinds, k)
@@ -406,11 +407,11 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 		return "", &listenerRefError{gatewayv1.ListenerReasonInvalidCertificateRef,
 			fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name)}
 	}
-	if ns != from.namespace && !t.idx.granted(from.group, from.kind, from.namespace, "", "Secret", ns, string(ref.Name)) {
+	if ns != from.namespace && !t.env.Granted(refgrant.From{Group: from.group, Kind: from.kind, Namespace: from.namespace}, ns, refgrant.To{Kind: "Secret", Name: string(ref.Name)}) {
 		return "", &listenerRefError{gatewayv1.ListenerReasonRefNotPermitted,
 			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)}
 	}
-	secret, ok := t.idx.secrets[key(ns, string(ref.Name))]
+	secret, ok := t.env.Secret(ns, string(ref.Name))
 	if !ok {
 		return "", &listenerRefError{gatewayv1.ListenerReasonInvalidCertificateRef,
 			fmt.Sprintf("Secret %s/%s does not exist", ns, ref.Name)}

@@ -60,7 +60,7 @@ func (t *gatewayTranslator) generationOf(s *listenerSet) int64 {
 // precedence order, each with whether the Gateway allows it.
 func (t *gatewayTranslator) listenerSets(res *resources.Resources) []*listenerSet {
 	var out []*listenerSet
-	for _, c := range listenerset.Of(t.gw, res.ListenerSets, t.idx.namespaceLabels) {
+	for _, c := range listenerset.Of(t.gw, res.ListenerSets, t.env.NamespaceLabels) {
 		out = append(out, &listenerSet{obj: c.Set, notAllowed: c.NotAllowed})
 	}
 	return out

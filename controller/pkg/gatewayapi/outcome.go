@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -27,9 +28,9 @@ type outcome struct {
 	clusters []clusterSpec
 	kind     string
 	meta     *metav1.ObjectMeta
-	// deps are what attaching the route read (namespace labels), and for
-	// a TLS, TCP or UDP route what resolving its backends read.
-	deps []dep
+	// reads are what attaching the route read (namespace labels), and
+	// for a TLS, TCP or UDP route what resolving its backends read.
+	reads env.Reads
 	// rules are the route's translated rules, reused when the Gateway's
 	// context changes but none of the rules' deps does.
 	rules *cachedRules
@@ -47,12 +48,14 @@ type addition struct {
 	routes   [][]*ir.Route
 }
 
-// read records a dep of attaching the route; o is nil where nothing is
-// being recorded (kindConflicts asks what a route would claim).
-func (o *outcome) read(d dep) {
-	if o != nil {
-		readDep(&o.deps, d)
+// envFor returns the Env attaching a route reads through: recording in its
+// outcome, or in nothing kept where o is nil (kindConflicts asks what a
+// route would claim, on every translation).
+func (t *gatewayTranslator) envFor(o *outcome) env.Env {
+	if o == nil {
+		return t.env
 	}
+	return t.newEnv(&o.reads)
 }
 
 // isStream says the outcome is a TLS, TCP or UDP route's.
@@ -93,7 +96,7 @@ type gatewayState struct {
 	// readers are the routes whose outcome read each dep: built when a
 	// dep first changes (a full translation does not pay for it), then
 	// kept.
-	readers map[dep]map[*metav1.ObjectMeta]bool
+	readers map[env.Dep]map[*metav1.ObjectMeta]bool
 	// lost are the kind conflicts the outcomes were attached with.
 	lost map[*metav1.ObjectMeta]map[int]string
 	// shared are the UDPRoutes' clusters of weighted backends, by name.
@@ -127,7 +130,7 @@ func (t *gatewayTranslator) context(prev *gatewayState) gatewayContext {
 	if prev != nil && sameSpec(prev.ctx.gw, gw) {
 		gw = prev.ctx.gw
 	}
-	return gatewayContext{gw: gw, usable: string(usable), sets: setsKey(t.sets), unserved: t.idx.unservedKinds}
+	return gatewayContext{gw: gw, usable: string(usable), sets: setsKey(t.sets), unserved: t.env.UnservedKinds()}
 }
 
 // sameSpec reports whether two Gateway objects translate alike: the
@@ -159,12 +162,15 @@ func (t *gatewayTranslator) update(fromIngresses []*gatewayv1.HTTPRoute) {
 		httpRoutes = append(slices.Clip(httpRoutes), fromIngresses...)
 	}
 	stale := s.stale(t.cache.changed)
-	for m := range joinKeys(s.lost, t.lost) {
-		if !maps.Equal(s.lost[m], t.lost[m]) {
-			if stale == nil {
-				stale = map[*metav1.ObjectMeta]bool{}
+	// A route that wins or loses a hostname to the other kind is stale.
+	for _, lost := range []map[*metav1.ObjectMeta]map[int]string{s.lost, t.lost} {
+		for m := range lost {
+			if !maps.Equal(s.lost[m], t.lost[m]) {
+				if stale == nil {
+					stale = map[*metav1.ObjectMeta]bool{}
+				}
+				stale[m] = true
 			}
-			stale[m] = true
 		}
 	}
 	s.lost = t.lost

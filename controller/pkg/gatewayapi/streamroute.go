@@ -85,12 +85,10 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 	}
 	// References are resolved whether or not a listener accepts the
 	// route: ResolvedRefs reports them either way.
-	ev := newRuleEval(r.meta.Generation)
+	ev := t.newRuleEval(r.meta.Generation)
 	dest := t.streamBackends(ev, o, r)
 	o.clusters = ev.clusters
-	for _, d := range ev.deps {
-		o.read(d)
-	}
+	o.reads.Merge(&ev.reads)
 	owner := r.meta.Namespace + "/" + r.meta.Name
 	for _, a := range atts {
 		t.countAccepted(o, a)

@@ -16,10 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strings"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/supported"
+	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
 )
@@ -58,9 +60,9 @@ type Translator struct {
 	states map[types.NamespacedName]*gatewayState
 	// ingresses are the Ingress conversions of the last translation.
 	ingresses map[ingressKey]convertedIngress
-	// world is what the last translation's rules read, to tell which
-	// deps the next snapshot changes.
-	world world
+	// prev is the last translation's index, to tell which deps the next
+	// snapshot changes.
+	prev *env.Index
 }
 
 // cachedRules is a route's translated rules and what translating them
@@ -70,9 +72,9 @@ type cachedRules struct {
 	problems ruleProblems
 	resolved []metav1.Condition
 	clusters []clusterSpec
-	// deps are what translating the rules read; while none changes, the
+	// reads are what translating the rules read; while none changes, the
 	// rules stay as they are.
-	deps []dep
+	reads env.Reads
 }
 
 // NewTranslator returns a Translator that has seen nothing yet.
@@ -83,7 +85,7 @@ func NewTranslator(opts Options) *Translator {
 // Translate translates res. It never fails: what cannot be translated is
 // reported in the status of the object at fault, and the rest is translated.
 func (tr *Translator) Translate(res *resources.Resources) *Result {
-	idx := newIndex(res)
+	idx := env.NewIndex(res, evaluateBackendTLS(res))
 	st := newStatus()
 	out := &Result{Status: st}
 	for _, class := range res.GatewayClasses {
@@ -96,21 +98,21 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	streams := streamRoutes(res)
 	httpRoutes := withParents(res.HTTPRoutes, func(r *gatewayv1.HTTPRoute) []gatewayv1.ParentReference { return r.Spec.ParentRefs })
 	grpcRoutes := withParents(res.GRPCRoutes, func(r *gatewayv1.GRPCRoute) []gatewayv1.ParentReference { return r.Spec.ParentRefs })
-	var changed map[dep]bool
+	var changed map[env.Dep]bool
 	if len(tr.states) > 0 {
-		changed = changedDeps(tr.world, idx.world())
+		changed = env.Changed(tr.prev, idx)
 	}
 	c := &cache{fresh: map[*metav1.ObjectMeta]*cachedRules{}, changed: changed, ingresses: tr.ingresses, usedIngresses: map[ingressKey]convertedIngress{}}
 	states := map[types.NamespacedName]*gatewayState{}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-		t := &gatewayTranslator{idx: idx, status: st, gw: gw, controller: tr.opts.ControllerName, httpRoutes: httpRoutes, grpcRoutes: grpcRoutes, streams: streams, cache: c}
+		t := &gatewayTranslator{newEnv: idx.Env, endpoints: idx.EndpointSlices, status: st, gw: gw, controller: tr.opts.ControllerName, httpRoutes: httpRoutes, grpcRoutes: grpcRoutes, streams: streams, cache: c}
 		out.Gateways = append(out.Gateways, t.translate(res, tr.states[name]))
 		states[name] = t.state
 	}
 	// Gateways no longer translated are forgotten, and Ingresses no
 	// longer served.
-	tr.states, tr.ingresses, tr.world = states, c.usedIngresses, idx.world()
+	tr.states, tr.ingresses, tr.prev = states, c.usedIngresses, idx
 	st.reportIngresses(c.usedIngresses)
 	return out
 }
@@ -119,7 +121,7 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 type cache struct {
 	fresh map[*metav1.ObjectMeta]*cachedRules
 	// changed are the deps this snapshot changed since the last.
-	changed map[dep]bool
+	changed map[env.Dep]bool
 	// ingresses are the previous translation's Ingress conversions;
 	// usedIngresses this one's.
 	ingresses, usedIngresses map[ingressKey]convertedIngress
@@ -133,15 +135,15 @@ func (t *gatewayTranslator) cachedRules(o *outcome, translate func(ev *ruleEval)
 	c, meta := t.cache, o.meta
 	hit, ok := c.fresh[meta]
 	if !ok && t.prev != nil {
-		if o := t.prev.applied[meta]; o != nil && o.rules != nil && !anyChanged(o.rules.deps, c.changed) {
+		if o := t.prev.applied[meta]; o != nil && o.rules != nil && !o.rules.reads.AnyIn(c.changed) {
 			hit, ok = o.rules, true
 			c.fresh[meta] = hit
 		}
 	}
 	if !ok {
-		ev := newRuleEval(meta.Generation)
+		ev := t.newRuleEval(meta.Generation)
 		routes, problems := translate(ev)
-		hit = &cachedRules{routes: routes, problems: problems, resolved: ev.resolved.list, clusters: ev.clusters, deps: ev.deps}
+		hit = &cachedRules{routes: routes, problems: problems, resolved: ev.resolved.list, clusters: ev.clusters, reads: ev.reads}
 		c.fresh[meta] = hit
 	}
 	o.rules = hit
@@ -153,7 +155,7 @@ func (t *gatewayTranslator) cachedRules(o *outcome, translate func(ev *ruleEval)
 
 // selectGateways returns the Gateways to translate, ordered by namespace and
 // name.
-func selectGateways(res *resources.Resources, idx *index, opts Options) []*gatewayv1.Gateway {
+func selectGateways(res *resources.Resources, idx *env.Index, opts Options) []*gatewayv1.Gateway {
 	var gws []*gatewayv1.Gateway
 	for _, gw := range res.Gateways {
 		if len(opts.Gateways) > 0 {
@@ -162,7 +164,7 @@ func selectGateways(res *resources.Resources, idx *index, opts Options) []*gatew
 			}
 			continue
 		}
-		if class, ok := idx.classes[string(gw.Spec.GatewayClassName)]; ok && class.Spec.ControllerName == opts.ControllerName {
+		if class, ok := idx.Class(string(gw.Spec.GatewayClassName)); ok && class.Spec.ControllerName == opts.ControllerName {
 			gws = append(gws, gw)
 		}
 	}
@@ -174,7 +176,12 @@ func selectGateways(res *resources.Resources, idx *index, opts Options) []*gatew
 
 // gatewayTranslator translates one Gateway.
 type gatewayTranslator struct {
-	idx        *index
+	// newEnv makes the Env a rule reads through, recording in the Reads
+	// given; env is one whose reads are not kept, for what is translated
+	// again on every translation (listeners, ListenerSets, the context).
+	newEnv     func(*env.Reads) env.Env
+	env        env.Env
+	endpoints  func(types.NamespacedName) []*discoveryv1.EndpointSlice
 	status     *Status
 	gw         *gatewayv1.Gateway
 	controller gatewayv1.GatewayController
@@ -212,6 +219,8 @@ type gatewayTranslator struct {
 // translate translates the Gateway, starting from its previous state when
 // the context is the same.
 func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewayState) *ir.Gateway {
+	var everyTime env.Reads
+	t.env = t.newEnv(&everyTime)
 	t.clusters = map[string]*ir.Cluster{}
 	t.secrets = map[string]*ir.Secret{}
 	t.backendClientCertificate()
@@ -243,4 +252,8 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	t.writeGatewayStatus()
 	t.prev = nil
 	return g
+}
+
+func key(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
 }

@@ -1,4 +1,4 @@
-package gatewayapi
+package env
 
 import (
 	"fmt"
@@ -11,12 +11,12 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
-	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/resources"
 )
 
-// index looks objects up by key; built once per translation, in linear time.
-type index struct {
+// Index holds a snapshot's objects by key; built once per translation, in
+// linear time. Rules read it through an Env.
+type Index struct {
 	classes    map[string]*gatewayv1.GatewayClass
 	services   map[types.NamespacedName]*corev1.Service
 	slices     map[types.NamespacedName][]*discoveryv1.EndpointSlice // by Service
@@ -24,16 +24,35 @@ type index struct {
 	namespaces map[string]*corev1.Namespace
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	configMaps map[types.NamespacedName]*corev1.ConfigMap
-	backendTLS map[backendTLSKey]*backendTLS
-	// unserved are the route kinds the cluster does not serve.
-	unserved map[gatewayv1.Kind]bool
-	// unservedKinds lists the unserved kinds, which decide what listeners
-	// accept.
+	backendTLS map[PolicyKey]Evaluated
+	unserved   map[gatewayv1.Kind]bool
+	// unservedKinds lists the unserved kinds.
 	unservedKinds string
 }
 
-func newIndex(res *resources.Resources) *index {
-	idx := &index{
+// PolicyKey is what a policy for backends applies to: a Service, and a
+// port name ("" for every port).
+type PolicyKey struct {
+	Service types.NamespacedName
+	Port    string
+}
+
+// Evaluated is a policy as translation evaluated it for one snapshot.
+// Same reports whether rules would read two evaluations alike, which
+// decides whether the Dep on it changed.
+type Evaluated interface {
+	Same(Evaluated) bool
+}
+
+// EvaluateFunc evaluates the snapshot's BackendTLSPolicies, reading what
+// they refer to through e.
+type EvaluateFunc func(e Env) map[PolicyKey]Evaluated
+
+// NewIndex indexes res. evaluate, when not nil, evaluates the
+// BackendTLSPolicies once for every rule to read; what it reads is not
+// kept, since its result is compared as a whole (Evaluated.Same).
+func NewIndex(res *resources.Resources, evaluate EvaluateFunc) *Index {
+	idx := &Index{
 		classes:    make(map[string]*gatewayv1.GatewayClass, len(res.GatewayClasses)),
 		services:   make(map[types.NamespacedName]*corev1.Service, len(res.Services)),
 		slices:     make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(res.EndpointSlices)),
@@ -74,31 +93,24 @@ func newIndex(res *resources.Resources) *index {
 		}
 		idx.unserved[k] = true
 	}
-	idx.backendTLS = indexBackendTLS(res, idx)
 	idx.unservedKinds = fmt.Sprint(slices.Sorted(maps.Keys(idx.unserved)))
+	if evaluate != nil {
+		var discard Reads
+		idx.backendTLS = evaluate(idx.Env(&discard))
+	}
 	return idx
 }
 
-// namespaceLabels returns a namespace's labels and whether it exists.
-func (idx *index) namespaceLabels(name string) (map[string]string, bool) {
-	ns, ok := idx.namespaces[name]
-	if !ok {
-		return nil, false
-	}
-	return ns.Labels, true
+// Class returns a GatewayClass by name. It records nothing: it is for the
+// engine, which selects the Gateways to translate on every translation.
+func (idx *Index) Class(name string) (*gatewayv1.GatewayClass, bool) {
+	c, ok := idx.classes[name]
+	return c, ok
 }
 
-func key(ns, name string) types.NamespacedName {
-	return types.NamespacedName{Namespace: ns, Name: name}
-}
-
-// granted reports whether a ReferenceGrant in toNamespace lets objects of
-// fromGroup/fromKind in fromNamespace refer to toGroup/toKind named toName.
-func (idx *index) granted(fromGroup, fromKind, fromNamespace, toGroup, toKind, toNamespace, toName string) bool {
-	for _, g := range idx.grants[toNamespace] {
-		if refgrant.Allows(g, refgrant.From{Group: fromGroup, Kind: fromKind, Namespace: fromNamespace}, refgrant.To{Group: toGroup, Kind: toKind, Name: toName}) {
-			return true
-		}
-	}
-	return false
+// EndpointSlices returns the EndpointSlices of a Service. It records
+// nothing: it is for the engine, which builds every cluster from the
+// snapshot's endpoints on every translation.
+func (idx *Index) EndpointSlices(svc types.NamespacedName) []*discoveryv1.EndpointSlice {
+	return idx.slices[svc]
 }
