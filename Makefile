@@ -94,6 +94,25 @@ fuzz: ## Run every fuzz target coverage-guided, FUZZTIME (60s) each.
 vet:
 	go vet $(PACKAGES)
 
+# golangci-lint is built from hack/lint's module, pinned there and kept
+# apart from ours so that its dependencies do not move our modules'.
+GOLANGCI_LINT := bin/golangci-lint
+
+$(GOLANGCI_LINT): hack/lint/go.mod hack/lint/go.sum
+	cd hack/lint && GOWORK=off go build -o ../../$(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
+	$(GOLANGCI_LINT) run $(PACKAGES)
+
+BENCH_ROUTES ?= 10000
+BENCHCOUNT ?= 6
+
+.PHONY: bench
+bench: ## Run the translation benchmarks at BENCH_ROUTES (10000) routes, BENCHCOUNT (6) times.
+	ISOBAR_BENCH_ROUTES=$(BENCH_ROUTES) go test ./controller/pkg/offline -run '^$$' -bench '^BenchmarkTranslate$$/.*/check=false' -count $(BENCHCOUNT)
+	ISOBAR_BENCH_ROUTES=$(BENCH_ROUTES) go test ./controller/pkg/offline -run '^$$' -bench '^BenchmarkOneRouteChange$$' -count $(BENCHCOUNT)
+
 .PHONY: verify
 verify: ## Fail when generated files are stale, code is unformatted or vet complains.
 	bash hack/verify.sh

@@ -118,7 +118,7 @@ func TestSamplesAreAccepted(t *testing.T) {
 			defer cancel()
 			_ = env.Client.Delete(ctx, o)
 		})
-		if err := env.Client.Patch(ctx, o, client.Apply, client.FieldOwner("samples-test")); err != nil {
+		if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("samples-test")); err != nil {
 			t.Errorf("%s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
@@ -149,7 +149,7 @@ func TestBinariesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer op.Stop(10 * time.Second)
+	defer func() { _, _ = op.Stop(10 * time.Second) }()
 	waitReady(t, op, "http://127.0.0.1:"+health+"/readyz", 30*time.Second)
 	code, err := op.Stop(10 * time.Second)
 	if err != nil || code != 0 {

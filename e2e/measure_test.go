@@ -374,8 +374,8 @@ func apiServerCPU(t *testing.T) time.Duration {
 			continue
 		}
 		var utime, stime int64
-		fmt.Sscan(f[11], &utime)
-		fmt.Sscan(f[12], &stime)
+		_, _ = fmt.Sscan(f[11], &utime)
+		_, _ = fmt.Sscan(f[12], &stime)
 		ticks += utime + stime
 	}
 	// The kernel counts in USER_HZ, 100 on Linux.

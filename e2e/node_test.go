@@ -164,7 +164,7 @@ func TestOperatorFleetRunsOnTheNodeAgent(t *testing.T) {
 				return nil, err
 			}
 			if code, err := p.Wait(30 * time.Second); err != nil || code != 0 {
-				return nil, fmt.Errorf("bootstrap exited with %d, %v:\n%s", code, err, p.Output())
+				return nil, fmt.Errorf("bootstrap exited with %d, %w:\n%s", code, err, p.Output())
 			}
 			data, err := os.ReadFile(filepath.Join(p.Volumes["bootstrap"], "envoy.json"))
 			if err != nil {

@@ -597,7 +597,7 @@ func TestOperatorGatewayLifecycle(t *testing.T) {
 	})
 }
 
-// Static mode (seed 000): a ContourDeployment with spec.gateway gets a
+// Static mode (Contour's Gateway API design): a ContourDeployment with spec.gateway gets a
 // fleet of its own whose controller runs in controllerName mode, and whose
 // Envoy Service publishes the served Gateway's listeners.
 func TestOperatorStaticFleet(t *testing.T) {
@@ -658,7 +658,7 @@ func TestOperatorStaticFleet(t *testing.T) {
 func ownsReplicas(d *appsv1.Deployment, manager string) bool {
 	for _, m := range d.ManagedFields {
 		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.FieldsV1 != nil &&
-			strings.Contains(string(m.FieldsV1.Raw), `"f:replicas"`) {
+			strings.Contains(m.FieldsV1.GetRawString(), `"f:replicas"`) {
 			return true
 		}
 	}

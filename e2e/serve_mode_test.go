@@ -16,7 +16,7 @@ import (
 	"isobar.dev/e2e/harness"
 )
 
-// controllerName mode (seed 000): without --gateway the controller serves
+// controllerName mode (Contour's Gateway API design): without --gateway the controller serves
 // the oldest Gateway of the oldest GatewayClass with its controllerName,
 // tells the others why not, and moves on to the next when that Gateway
 // goes away.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails when a generated file is stale, a Go file is unformatted, or go vet
-# complains. Generated files are regenerated in place, so after a failure
-# the fix is in the working tree.
+# or golangci-lint complains. Generated files are regenerated in place, so
+# after a failure the fix is in the working tree.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -37,6 +37,7 @@ if [[ -n $unformatted ]]; then
 fi
 
 make --no-print-directory vet || fail=1
+make --no-print-directory lint || fail=1
 
 # Our modules must not use replace directives (go.work joins them, and
 # replaces their v0.0.0 requirements on each other); the envtest wrapper

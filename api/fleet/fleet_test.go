@@ -46,7 +46,7 @@ func TestShorten(t *testing.T) {
 	if got := Shorten(long); got != long {
 		t.Errorf("Shorten changed a short name: %q", got)
 	}
-	if Shorten(long+long) != Shorten(long+long) {
+	if a, b := Shorten(long+long), Shorten(long+long); a != b {
 		t.Error("Shorten is not stable")
 	}
 }

@@ -1,6 +1,6 @@
 // Package ingressclass decides which Ingresses a Gateway serves: those of
 // the IngressClasses whose controller is Isobar's and whose parameters
-// name the Gateway (seed 003). The controller serves them; the operator
+// name the Gateway (Contour's design for multiple listeners). The controller serves them; the operator
 // grants the controller read access to their TLS Secrets.
 package ingressclass
 

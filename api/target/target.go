@@ -1,4 +1,4 @@
-// Package target is controllerName mode's rule (seed 000's static mode):
+// Package target is controllerName mode's rule (the static mode of Contour's Gateway API design):
 // which Gateway the one controller of a controllerName serves. The
 // controller serves it and the operator publishes its listeners on the
 // static fleet's Service: one rule, so that both pick the same Gateway.
@@ -27,7 +27,7 @@ type Target struct {
 	PassedOverGateways map[types.NamespacedName]string
 }
 
-// Pick applies controllerName mode's rule (seed 000): of the
+// Pick applies controllerName mode's rule (Contour's Gateway API design): of the
 // GatewayClasses with controllerName, the oldest is served, and of its
 // Gateways, the oldest; the others are told which one won. Ties in age go
 // to the lexically first name, so every replica picks the same.

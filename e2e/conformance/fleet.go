@@ -72,7 +72,7 @@ func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
 		return nil, err
 	}
 	if code, err := p.Wait(30 * time.Second); err != nil || code != 0 {
-		return nil, fmt.Errorf("pod %s/%s: bootstrap exited with %d, %v:\n%s", pod.Namespace, pod.Name, code, err, p.Output())
+		return nil, fmt.Errorf("pod %s/%s: bootstrap exited with %d, %w:\n%s", pod.Namespace, pod.Name, code, err, p.Output())
 	}
 	var envoy *corev1.Container
 	for i := range pod.Spec.Containers {

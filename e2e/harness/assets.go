@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,7 +16,7 @@ func RepoRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOWORK").Output()
 	if err != nil {
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
 		return "", fmt.Errorf("go env GOWORK: %w: %s", err, bytes.TrimSpace(stderr))

@@ -35,7 +35,7 @@ func (d *demo) runController(ctx context.Context) error {
 	fmt.Fprintf(d.out, "    isobar-controller logs: %s\n", d.controller.Log)
 	return poll(ctx, func() (bool, error) {
 		if exited, err := d.controller.Exited(); exited {
-			return false, fmt.Errorf("isobar-controller exited (%v); see %s", err, d.controller.Log)
+			return false, fmt.Errorf("isobar-controller exited (%w); see %s", err, d.controller.Log)
 		}
 		resp, err := http.Get("http://" + health + "/readyz")
 		if err != nil {

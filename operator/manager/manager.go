@@ -154,7 +154,7 @@ func Run(o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
-	required := []schema.GroupVersionKind{gatewayv1.SchemeGroupVersion.WithKind("GatewayClass"), gatewayv1.SchemeGroupVersion.WithKind("Gateway")}
+	required := []schema.GroupVersionKind{schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "GatewayClass"), schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "Gateway")}
 	// ListenerSets, ReferenceGrants and BackendTLSPolicies are optional:
 	// without their CRDs a Gateway has its own listeners only, and no
 	// certificates from them. The watcher restarts the operator when that

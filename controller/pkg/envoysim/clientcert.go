@@ -74,7 +74,7 @@ func (v *clientValidation) check(present func() [][]byte) error {
 	for i, der := range chain {
 		c, err := x509.ParseCertificate(der)
 		if err != nil {
-			return fmt.Errorf("TLS handshake fails: the client's certificate %d does not parse: %v", i, err)
+			return fmt.Errorf("TLS handshake fails: the client's certificate %d does not parse: %w", i, err)
 		}
 		certs[i] = c
 	}
@@ -83,7 +83,7 @@ func (v *clientValidation) check(present func() [][]byte) error {
 		inter.AddCert(c)
 	}
 	if _, err := certs[0].Verify(x509.VerifyOptions{Roots: v.roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-		return fmt.Errorf("TLS handshake fails: Envoy does not trust the client's certificate %q: %v", certs[0].Subject.CommonName, err)
+		return fmt.Errorf("TLS handshake fails: Envoy does not trust the client's certificate %q: %w", certs[0].Subject.CommonName, err)
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ type table struct {
 	listeners, builtListeners []httpsListener
 	// ingressNames says the port is a Gateway's ingress-http or
 	// ingress-https listener's: Envoy names are the design's for
-	// Ingress (seed 003).
+	// Ingress (Contour's design for multiple listeners).
 	ingressNames bool
 }
 

@@ -119,7 +119,7 @@ func checkCABundle(data []byte) error {
 			return fmt.Errorf("holds a PEM %s, not a CERTIFICATE", b.Type)
 		}
 		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
-			return fmt.Errorf("certificate %d: %v", n+1, err)
+			return fmt.Errorf("certificate %d: %w", n+1, err)
 		}
 		n++
 	}

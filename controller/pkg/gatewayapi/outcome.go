@@ -239,9 +239,9 @@ func (t *gatewayTranslator) update(fromIngresses []*gatewayv1.HTTPRoute) {
 // withParents returns the routes that have parentRefs, routes itself when
 // all have. A route without attaches nowhere and has no status entry of
 // ours, so it needs no outcome; and a per-Gateway controller caches the
-// routes of other Gateways as stubs without parentRefs (9,800 of 10,000
-// routes at 50 Gateways), which held an outcome each and sized the
-// state's maps.
+// routes of other Gateways as stubs without parentRefs, most of its
+// routes in a cluster of many Gateways, which would each hold an outcome
+// and size the state's maps.
 func withParents[T any](routes []*T, parentRefs func(*T) []gatewayv1.ParentReference) []*T {
 	for i, r := range routes {
 		if len(parentRefs(r)) > 0 {
@@ -353,9 +353,9 @@ func sameGeneration(old, now *metav1.ObjectMeta) bool {
 
 // rekey moves an outcome to a new object of its route at the same
 // generation, which would attach exactly as it did: attaching it again
-// cost as much as a new route, and after the status writes that follow a
-// start, the first change attached every route again (180-280 ms at
-// 10,000 routes). Nothing may keep the old object: the state's readers
+// costs as much as a new route, and after the status writes that follow a
+// start, the first change would attach every route again. Nothing may
+// keep the old object: the state's readers
 // and the virtual hosts' entries move to the new one.
 func (t *gatewayTranslator) rekey(o *outcome, meta *metav1.ObjectMeta) {
 	s := t.state

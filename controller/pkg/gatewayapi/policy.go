@@ -52,7 +52,7 @@ func parseDuration(what string, d gatewayv1.Duration) (time.Duration, error) {
 	}
 	v, err := time.ParseDuration(string(d))
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: %v", what, d, err)
+		return 0, fmt.Errorf("%s %q: %w", what, d, err)
 	}
 	return v, nil
 }

@@ -141,7 +141,7 @@ func checkRegex(what, re string) error {
 		return fmt.Errorf("%s %q is longer than 1024 or contains NUL", what, re)
 	}
 	if _, err := regexp.Compile(re); err != nil {
-		return fmt.Errorf("%s %q: %v", what, re, err)
+		return fmt.Errorf("%s %q: %w", what, re, err)
 	}
 	return nil
 }

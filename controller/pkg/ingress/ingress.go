@@ -1,5 +1,5 @@
 // Package ingress serves networking.k8s.io/v1 Ingresses on a Gateway's
-// fleet, as the multiple-listeners design (seed 003) lets a Gateway do:
+// fleet, as Contour's design for multiple listeners lets a Gateway do:
 // a Gateway whose first listener is ingress-http (HTTP), and whose second,
 // if any, is ingress-https (HTTPS), also serves the Ingresses of the
 // IngressClasses whose parameters name it.

@@ -17,9 +17,9 @@ const splitAbove = 64 << 10
 
 // toYAML converts rendered JSON to YAML: the text yaml.JSONToYAML gives for
 // the whole (line wrapping included), without converting the whole as one
-// document. go-yaml holds a document as a tree of maps; a route
-// configuration of 100,000 routes became one document of 170 MB of YAML,
-// and the CLI peaked at 10.5 GB converting it. Here each large array's
+// document. go-yaml holds a document as a tree of maps, many times the
+// size of its text, and a route configuration of 100,000 routes is one
+// item of hundreds of megabytes. Here each large array's
 // items and each large object's fields are converted on their own, in a
 // wrapper that puts them at the indentation they have in the whole, on
 // every core, and the pieces joined in order.

@@ -78,7 +78,7 @@ func (r *reconciler) reconcileEndpoints(ctx context.Context, req ctrl.Request) (
 		}
 		return gatewayapi.Endpoints(src, sl), nil
 	}
-	clas := make([]*endpointv3.ClusterLoadAssignment, 0, len(clusters))
+	loadAssignments := make([]*endpointv3.ClusterLoadAssignment, 0, len(clusters))
 	for _, c := range clusters {
 		next := *c
 		if len(c.Shares) == 0 {
@@ -98,9 +98,9 @@ func (r *reconciler) reconcileEndpoints(ctx context.Context, req ctrl.Request) (
 			}
 			next.Shares[i].Endpoints = eps
 		}
-		clas = append(clas, xds.LoadAssignment(&next))
+		loadAssignments = append(loadAssignments, xds.LoadAssignment(&next))
 	}
-	changed, err := r.xds.UpdateEndpoints(clas)
+	changed, err := r.xds.UpdateEndpoints(loadAssignments)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -9,8 +9,9 @@ import (
 // routeMessages hands out the messages most routes are built of. A route's
 // messages are garbage once its bytes are written, so a virtual host's
 // encoding builds every route it encodes in the same routeMessages,
-// cleared after each: at 10,000 routes a full translation allocated 16 MB
-// of route messages, a quarter of all it allocated. What is kept beyond
+// cleared after each, rather than a virtual host's route messages being
+// alive at once (a large part of all a full translation would allocate).
+// What is kept beyond
 // one route (the action shared by the routes of a cluster, the messages
 // tests read) comes from a routeMessages that is never cleared.
 type routeMessages struct {

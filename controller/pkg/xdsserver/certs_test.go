@@ -19,7 +19,7 @@ import (
 // them.
 type testPKI struct {
 	dir                  string
-	caCert, caKey        string // files
+	caCert               string // a file
 	serverCert, serverKy string
 	clientCert, clientKy string
 }

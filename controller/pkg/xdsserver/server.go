@@ -259,12 +259,12 @@ func (s *Server) referencesChanged(updates map[string]map[string]types.Resource,
 // served, pushing only those that changed: the fast path for endpoint-only
 // changes, which leaves every other type as it is. Assignments of clusters
 // not served are ignored; the next full Update adds them.
-func (s *Server) UpdateEndpoints(clas []*endpointv3.ClusterLoadAssignment) (int, error) {
+func (s *Server) UpdateEndpoints(loadAssignments []*endpointv3.ClusterLoadAssignment) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	current := s.current[resourcev3.EndpointType]
 	update := map[string]types.Resource{}
-	for _, cla := range clas {
+	for _, cla := range loadAssignments {
 		if old, ok := current[cla.ClusterName]; ok && !xds.Equal(old, cla) {
 			update[cla.ClusterName] = cla
 		}

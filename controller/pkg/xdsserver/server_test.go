@@ -45,7 +45,7 @@ func serveBench(t testing.TB, pki *testPKI) (*Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go g.Serve(l)
+	go func() { _ = g.Serve(l) }()
 	t.Cleanup(g.Stop)
 	return s, l.Addr().String()
 }

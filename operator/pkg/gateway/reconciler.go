@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -113,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.notApplied(ctx, gw, render.NamesOf(gw), gatewayv1.GatewayReasonInvalidParameters, fmt.Sprintf("the fleet cannot be rendered from %s: %v", from(p.Sources), err))
 	}
 
-	gvk := gatewayv1.SchemeGroupVersion.WithKind("Gateway")
+	gvk := schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "Gateway")
 	sum := render.Sum(f)
 	if last, ok := r.tried.Load(gw.UID); !ok || last != sum {
 		if err := provision.DryRun(ctx, r.Client, gw, gvk, f); err != nil {

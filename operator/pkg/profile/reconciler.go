@@ -12,6 +12,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -143,7 +144,7 @@ func (r *Reconciler) dryRun(ctx context.Context, cd *v1alpha1.ContourDeployment,
 	if len(users) > 0 {
 		for i := range gateways {
 			if gateways[i].Namespace == users[0].Namespace && gateways[i].Name == users[0].Name {
-				gw, owner, gvk = &gateways[i], &gateways[i], gatewayv1.SchemeGroupVersion.WithKind("Gateway")
+				gw, owner, gvk = &gateways[i], &gateways[i], schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "Gateway")
 			}
 		}
 	}

@@ -19,9 +19,9 @@ import (
 // Optional kinds whose objects name certificates: a cluster may not serve
 // them, and then holds none.
 var (
-	ListenerSetKind      = gatewayv1.SchemeGroupVersion.WithKind("ListenerSet")
-	ReferenceGrantKind   = gatewayv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant")
-	BackendTLSPolicyKind = gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy")
+	ListenerSetKind      = schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "ListenerSet")
+	ReferenceGrantKind   = schema.FromAPIVersionAndKind(gatewayv1beta1.GroupVersion.String(), "ReferenceGrant")
+	BackendTLSPolicyKind = schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "BackendTLSPolicy")
 	OptionalKinds        = []schema.GroupVersionKind{ListenerSetKind, ReferenceGrantKind, BackendTLSPolicyKind}
 )
 

@@ -49,7 +49,7 @@ type Input struct {
 	ControllerName string
 	Spec           v1alpha1.ContourDeploymentSpec
 	Images         Images
-	// Static renders a static fleet (seed 000's static mode): Gateway
+	// Static renders a static fleet (the static mode of Contour's Gateway API design): Gateway
 	// stands for the ContourDeployment (its name and namespace, and the
 	// listeners of the Gateway the controller will serve), and the
 	// controller runs in controllerName mode for ControllerName.

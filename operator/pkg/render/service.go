@@ -114,7 +114,7 @@ func (r *renderer) envoyService() (*corev1.Service, error) {
 	// reports it (AddressNotUsable); another type cannot be honoured.
 	requested, unsupported := addresses.Of(gw)
 	if unsupported != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupportedAddress, unsupported)
+		return nil, fmt.Errorf("%w: %w", ErrUnsupportedAddress, unsupported)
 	}
 	var ips []string
 	for _, a := range requested {

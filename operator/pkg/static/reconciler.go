@@ -1,5 +1,5 @@
 // Package static reconciles ContourDeployments with spec.gateway into a
-// fleet of their own (seed 000's static mode): one controller in
+// fleet of their own (the static mode of Contour's Gateway API design): one controller in
 // controllerName mode, serving the oldest Gateway of the oldest
 // GatewayClass with that controllerName, and its Envoys.
 package static
