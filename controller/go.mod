@@ -2,7 +2,10 @@ module isobar.dev/controller
 
 go 1.26.0
 
-require isobar.dev/api v0.0.0
+require (
+	golang.org/x/tools v0.48.0
+	isobar.dev/api v0.0.0
+)
 
 require (
 	cel.dev/expr v0.25.2 // indirect
@@ -56,7 +59,6 @@ require (
 	golang.org/x/term v0.45.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-	golang.org/x/tools v0.48.0
 	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260720211330-0afa2a65878a // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260720211330-0afa2a65878a // indirect
