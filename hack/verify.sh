@@ -51,7 +51,7 @@ fi
 # imports: the operator must not come to depend on the controller unseen.
 for m in api operator controller e2e hack; do
 	imported=$(grep -rhoE --include='*.go' '"isobar\.dev/(api|operator|controller|e2e|hack)[/"]' "$m" | grep -oE 'isobar\.dev/[a-z0-9]+' | { grep -vx "isobar.dev/$m" || true; } | sort -u)
-	required=$({ grep -oE '^(require)?\s*isobar\.dev/[a-z0-9]+ v0\.0\.0' "$m/go.mod" || true; } | grep -oE 'isobar\.dev/[a-z0-9]+' | sort -u)
+	required=$({ grep -oE '^(require)?\s*isobar\.dev/[a-z0-9]+ v0\.0\.0' "$m/go.mod" | grep -oE 'isobar\.dev/[a-z0-9]+' || true; } | sort -u)
 	if [[ $imported != "$required" ]]; then
 		echo "$m/go.mod requires [$(echo $required)] but its code imports [$(echo $imported)]" >&2
 		fail=1
