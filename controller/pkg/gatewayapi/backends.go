@@ -41,8 +41,7 @@ func (t *gatewayTranslator) httpBackends(ev *ruleEval, fromNS, fromKind string, 
 		}
 		wc := ir.WeightedCluster{Cluster: name, Weight: weight}
 		if err := backendFilters(&wc, ref.filters); err != nil {
-			ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonUnsupportedValue,
-				fmt.Sprintf("backendRef %s: %v", ref.ref.Name, err))
+			ev.report(unresolvedRef(gatewayv1.RouteReasonUnsupportedValue, fmt.Sprintf("backendRef %s: %v", ref.ref.Name, err)))
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
@@ -60,7 +59,7 @@ func (t *gatewayTranslator) httpBackends(ev *ruleEval, fromNS, fromKind string, 
 // the policy's status says why.
 func (t *gatewayTranslator) resolveBackend(ev *ruleEval, what, fromNS, fromKind string, ref gatewayv1.BackendObjectReference) (string, bool) {
 	unresolved := func(reason gatewayv1.RouteConditionReason, msg string) (string, bool) {
-		ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, reason, what+msg)
+		ev.report(unresolvedRef(reason, what+msg))
 		return "", false
 	}
 	group, kind := "", "Service"

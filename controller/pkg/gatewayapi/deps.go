@@ -25,6 +25,9 @@ func (t *gatewayTranslator) newRuleEval(generation int64) *ruleEval {
 	return ev
 }
 
+// report records a problem with one of the rules' references.
+func (e *ruleEval) report(p *routeProblem) { e.resolved.report(p) }
+
 // cluster records a cluster the rules use.
 func (e *ruleEval) cluster(s clusterSpec) { e.clusters = append(e.clusters, s) }
 

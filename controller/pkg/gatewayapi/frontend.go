@@ -50,7 +50,7 @@ func (t *gatewayTranslator) checkFrontendValidation(l *listener) {
 	for _, ref := range v.CACertificateRefs {
 		name, ca, err := t.resolveCA(ref)
 		if err != nil {
-			l.conds.problem(gatewayv1.ListenerConditionResolvedRefs, false, err.reason, err.message)
+			l.conds.report(err)
 			continue
 		}
 		cv.CARefs = append(cv.CARefs, name)
@@ -70,20 +70,20 @@ func (t *gatewayTranslator) checkFrontendValidation(l *listener) {
 
 // resolveCA checks one caCertificateRef: a ConfigMap or Secret with a PEM
 // bundle under ca.crt, in another namespace only with a ReferenceGrant.
-func (t *gatewayTranslator) resolveCA(ref gatewayv1.ObjectReference) (string, []byte, *listenerRefError) {
+func (t *gatewayTranslator) resolveCA(ref gatewayv1.ObjectReference) (string, []byte, *listenerProblem) {
 	kind := string(ref.Kind)
 	ns := t.gw.Namespace
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
 	if ref.Group != "" || kind != "ConfigMap" && kind != "Secret" {
-		return "", nil, &listenerRefError{gatewayv1.ListenerReasonInvalidCACertificateKind,
-			fmt.Sprintf("caCertificateRef %s %s: only core ConfigMaps and Secrets hold CA certificates", groupKind(string(ref.Group), kind), ref.Name)}
+		return "", nil, unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCACertificateKind,
+			fmt.Sprintf("caCertificateRef %s %s: only core ConfigMaps and Secrets hold CA certificates", groupKind(string(ref.Group), kind), ref.Name))
 	}
 	name := fmt.Sprintf("%s %s/%s", kind, ns, ref.Name)
 	if ns != t.gw.Namespace && !t.env.Granted(refgrant.From{Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: t.gw.Namespace}, ns, refgrant.To{Kind: kind, Name: string(ref.Name)}) {
-		return "", nil, &listenerRefError{gatewayv1.ListenerReasonRefNotPermitted,
-			fmt.Sprintf("caCertificateRef to %s is not permitted: no ReferenceGrant in namespace %s allows it", name, ns)}
+		return "", nil, unresolvedListenerRef(gatewayv1.ListenerReasonRefNotPermitted,
+			fmt.Sprintf("caCertificateRef to %s is not permitted: no ReferenceGrant in namespace %s allows it", name, ns))
 	}
 	var ca []byte
 	found := false
@@ -95,10 +95,10 @@ func (t *gatewayTranslator) resolveCA(ref gatewayv1.ObjectReference) (string, []
 		ca, found = s.Data[caKey], true
 	}
 	if !found {
-		return "", nil, &listenerRefError{gatewayv1.ListenerReasonInvalidCACertificateRef, name + " does not exist"}
+		return "", nil, unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCACertificateRef, name+" does not exist")
 	}
 	if err := checkCABundle(ca); err != nil {
-		return "", nil, &listenerRefError{gatewayv1.ListenerReasonInvalidCACertificateRef, fmt.Sprintf("%s: %s: %v", name, caKey, err)}
+		return "", nil, unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCACertificateRef, fmt.Sprintf("%s: %s: %v", name, caKey, err))
 	}
 	return name, ca, nil
 }
@@ -170,7 +170,8 @@ func (t *gatewayTranslator) backendClientCertificate() {
 		if err.reason == gatewayv1.ListenerReasonRefNotPermitted {
 			reason = gatewayv1.GatewayReasonRefNotPermitted
 		}
-		t.backendCertErr = &refError[gatewayv1.GatewayConditionReason]{reason, "spec.tls.backend.clientCertificateRef: " + err.message}
+		t.backendCertErr = &gatewayProblem{typ: gatewayv1.GatewayConditionResolvedRefs, reason: reason,
+			message: "spec.tls.backend.clientCertificateRef: " + err.message + "; connections to backends present no client certificate"}
 		return
 	}
 	t.backendCert = name

@@ -37,7 +37,7 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 	}
 	switch {
 	case t.backendCertErr != nil:
-		c.set(gatewayv1.GatewayConditionResolvedRefs, false, t.backendCertErr.reason, t.backendCertErr.message+"; connections to backends present no client certificate")
+		c.set(t.backendCertErr.typ, false, t.backendCertErr.reason, t.backendCertErr.message)
 	case t.backendCert != "":
 		c.set(gatewayv1.GatewayConditionResolvedRefs, true, gatewayv1.GatewayReasonResolvedRefs, "spec.tls.backend.clientCertificateRef "+t.backendCert+" is presented to TLS backends")
 	}

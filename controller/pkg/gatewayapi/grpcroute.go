@@ -15,47 +15,26 @@ import (
 func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute, rank int32) {
 	r := route{kind: "GRPCRoute", meta: &gr.ObjectMeta, parentRefs: gr.Spec.ParentRefs, hostnames: gr.Spec.Hostnames}
 	t.attachRequestRoute(r, rank, len(gr.Spec.Rules), func(ev *ruleEval) ([][]*ir.Route, ruleProblems) {
-		var problems ruleProblems
-		out := make([][]*ir.Route, len(gr.Spec.Rules))
-		for i := range gr.Spec.Rules {
-			rule := &gr.Spec.Rules[i]
-			problems.named(i, rule.Name)
-			action, problem := t.grpcAction(gr, rule, ev)
-			if problem != "" {
-				problems.add(i, problem)
-			}
-			matches := rule.Matches
-			if len(matches) == 0 {
-				matches = []gatewayv1.GRPCRouteMatch{{}}
-			}
-			for j := range matches {
-				m, err := grpcMatch(&matches[j])
-				if err != nil {
-					problems.add(i, fmt.Sprintf("match %d: %v", j, err))
-					continue
-				}
-				out[i] = append(out[i], matchRoute(action, j == len(matches)-1, routeName("grpcroute", gr.Namespace, gr.Name, i, rule.Name, j), m))
-			}
-		}
-		return out, problems
+		return translateRules("grpcroute", &gr.ObjectMeta, gr.Spec.Rules,
+			func(rule *gatewayv1.GRPCRouteRule) (*gatewayv1.SectionName, []gatewayv1.GRPCRouteMatch) {
+				return rule.Name, rule.Matches
+			},
+			func(rule *gatewayv1.GRPCRouteRule) (*ir.Route, error) { return t.grpcAction(gr, rule, ev) },
+			grpcMatch)
 	})
 }
 
-func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.GRPCRouteRule, ev *ruleEval) (*ir.Route, string) {
+func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.GRPCRouteRule, ev *ruleEval) (*ir.Route, error) {
 	r := &ir.Route{}
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, httpFilter(f)); err != nil {
-			if f.Type == gatewayv1.GRPCRouteFilterExtensionRef {
-				ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonInvalidKind, err.Error())
-				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, ""
-			}
-			return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()
+			return failed(ev, err)
 		}
 	}
 	for _, f := range rule.Filters {
 		if f.Type == gatewayv1.GRPCRouteFilterRequestMirror && f.RequestMirror != nil {
-			if problem := t.mirror(ev, r, gr.Namespace, "GRPCRoute", f.RequestMirror); problem != "" {
-				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, problem
+			if err := t.mirror(ev, r, gr.Namespace, "GRPCRoute", f.RequestMirror); err != nil {
+				return failed(ev, err)
 			}
 		}
 	}
@@ -68,7 +47,7 @@ func (t *gatewayTranslator) grpcAction(gr *gatewayv1.GRPCRoute, rule *gatewayv1.
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}
 	}
-	return r, ""
+	return r, nil
 }
 
 // grpcName is a gRPC service or method name as the schema allows them.

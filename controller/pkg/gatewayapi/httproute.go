@@ -1,11 +1,13 @@
 package gatewayapi
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/envoyrules"
@@ -17,7 +19,12 @@ import (
 func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute, rank int32) {
 	r := route{kind: "HTTPRoute", meta: &hr.ObjectMeta, parentRefs: hr.Spec.ParentRefs, hostnames: hr.Spec.Hostnames}
 	t.attachRequestRoute(r, rank, len(hr.Spec.Rules), func(ev *ruleEval) ([][]*ir.Route, ruleProblems) {
-		return t.translateHTTPRules(hr, ev)
+		return translateRules("httproute", &hr.ObjectMeta, hr.Spec.Rules,
+			func(rule *gatewayv1.HTTPRouteRule) (*gatewayv1.SectionName, []gatewayv1.HTTPRouteMatch) {
+				return rule.Name, rule.Matches
+			},
+			func(rule *gatewayv1.HTTPRouteRule) (*ir.Route, error) { return t.httpAction(hr, rule, ev) },
+			httpMatch)
 	})
 }
 
@@ -76,16 +83,16 @@ func (p *ruleProblems) named(rule int, name *gatewayv1.SectionName) {
 	p.names[rule] = string(*name)
 }
 
-func (p *ruleProblems) add(rule int, msg string) {
+func (p *ruleProblems) add(rule int, err error) {
 	if p.invalid == nil {
 		p.invalid = map[int]bool{}
 	}
 	p.invalid[rule] = true
 	if name, ok := p.names[rule]; ok {
-		p.msgs = append(p.msgs, fmt.Sprintf("rule %d (%s): %s", rule, name, msg))
+		p.msgs = append(p.msgs, fmt.Sprintf("rule %d (%s): %v", rule, name, err))
 		return
 	}
-	p.msgs = append(p.msgs, fmt.Sprintf("rule %d: %s", rule, msg))
+	p.msgs = append(p.msgs, fmt.Sprintf("rule %d: %v", rule, err))
 }
 
 // report sets Accepted false when no rule is valid, else PartiallyInvalid
@@ -104,31 +111,36 @@ func (p *ruleProblems) report(c *routeConditions, rules int) {
 	c.set(gatewayv1.RouteConditionPartiallyInvalid, true, gatewayv1.RouteReasonUnsupportedValue, msg)
 }
 
-// translateHTTPRules turns each rule and match into an IR route. Problems
-// with references go to ev; rules that cannot be served as written
-// are returned as problems and answer 500, so that their requests never fall
-// through to a less specific route.
-func (t *gatewayTranslator) translateHTTPRules(hr *gatewayv1.HTTPRoute, ev *ruleEval) ([][]*ir.Route, ruleProblems) {
+// translateRules turns each rule and match of an HTTPRoute or GRPCRoute
+// (kind, in lower case, names the routes) into IR routes: of returns a
+// rule's name and matches (none matches everything), action what the rule
+// does, match a match. Problems with references go to the rule's ruleEval
+// through action; rules that cannot be served as written are returned as
+// problems and answer 500, so that their requests never fall through to a
+// less specific route.
+func translateRules[Rule, Match any](kind string, meta *metav1.ObjectMeta, rules []Rule,
+	of func(*Rule) (*gatewayv1.SectionName, []Match), action func(*Rule) (*ir.Route, error), match func(*Match) (ir.Match, error),
+) ([][]*ir.Route, ruleProblems) {
 	var problems ruleProblems
-	out := make([][]*ir.Route, len(hr.Spec.Rules))
-	for i := range hr.Spec.Rules {
-		rule := &hr.Spec.Rules[i]
-		problems.named(i, rule.Name)
-		action, problem := t.httpAction(hr, rule, ev)
-		if problem != "" {
-			problems.add(i, problem)
+	out := make([][]*ir.Route, len(rules))
+	for i := range rules {
+		rule := &rules[i]
+		name, matches := of(rule)
+		problems.named(i, name)
+		act, err := action(rule)
+		if err != nil {
+			problems.add(i, err)
 		}
-		matches := rule.Matches
 		if len(matches) == 0 {
-			matches = []gatewayv1.HTTPRouteMatch{{}}
+			matches = make([]Match, 1)
 		}
 		for j := range matches {
-			m, err := httpMatch(&matches[j])
+			m, err := match(&matches[j])
 			if err != nil {
-				problems.add(i, fmt.Sprintf("match %d: %v", j, err))
+				problems.add(i, fmt.Errorf("match %d: %w", j, err))
 				continue
 			}
-			out[i] = append(out[i], matchRoute(action, j == len(matches)-1, routeName("httproute", hr.Namespace, hr.Name, i, rule.Name, j), m))
+			out[i] = append(out[i], matchRoute(act, j == len(matches)-1, routeName(kind, meta.Namespace, meta.Name, i, name, j), m))
 		}
 	}
 	return out, problems
@@ -149,29 +161,25 @@ func matchRoute(action *ir.Route, last bool, name string, m ir.Match) *ir.Route 
 
 // httpAction is what a rule does, shared by its matches, and why it cannot
 // do what the rule says, if it cannot.
-func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.HTTPRouteRule, ev *ruleEval) (*ir.Route, string) {
+func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.HTTPRouteRule, ev *ruleEval) (*ir.Route, error) {
 	r := &ir.Route{}
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, f); err != nil {
-			if f.Type == gatewayv1.HTTPRouteFilterExtensionRef {
-				ev.resolved.problem(gatewayv1.RouteConditionResolvedRefs, false, gatewayv1.RouteReasonInvalidKind, err.Error())
-				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, ""
-			}
-			return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()
+			return failed(ev, err)
 		}
 	}
 	if r.Redirect != nil {
-		return r, ""
+		return r, nil
 	}
 	for _, f := range rule.Filters {
 		if f.Type == gatewayv1.HTTPRouteFilterRequestMirror && f.RequestMirror != nil {
-			if problem := t.mirror(ev, r, hr.Namespace, "HTTPRoute", f.RequestMirror); problem != "" {
-				return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, problem
+			if err := t.mirror(ev, r, hr.Namespace, "HTTPRoute", f.RequestMirror); err != nil {
+				return failed(ev, err)
 			}
 		}
 	}
 	if err := timeouts(r, rule.Timeouts, rule.Retry); err != nil {
-		return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err.Error()
+		return failed(ev, err)
 	}
 	var buf [4]backendRef
 	refs := buf[:0]
@@ -183,7 +191,19 @@ func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}
 	}
-	return r, ""
+	return r, nil
+}
+
+// failed is the action of a rule that cannot do what it says: it answers
+// 500. A reference that cannot be used is reported under ResolvedRefs and
+// leaves the rule valid; any other error makes the rule invalid.
+func failed(ev *ruleEval, err error) (*ir.Route, error) {
+	var p *routeProblem
+	if errors.As(err, &p) && p.typ == gatewayv1.RouteConditionResolvedRefs {
+		ev.report(p)
+		err = nil
+	}
+	return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err
 }
 
 func allInvalid(d *ir.Destination) bool {
@@ -239,9 +259,9 @@ func applyFilter(r *ir.Route, f gatewayv1.HTTPRouteFilter) error {
 	case gatewayv1.HTTPRouteFilterExtensionRef:
 		ref := f.ExtensionRef
 		if ref == nil {
-			return fmt.Errorf("filter ExtensionRef has no extensionRef")
+			return unresolvedRef(gatewayv1.RouteReasonInvalidKind, "filter ExtensionRef has no extensionRef")
 		}
-		return fmt.Errorf("filter ExtensionRef %s/%s %s: Isobar supports no extension filters", ref.Group, ref.Kind, ref.Name)
+		return unresolvedRef(gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("filter ExtensionRef %s/%s %s: Isobar supports no extension filters", ref.Group, ref.Kind, ref.Name))
 	default:
 		return fmt.Errorf("filter type %s is not supported yet", f.Type)
 	}

@@ -191,8 +191,8 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 			l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptrTo(gatewayv1.Group(gatewayv1.GroupName)), Kind: k})
 		}
 		if len(kinds) == 0 {
-			l.conds.problem(gatewayv1.ListenerConditionResolvedRefs, false, gatewayv1.ListenerReasonInvalidRouteKinds,
-				fmt.Sprintf("the cluster does not serve %v at version %s (install the Gateway API CRDs that have it)", unserved, gatewayv1.GroupVersion.Version))
+			l.conds.report(unresolvedListenerRef(gatewayv1.ListenerReasonInvalidRouteKinds,
+				fmt.Sprintf("the cluster does not serve %v at version %s (install the Gateway API CRDs that have it)", unserved, gatewayv1.GroupVersion.Version)))
 		}
 		return
 	}
@@ -213,7 +213,7 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 		if len(unserved) > 0 {
 			msg += fmt.Sprintf(" (the cluster does not serve %v at version %s)", unserved, gatewayv1.GroupVersion.Version)
 		}
-		l.conds.problem(gatewayv1.ListenerConditionResolvedRefs, false, gatewayv1.ListenerReasonInvalidRouteKinds, msg)
+		l.conds.report(unresolvedListenerRef(gatewayv1.ListenerReasonInvalidRouteKinds, msg))
 	}
 }
 
@@ -364,34 +364,25 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 	}
 	if len(l.spec.TLS.CertificateRefs) == 0 {
 		l.badCertificates = true
-		l.conds.problem(gatewayv1.ListenerConditionResolvedRefs, false, gatewayv1.ListenerReasonInvalidCertificateRef,
-			"tls.certificateRefs is empty; a terminating listener needs a certificate")
+		l.conds.report(unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
+			"tls.certificateRefs is empty; a terminating listener needs a certificate"))
 		return
 	}
 	for _, ref := range l.spec.TLS.CertificateRefs {
 		name, err := t.resolveCertificate(ref, t.ownerOf(l))
 		if err != nil {
 			l.badCertificates = true
-			l.conds.problem(gatewayv1.ListenerConditionResolvedRefs, false, err.reason, err.message)
+			l.conds.report(err)
 			continue
 		}
 		l.certificates = append(l.certificates, name)
 	}
 }
 
-// refError is a reference that cannot be used, with the condition reason
-// of the object whose reference it is.
-type refError[R ~string] struct {
-	reason  R
-	message string
-}
-
-type listenerRefError = refError[gatewayv1.ListenerConditionReason]
-
 // resolveCertificate checks one certificateRef of from (the Gateway, or a
 // ListenerSet: a ReferenceGrant to one is not one to the other) and adds
 // its Secret to the IR, returning the Secret's IR name.
-func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReference, from owner) (string, *listenerRefError) {
+func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReference, from owner) (string, *listenerProblem) {
 	group, kind := "", "Secret"
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -404,17 +395,17 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 		ns = string(*ref.Namespace)
 	}
 	if group != "" || kind != "Secret" {
-		return "", &listenerRefError{gatewayv1.ListenerReasonInvalidCertificateRef,
-			fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name)}
+		return "", unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
+			fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name))
 	}
 	if ns != from.namespace && !t.env.Granted(refgrant.From{Group: from.group, Kind: from.kind, Namespace: from.namespace}, ns, refgrant.To{Kind: "Secret", Name: string(ref.Name)}) {
-		return "", &listenerRefError{gatewayv1.ListenerReasonRefNotPermitted,
-			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)}
+		return "", unresolvedListenerRef(gatewayv1.ListenerReasonRefNotPermitted,
+			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns))
 	}
 	secret, ok := t.env.Secret(ns, string(ref.Name))
 	if !ok {
-		return "", &listenerRefError{gatewayv1.ListenerReasonInvalidCertificateRef,
-			fmt.Sprintf("Secret %s/%s does not exist", ns, ref.Name)}
+		return "", unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
+			fmt.Sprintf("Secret %s/%s does not exist", ns, ref.Name))
 	}
 	name := ns + "/" + string(ref.Name)
 	if _, done := t.secrets[name]; done {
@@ -423,8 +414,8 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 	crt, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 	if _, err := tls.X509KeyPair(crt, key); err != nil {
 		// The error names what is wrong, never the key material.
-		return "", &listenerRefError{gatewayv1.ListenerReasonInvalidCertificateRef,
-			fmt.Sprintf("Secret %s/%s does not hold a usable certificate and key in tls.crt and tls.key: %v", ns, ref.Name, err)}
+		return "", unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
+			fmt.Sprintf("Secret %s/%s does not hold a usable certificate and key in tls.crt and tls.key: %v", ns, ref.Name, err))
 	}
 	t.secrets[name] = &ir.Secret{Name: name, Certificate: crt, PrivateKey: key}
 	return name, nil

@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -14,11 +15,11 @@ import (
 // mirror adds a RequestMirror filter's backend. A mirror that does not
 // resolve is left out and reported: mirrored traffic is a copy, so the rule
 // keeps serving.
-func (t *gatewayTranslator) mirror(ev *ruleEval, r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPRequestMirrorFilter) string {
+func (t *gatewayTranslator) mirror(ev *ruleEval, r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPRequestMirrorFilter) error {
 	percent := 100.0
 	switch {
 	case f.Percent != nil && f.Fraction != nil:
-		return "requestMirror may set percent or fraction, not both"
+		return errors.New("requestMirror may set percent or fraction, not both")
 	case f.Percent != nil:
 		percent = float64(*f.Percent)
 	case f.Fraction != nil:
@@ -27,19 +28,19 @@ func (t *gatewayTranslator) mirror(ev *ruleEval, r *ir.Route, fromNS, fromKind s
 			den = *f.Fraction.Denominator
 		}
 		if den <= 0 || f.Fraction.Numerator < 0 || f.Fraction.Numerator > den {
-			return fmt.Sprintf("requestMirror fraction %d/%d is not between 0 and 1", f.Fraction.Numerator, den)
+			return fmt.Errorf("requestMirror fraction %d/%d is not between 0 and 1", f.Fraction.Numerator, den)
 		}
 		percent = 100 * float64(f.Fraction.Numerator) / float64(den)
 	}
 	if percent < 0 || percent > 100 {
-		return fmt.Sprintf("requestMirror percent %g is not between 0 and 100", percent)
+		return fmt.Errorf("requestMirror percent %g is not between 0 and 100", percent)
 	}
 	name, ok := t.resolveBackend(ev, "mirror: ", fromNS, fromKind, f.BackendRef)
 	if !ok {
-		return ""
+		return nil
 	}
 	r.Mirrors = append(r.Mirrors, ir.Mirror{Cluster: name, Percent: percent})
-	return ""
+	return nil
 }
 
 // durationPattern is the Gateway API's Duration (GEP-2257): up to four

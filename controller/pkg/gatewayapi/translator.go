@@ -211,7 +211,7 @@ type gatewayTranslator struct {
 	// backendCert is the Secret Envoy presents to TLS backends (the
 	// Gateway's spec.tls.backend), backendCertErr why there is none.
 	backendCert    string
-	backendCertErr *refError[gatewayv1.GatewayConditionReason]
+	backendCertErr *gatewayProblem
 	// tables are the state's, per port.
 	tables map[gatewayv1.PortNumber]*table
 }
