@@ -88,13 +88,7 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	idx := env.NewIndex(res, evaluateBackendTLS(res))
 	st := newStatus()
 	out := &Result{Status: st}
-	for _, class := range res.GatewayClasses {
-		if class.Spec.ControllerName == tr.opts.ControllerName {
-			// Offline there are no CRDs to ask: every field is there.
-			cs := supported.ClassStatus(class, nil, supported.Features)
-			st.GatewayClasses[class.Name] = &cs
-		}
-	}
+	tr.acceptClasses(res, st)
 	streams := streamRoutes(res)
 	httpRoutes := withParents(res.HTTPRoutes, func(r *gatewayv1.HTTPRoute) []gatewayv1.ParentReference { return r.Spec.ParentRefs })
 	grpcRoutes := withParents(res.GRPCRoutes, func(r *gatewayv1.GRPCRoute) []gatewayv1.ParentReference { return r.Spec.ParentRefs })
@@ -115,6 +109,18 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	tr.states, tr.ingresses, tr.prev = states, c.usedIngresses, idx
 	st.reportIngresses(c.usedIngresses)
 	return out
+}
+
+// acceptClasses reports the GatewayClasses with our controllerName as
+// accepted, with the features Isobar supports. Offline there are no CRDs
+// to ask which fields are served: every one is.
+func (tr *Translator) acceptClasses(res *resources.Resources, st *Status) {
+	for _, class := range res.GatewayClasses {
+		if class.Spec.ControllerName == tr.opts.ControllerName {
+			cs := supported.ClassStatus(class, nil, supported.Features)
+			st.GatewayClasses[class.Name] = &cs
+		}
+	}
 }
 
 // cache shares translated rules between the Gateways of one translation.
@@ -219,6 +225,21 @@ type gatewayTranslator struct {
 // translate translates the Gateway, starting from its previous state when
 // the context is the same.
 func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewayState) *ir.Gateway {
+	ingressRoutes := t.translateListeners(res)
+	t.attachRoutes(res, prev, ingressRoutes)
+	t.buildClusters()
+	t.status.addGatewayRoutes(t.state.routes)
+	g := t.build()
+	t.writeGatewayStatus()
+	return g
+}
+
+// translateListeners validates the Gateway's listeners and those of the
+// ListenerSets it takes (an Ingress's TLS hosts among them), and resolves
+// its backend client certificate. They are few and validated afresh on
+// every translation, so what they read is not kept. It returns the
+// HTTPRoutes the served Ingresses become.
+func (t *gatewayTranslator) translateListeners(res *resources.Resources) []*gatewayv1.HTTPRoute {
 	var everyTime env.Reads
 	t.env = t.newEnv(&everyTime)
 	t.clusters = map[string]*ir.Cluster{}
@@ -227,6 +248,15 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	ingressSets, ingressRoutes := t.ingressSets(res)
 	t.sets = append(t.listenerSets(res), ingressSets...)
 	t.listeners = t.validateListeners()
+	return ingressRoutes
+}
+
+// attachRoutes brings the Gateway's state up to date with the snapshot's
+// routes of every kind: attachment to listeners, then each route's rules.
+// The state of the previous translation is kept when its context (see
+// gatewayContext) is this one's; otherwise a new state starts, reusing the
+// previous state's translated rules whose reads did not change.
+func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gatewayState, ingressRoutes []*gatewayv1.HTTPRoute) {
 	t.lost = t.kindConflicts(res)
 	ctx := t.context(prev)
 	if prev != nil && prev.ctx == ctx {
@@ -239,19 +269,18 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	for i, l := range t.listeners {
 		l.attached = t.state.attached[i]
 	}
-	// Clusters are built on every translation, from this snapshot's
-	// endpoints.
+	t.prev = nil
+}
+
+// buildClusters builds the clusters the state's routes use, on every
+// translation, from this snapshot's endpoints.
+func (t *gatewayTranslator) buildClusters() {
 	for spec := range t.state.clusters {
 		t.ensureCluster(spec)
 	}
 	for _, s := range t.state.shared {
 		t.buildShared(s)
 	}
-	t.status.addGatewayRoutes(t.state.routes)
-	g := t.build()
-	t.writeGatewayStatus()
-	t.prev = nil
-	return g
 }
 
 func key(ns, name string) types.NamespacedName {
