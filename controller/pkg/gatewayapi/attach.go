@@ -86,16 +86,9 @@ func (t *gatewayTranslator) attachParent(o *outcome, r route, set *listenerSet, 
 	var selectedBuf, allowedBuf [8]*listener
 	selected, allowed := selectedBuf[:0], allowedBuf[:0]
 	for _, l := range t.listeners {
-		if l.set != set {
-			continue
+		if l.selectedBy(a.ref, set) {
+			selected = append(selected, l)
 		}
-		if a.ref.SectionName != nil && *a.ref.SectionName != l.spec.Name {
-			continue
-		}
-		if a.ref.Port != nil && *a.ref.Port != l.spec.Port {
-			continue
-		}
-		selected = append(selected, l)
 	}
 	if len(selected) == 0 {
 		a.conds.set(accepted, false, gatewayv1.RouteReasonNoMatchingParent, noListenerMessage(a.ref, set))
@@ -145,6 +138,14 @@ func (t *gatewayTranslator) attachParent(o *outcome, r route, set *listenerSet, 
 		return
 	}
 	a.conds.set(accepted, true, gatewayv1.RouteReasonAccepted, "Route is accepted")
+}
+
+// selectedBy reports whether a parentRef to set (nil for the Gateway)
+// selects the listener: a parentRef to the Gateway selects only its own
+// listeners, one to a ListenerSet only the set's, then by sectionName and
+// port when given.
+func (l *listener) selectedBy(ref gatewayv1.ParentReference, set *listenerSet) bool {
+	return l.set == set && (ref.SectionName == nil || *ref.SectionName == l.spec.Name) && (ref.Port == nil || *ref.Port == l.spec.Port)
 }
 
 func noListenerMessage(ref gatewayv1.ParentReference, set *listenerSet) string {

@@ -109,7 +109,7 @@ func (t *gatewayTranslator) claims(r route) []kindClaim {
 			continue
 		}
 		for i, l := range t.listeners {
-			if l.set != set || ref.SectionName != nil && *ref.SectionName != l.spec.Name || ref.Port != nil && *ref.Port != l.spec.Port || !l.usable() || t.allows(nil, l, r) != "" {
+			if !l.selectedBy(ref, set) || !l.usable() || t.allows(nil, l, r) != "" {
 				continue
 			}
 			for _, h := range t.routeHosts(l, r.hostnames) {
