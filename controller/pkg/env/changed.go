@@ -18,60 +18,51 @@ import (
 // cache listed them in does not count.
 func Changed(prev, cur *Index) map[Dep]bool {
 	changed := map[Dep]bool{}
-	mark := func(kind Kind, k types.NamespacedName) { changed[Dep{Kind: kind, Key: k}] = true }
-	for k := range joinKeys(prev.services, cur.services) {
-		if p, c := prev.services[k], cur.services[k]; p != c && (p == nil || c == nil || !sameService(p, c)) {
-			mark(Service, k)
-		}
+	mark := func(kind Kind) func(types.NamespacedName) {
+		return func(k types.NamespacedName) { changed[Dep{Kind: kind, Key: k}] = true }
 	}
-	for ns := range joinKeys(prev.grants, cur.grants) {
-		if !sameGrants(prev.grants[ns], cur.grants[ns]) {
-			mark(Grants, key(ns, ""))
-		}
+	byNamespace := func(kind Kind) func(string) {
+		return func(ns string) { changed[Dep{Kind: kind, Key: key(ns, "")}] = true }
 	}
-	for k := range joinKeys(prev.backendTLS, cur.backendTLS) {
-		if p, c := prev.backendTLS[k], cur.backendTLS[k]; p == nil || c == nil || !p.Same(c) {
-			mark(BackendTLS, k.Service)
-		}
-	}
-	for name := range joinKeys(prev.namespaces, cur.namespaces) {
-		p, c := prev.namespaces[name], cur.namespaces[name]
-		if p != c && (p == nil || c == nil || !maps.Equal(p.Labels, c.Labels)) {
-			mark(Namespace, key(name, ""))
-		}
-	}
-	for k := range joinKeys(prev.secrets, cur.secrets) {
-		p, c := prev.secrets[k], cur.secrets[k]
-		if p != c && (p == nil || c == nil || p.UID != c.UID || p.Type != c.Type || !apiequality.Semantic.DeepEqual(p.Data, c.Data)) {
-			mark(Secret, k)
-		}
-	}
-	for k := range joinKeys(prev.configMaps, cur.configMaps) {
-		p, c := prev.configMaps[k], cur.configMaps[k]
-		if p != c && (p == nil || c == nil || p.UID != c.UID || !maps.Equal(p.Data, c.Data) || !apiequality.Semantic.DeepEqual(p.BinaryData, c.BinaryData)) {
-			mark(ConfigMap, k)
-		}
-	}
+	diff(prev.services, cur.services, sameService, mark(Service))
+	diff(prev.grants, cur.grants, sameGrants, byNamespace(Grants))
+	diff(prev.backendTLS, cur.backendTLS, Evaluated.Same, func(k PolicyKey) { mark(BackendTLS)(k.Service) })
+	diff(prev.namespaces, cur.namespaces, func(a, b *corev1.Namespace) bool { return a == b || maps.Equal(a.Labels, b.Labels) }, byNamespace(Namespace))
+	diff(prev.secrets, cur.secrets, func(a, b *corev1.Secret) bool {
+		return a == b || a.UID == b.UID && a.Type == b.Type && apiequality.Semantic.DeepEqual(a.Data, b.Data)
+	}, mark(Secret))
+	diff(prev.configMaps, cur.configMaps, func(a, b *corev1.ConfigMap) bool {
+		return a == b || a.UID == b.UID && maps.Equal(a.Data, b.Data) && apiequality.Semantic.DeepEqual(a.BinaryData, b.BinaryData)
+	}, mark(ConfigMap))
 	if prev.unservedKinds != cur.unservedKinds {
-		mark(RouteKinds, types.NamespacedName{})
+		mark(RouteKinds)(types.NamespacedName{})
 	}
 	return changed
 }
 
-func joinKeys[K comparable, V any](a, b map[K]V) map[K]bool {
-	out := make(map[K]bool, len(a))
-	for k := range a {
-		out[k] = true
+// diff calls changed with every key whose value was added, removed, or
+// replaced by one that same says reads differently (same sees the
+// informer's unchanged objects first: the same pointer). It allocates nothing:
+// it runs on every translation, over every Service of the snapshot.
+func diff[K comparable, V any](prev, cur map[K]V, same func(a, b V) bool, changed func(K)) {
+	for k, c := range cur {
+		if p, ok := prev[k]; !ok || !same(p, c) {
+			changed(k)
+		}
 	}
-	for k := range b {
-		out[k] = true
+	for k := range prev {
+		if _, ok := cur[k]; !ok {
+			changed(k)
+		}
 	}
-	return out
 }
 
 // sameService reports whether rules resolve alike against two versions of
 // a Service: the same object (UID) with the same ports.
 func sameService(a, b *corev1.Service) bool {
+	if a == b {
+		return true
+	}
 	if a.UID != b.UID || len(a.Spec.Ports) != len(b.Spec.Ports) {
 		return false
 	}
