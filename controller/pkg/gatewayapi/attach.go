@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/condition"
 )
 
 // route is what attachment needs to know of any route kind.
@@ -35,7 +37,7 @@ type attachment struct {
 // listeners' attachedRoutes if the route is accepted there:
 // attachedRoutes counts exactly those.
 func (t *gatewayTranslator) countAccepted(o *outcome, a *attachment) {
-	if !a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
+	if !a.conds.IsTrue(gatewayv1.RouteConditionAccepted) {
 		return
 	}
 	for _, l := range a.attached {
@@ -60,14 +62,14 @@ func (t *gatewayTranslator) attach(o *outcome, r route) []*attachment {
 		if !ok {
 			continue
 		}
-		a := &attachment{ref: ref, conds: routeConditions{generation: r.meta.Generation}}
+		a := &attachment{ref: ref, conds: routeConditions{Generation: r.meta.Generation}}
 		out = append(out, a)
 		if invalid != nil {
-			a.conds.set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonUnsupportedValue, invalid.Error())
+			a.conds.Set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonUnsupportedValue, invalid.Error())
 			continue
 		}
 		if set != nil && set.notAllowed != "" {
-			a.conds.set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonNotAllowedByListeners,
+			a.conds.Set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonNotAllowedByListeners,
 				fmt.Sprintf("ListenerSet %s/%s is not attached to its Gateway: %s", set.obj.Namespace, set.obj.Name, set.notAllowed))
 			continue
 		}
@@ -91,7 +93,7 @@ func (t *gatewayTranslator) attachParent(o *outcome, r route, set *listenerSet, 
 		}
 	}
 	if len(selected) == 0 {
-		a.conds.set(accepted, false, gatewayv1.RouteReasonNoMatchingParent, noListenerMessage(a.ref, set))
+		a.conds.Set(accepted, false, gatewayv1.RouteReasonNoMatchingParent, noListenerMessage(a.ref, set))
 		return
 	}
 	var why []string
@@ -103,7 +105,7 @@ func (t *gatewayTranslator) attachParent(o *outcome, r route, set *listenerSet, 
 		allowed = append(allowed, l)
 	}
 	if len(allowed) == 0 {
-		a.conds.set(accepted, false, gatewayv1.RouteReasonNotAllowedByListeners, joinMessages(why))
+		a.conds.Set(accepted, false, gatewayv1.RouteReasonNotAllowedByListeners, condition.JoinMessages(why))
 		return
 	}
 	// A route attaches to a listener that allows it and shares a hostname
@@ -130,14 +132,14 @@ func (t *gatewayTranslator) attachParent(o *outcome, r route, set *listenerSet, 
 	}
 	if len(a.attached) == 0 {
 		if len(conflicts) > 0 {
-			a.conds.set(accepted, false, "HostnameConflict", joinMessages(conflicts))
+			a.conds.Set(accepted, false, "HostnameConflict", condition.JoinMessages(conflicts))
 			return
 		}
-		a.conds.set(accepted, false, gatewayv1.RouteReasonNoMatchingListenerHostname,
+		a.conds.Set(accepted, false, gatewayv1.RouteReasonNoMatchingListenerHostname,
 			fmt.Sprintf("none of the route's hostnames %v matches a listener hostname", r.hostnames))
 		return
 	}
-	a.conds.set(accepted, true, gatewayv1.RouteReasonAccepted, "Route is accepted")
+	a.conds.Set(accepted, true, gatewayv1.RouteReasonAccepted, "Route is accepted")
 }
 
 // selectedBy reports whether a parentRef to set (nil for the Gateway)

@@ -12,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -41,7 +42,7 @@ func (t *gatewayTranslator) httpBackends(ev *ruleEval, fromNS, fromKind string, 
 		}
 		wc := ir.WeightedCluster{Cluster: name, Weight: weight}
 		if err := backendFilters(&wc, ref.filters); err != nil {
-			ev.report(unresolvedRef(gatewayv1.RouteReasonUnsupportedValue, fmt.Sprintf("backendRef %s: %v", ref.ref.Name, err)))
+			ev.report(condition.UnresolvedRef(gatewayv1.RouteReasonUnsupportedValue, fmt.Sprintf("backendRef %s: %v", ref.ref.Name, err)))
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
@@ -59,7 +60,7 @@ func (t *gatewayTranslator) httpBackends(ev *ruleEval, fromNS, fromKind string, 
 // the policy's status says why.
 func (t *gatewayTranslator) resolveBackend(ev *ruleEval, what, fromNS, fromKind string, ref gatewayv1.BackendObjectReference) (string, bool) {
 	unresolved := func(reason gatewayv1.RouteConditionReason, msg string) (string, bool) {
-		ev.report(unresolvedRef(reason, what+msg))
+		ev.report(condition.UnresolvedRef(reason, what+msg))
 		return "", false
 	}
 	group, kind := "", "Service"

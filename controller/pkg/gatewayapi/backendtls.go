@@ -47,7 +47,7 @@ func backendTLSPolicies(res *resources.Resources, e env.Env) map[env.PolicyKey]e
 	})
 	applied := map[env.PolicyKey]*backendTLS{}
 	for _, p := range policies {
-		bt := &backendTLS{policy: p, conds: policyConditions{generation: p.Generation}}
+		bt := &backendTLS{policy: p, conds: policyConditions{Generation: p.Generation}}
 		bt.tls = evaluatePolicy(p, e, &bt.conds)
 		for _, ref := range p.Spec.TargetRefs {
 			if ref.Group != "" || ref.Kind != "Service" {
@@ -56,14 +56,14 @@ func backendTLSPolicies(res *resources.Resources, e env.Env) map[env.PolicyKey]e
 			k := env.PolicyKey{Service: key(p.Namespace, string(ref.Name)), Port: string(deref(ref.SectionName))}
 			if older, taken := applied[k]; taken && older.policy != p {
 				older.losers = append(older.losers, bt)
-				bt.conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonConflicted,
+				bt.conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonConflicted,
 					fmt.Sprintf("BackendTLSPolicy %s/%s, which is older, already applies to Service %s", older.policy.Namespace, older.policy.Name, ref.Name))
 				continue
 			}
 			applied[k] = bt
 		}
-		bt.conds.set(gatewayv1.PolicyConditionAccepted, true, gatewayv1.PolicyReasonAccepted, "Policy is accepted")
-		bt.conds.set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, true, gatewayv1.BackendTLSPolicyReasonResolvedRefs, "All references are resolved")
+		bt.conds.Set(gatewayv1.PolicyConditionAccepted, true, gatewayv1.PolicyReasonAccepted, "Policy is accepted")
+		bt.conds.Set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, true, gatewayv1.BackendTLSPolicyReasonResolvedRefs, "All references are resolved")
 	}
 	out := make(map[env.PolicyKey]env.Evaluated, len(applied))
 	for k, bt := range applied {
@@ -77,27 +77,27 @@ func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *policyCondi
 	v := p.Spec.Validation
 	t := &ir.UpstreamTLS{SNI: string(v.Hostname)}
 	invalid := func(reason gatewayv1.PolicyConditionReason, msg string) *ir.UpstreamTLS {
-		conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.BackendTLSPolicyReasonNoValidCACertificate, msg)
-		conds.set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, false, reason, msg)
+		conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.BackendTLSPolicyReasonNoValidCACertificate, msg)
+		conds.Set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, false, reason, msg)
 		return nil
 	}
 	if err := checkHostname(t.SNI, false); err != nil {
-		conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "validation.hostname: "+err.Error())
+		conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "validation.hostname: "+err.Error())
 		return nil
 	}
 	switch {
 	case v.WellKnownCACertificates != nil && len(v.CACertificateRefs) > 0:
-		conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "set caCertificateRefs or wellKnownCACertificates, not both")
+		conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "set caCertificateRefs or wellKnownCACertificates, not both")
 		return nil
 	case v.WellKnownCACertificates != nil:
 		if *v.WellKnownCACertificates != gatewayv1.WellKnownCACertificatesSystem {
-			conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid,
+			conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid,
 				fmt.Sprintf("wellKnownCACertificates %q is not supported; use System", *v.WellKnownCACertificates))
 			return nil
 		}
 		t.SystemCA = true
 	case len(v.CACertificateRefs) == 0:
-		conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "set caCertificateRefs or wellKnownCACertificates")
+		conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "set caCertificateRefs or wellKnownCACertificates")
 		return nil
 	}
 	var bundle bytes.Buffer
@@ -135,18 +135,18 @@ func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *policyCondi
 		switch san.Type {
 		case gatewayv1.HostnameSubjectAltNameType:
 			if err := checkHostname(string(san.Hostname), true); err != nil {
-				conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "subjectAltNames: "+err.Error())
+				conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "subjectAltNames: "+err.Error())
 				return nil
 			}
 			t.SubjectAltNames = append(t.SubjectAltNames, ir.SubjectAltName{Type: "DNS", Value: string(san.Hostname)})
 		case gatewayv1.URISubjectAltNameType:
 			if err := checkValue(string(san.URI), "subjectAltNames uri"); err != nil || san.URI == "" {
-				conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, fmt.Sprintf("subjectAltNames uri %q is not a URI", san.URI))
+				conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, fmt.Sprintf("subjectAltNames uri %q is not a URI", san.URI))
 				return nil
 			}
 			t.SubjectAltNames = append(t.SubjectAltNames, ir.SubjectAltName{Type: "URI", Value: string(san.URI)})
 		default:
-			conds.set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, fmt.Sprintf("subjectAltNames type %q is not Hostname or URI", san.Type))
+			conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, fmt.Sprintf("subjectAltNames type %q is not Hostname or URI", san.Type))
 			return nil
 		}
 	}
@@ -220,6 +220,6 @@ func (t *gatewayTranslator) recordAncestor(bt *backendTLS) {
 		}
 	}
 	t.status.BackendTLSPolicies[k] = append(t.status.BackendTLSPolicies[k], gatewayv1.PolicyAncestorStatus{
-		AncestorRef: ref, ControllerName: t.controller, Conditions: slices.Clone(bt.conds.sorted()),
+		AncestorRef: ref, ControllerName: t.controller, Conditions: slices.Clone(bt.conds.Sorted()),
 	})
 }

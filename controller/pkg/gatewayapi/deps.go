@@ -20,13 +20,13 @@ type ruleEval struct {
 }
 
 func (t *gatewayTranslator) newRuleEval(generation int64) *ruleEval {
-	ev := &ruleEval{resolved: routeConditions{generation: generation}}
+	ev := &ruleEval{resolved: routeConditions{Generation: generation}}
 	ev.env = t.newEnv(&ev.reads)
 	return ev
 }
 
 // report records a problem with one of the rules' references.
-func (e *ruleEval) report(p *routeProblem) { e.resolved.report(p) }
+func (e *ruleEval) report(p *routeProblem) { e.resolved.Report(p) }
 
 // cluster records a cluster the rules use.
 func (e *ruleEval) cluster(s clusterSpec) { e.clusters = append(e.clusters, s) }

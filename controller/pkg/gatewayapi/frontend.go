@@ -9,6 +9,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -50,7 +51,7 @@ func (t *gatewayTranslator) checkFrontendValidation(l *listener) {
 	for _, ref := range v.CACertificateRefs {
 		name, ca, err := t.resolveCA(ref)
 		if err != nil {
-			l.conds.report(err)
+			l.conds.Report(err)
 			continue
 		}
 		cv.CARefs = append(cv.CARefs, name)
@@ -60,7 +61,7 @@ func (t *gatewayTranslator) checkFrontendValidation(l *listener) {
 		}
 	}
 	if len(cv.CARefs) == 0 {
-		l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonNoValidCACertificate,
+		l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonNoValidCACertificate,
 			"none of the client certificate validation's caCertificateRefs (spec.tls.frontend) resolves: see ResolvedRefs")
 		return
 	}
@@ -77,12 +78,12 @@ func (t *gatewayTranslator) resolveCA(ref gatewayv1.ObjectReference) (string, []
 		ns = string(*ref.Namespace)
 	}
 	if ref.Group != "" || kind != "ConfigMap" && kind != "Secret" {
-		return "", nil, unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCACertificateKind,
+		return "", nil, condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCACertificateKind,
 			fmt.Sprintf("caCertificateRef %s %s: only core ConfigMaps and Secrets hold CA certificates", groupKind(string(ref.Group), kind), ref.Name))
 	}
 	name := fmt.Sprintf("%s %s/%s", kind, ns, ref.Name)
 	if ns != t.gw.Namespace && !t.env.Granted(refgrant.From{Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: t.gw.Namespace}, ns, refgrant.To{Kind: kind, Name: string(ref.Name)}) {
-		return "", nil, unresolvedListenerRef(gatewayv1.ListenerReasonRefNotPermitted,
+		return "", nil, condition.UnresolvedListenerRef(gatewayv1.ListenerReasonRefNotPermitted,
 			fmt.Sprintf("caCertificateRef to %s is not permitted: no ReferenceGrant in namespace %s allows it", name, ns))
 	}
 	var ca []byte
@@ -95,10 +96,10 @@ func (t *gatewayTranslator) resolveCA(ref gatewayv1.ObjectReference) (string, []
 		ca, found = s.Data[caKey], true
 	}
 	if !found {
-		return "", nil, unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCACertificateRef, name+" does not exist")
+		return "", nil, condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCACertificateRef, name+" does not exist")
 	}
 	if err := checkCABundle(ca); err != nil {
-		return "", nil, unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCACertificateRef, fmt.Sprintf("%s: %s: %v", name, caKey, err))
+		return "", nil, condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCACertificateRef, fmt.Sprintf("%s: %s: %v", name, caKey, err))
 	}
 	return name, ca, nil
 }
@@ -167,11 +168,11 @@ func (t *gatewayTranslator) backendClientCertificate() {
 	name, err := t.resolveCertificate(*t.gw.Spec.TLS.Backend.ClientCertificateRef, t.ownerOf(nil))
 	if err != nil {
 		reason := gatewayv1.GatewayReasonInvalidClientCertificateRef
-		if err.reason == gatewayv1.ListenerReasonRefNotPermitted {
+		if err.Reason == gatewayv1.ListenerReasonRefNotPermitted {
 			reason = gatewayv1.GatewayReasonRefNotPermitted
 		}
-		t.backendCertErr = &gatewayProblem{typ: gatewayv1.GatewayConditionResolvedRefs, reason: reason,
-			message: "spec.tls.backend.clientCertificateRef: " + err.message + "; connections to backends present no client certificate"}
+		t.backendCertErr = &gatewayProblem{Type: gatewayv1.GatewayConditionResolvedRefs, Reason: reason,
+			Message: "spec.tls.backend.clientCertificateRef: " + err.Message + "; connections to backends present no client certificate"}
 		return
 	}
 	t.backendCert = name

@@ -25,27 +25,27 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 		}
 	}
 	usable, invalid, conflicted := classify(own)
-	c := gatewayConditions{generation: t.gw.Generation}
+	c := gatewayConditions{Generation: t.gw.Generation}
 	accepted := gatewayv1.GatewayConditionAccepted
 	switch {
 	case len(own) > 0 && len(usable) == 0:
-		c.set(accepted, false, gatewayv1.GatewayReasonListenersNotValid, "no listener is valid: "+listenerSummary(usable, invalid, conflicted))
+		c.Set(accepted, false, gatewayv1.GatewayReasonListenersNotValid, "no listener is valid: "+listenerSummary(usable, invalid, conflicted))
 	case len(invalid)+len(conflicted) > 0:
-		c.set(accepted, true, gatewayv1.GatewayReasonListenersNotValid, listenerSummary(usable, invalid, conflicted))
+		c.Set(accepted, true, gatewayv1.GatewayReasonListenersNotValid, listenerSummary(usable, invalid, conflicted))
 	default:
-		c.set(accepted, true, gatewayv1.GatewayReasonAccepted, "Gateway is accepted")
+		c.Set(accepted, true, gatewayv1.GatewayReasonAccepted, "Gateway is accepted")
 	}
 	switch {
 	case t.backendCertErr != nil:
-		c.set(t.backendCertErr.typ, false, t.backendCertErr.reason, t.backendCertErr.message)
+		c.Set(t.backendCertErr.Type, false, t.backendCertErr.Reason, t.backendCertErr.Message)
 	case t.backendCert != "":
-		c.set(gatewayv1.GatewayConditionResolvedRefs, true, gatewayv1.GatewayReasonResolvedRefs, "spec.tls.backend.clientCertificateRef "+t.backendCert+" is presented to TLS backends")
+		c.Set(gatewayv1.GatewayConditionResolvedRefs, true, gatewayv1.GatewayReasonResolvedRefs, "spec.tls.backend.clientCertificateRef "+t.backendCert+" is presented to TLS backends")
 	}
 	if insecure := t.insecureFrontend(); len(insecure) > 0 {
-		c.set(gatewayv1.GatewayConditionInsecureFrontendValidationMode, true, gatewayv1.GatewayReasonConfigurationChanged,
+		c.Set(gatewayv1.GatewayConditionInsecureFrontendValidationMode, true, gatewayv1.GatewayReasonConfigurationChanged,
 			fmt.Sprintf("client certificate validation lets in clients without a valid certificate (AllowInsecureFallback): %s", strings.Join(insecure, ", ")))
 	}
-	st.Conditions = c.sorted()
+	st.Conditions = c.Sorted()
 	t.status.Gateways[types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name}] = st
 }
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/envoyrules"
 	"isobar.dev/controller/pkg/ir"
 )
@@ -46,11 +47,11 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rank int32, rules int, t
 	// route: ResolvedRefs reports its references either way.
 	routes, problems, resolved := t.cachedRules(o, translate)
 	for _, a := range atts {
-		if a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
+		if a.conds.IsTrue(gatewayv1.RouteConditionAccepted) {
 			problems.report(&a.conds, rules)
 		}
 		t.countAccepted(o, a)
-		if a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
+		if a.conds.IsTrue(gatewayv1.RouteConditionAccepted) {
 			for i, l := range a.listeners {
 				o.added = append(o.added, addition{listener: slices.Index(t.listeners, l), hosts: a.hosts[i], routes: redirectsFor(l, routes)})
 			}
@@ -59,7 +60,7 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rank int32, rules int, t
 		o.statuses = append(o.statuses, gatewayv1.RouteParentStatus{
 			ParentRef:      a.ref,
 			ControllerName: t.controller,
-			Conditions:     a.conds.sorted(),
+			Conditions:     a.conds.Sorted(),
 		})
 	}
 }
@@ -102,13 +103,13 @@ func (p *ruleProblems) report(c *routeConditions, rules int) {
 	if len(p.invalid) == 0 {
 		return
 	}
-	msg := joinMessages(p.msgs)
+	msg := condition.JoinMessages(p.msgs)
 	if len(p.invalid) == rules {
-		c.list = nil
-		c.set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonUnsupportedValue, msg)
+		c.Items = nil
+		c.Set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonUnsupportedValue, msg)
 		return
 	}
-	c.set(gatewayv1.RouteConditionPartiallyInvalid, true, gatewayv1.RouteReasonUnsupportedValue, msg)
+	c.Set(gatewayv1.RouteConditionPartiallyInvalid, true, gatewayv1.RouteReasonUnsupportedValue, msg)
 }
 
 // translateRules turns each rule and match of an HTTPRoute or GRPCRoute
@@ -199,7 +200,7 @@ func (t *gatewayTranslator) httpAction(hr *gatewayv1.HTTPRoute, rule *gatewayv1.
 // leaves the rule valid; any other error makes the rule invalid.
 func failed(ev *ruleEval, err error) (*ir.Route, error) {
 	var p *routeProblem
-	if errors.As(err, &p) && p.typ == gatewayv1.RouteConditionResolvedRefs {
+	if errors.As(err, &p) && p.Type == gatewayv1.RouteConditionResolvedRefs {
 		ev.report(p)
 		err = nil
 	}
@@ -259,9 +260,9 @@ func applyFilter(r *ir.Route, f gatewayv1.HTTPRouteFilter) error {
 	case gatewayv1.HTTPRouteFilterExtensionRef:
 		ref := f.ExtensionRef
 		if ref == nil {
-			return unresolvedRef(gatewayv1.RouteReasonInvalidKind, "filter ExtensionRef has no extensionRef")
+			return condition.UnresolvedRef(gatewayv1.RouteReasonInvalidKind, "filter ExtensionRef has no extensionRef")
 		}
-		return unresolvedRef(gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("filter ExtensionRef %s/%s %s: Isobar supports no extension filters", ref.Group, ref.Kind, ref.Name))
+		return condition.UnresolvedRef(gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("filter ExtensionRef %s/%s %s: Isobar supports no extension filters", ref.Group, ref.Kind, ref.Name))
 	default:
 		return fmt.Errorf("filter type %s is not supported yet", f.Type)
 	}

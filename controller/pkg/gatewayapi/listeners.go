@@ -12,6 +12,7 @@ import (
 
 	"isobar.dev/api/ports"
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -37,9 +38,9 @@ type listener struct {
 // kinds it does not support make ResolvedRefs false but leave the listener
 // serving the kinds it does; a certificate it cannot use does not.
 func (l *listener) usable() bool {
-	return l.conds.isTrue(gatewayv1.ListenerConditionAccepted) &&
+	return l.conds.IsTrue(gatewayv1.ListenerConditionAccepted) &&
 		!l.badCertificates && len(l.kinds) > 0 &&
-		!l.conds.isTrue(gatewayv1.ListenerConditionConflicted)
+		!l.conds.IsTrue(gatewayv1.ListenerConditionConflicted)
 }
 
 // terminatesTLS reports whether the listener terminates TLS: HTTPS, or TLS
@@ -109,18 +110,18 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 	ls := make([]*listener, len(specs))
 	for i := range specs {
 		spec := &specs[i].spec
-		l := &listener{spec: spec, set: specs[i].set, conds: listenerConditions{generation: t.generationOf(specs[i].set)}}
+		l := &listener{spec: spec, set: specs[i].set, conds: listenerConditions{Generation: t.generationOf(specs[i].set)}}
 		if spec.Hostname != nil {
 			l.hostname = string(*spec.Hostname)
 			if err := checkHostname(l.hostname, true); err != nil {
-				l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue, err.Error())
+				l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue, err.Error())
 			}
 		}
 		ls[i] = l
 		checkAllowedNamespaces(l)
 		t.checkProtocol(l)
 		if err, refused := mapping.Refused[int32(spec.Port)]; refused {
-			l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonPortUnavailable, err.Error())
+			l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonPortUnavailable, err.Error())
 		} else {
 			l.containerPort = mapping.Container[int32(spec.Port)]
 		}
@@ -133,13 +134,13 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 	checkConflicts(ls)
 	checkOverlappingTLS(ls)
 	for _, l := range ls {
-		l.conds.set(gatewayv1.ListenerConditionAccepted, true, gatewayv1.ListenerReasonAccepted, "Listener is valid")
-		l.conds.set(gatewayv1.ListenerConditionResolvedRefs, true, gatewayv1.ListenerReasonResolvedRefs, "All references are resolved")
-		l.conds.set(gatewayv1.ListenerConditionConflicted, false, gatewayv1.ListenerReasonNoConflicts, "No conflicts")
+		l.conds.Set(gatewayv1.ListenerConditionAccepted, true, gatewayv1.ListenerReasonAccepted, "Listener is valid")
+		l.conds.Set(gatewayv1.ListenerConditionResolvedRefs, true, gatewayv1.ListenerReasonResolvedRefs, "All references are resolved")
+		l.conds.Set(gatewayv1.ListenerConditionConflicted, false, gatewayv1.ListenerReasonNoConflicts, "No conflicts")
 		if l.usable() {
-			l.conds.set(gatewayv1.ListenerConditionProgrammed, true, gatewayv1.ListenerReasonProgrammed, "Listener is programmed")
+			l.conds.Set(gatewayv1.ListenerConditionProgrammed, true, gatewayv1.ListenerReasonProgrammed, "Listener is programmed")
 		} else {
-			l.conds.set(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonInvalid, "Listener is not programmed: see its other conditions")
+			l.conds.Set(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonInvalid, "Listener is not programmed: see its other conditions")
 		}
 	}
 	return ls
@@ -158,12 +159,12 @@ func checkAllowedNamespaces(l *listener) {
 		return
 	}
 	if ns.Selector == nil {
-		l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
+		l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
 			"allowedRoutes.namespaces.from is Selector and allowedRoutes.namespaces.selector is not set")
 		return
 	}
 	if _, err := metav1.LabelSelectorAsSelector(ns.Selector); err != nil {
-		l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
+		l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
 			fmt.Sprintf("allowedRoutes.namespaces.selector is invalid: %v", err))
 	}
 }
@@ -173,7 +174,7 @@ func checkAllowedNamespaces(l *listener) {
 func (t *gatewayTranslator) checkProtocol(l *listener) {
 	all, ok := routeKinds[l.spec.Protocol]
 	if !ok {
-		l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedProtocol,
+		l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedProtocol,
 			fmt.Sprintf("protocol %q is not supported; use HTTP, HTTPS, TLS, TCP or UDP", l.spec.Protocol))
 		return
 	}
@@ -191,7 +192,7 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 			l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptrTo(gatewayv1.Group(gatewayv1.GroupName)), Kind: k})
 		}
 		if len(kinds) == 0 {
-			l.conds.report(unresolvedListenerRef(gatewayv1.ListenerReasonInvalidRouteKinds,
+			l.conds.Report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidRouteKinds,
 				fmt.Sprintf("the cluster does not serve %v at version %s (install the Gateway API CRDs that have it)", unserved, gatewayv1.GroupVersion.Version)))
 		}
 		return
@@ -213,7 +214,7 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 		if len(unserved) > 0 {
 			msg += fmt.Sprintf(" (the cluster does not serve %v at version %s)", unserved, gatewayv1.GroupVersion.Version)
 		}
-		l.conds.report(unresolvedListenerRef(gatewayv1.ListenerReasonInvalidRouteKinds, msg))
+		l.conds.Report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidRouteKinds, msg))
 	}
 }
 
@@ -251,7 +252,7 @@ func checkConflicts(ls []*listener) {
 		}
 		checkOwnConflicts(own)
 		for _, l := range own {
-			if !l.conds.isTrue(gatewayv1.ListenerConditionConflicted) {
+			if !l.conds.IsTrue(gatewayv1.ListenerConditionConflicted) {
 				kept = append(kept, l)
 			}
 		}
@@ -327,9 +328,9 @@ func checkOwnConflicts(ls []*listener) {
 // markConflicted marks a listener Conflicted, and so neither accepted nor
 // programmed, for the same reason.
 func markConflicted(l *listener, reason gatewayv1.ListenerConditionReason, msg string) {
-	l.conds.set(gatewayv1.ListenerConditionConflicted, true, reason, msg)
-	l.conds.set(gatewayv1.ListenerConditionAccepted, false, reason, msg)
-	l.conds.set(gatewayv1.ListenerConditionProgrammed, false, reason, msg)
+	l.conds.Set(gatewayv1.ListenerConditionConflicted, true, reason, msg)
+	l.conds.Set(gatewayv1.ListenerConditionAccepted, false, reason, msg)
+	l.conds.Set(gatewayv1.ListenerConditionProgrammed, false, reason, msg)
 }
 
 func names(ls []*listener) string {
@@ -347,7 +348,7 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 		return
 	}
 	if l.spec.TLS == nil {
-		l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
+		l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
 			fmt.Sprintf("a %s listener needs tls", p))
 		return
 	}
@@ -357,14 +358,14 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 	}
 	if mode == gatewayv1.TLSModePassthrough {
 		if p == gatewayv1.HTTPSProtocolType {
-			l.conds.set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
+			l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
 				"tls.mode Passthrough is not allowed on an HTTPS listener; use protocol TLS")
 		}
 		return
 	}
 	if len(l.spec.TLS.CertificateRefs) == 0 {
 		l.badCertificates = true
-		l.conds.report(unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
+		l.conds.Report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
 			"tls.certificateRefs is empty; a terminating listener needs a certificate"))
 		return
 	}
@@ -372,7 +373,7 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 		name, err := t.resolveCertificate(ref, t.ownerOf(l))
 		if err != nil {
 			l.badCertificates = true
-			l.conds.report(err)
+			l.conds.Report(err)
 			continue
 		}
 		l.certificates = append(l.certificates, name)
@@ -395,16 +396,16 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 		ns = string(*ref.Namespace)
 	}
 	if group != "" || kind != "Secret" {
-		return "", unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
+		return "", condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
 			fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name))
 	}
 	if ns != from.namespace && !t.env.Granted(refgrant.From{Group: from.group, Kind: from.kind, Namespace: from.namespace}, ns, refgrant.To{Kind: "Secret", Name: string(ref.Name)}) {
-		return "", unresolvedListenerRef(gatewayv1.ListenerReasonRefNotPermitted,
+		return "", condition.UnresolvedListenerRef(gatewayv1.ListenerReasonRefNotPermitted,
 			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns))
 	}
 	secret, ok := t.env.Secret(ns, string(ref.Name))
 	if !ok {
-		return "", unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
+		return "", condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
 			fmt.Sprintf("Secret %s/%s does not exist", ns, ref.Name))
 	}
 	name := ns + "/" + string(ref.Name)
@@ -414,7 +415,7 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 	crt, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 	if _, err := tls.X509KeyPair(crt, key); err != nil {
 		// The error names what is wrong, never the key material.
-		return "", unresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
+		return "", condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
 			fmt.Sprintf("Secret %s/%s does not hold a usable certificate and key in tls.crt and tls.key: %v", ns, ref.Name, err))
 	}
 	t.secrets[name] = &ir.Secret{Name: name, Certificate: crt, PrivateKey: key}
@@ -435,7 +436,7 @@ func checkOverlappingTLS(ls []*listener) {
 			}
 			if matches(a.hostname, b.hostname) || matches(b.hostname, a.hostname) {
 				for _, l := range []*listener{a, b} {
-					l.conds.problem(gatewayv1.ListenerConditionOverlappingTLSConfig, true, gatewayv1.ListenerReasonOverlappingHostnames,
+					l.conds.Problem(gatewayv1.ListenerConditionOverlappingTLSConfig, true, gatewayv1.ListenerReasonOverlappingHostnames,
 						fmt.Sprintf("hostname %q overlaps another TLS listener's on port %d", l.hostname, l.spec.Port))
 				}
 			}

@@ -124,13 +124,13 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 			t.ingressListenerProblems(s)
 			continue
 		}
-		c := listenerSetConditions{generation: s.obj.Generation}
+		c := listenerSetConditions{Generation: s.obj.Generation}
 		// Programmed follows from Accepted and the Gateway's: package
 		// programmed sets it.
 		accepted := gatewayv1.ListenerSetConditionAccepted
 		st := gatewayv1.ListenerSetStatus{}
 		if s.notAllowed != "" {
-			c.set(accepted, false, gatewayv1.ListenerSetReasonNotAllowed, s.notAllowed)
+			c.Set(accepted, false, gatewayv1.ListenerSetReasonNotAllowed, s.notAllowed)
 		} else {
 			usable, invalid, conflicted := classify(s.listeners)
 			for _, l := range s.listeners {
@@ -138,16 +138,16 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 			}
 			switch {
 			case len(usable) == 0:
-				c.set(accepted, false, gatewayv1.ListenerSetReasonListenersNotValid, "no listener is valid: "+listenerSummary(usable, invalid, conflicted))
+				c.Set(accepted, false, gatewayv1.ListenerSetReasonListenersNotValid, "no listener is valid: "+listenerSummary(usable, invalid, conflicted))
 			case len(invalid)+len(conflicted) > 0:
 				attached++
-				c.set(accepted, true, gatewayv1.ListenerSetReasonListenersNotValid, listenerSummary(usable, invalid, conflicted))
+				c.Set(accepted, true, gatewayv1.ListenerSetReasonListenersNotValid, listenerSummary(usable, invalid, conflicted))
 			default:
 				attached++
-				c.set(accepted, true, gatewayv1.ListenerSetReasonAccepted, fmt.Sprintf("attached to Gateway %s/%s", t.gw.Namespace, t.gw.Name))
+				c.Set(accepted, true, gatewayv1.ListenerSetReasonAccepted, fmt.Sprintf("attached to Gateway %s/%s", t.gw.Namespace, t.gw.Name))
 			}
 		}
-		st.Conditions = c.sorted()
+		st.Conditions = c.Sorted()
 		t.status.ListenerSets[types.NamespacedName{Namespace: s.obj.Namespace, Name: s.obj.Name}] = &ListenerSetStatus{
 			Gateway: types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name},
 			Status:  st,
@@ -163,7 +163,7 @@ func classify(ls []*listener) (usable, invalid, conflicted []string) {
 		switch {
 		case l.usable():
 			usable = append(usable, string(l.spec.Name))
-		case l.conds.isTrue(gatewayv1.ListenerConditionConflicted):
+		case l.conds.IsTrue(gatewayv1.ListenerConditionConflicted):
 			conflicted = append(conflicted, string(l.spec.Name))
 		default:
 			invalid = append(invalid, string(l.spec.Name))
@@ -178,5 +178,5 @@ func listenerStatus(l *listener) gatewayv1.ListenerStatus {
 	if kinds == nil {
 		kinds = []gatewayv1.RouteGroupKind{}
 	}
-	return gatewayv1.ListenerStatus{Name: l.spec.Name, SupportedKinds: kinds, AttachedRoutes: l.attached, Conditions: l.conds.sorted()}
+	return gatewayv1.ListenerStatus{Name: l.spec.Name, SupportedKinds: kinds, AttachedRoutes: l.attached, Conditions: l.conds.Sorted()}
 }

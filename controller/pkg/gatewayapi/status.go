@@ -2,12 +2,13 @@ package gatewayapi
 
 import (
 	"maps"
-	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/condition"
 )
 
 // Status is what the controller writes: the Gateways' status, and for each
@@ -68,100 +69,25 @@ func (s *Status) addGatewayRoutes(routes map[RouteKey][]gatewayv1.RouteParentSta
 	}
 }
 
-// conditions accumulates the conditions of one object. The first condition
-// set of a type stays: translation records problems as it finds them and
-// fills in the healthy defaults last, so the first problem found is the one
-// reported. T and R are the object kind's condition type and reason types,
-// so that a condition or reason of another kind does not compile (the
-// Gateway API's constants are typed by kind); a reason the Gateway API does
-// not name, such as "HostnameConflict", is a string constant at its one use.
-type conditions[T, R ~string] struct {
-	generation int64
-	list       []metav1.Condition
-}
-
-// The condition sets of the kinds the translator reports on. Listeners of
-// a ListenerSet take the Gateway listener's types: the names are the same.
+// The condition lists and problems of the kinds the translator reports on.
 type (
-	routeConditions       = conditions[gatewayv1.RouteConditionType, gatewayv1.RouteConditionReason]
-	listenerConditions    = conditions[gatewayv1.ListenerConditionType, gatewayv1.ListenerConditionReason]
-	gatewayConditions     = conditions[gatewayv1.GatewayConditionType, gatewayv1.GatewayConditionReason]
-	listenerSetConditions = conditions[gatewayv1.ListenerSetConditionType, gatewayv1.ListenerSetConditionReason]
-	policyConditions      = conditions[gatewayv1.PolicyConditionType, gatewayv1.PolicyConditionReason]
+	routeConditions       = condition.Route
+	listenerConditions    = condition.Listener
+	gatewayConditions     = condition.Gateway
+	listenerSetConditions = condition.ListenerSet
+	policyConditions      = condition.Policy
+	routeProblem          = condition.RouteProblem
+	listenerProblem       = condition.ListenerProblem
+	gatewayProblem        = condition.GatewayProblem
 )
-
-func (c *conditions[T, R]) set(typ T, status bool, reason R, message string) {
-	if c.get(typ) != nil {
-		return
-	}
-	c.add(typ, status, reason, message)
-}
-
-// problem records a problem under a condition type. Problems of a type
-// after the first keep its status and reason and add their messages, so a
-// person sees every problem at once.
-func (c *conditions[T, R]) problem(typ T, status bool, reason R, message string) {
-	cond := c.get(typ)
-	if cond == nil {
-		c.add(typ, status, reason, message)
-		return
-	}
-	if !strings.Contains(cond.Message, message) {
-		cond.Message += "; " + message
-	}
-}
-
-func (c *conditions[T, R]) add(typ T, status bool, reason R, message string) {
-	s := metav1.ConditionFalse
-	if status {
-		s = metav1.ConditionTrue
-	}
-	if c.list == nil {
-		// Most objects get two or three conditions.
-		c.list = make([]metav1.Condition, 0, 3)
-	}
-	c.list = append(c.list, metav1.Condition{Type: string(typ), Status: s, Reason: string(reason), Message: message, ObservedGeneration: c.generation})
-}
-
-func (c *conditions[T, R]) get(typ T) *metav1.Condition {
-	for i := range c.list {
-		if c.list[i].Type == string(typ) {
-			return &c.list[i]
-		}
-	}
-	return nil
-}
-
-func (c *conditions[T, R]) isTrue(typ T) bool {
-	cond := c.get(typ)
-	return cond != nil && cond.Status == metav1.ConditionTrue
-}
-
-// sorted returns the conditions ordered by type, for stable output.
-func (c *conditions[T, R]) sorted() []metav1.Condition {
-	out := slices.Clone(c.list)
-	slices.SortFunc(out, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
-	return out
-}
 
 // setResolvedRefs sets a route parent's ResolvedRefs condition: the first
 // problem the route's translation found (in resolved), else all resolved.
 func setResolvedRefs(conds, resolved *routeConditions) {
 	typ := gatewayv1.RouteConditionResolvedRefs
-	if c := resolved.get(typ); c != nil {
-		conds.set(typ, c.Status == metav1.ConditionTrue, gatewayv1.RouteConditionReason(c.Reason), c.Message)
+	if c := resolved.Get(typ); c != nil {
+		conds.Set(typ, c.Status == metav1.ConditionTrue, gatewayv1.RouteConditionReason(c.Reason), c.Message)
 		return
 	}
-	conds.set(typ, true, gatewayv1.RouteReasonResolvedRefs, "All references are resolved")
-}
-
-// joinMessages joins distinct messages into one sentence list.
-func joinMessages(msgs []string) string {
-	var out []string
-	for _, m := range msgs {
-		if !slices.Contains(out, m) {
-			out = append(out, m)
-		}
-	}
-	return strings.Join(out, "; ")
+	conds.Set(typ, true, gatewayv1.RouteReasonResolvedRefs, "All references are resolved")
 }

@@ -92,7 +92,7 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 	owner := r.meta.Namespace + "/" + r.meta.Name
 	for _, a := range atts {
 		t.countAccepted(o, a)
-		if a.conds.isTrue(gatewayv1.RouteConditionAccepted) {
+		if a.conds.IsTrue(gatewayv1.RouteConditionAccepted) {
 			var taken []string
 			for i, l := range a.listeners {
 				taken = append(taken, t.addStream(l, a.hosts[i], owner, dest)...)
@@ -101,14 +101,14 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 			// an older route stays accepted and counted, as v1.6's
 			// conformance tests expect; the oldest keeps the traffic.
 			if len(taken) > 0 {
-				a.conds.list = nil
-				a.conds.set(gatewayv1.RouteConditionAccepted, true, gatewayv1.RouteReasonAccepted,
+				a.conds.Items = nil
+				a.conds.Set(gatewayv1.RouteConditionAccepted, true, gatewayv1.RouteReasonAccepted,
 					fmt.Sprintf("Route is accepted, but an older route already forwards %s and keeps its traffic", strings.Join(taken, ", ")))
 			}
 		}
 		setResolvedRefs(&a.conds, &ev.resolved)
 		o.statuses = append(o.statuses, gatewayv1.RouteParentStatus{
-			ParentRef: a.ref, ControllerName: t.controller, Conditions: a.conds.sorted(),
+			ParentRef: a.ref, ControllerName: t.controller, Conditions: a.conds.Sorted(),
 		})
 	}
 }

@@ -13,8 +13,9 @@ package gatewayapi
 import (
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -149,14 +150,14 @@ func (t *gatewayTranslator) cachedRules(o *outcome, translate func(ev *ruleEval)
 	if !ok {
 		ev := t.newRuleEval(meta.Generation)
 		routes, problems := translate(ev)
-		hit = &cachedRules{routes: routes, problems: problems, resolved: ev.resolved.list, clusters: ev.clusters, reads: ev.reads}
+		hit = &cachedRules{routes: routes, problems: problems, resolved: ev.resolved.Items, clusters: ev.clusters, reads: ev.reads}
 		c.fresh[meta] = hit
 	}
 	o.rules = hit
 	// Shared and clipped: an outcome never changes its clusters.
 	o.clusters = hit.clusters[:len(hit.clusters):len(hit.clusters)]
 	// Shared: callers only read the conditions.
-	return hit.routes, hit.problems, routeConditions{generation: meta.Generation, list: hit.resolved}
+	return hit.routes, hit.problems, routeConditions{Generation: meta.Generation, Items: hit.resolved}
 }
 
 // selectGateways returns the Gateways to translate, ordered by namespace and
