@@ -9,6 +9,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/condition"
+	"isobar.dev/controller/pkg/validate"
 )
 
 // route is what attachment needs to know of any route kind.
@@ -51,7 +52,7 @@ func (t *gatewayTranslator) countAccepted(o *outcome, a *attachment) {
 func (t *gatewayTranslator) attach(o *outcome, r route) []*attachment {
 	var invalid error
 	for _, h := range r.hostnames {
-		if err := checkHostname(string(h), true); err != nil {
+		if err := validate.Hostname(string(h), true); err != nil {
 			invalid = err
 			break
 		}

@@ -12,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/backendtls"
 	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/ir"
 )
@@ -115,8 +116,8 @@ func (t *gatewayTranslator) resolveBackend(ev *ruleEval, what, fromNS, fromKind 
 		svc:  svc, port: sp, want: want, grpc: fromKind == "GRPCRoute",
 	}
 	if fromKind != "UDPRoute" {
-		spec.tls = backendTLSFor(ev.env, key(ns, string(ref.Name)), sp.Name)
-		if spec.tls != nil && spec.tls.tls == nil {
+		spec.tls = backendtls.For(ev.env, key(ns, string(ref.Name)), sp.Name)
+		if spec.tls != nil && spec.tls.TLS == nil {
 			// Never fall back to plaintext: the backend is unusable and
 			// the policy's status says why.
 			spec.rejected = true
@@ -157,7 +158,7 @@ type clusterSpec struct {
 	port *corev1.ServicePort
 	want corev1.Protocol
 	grpc bool
-	tls  *backendTLS
+	tls  *backendtls.Policy
 	// rejected says the BackendTLSPolicy is unusable, so there is no
 	// cluster, only the policy's status to record.
 	rejected bool
@@ -174,9 +175,9 @@ func (t *gatewayTranslator) ensureCluster(s clusterSpec) {
 	c := t.cluster(s.name, s.svc, s.port, s.want)
 	c.HTTP2 = c.HTTP2 || s.grpc
 	if s.tls != nil {
-		c.TLS = s.tls.tls
+		c.TLS = s.tls.TLS
 		if t.backendCert != "" {
-			tls := *s.tls.tls
+			tls := *s.tls.TLS
 			tls.ClientCertificate = t.backendCert
 			c.TLS = &tls
 		}

@@ -7,6 +7,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/validate"
 )
 
 // attachGRPCRoute attaches a GRPCRoute. gRPC is HTTP/2 with the method in
@@ -65,7 +66,7 @@ func grpcMatch(m *gatewayv1.GRPCRouteMatch) (ir.Match, error) {
 		case regex:
 			for _, part := range []string{service, method} {
 				if part != "" {
-					if err := checkRegex("gRPC method regular expression", part); err != nil {
+					if err := validate.Regex("gRPC method regular expression", part); err != nil {
 						return out, err
 					}
 				}

@@ -13,6 +13,7 @@ import (
 	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/envoyrules"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/validate"
 )
 
 // attachHTTPRoute attaches an HTTPRoute to this Gateway's listeners,
@@ -273,7 +274,7 @@ func applyFilter(r *ir.Route, f gatewayv1.HTTPRouteFilter) error {
 // token, and one Envoy lets a route modify (not host: it would refuse the
 // whole route configuration).
 func checkModifiable(name string) error {
-	if err := checkToken(name, "header name"); err != nil {
+	if err := validate.Token(name, "header name"); err != nil {
 		return err
 	}
 	if !envoyrules.Modifiable(name) {
@@ -294,7 +295,7 @@ func mergeHeaders(h *ir.HeaderModifier, f *gatewayv1.HTTPHeaderFilter) (*ir.Head
 			if err := checkModifiable(string(x.Name)); err != nil {
 				return nil, err
 			}
-			if err := checkValue(x.Value, "header", string(x.Name), "value"); err != nil {
+			if err := validate.Value(x.Value, "header", string(x.Name), "value"); err != nil {
 				return nil, err
 			}
 			*list.out = append(*list.out, ir.Header{Name: string(x.Name), Value: x.Value})
@@ -330,7 +331,7 @@ func redirect(r *ir.Route, f *gatewayv1.HTTPRequestRedirectFilter) error {
 	}
 	if f.Hostname != nil {
 		rd.Hostname = string(*f.Hostname)
-		if err := checkHostname(rd.Hostname, false); err != nil {
+		if err := validate.Hostname(rd.Hostname, false); err != nil {
 			return fmt.Errorf("redirect: %w", err)
 		}
 	}
@@ -365,7 +366,7 @@ func rewrite(r *ir.Route, f *gatewayv1.HTTPURLRewriteFilter) error {
 	rw := &ir.Rewrite{}
 	if f.Hostname != nil {
 		rw.Hostname = string(*f.Hostname)
-		if err := checkHostname(rw.Hostname, false); err != nil {
+		if err := validate.Hostname(rw.Hostname, false); err != nil {
 			return fmt.Errorf("rewrite: %w", err)
 		}
 	}
@@ -411,7 +412,7 @@ func httpMatch(m *gatewayv1.HTTPRouteMatch) (ir.Match, error) {
 				out.PathType = ir.PathPrefix
 			case gatewayv1.PathMatchRegularExpression:
 				out.PathType = ir.PathRegex
-				if err := checkRegex("path regular expression", out.Path); err != nil {
+				if err := validate.Regex("path regular expression", out.Path); err != nil {
 					return out, err
 				}
 			default:
@@ -419,7 +420,7 @@ func httpMatch(m *gatewayv1.HTTPRouteMatch) (ir.Match, error) {
 			}
 		}
 		if out.PathType != ir.PathRegex {
-			if err := checkPath("path", out.Path); err != nil {
+			if err := validate.Path("path", out.Path); err != nil {
 				return out, err
 			}
 		}
@@ -450,13 +451,13 @@ func httpMatch(m *gatewayv1.HTTPRouteMatch) (ir.Match, error) {
 
 func stringMatch(what, name, value string, regex bool) (ir.StringMatch, error) {
 	sm := ir.StringMatch{Name: name, Value: value, Regex: regex}
-	if err := checkToken(name, what, "name"); err != nil {
+	if err := validate.Token(name, what, "name"); err != nil {
 		return sm, err
 	}
 	if regex {
-		return sm, checkRegex(what+" "+name+" regular expression", value)
+		return sm, validate.Regex(what+" "+name+" regular expression", value)
 	}
-	return sm, checkValue(value, what, name, "value")
+	return sm, validate.Value(value, what, name, "value")
 }
 
 // checkReplacement checks a replacement path; empty means "/".
@@ -464,7 +465,7 @@ func checkReplacement(what, p string) error {
 	if p == "" {
 		return nil
 	}
-	return checkPath(what+" path", p)
+	return validate.Path(what+" path", p)
 }
 
 // routeName names an Envoy route after the rule and match it came from,
@@ -487,4 +488,10 @@ func routeName(kind, namespace, name string, rule int, ruleName *gatewayv1.Secti
 	b = append(b, "/match/"...)
 	b = strconv.AppendInt(b, int64(match), 10)
 	return string(b)
+}
+
+// methods are the HTTP methods a match or CORS policy may name.
+var methods = map[string]bool{
+	"GET": true, "HEAD": true, "POST": true, "PUT": true, "DELETE": true,
+	"CONNECT": true, "OPTIONS": true, "TRACE": true, "PATCH": true,
 }

@@ -14,6 +14,7 @@ import (
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/validate"
 )
 
 // listener is a listener being translated, with its status: one of the
@@ -113,7 +114,7 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 		l := &listener{spec: spec, set: specs[i].set, conds: listenerConditions{Generation: t.generationOf(specs[i].set)}}
 		if spec.Hostname != nil {
 			l.hostname = string(*spec.Hostname)
-			if err := checkHostname(l.hostname, true); err != nil {
+			if err := validate.Hostname(l.hostname, true); err != nil {
 				l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue, err.Error())
 			}
 		}

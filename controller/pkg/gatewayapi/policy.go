@@ -10,6 +10,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/validate"
 )
 
 // mirror adds a RequestMirror filter's backend. A mirror that does not
@@ -113,7 +114,7 @@ func cors(r *ir.Route, f *gatewayv1.HTTPCORSFilter) error {
 		return fmt.Errorf("cors maxAge %d is negative", f.MaxAge)
 	}
 	for _, o := range f.AllowOrigins {
-		if err := checkValue(string(o), "cors origin"); err != nil || strings.ContainsAny(string(o), " ,") {
+		if err := validate.Value(string(o), "cors origin"); err != nil || strings.ContainsAny(string(o), " ,") {
 			return fmt.Errorf("cors origin %q is not an origin", o)
 		}
 		c.AllowOrigins = append(c.AllowOrigins, string(o))
@@ -130,7 +131,7 @@ func cors(r *ir.Route, f *gatewayv1.HTTPCORSFilter) error {
 	}{{f.AllowHeaders, &c.AllowHeaders}, {f.ExposeHeaders, &c.ExposeHeaders}} {
 		for _, h := range list.in {
 			if h != "*" {
-				if err := checkToken(string(h), "cors header"); err != nil {
+				if err := validate.Token(string(h), "cors header"); err != nil {
 					return err
 				}
 			}

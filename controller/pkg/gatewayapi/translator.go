@@ -22,6 +22,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/supported"
+	"isobar.dev/controller/pkg/backendtls"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
@@ -86,7 +87,7 @@ func NewTranslator(opts Options) *Translator {
 // Translate translates res. It never fails: what cannot be translated is
 // reported in the status of the object at fault, and the rest is translated.
 func (tr *Translator) Translate(res *resources.Resources) *Result {
-	idx := env.NewIndex(res, evaluateBackendTLS(res))
+	idx := env.NewIndex(res, backendtls.Evaluate(res.BackendTLSPolicies))
 	st := newStatus()
 	out := &Result{Status: st}
 	tr.acceptClasses(res, st)

@@ -1,19 +1,22 @@
-package gatewayapi
+// Package validate checks the strings of routing objects (hostnames, HTTP
+// tokens, header values, paths, regular expressions) as the Gateway API's
+// CRD schema and Envoy need them.
+//
+// The API server checks objects against the CRDs' schema, but the
+// translator also reads objects that never went through it (translate's
+// files), and Envoy refuses configuration that the schema would have let
+// through. These checks follow the Gateway API v1 schema; what fails them
+// is reported in status instead of reaching Envoy.
+//
+// The checks are byte loops rather than regular expressions: they run for
+// every route on every translation.
+package validate
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
 )
-
-// The API server checks Gateway API objects against the CRDs' schema, but the
-// translator also reads objects that never went through it (translate's
-// files), and Envoy refuses configuration that the schema would have let
-// through. These checks follow the Gateway API v1 schema; what fails them is
-// reported in status instead of reaching Envoy.
-
-// The checks below are byte loops rather than regular expressions: they run
-// for every route on every translation.
 
 // tokenChars are the characters of an HTTP token (RFC 7230), the name of a
 // header or query parameter.
@@ -85,41 +88,38 @@ func validPath(p string) bool {
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
-var methods = map[string]bool{
-	"GET": true, "HEAD": true, "POST": true, "PUT": true, "DELETE": true,
-	"CONNECT": true, "OPTIONS": true, "TRACE": true, "PATCH": true,
-}
-
-func checkHostname(h string, wildcardOK bool) error {
+// Hostname checks a hostname; a wildcard ("*.example.com") only where
+// wildcardOK.
+func Hostname(h string, wildcardOK bool) error {
 	if len(h) > 253 || !validHostname(h) {
 		return fmt.Errorf("hostname %q is not a valid DNS name", h)
 	}
-	if !wildcardOK && isWildcard(h) {
+	if !wildcardOK && strings.HasPrefix(h, "*.") {
 		return fmt.Errorf("hostname %q may not be a wildcard here", h)
 	}
 	return nil
 }
 
-// checkToken and checkValue name what they check in words joined only on
+// Token and Value name what they check in words joined only on
 // failure: they run for every header of every route.
-func checkToken(v string, what ...string) error {
+func Token(v string, what ...string) error {
 	if len(v) > 256 || !validToken(v) {
 		return fmt.Errorf("%s %q is not a valid HTTP token", strings.Join(what, " "), v)
 	}
 	return nil
 }
 
-// checkValue allows what Envoy allows in a header value: no NUL, CR or LF.
-func checkValue(v string, what ...string) error {
+// Value allows what Envoy allows in a header value: no NUL, CR or LF.
+func Value(v string, what ...string) error {
 	if len(v) > 4096 || strings.ContainsAny(v, "\x00\r\n") {
 		return fmt.Errorf("%s %q contains control characters or is longer than 4096", strings.Join(what, " "), v)
 	}
 	return nil
 }
 
-// checkPath checks a path match value or replacement: absolute, of URL path
+// Path checks a path match value or replacement: absolute, of URL path
 // characters, without "//" or dot segments that normalization would change.
-func checkPath(what, p string) error {
+func Path(what, p string) error {
 	if len(p) > 1024 || !validPath(p) {
 		return fmt.Errorf("%s %q must be an absolute path of URL path characters", what, p)
 	}
@@ -134,9 +134,9 @@ func checkPath(what, p string) error {
 	return nil
 }
 
-// checkRegex accepts what both Go and Envoy (RE2) compile; Go's syntax is
+// Regex accepts what both Go and Envoy (RE2) compile; Go's syntax is
 // RE2's.
-func checkRegex(what, re string) error {
+func Regex(what, re string) error {
 	if len(re) > 1024 || strings.ContainsAny(re, "\x00") {
 		return fmt.Errorf("%s %q is longer than 1024 or contains NUL", what, re)
 	}

@@ -1,4 +1,9 @@
-package gatewayapi
+// Package backendtls evaluates BackendTLSPolicies: for each Service port,
+// the TLS Envoy originates to it and the policy's conditions. Policies are
+// evaluated once per translation, into the env.Index, and route rules read
+// the evaluation of the Service port they use through an env.Env, which
+// records the read.
+package backendtls
 
 import (
 	"bytes"
@@ -13,57 +18,58 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
-	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/validate"
 )
 
-// backendTLS is a BackendTLSPolicy as it applies to one Service (and port
+// A Policy is a BackendTLSPolicy as it applies to one Service (and port
 // name, "" for every port).
-type backendTLS struct {
-	policy *gatewayv1.BackendTLSPolicy
-	tls    *ir.UpstreamTLS // nil when the policy is not usable
-	conds  policyConditions
-	// losers are newer policies for the same Service port; their
+type Policy struct {
+	Object *gatewayv1.BackendTLSPolicy
+	// TLS is nil when the policy is not usable; Conditions say why.
+	TLS        *ir.UpstreamTLS
+	Conditions condition.Policy
+	// Losers are newer policies for the same Service port; their
 	// Conflicted status goes to the same Gateways as this one's.
-	losers []*backendTLS
+	Losers []*Policy
 }
 
-// evaluateBackendTLS returns what evaluates every BackendTLSPolicy of res
-// once per translation. When two policies target the same Service port,
-// the older one applies and the newer is Conflicted, as the Gateway API
-// orders policies.
-func evaluateBackendTLS(res *resources.Resources) env.EvaluateFunc {
+// Evaluate returns what evaluates the policies once per translation. When
+// two policies target the same Service port, the older one applies and the
+// newer is Conflicted, as the Gateway API orders policies.
+func Evaluate(policies []*gatewayv1.BackendTLSPolicy) env.EvaluateFunc {
 	return func(e env.Env) map[env.PolicyKey]env.Evaluated {
-		return backendTLSPolicies(res, e)
+		return evaluate(policies, e)
 	}
 }
 
-func backendTLSPolicies(res *resources.Resources, e env.Env) map[env.PolicyKey]env.Evaluated {
-	policies := slices.Clone(res.BackendTLSPolicies)
+func evaluate(policies []*gatewayv1.BackendTLSPolicy, e env.Env) map[env.PolicyKey]env.Evaluated {
+	policies = slices.Clone(policies)
 	slices.SortFunc(policies, func(a, b *gatewayv1.BackendTLSPolicy) int {
 		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time),
 			strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	applied := map[env.PolicyKey]*backendTLS{}
+	applied := map[env.PolicyKey]*Policy{}
 	for _, p := range policies {
-		bt := &backendTLS{policy: p, conds: policyConditions{Generation: p.Generation}}
-		bt.tls = evaluatePolicy(p, e, &bt.conds)
+		bt := &Policy{Object: p, Conditions: condition.Policy{Generation: p.Generation}}
+		bt.TLS = evaluatePolicy(p, e, &bt.Conditions)
 		for _, ref := range p.Spec.TargetRefs {
 			if ref.Group != "" || ref.Kind != "Service" {
 				continue
 			}
-			k := env.PolicyKey{Service: key(p.Namespace, string(ref.Name)), Port: string(deref(ref.SectionName))}
-			if older, taken := applied[k]; taken && older.policy != p {
-				older.losers = append(older.losers, bt)
-				bt.conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonConflicted,
-					fmt.Sprintf("BackendTLSPolicy %s/%s, which is older, already applies to Service %s", older.policy.Namespace, older.policy.Name, ref.Name))
+			k := env.PolicyKey{Service: types.NamespacedName{Namespace: p.Namespace, Name: string(ref.Name)}, Port: sectionName(ref.SectionName)}
+			if older, taken := applied[k]; taken && older.Object != p {
+				older.Losers = append(older.Losers, bt)
+				bt.Conditions.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonConflicted,
+					fmt.Sprintf("BackendTLSPolicy %s/%s, which is older, already applies to Service %s", older.Object.Namespace, older.Object.Name, ref.Name))
 				continue
 			}
 			applied[k] = bt
 		}
-		bt.conds.Set(gatewayv1.PolicyConditionAccepted, true, gatewayv1.PolicyReasonAccepted, "Policy is accepted")
-		bt.conds.Set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, true, gatewayv1.BackendTLSPolicyReasonResolvedRefs, "All references are resolved")
+		bt.Conditions.Set(gatewayv1.PolicyConditionAccepted, true, gatewayv1.PolicyReasonAccepted, "Policy is accepted")
+		bt.Conditions.Set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, true, gatewayv1.BackendTLSPolicyReasonResolvedRefs, "All references are resolved")
 	}
 	out := make(map[env.PolicyKey]env.Evaluated, len(applied))
 	for k, bt := range applied {
@@ -73,7 +79,7 @@ func backendTLSPolicies(res *resources.Resources, e env.Env) map[env.PolicyKey]e
 }
 
 // evaluatePolicy resolves a policy's CA certificates and names.
-func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *policyConditions) *ir.UpstreamTLS {
+func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *condition.Policy) *ir.UpstreamTLS {
 	v := p.Spec.Validation
 	t := &ir.UpstreamTLS{SNI: string(v.Hostname)}
 	invalid := func(reason gatewayv1.PolicyConditionReason, msg string) *ir.UpstreamTLS {
@@ -81,7 +87,7 @@ func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *policyCondi
 		conds.Set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, false, reason, msg)
 		return nil
 	}
-	if err := checkHostname(t.SNI, false); err != nil {
+	if err := validate.Hostname(t.SNI, false); err != nil {
 		conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "validation.hostname: "+err.Error())
 		return nil
 	}
@@ -102,7 +108,7 @@ func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *policyCondi
 	}
 	var bundle bytes.Buffer
 	for _, ref := range v.CACertificateRefs {
-		name := key(p.Namespace, string(ref.Name))
+		name := types.NamespacedName{Namespace: p.Namespace, Name: string(ref.Name)}
 		var data string
 		switch {
 		case ref.Group == "" && ref.Kind == "ConfigMap":
@@ -134,13 +140,13 @@ func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *policyCondi
 	for _, san := range v.SubjectAltNames {
 		switch san.Type {
 		case gatewayv1.HostnameSubjectAltNameType:
-			if err := checkHostname(string(san.Hostname), true); err != nil {
+			if err := validate.Hostname(string(san.Hostname), true); err != nil {
 				conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "subjectAltNames: "+err.Error())
 				return nil
 			}
 			t.SubjectAltNames = append(t.SubjectAltNames, ir.SubjectAltName{Type: "DNS", Value: string(san.Hostname)})
 		case gatewayv1.URISubjectAltNameType:
-			if err := checkValue(string(san.URI), "subjectAltNames uri"); err != nil || san.URI == "" {
+			if err := validate.Value(string(san.URI), "subjectAltNames uri"); err != nil || san.URI == "" {
 				conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, fmt.Sprintf("subjectAltNames uri %q is not a URI", san.URI))
 				return nil
 			}
@@ -173,53 +179,41 @@ func validCABundle(data []byte) bool {
 	}
 }
 
-// backendTLSFor returns the policy that applies to a Service port, the one
-// naming the port before the one for the whole Service.
-func backendTLSFor(e env.Env, svc types.NamespacedName, port string) *backendTLS {
-	bt, _ := e.BackendTLS(svc, port).(*backendTLS)
+// For returns the policy that applies to a Service port, the one naming
+// the port before the one for the whole Service, or nil.
+func For(e env.Env, svc types.NamespacedName, port string) *Policy {
+	bt, _ := e.BackendTLS(svc, port).(*Policy)
 	return bt
 }
 
 // Same reports whether rules read two evaluations of the policy for a
 // Service port alike: rules keep the evaluation they read, and its status
 // is reported from it.
-func (a *backendTLS) Same(o env.Evaluated) bool {
-	b, ok := o.(*backendTLS)
-	if !ok || !samePolicy(a, b) || len(a.losers) != len(b.losers) {
+func (a *Policy) Same(o env.Evaluated) bool {
+	b, ok := o.(*Policy)
+	if !ok || !samePolicy(a, b) || len(a.Losers) != len(b.Losers) {
 		return false
 	}
-	for i := range a.losers {
-		if !samePolicy(a.losers[i], b.losers[i]) {
+	for i := range a.Losers {
+		if !samePolicy(a.Losers[i], b.Losers[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-func samePolicy(a, b *backendTLS) bool {
-	return a.policy.UID == b.policy.UID && a.policy.Namespace == b.policy.Namespace && a.policy.Name == b.policy.Name &&
-		a.policy.Generation == b.policy.Generation && reflect.DeepEqual(a.tls, b.tls) && reflect.DeepEqual(a.conds, b.conds)
+func samePolicy(a, b *Policy) bool {
+	return a.Object.UID == b.Object.UID && a.Object.Namespace == b.Object.Namespace && a.Object.Name == b.Object.Name &&
+		a.Object.Generation == b.Object.Generation && reflect.DeepEqual(a.TLS, b.TLS) && reflect.DeepEqual(a.Conditions, b.Conditions)
 }
 
-// policyAncestor records that this Gateway uses a BackendTLSPolicy, and is
-// where the policies it beat report their conflict.
-func (t *gatewayTranslator) policyAncestor(bt *backendTLS) {
-	t.recordAncestor(bt)
-	for _, l := range bt.losers {
-		t.recordAncestor(l)
+func sectionName(s *gatewayv1.SectionName) string {
+	if s == nil {
+		return ""
 	}
+	return string(*s)
 }
 
-func (t *gatewayTranslator) recordAncestor(bt *backendTLS) {
-	k := types.NamespacedName{Namespace: bt.policy.Namespace, Name: bt.policy.Name}
-	ns := gatewayv1.Namespace(t.gw.Namespace)
-	ref := gatewayv1.ParentReference{Group: ptrTo(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptrTo(gatewayv1.Kind("Gateway")), Namespace: &ns, Name: gatewayv1.ObjectName(t.gw.Name)}
-	for _, a := range t.status.BackendTLSPolicies[k] {
-		if a.AncestorRef.Name == ref.Name && deref(a.AncestorRef.Namespace) == ns {
-			return
-		}
-	}
-	t.status.BackendTLSPolicies[k] = append(t.status.BackendTLSPolicies[k], gatewayv1.PolicyAncestorStatus{
-		AncestorRef: ref, ControllerName: t.controller, Conditions: slices.Clone(bt.conds.Sorted()),
-	})
-}
+// caKey is the key of a CA bundle in a ConfigMap or Secret, as the Gateway
+// API names it.
+const caKey = "ca.crt"
