@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/backendtls"
@@ -21,9 +22,9 @@ func (t *gatewayTranslator) policyAncestor(bt *backendtls.Policy) {
 func (t *gatewayTranslator) recordAncestor(bt *backendtls.Policy) {
 	k := types.NamespacedName{Namespace: bt.Object.Namespace, Name: bt.Object.Name}
 	ns := gatewayv1.Namespace(t.gw.Namespace)
-	ref := gatewayv1.ParentReference{Group: ptrTo(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptrTo(gatewayv1.Kind("Gateway")), Namespace: &ns, Name: gatewayv1.ObjectName(t.gw.Name)}
+	ref := gatewayv1.ParentReference{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptr.To(gatewayv1.Kind("Gateway")), Namespace: &ns, Name: gatewayv1.ObjectName(t.gw.Name)}
 	for _, a := range t.status.BackendTLSPolicies[k] {
-		if a.AncestorRef.Name == ref.Name && deref(a.AncestorRef.Namespace) == ns {
+		if a.AncestorRef.Name == ref.Name && ptr.Deref(a.AncestorRef.Namespace, "") == ns {
 			return
 		}
 	}

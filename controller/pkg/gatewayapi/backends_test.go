@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"isobar.dev/controller/pkg/ir"
 )
@@ -20,7 +21,7 @@ func TestEndpointsLeaveOutWhatEnvoyRefuses(t *testing.T) {
 		return &discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: "svc"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: ptrTo("http"), Port: ptrTo(port)}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(port)}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: addresses}},
 		}
 	}

@@ -8,29 +8,6 @@ import (
 	"isobar.dev/controller/pkg/env"
 )
 
-// ruleEval is what evaluating a route's rules (or a stream route's
-// backends) found besides the routes: its ResolvedRefs problems, what it
-// read and the clusters it uses. Rules read through env, which records in
-// reads: while nothing read changes, the rules stay as they are.
-type ruleEval struct {
-	resolved routeConditions
-	reads    env.Reads
-	env      env.Env
-	clusters []clusterSpec
-}
-
-func (t *gatewayTranslator) newRuleEval(generation int64) *ruleEval {
-	ev := &ruleEval{resolved: routeConditions{Generation: generation}}
-	ev.env = t.newEnv(&ev.reads)
-	return ev
-}
-
-// report records a problem with one of the rules' references.
-func (e *ruleEval) report(p *routeProblem) { e.resolved.Report(p) }
-
-// cluster records a cluster the rules use.
-func (e *ruleEval) cluster(s clusterSpec) { e.clusters = append(e.clusters, s) }
-
 // stale returns the routes of a state whose outcome read a changed dep.
 func (s *gatewayState) stale(changed map[env.Dep]bool) map[*metav1.ObjectMeta]bool {
 	if len(changed) == 0 {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/ports"
@@ -190,7 +191,7 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 	}
 	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
 		for _, k := range kinds {
-			l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptrTo(gatewayv1.Group(gatewayv1.GroupName)), Kind: k})
+			l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: k})
 		}
 		if len(kinds) == 0 {
 			l.conds.Report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidRouteKinds,
@@ -208,7 +209,7 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 			invalid = append(invalid, fmt.Sprintf("%s/%s", group, rk.Kind))
 			continue
 		}
-		l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptrTo(gatewayv1.Group(group)), Kind: rk.Kind})
+		l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptr.To(gatewayv1.Group(group)), Kind: rk.Kind})
 	}
 	if len(invalid) > 0 {
 		msg := fmt.Sprintf("route kinds %v are not supported on a %s listener; supported: %v", invalid, l.spec.Protocol, kinds)

@@ -12,6 +12,7 @@ import (
 
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/routerule"
 )
 
 // An outcome is everything attaching one route to one Gateway did: its
@@ -25,7 +26,7 @@ type outcome struct {
 	statuses []gatewayv1.RouteParentStatus
 	counted  []int // indexes of listeners whose attachedRoutes it adds to
 	added    []addition
-	clusters []clusterSpec
+	clusters []routerule.ClusterSpec
 	kind     string
 	meta     *metav1.ObjectMeta
 	// reads are what attaching the route read (namespace labels), and
@@ -91,7 +92,7 @@ type gatewayState struct {
 	applied  map[*metav1.ObjectMeta]*outcome
 	attached []int32 // per listener
 	tables   map[gatewayv1.PortNumber]*table
-	clusters map[clusterSpec]int // by the number of outcomes using them
+	clusters map[routerule.ClusterSpec]int // by the number of outcomes using them
 	routes   map[RouteKey][]gatewayv1.RouteParentStatus
 	// readers are the routes whose outcome read each dep: built when a
 	// dep first changes (a full translation does not pay for it), then
@@ -111,7 +112,7 @@ func newGatewayState(ctx gatewayContext, listeners, routes int) *gatewayState {
 		applied:  make(map[*metav1.ObjectMeta]*outcome, routes),
 		attached: make([]int32, listeners),
 		tables:   map[gatewayv1.PortNumber]*table{},
-		clusters: map[clusterSpec]int{},
+		clusters: map[routerule.ClusterSpec]int{},
 		routes:   make(map[RouteKey][]gatewayv1.RouteParentStatus, routes),
 		shared:   map[string]*sharedCluster{},
 	}

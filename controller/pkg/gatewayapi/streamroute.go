@@ -10,6 +10,7 @@ import (
 
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/routerule"
 )
 
 // streamRoute is a TLSRoute, TCPRoute or UDPRoute: it forwards whole
@@ -85,10 +86,9 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 	}
 	// References are resolved whether or not a listener accepts the
 	// route: ResolvedRefs reports them either way.
-	ev := t.newRuleEval(r.meta.Generation)
-	dest := t.streamBackends(ev, o, r)
-	o.clusters = ev.clusters
-	o.reads.Merge(&ev.reads)
+	b := routerule.StreamBackends(t.newEnv(&o.reads), &t.cache.names, string(r.kind), r.meta.Namespace, r.meta.Generation, r.backendRefs)
+	o.clusters = b.Clusters
+	dest := sharedUDP(o, r, b.Destination)
 	owner := r.meta.Namespace + "/" + r.meta.Name
 	for _, a := range atts {
 		t.countAccepted(o, a)
@@ -106,37 +106,22 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 					fmt.Sprintf("Route is accepted, but an older route already forwards %s and keeps its traffic", strings.Join(taken, ", ")))
 			}
 		}
-		setResolvedRefs(&a.conds, &ev.resolved)
+		setResolvedRefs(&a.conds, &b.Resolved)
 		o.statuses = append(o.statuses, gatewayv1.RouteParentStatus{
 			ParentRef: a.ref, ControllerName: t.controller, Conditions: a.conds.Sorted(),
 		})
 	}
 }
 
-// streamBackends resolves the backends. A connection cannot be answered
-// with an error the way a request can, so invalid backends are left out; with
-// none left the destination is empty and Envoy refuses the connections.
-func (t *gatewayTranslator) streamBackends(ev *ruleEval, o *outcome, r *streamRoute) *ir.Destination {
-	d := &ir.Destination{}
-	for _, ref := range r.backendRefs {
-		weight := uint32(1)
-		if ref.Weight != nil {
-			weight = uint32(min(max(*ref.Weight, 0), 1000000))
-		}
-		name, ok := t.resolveBackend(ev, "", r.meta.Namespace, string(r.kind), ref.BackendObjectReference)
-		if !ok {
-			continue
-		}
-		if weight > 0 {
-			d.Backends = append(d.Backends, ir.WeightedCluster{Cluster: name, Weight: weight})
-		}
+// sharedUDP makes the weighted backends of a UDPRoute one cluster (see
+// sharedCluster), recorded in the route's outcome.
+func sharedUDP(o *outcome, r *streamRoute, d *ir.Destination) *ir.Destination {
+	if r.kind != "UDPRoute" || len(d.Backends) <= 1 {
+		return d
 	}
-	if r.kind == "UDPRoute" && len(d.Backends) > 1 {
-		// ":" cannot be in a namespace, so the name is no Service port's.
-		o.shared = &sharedCluster{name: "udproute:" + r.meta.Namespace + "/" + r.meta.Name, members: d.Backends}
-		d.Backends = []ir.WeightedCluster{{Cluster: o.shared.name, Weight: 1}}
-	}
-	return d
+	// ":" cannot be in a namespace, so the name is no Service port's.
+	o.shared = &sharedCluster{name: "udproute:" + r.meta.Namespace + "/" + r.meta.Name, members: d.Backends}
+	return &ir.Destination{Backends: []ir.WeightedCluster{{Cluster: o.shared.name, Weight: 1}}}
 }
 
 // sharedCluster is a UDPRoute's weighted backends as one cluster whose

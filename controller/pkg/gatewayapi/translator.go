@@ -26,6 +26,7 @@ import (
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/routerule"
 )
 
 // Options select what to translate.
@@ -68,14 +69,9 @@ type Translator struct {
 }
 
 // cachedRules is a route's translated rules and what translating them
-// found.
+// read: while none of that changes, the rules stay as they are.
 type cachedRules struct {
-	routes   [][]*ir.Route
-	problems ruleProblems
-	resolved []metav1.Condition
-	clusters []clusterSpec
-	// reads are what translating the rules read; while none changes, the
-	// rules stay as they are.
+	rules *routerule.Rules
 	reads env.Reads
 }
 
@@ -133,13 +129,15 @@ type cache struct {
 	// ingresses are the previous translation's Ingress conversions;
 	// usedIngresses this one's.
 	ingresses, usedIngresses map[ingressKey]convertedIngress
+	// names are the cluster names the rules of this translation built.
+	names routerule.Names
 }
 
 // cachedRules returns the translated rules of the route whose outcome o
 // records, translating them with translate unless another Gateway did in
 // this translation or this Gateway's previous state holds them and none of
 // their deps changed.
-func (t *gatewayTranslator) cachedRules(o *outcome, translate func(ev *ruleEval) ([][]*ir.Route, ruleProblems)) ([][]*ir.Route, ruleProblems, routeConditions) {
+func (t *gatewayTranslator) cachedRules(o *outcome, translate func(env.Env) *routerule.Rules) *routerule.Rules {
 	c, meta := t.cache, o.meta
 	hit, ok := c.fresh[meta]
 	if !ok && t.prev != nil {
@@ -149,16 +147,16 @@ func (t *gatewayTranslator) cachedRules(o *outcome, translate func(ev *ruleEval)
 		}
 	}
 	if !ok {
-		ev := t.newRuleEval(meta.Generation)
-		routes, problems := translate(ev)
-		hit = &cachedRules{routes: routes, problems: problems, resolved: ev.resolved.Items, clusters: ev.clusters, reads: ev.reads}
+		hit = &cachedRules{}
+		hit.rules = translate(t.newEnv(&hit.reads))
 		c.fresh[meta] = hit
 	}
 	o.rules = hit
 	// Shared and clipped: an outcome never changes its clusters.
-	o.clusters = hit.clusters[:len(hit.clusters):len(hit.clusters)]
-	// Shared: callers only read the conditions.
-	return hit.routes, hit.problems, routeConditions{Generation: meta.Generation, Items: hit.resolved}
+	cs := hit.rules.Clusters
+	o.clusters = cs[:len(cs):len(cs)]
+	// Shared: callers only read it.
+	return hit.rules
 }
 
 // selectGateways returns the Gateways to translate, ordered by namespace and

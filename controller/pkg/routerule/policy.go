@@ -1,4 +1,4 @@
-package gatewayapi
+package routerule
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ir"
@@ -16,7 +17,7 @@ import (
 // mirror adds a RequestMirror filter's backend. A mirror that does not
 // resolve is left out and reported: mirrored traffic is a copy, so the rule
 // keeps serving.
-func (t *gatewayTranslator) mirror(ev *ruleEval, r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPRequestMirrorFilter) error {
+func mirror(ev *eval, r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPRequestMirrorFilter) error {
 	percent := 100.0
 	switch {
 	case f.Percent != nil && f.Fraction != nil:
@@ -36,7 +37,7 @@ func (t *gatewayTranslator) mirror(ev *ruleEval, r *ir.Route, fromNS, fromKind s
 	if percent < 0 || percent > 100 {
 		return fmt.Errorf("requestMirror percent %g is not between 0 and 100", percent)
 	}
-	name, ok := t.resolveBackend(ev, "mirror: ", fromNS, fromKind, f.BackendRef)
+	name, ok := resolveBackend(ev, "mirror: ", fromNS, fromKind, f.BackendRef)
 	if !ok {
 		return nil
 	}
@@ -109,7 +110,7 @@ func timeouts(r *ir.Route, to *gatewayv1.HTTPRouteTimeouts, retry *gatewayv1.HTT
 
 // cors translates a CORS filter.
 func cors(r *ir.Route, f *gatewayv1.HTTPCORSFilter) error {
-	c := &ir.CORS{AllowCredentials: deref(f.AllowCredentials), MaxAgeSeconds: f.MaxAge}
+	c := &ir.CORS{AllowCredentials: ptr.Deref(f.AllowCredentials, false), MaxAgeSeconds: f.MaxAge}
 	if c.MaxAgeSeconds < 0 {
 		return fmt.Errorf("cors maxAge %d is negative", f.MaxAge)
 	}

@@ -1,0 +1,197 @@
+package routerule
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/backendtls"
+	"isobar.dev/controller/pkg/condition"
+	"isobar.dev/controller/pkg/ir"
+)
+
+// backendRef is what weighting needs of an HTTP or gRPC backendRef.
+type backendRef struct {
+	ref     gatewayv1.BackendObjectReference
+	weight  *int32
+	filters []gatewayv1.HTTPRouteFilter
+}
+
+// httpBackends resolves a rule's backendRefs into weighted clusters. A ref
+// that does not resolve keeps its weight, marked invalid, so that its share
+// of requests gets a 500 as the Gateway API asks; the reason goes to
+// ev.
+func httpBackends(ev *eval, fromNS, fromKind string, refs []backendRef) *ir.Destination {
+	d := &ir.Destination{}
+	for _, ref := range refs {
+		weight := uint32(1)
+		if ref.weight != nil {
+			// The schema allows 0 to 1,000,000; out of range is clamped.
+			weight = uint32(min(max(*ref.weight, 0), 1000000))
+		}
+		name, ok := resolveBackend(ev, "", fromNS, fromKind, ref.ref)
+		if !ok {
+			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
+			continue
+		}
+		wc := ir.WeightedCluster{Cluster: name, Weight: weight}
+		if err := backendFilters(&wc, ref.filters); err != nil {
+			ev.report(condition.UnresolvedRef(gatewayv1.RouteReasonUnsupportedValue, fmt.Sprintf("backendRef %s: %v", ref.ref.Name, err)))
+			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
+			continue
+		}
+		d.Backends = append(d.Backends, wc)
+	}
+	return d
+}
+
+// resolveBackend checks a backend reference from a route of kind fromKind in
+// namespace fromNS and returns its cluster name, adding the cluster to the
+// IR on first use, or false when the backend cannot be used. What it reads,
+// the cluster it uses and why a reference does not resolve (its message
+// prefixed with what, as "mirror: ") go to ev. A backend whose
+// BackendTLSPolicy is unusable resolves to nothing, with no route problem:
+// the policy's status says why.
+func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.BackendObjectReference) (string, bool) {
+	unresolved := func(reason gatewayv1.RouteConditionReason, msg string) (string, bool) {
+		ev.report(condition.UnresolvedRef(reason, what+msg))
+		return "", false
+	}
+	group, kind := "", "Service"
+	if ref.Group != nil {
+		group = string(*ref.Group)
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	if group != "" || kind != "Service" {
+		return unresolved(gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("backendRef %s: kind %s of group %q is not supported; use a core Service", ref.Name, kind, group))
+	}
+	ns := fromNS
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	if ns != fromNS && !ev.env.Granted(refgrant.From{Group: gatewayv1.GroupName, Kind: fromKind, Namespace: fromNS}, ns, refgrant.To{Kind: "Service", Name: string(ref.Name)}) {
+		return unresolved(gatewayv1.RouteReasonRefNotPermitted, fmt.Sprintf("backendRef to Service %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns))
+	}
+	svc, ok := ev.env.Service(ns, string(ref.Name))
+	if !ok {
+		return unresolved(gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s does not exist", ns, ref.Name))
+	}
+	if ref.Port == nil {
+		return unresolved(gatewayv1.RouteReasonUnsupportedValue, fmt.Sprintf("backendRef to Service %s/%s needs a port", ns, ref.Name))
+	}
+	// UDPRoutes need the Service's UDP port of that number, every other
+	// route its TCP port.
+	want, suffix := corev1.ProtocolTCP, ""
+	if fromKind == "UDPRoute" {
+		want, suffix = corev1.ProtocolUDP, "/udp"
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		p := &svc.Spec.Ports[i]
+		proto := p.Protocol
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		if p.Port == int32(*ref.Port) && proto == want {
+			sp = p
+		}
+	}
+	if sp == nil {
+		return unresolved(gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s has no %s port %d", ns, ref.Name, want, *ref.Port))
+	}
+	if fromKind == "GRPCRoute" {
+		suffix = "/grpc" // gRPC needs HTTP/2 whatever the Service says
+	}
+	spec := ClusterSpec{
+		Name:    ev.names.cluster(ns, string(ref.Name), int32(*ref.Port), suffix),
+		Service: svc, Port: sp, Protocol: want, GRPC: fromKind == "GRPCRoute",
+	}
+	if fromKind != "UDPRoute" {
+		spec.TLS = backendtls.For(ev.env, types.NamespacedName{Namespace: ns, Name: string(ref.Name)}, sp.Name)
+		if spec.TLS != nil && spec.TLS.TLS == nil {
+			// Never fall back to plaintext: the backend is unusable and
+			// the policy's status says why.
+			spec.Rejected = true
+			ev.cluster(spec)
+			return "", false
+		}
+	}
+	ev.cluster(spec)
+	return spec.Name, true
+}
+
+// Names holds the cluster names of one translation: most backends of a
+// large Gateway share a few clusters, and building a name anew for each
+// reference costs an allocation. The zero value is ready to use; a nil
+// *Names builds every name anew.
+type Names struct{ m map[string]string }
+
+// cluster names the cluster of a Service's port,
+// "<namespace>/<name>/<port>[/udp|/grpc]".
+func (n *Names) cluster(ns, name string, port int32, suffix string) string {
+	var buf [128]byte
+	b := append(buf[:0], ns...)
+	b = append(b, '/')
+	b = append(b, name...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(port), 10)
+	b = append(b, suffix...)
+	if n == nil {
+		return string(b)
+	}
+	if s, ok := n.m[string(b)]; ok {
+		return s
+	}
+	if n.m == nil {
+		n.m = map[string]string{}
+	}
+	s := string(b)
+	n.m[s] = s
+	return s
+}
+
+// A ClusterSpec is what a cluster is built from: the engine keeps it with
+// the rules that use it, and builds the cluster with each snapshot's
+// endpoints.
+type ClusterSpec struct {
+	// Name is "<namespace>/<name>/<port>[/udp|/grpc]".
+	Name     string
+	Service  *corev1.Service
+	Port     *corev1.ServicePort
+	Protocol corev1.Protocol
+	// GRPC says the cluster speaks HTTP/2 whatever the Service says.
+	GRPC bool
+	// TLS is the BackendTLSPolicy that applies to the Service port.
+	TLS *backendtls.Policy
+	// Rejected says the BackendTLSPolicy is unusable, so there is no
+	// cluster, only the policy's status to record.
+	Rejected bool
+}
+
+// backendFilters applies the filters of one backendRef. Envoy can change
+// headers per weighted cluster; other filters cannot apply to one backend's
+// share and are refused.
+func backendFilters(wc *ir.WeightedCluster, filters []gatewayv1.HTTPRouteFilter) error {
+	for _, f := range filters {
+		var err error
+		switch {
+		case f.Type == gatewayv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil:
+			wc.RequestHeaders, err = mergeHeaders(wc.RequestHeaders, f.RequestHeaderModifier)
+		case f.Type == gatewayv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil:
+			wc.ResponseHeaders, err = mergeHeaders(wc.ResponseHeaders, f.ResponseHeaderModifier)
+		default:
+			err = fmt.Errorf("filter %s is not supported on a backendRef; use RequestHeaderModifier or ResponseHeaderModifier", f.Type)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
