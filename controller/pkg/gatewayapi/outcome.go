@@ -267,9 +267,10 @@ type newRoute struct {
 	grpc *gatewayv1.GRPCRoute
 }
 
-// age is what orders routes among equal matches: the older first, then by
-// namespace and name.
+// age is what orders routes among equal matches: by source, then the
+// older first, then by namespace and name.
 type age struct {
+	source          source
 	created         int64
 	nanos           int32
 	namespace, name string
@@ -277,11 +278,11 @@ type age struct {
 
 func ageOf(meta *metav1.ObjectMeta) age {
 	t := meta.CreationTimestamp.Time
-	return age{created: t.Unix(), nanos: int32(t.Nanosecond()), namespace: meta.Namespace, name: meta.Name}
+	return age{source: sourceOf(meta), created: t.Unix(), nanos: int32(t.Nanosecond()), namespace: meta.Namespace, name: meta.Name}
 }
 
 func compareAges(a, b age) int {
-	return cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.nanos, b.nanos),
+	return cmp.Or(cmp.Compare(a.source, b.source), cmp.Compare(a.created, b.created), cmp.Compare(a.nanos, b.nanos),
 		strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
 }
 

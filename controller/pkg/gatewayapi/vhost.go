@@ -251,7 +251,8 @@ func byRank(a, b entry) int {
 }
 
 // precedence orders routes as the Gateway API says (HTTPRouteRule): by the
-// shape of their match, then the older route, then by namespace and name,
+// shape of their match, then the route's source (see source), then the
+// older route, then by namespace and name,
 // then rule order, then match order. Entries of one route object, rule and
 // match compare equal.
 func precedence(a, b entry) int {

@@ -8,15 +8,14 @@
 // already knows how to serve, HTTPRoutes on those listeners and, for the
 // hosts of spec.tls, HTTPS listeners on ingress-https's port carrying the
 // Ingress's certificates. An Ingress's rules rank after every HTTPRoute's
-// with the same match (HTTPRoute first, then Ingress, then by age): its
-// routes are dated two hundred years after the Ingress.
+// with the same match: the translator knows its routes by their names
+// (RoutePrefix).
 package ingress
 
 import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -251,16 +250,12 @@ func rule(typ gatewayv1.PathMatchType, path string, ref gatewayv1.HTTPBackendRef
 	}
 }
 
-// Age is how much later than its Ingress an Ingress's HTTPRoutes are
-// dated, so that they rank after every HTTPRoute with the same match.
-const Age = 200 * 365 * 24 * time.Hour
-
 // route is the HTTPRoute of an Ingress's i-th host.
 func route(ing *networkingv1.Ingress, i int, host string, rules []gatewayv1.HTTPRouteRule) *gatewayv1.HTTPRoute {
 	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{
 		Namespace: ing.Namespace, Name: fmt.Sprintf("%s%s:%d", RoutePrefix, ing.Name, i),
 		UID: types.UID(fmt.Sprintf("%s/%d", ing.UID, i)), Generation: ing.Generation,
-		CreationTimestamp: metav1.NewTime(ing.CreationTimestamp.Add(Age)),
+		CreationTimestamp: ing.CreationTimestamp,
 	}}
 	if host != "" {
 		r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(host)}
