@@ -13,7 +13,6 @@ import (
 
 	"isobar.dev/api/ports"
 	"isobar.dev/controller/pkg/envoysim"
-	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/offline"
 )
 
@@ -234,9 +233,10 @@ func routeSource(name string) string {
 	if i, ruleName, named := strings.Cut(rule, ":"); named {
 		rule = fmt.Sprintf("%s (%s)", i, ruleName)
 	}
-	if ing, ok := ingress.Of(key.Namespace, key.Name); ok {
-		// A path of one of the Ingress's hosts, or its default backend.
-		return fmt.Sprintf(" (Ingress %s)", ing)
+	if key.Kind == "Ingress" {
+		// Rule i is the Ingress's i-th host, match j its j-th path (the
+		// default backend last).
+		return fmt.Sprintf(" (Ingress %s/%s, host %s, path %s)", key.Namespace, key.Name, rule, p[6])
 	}
 	return fmt.Sprintf(" (%s %s/%s, rule %s, match %s)", key.Kind, key.Namespace, key.Name, rule, p[6])
 }

@@ -8,10 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"isobar.dev/controller/pkg/envoysim"
 	"isobar.dev/controller/pkg/gatewayapi"
-	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/offline"
 )
 
@@ -34,7 +34,8 @@ func why(result *offline.Result, gateway string, a *envoysim.Answer) []string {
 		return out
 	}
 	if key, ok := routeKey(a.Route); ok {
-		if ing, ok := ingress.Of(key.Namespace, key.Name); ok {
+		if key.Kind == "Ingress" {
+			ing := types.NamespacedName{Namespace: key.Namespace, Name: key.Name}
 			if is := result.Gateways.Status.Ingresses[ing]; is != nil {
 				for _, p := range is.Problems {
 					out = append(out, fmt.Sprintf("Ingress %s: %s", ing, p))
@@ -63,7 +64,7 @@ func why(result *offline.Result, gateway string, a *envoysim.Answer) []string {
 // (<kind>/<namespace>/<name>/rule/...) back into the route.
 func routeKey(route string) (gatewayapi.RouteKey, bool) {
 	p := strings.Split(route, "/")
-	kinds := map[string]string{"httproute": "HTTPRoute", "grpcroute": "GRPCRoute"}
+	kinds := map[string]string{"httproute": "HTTPRoute", "grpcroute": "GRPCRoute", "ingress": "Ingress"}
 	if len(p) < 3 || kinds[p[0]] == "" {
 		return gatewayapi.RouteKey{}, false
 	}

@@ -14,6 +14,7 @@ import (
 var rulePackages = []string{
 	"isobar.dev/controller/pkg/routerule",
 	"isobar.dev/controller/pkg/backendtls",
+	"isobar.dev/controller/pkg/ingress",
 }
 
 // Rule packages import neither the snapshot nor the engine, so they cannot

@@ -71,7 +71,7 @@ func (t *gatewayTranslator) attach(o *outcome, r route) []*attachment {
 		}
 		if set != nil && set.notAllowed != "" {
 			a.conds.Set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonNotAllowedByListeners,
-				fmt.Sprintf("ListenerSet %s/%s is not attached to its Gateway: %s", set.obj.Namespace, set.obj.Name, set.notAllowed))
+				fmt.Sprintf("ListenerSet %s/%s is not attached to its Gateway: %s", set.meta.Namespace, set.meta.Name, set.notAllowed))
 			continue
 		}
 		t.attachParent(o, r, set, a)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ingress"
@@ -99,7 +98,7 @@ func (tb *table) sortedDomains() []string {
 func (t *gatewayTranslator) addRoutes(l *listener, hosts []string, o *outcome, rules [][]*ir.Route) {
 	tb := t.table(l)
 	for _, h := range hosts {
-		tb.host(h, l.certificates).add(o.meta, o.rank, t.state.epoch, rules)
+		tb.host(h, l.certificates).add(o.meta, o.source, o.rank, t.state.epoch, rules)
 	}
 	tb.touch(hosts)
 }
@@ -107,10 +106,10 @@ func (t *gatewayTranslator) addRoutes(l *listener, hosts []string, o *outcome, r
 // removeRoutes takes back what addRoutes added. A virtual host no route
 // holds any more goes when the table is built, unless a route came back to
 // it meanwhile (a changed route is taken back, then attached again).
-func (t *gatewayTranslator) removeRoutes(l *listener, hosts []string, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
+func (t *gatewayTranslator) removeRoutes(l *listener, hosts []string, o *outcome, rules [][]*ir.Route) {
 	tb := t.table(l)
 	for _, h := range hosts {
-		if tb.hosts[h].remove(meta, rules) {
+		if tb.hosts[h].remove(o.meta, o.source, rules) {
 			tb.emptied = append(tb.emptied, h)
 		}
 	}
@@ -156,7 +155,7 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 			}
 		}
 	}
-	if t.ingressShape {
+	if t.ingressShape != nil {
 		for _, l := range t.gw.Spec.Listeners {
 			if tb, ok := t.tables[l.Port]; ok {
 				tb.ingressNames = true

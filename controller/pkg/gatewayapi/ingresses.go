@@ -1,7 +1,6 @@
 package gatewayapi
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 
@@ -11,8 +10,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/ingressclass"
-	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ingress"
+	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -27,31 +26,14 @@ type IngressStatus struct {
 	Problems []string
 }
 
-// ingressKey is what an Ingress's conversion depends on besides the
-// Services whose named ports it read: the Ingress and the Gateway's shape.
-type ingressKey struct {
-	ing                 *networkingv1.Ingress
-	gw                  types.NamespacedName
-	httpPort, httpsPort gatewayv1.PortNumber
-}
-
-// convertedIngress is a conversion and the Services it read.
-type convertedIngress struct {
-	ingress.Converted
-	reads env.Reads
-}
-
-// ingressSets converts the Ingresses the Gateway serves: their TLS hosts
-// become listener sets of the Gateway, allowed whatever its
-// allowedListeners (they are the Gateway's own Ingress listeners), and
-// their rules HTTPRoutes. A conversion is reused while its key holds and
-// the Services it read did not change, so
-// that an unchanged Ingress's routes are the same objects, which the
-// outcome cache recognises.
-func (t *gatewayTranslator) ingressSets(res *resources.Resources) ([]*listenerSet, []*gatewayv1.HTTPRoute) {
+// ingressSets finds the Ingresses the Gateway serves (t.ingresses) and
+// returns the listeners of their TLS hosts, a set per Ingress, allowed
+// whatever the Gateway's allowedListeners (they are the Gateway's own
+// Ingress listeners).
+func (t *gatewayTranslator) ingressSets(res *resources.Resources) []*listenerSet {
 	selected := ingressclass.Selected(t.gw, string(t.controller), res.IngressClasses, res.Ingresses)
 	if len(selected) == 0 {
-		return nil, nil
+		return nil
 	}
 	gwName := types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name}
 	shape, err := ingress.ShapeOf(t.gw)
@@ -59,71 +41,92 @@ func (t *gatewayTranslator) ingressSets(res *resources.Resources) ([]*listenerSe
 		for _, ing := range selected {
 			t.status.Ingresses[key(ing.Namespace, ing.Name)] = &IngressStatus{Gateway: gwName, Problems: []string{err.Error()}}
 		}
-		return nil, nil
+		return nil
 	}
-	t.ingressShape = true
+	t.ingressShape = &shape
 	var sets []*listenerSet
-	var routes []*gatewayv1.HTTPRoute
 	for _, ing := range selected {
-		k := ingressKey{ing: ing, gw: gwName, httpPort: shape.HTTP.Port}
-		if shape.HTTPS != nil {
-			k.httpsPort = shape.HTTPS.Port
-		}
-		c, ok := t.cache.ingresses[k]
-		if !ok || c.reads.AnyIn(t.cache.changed) {
-			c = t.convertIngress(ing, shape)
-		}
-		t.cache.usedIngresses[k] = c
-		t.status.Ingresses[key(ing.Namespace, ing.Name)] = &IngressStatus{Gateway: gwName, Served: true, Problems: slices.Clone(c.Problems)}
-		routes = append(routes, c.Routes...)
-		if len(c.Listeners) > 0 {
-			obj := &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name, UID: ing.UID, Generation: ing.Generation}}
-			obj.Spec.Listeners = c.Listeners
-			sets = append(sets, &listenerSet{obj: obj, ingress: ing})
+		entries, problems := ingress.Listeners(ing, t.gw, shape)
+		t.status.Ingresses[key(ing.Namespace, ing.Name)] = &IngressStatus{Gateway: gwName, Served: true, Problems: problems}
+		t.ingresses = append(t.ingresses, ing)
+		if len(entries) > 0 {
+			sets = append(sets, &listenerSet{meta: &ing.ObjectMeta, entries: entries, ingress: ing})
 		}
 	}
-	return sets, routes
+	return sets
 }
 
-// convertIngress converts an Ingress, recording the Services it reads.
-func (t *gatewayTranslator) convertIngress(ing *networkingv1.Ingress, shape ingress.Shape) convertedIngress {
-	var out convertedIngress
-	out.Converted = ingress.Convert(ing, t.gw, shape, t.newEnv(&out.reads).ServicePort)
-	return out
-}
-
-// reportIngresses moves what translation reported on the Ingresses' routes
-// and listeners into their problems: those objects exist only here. The
-// routes are those of the conversions, not every route with an Ingress
-// route's name: the translation of 100,000 routes and no Ingress should
-// not look at each.
-func (st *Status) reportIngresses(conversions map[ingressKey]convertedIngress) {
-	var keys []RouteKey
-	for _, c := range conversions {
-		for _, r := range c.Routes {
-			k := routeKey("HTTPRoute", &r.ObjectMeta)
-			if _, ok := st.Routes[k]; ok {
-				keys = append(keys, k)
+// attachIngress adds an Ingress's routes to the virtual hosts of
+// ingress-http (the Gateway's first listener) and of its TLS hosts'
+// listeners, as its outcome. rank is its place among the routes and
+// Ingresses attached with it.
+func (t *gatewayTranslator) attachIngress(ing *networkingv1.Ingress, rank int32) {
+	o := t.record("Ingress", &ing.ObjectMeta, rank)
+	if o == nil {
+		return
+	}
+	defer t.apply(o)
+	// ingress-http's allowedRoutes say which namespaces' Ingresses it
+	// serves, as for HTTPRoutes; the TLS hosts' listeners are the
+	// Ingress's own.
+	http := t.listeners[0]
+	if msg := t.allows(o, http, route{kind: "HTTPRoute", meta: &ing.ObjectMeta}); msg != "" {
+		o.problems = []string{msg}
+		return
+	}
+	rules := ingress.Translate(t.newEnv(&o.reads), &t.cache.names, ing, t.gw, *t.ingressShape)
+	o.clusters, o.problems = rules.Clusters, rules.Problems
+	for i, h := range rules.Hosts {
+		add := func(l *listener, routes []*ir.Route) {
+			if l == nil || !l.usable() {
+				// The listener's own status says why.
+				return
 			}
+			var hostnames []gatewayv1.Hostname
+			if h.Name != "" {
+				hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(h.Name)}
+			}
+			hosts := t.routeHosts(l, hostnames)
+			if len(hosts) == 0 {
+				o.problems = append(o.problems, fmt.Sprintf("host %s: listener %s of Gateway %s/%s does not serve it", orAnyHost(h.Name), l.spec.Name, t.gw.Namespace, t.gw.Name))
+				return
+			}
+			// Each host's routes are the Ingress's rule of the host's
+			// index, so that entries of two hosts on one virtual host
+			// stay apart.
+			byHost := make([][]*ir.Route, len(rules.Hosts))
+			byHost[i] = routes
+			o.added = append(o.added, addition{listener: slices.Index(t.listeners, l), hosts: hosts, routes: redirectsFor(l, byHost)})
+		}
+		if h.Redirect != nil {
+			add(http, []*ir.Route{h.Redirect})
+		} else {
+			add(http, h.Routes)
+		}
+		if h.TLS {
+			add(t.tlsHostListener(ing, h.Name), h.Routes)
 		}
 	}
-	// In route order, so that the problems' order is the same however
-	// the map lists them.
-	slices.SortFunc(keys, func(a, b RouteKey) int { return cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
-	keys = slices.Compact(keys)
-	for _, k := range keys {
-		name, _ := ingress.Of(k.Namespace, k.Name)
-		parents := st.Routes[k]
-		delete(st.Routes, k)
-		is := st.Ingresses[name]
-		if is == nil {
-			continue
+}
+
+// tlsHostListener returns the listener of one of an Ingress's TLS hosts.
+func (t *gatewayTranslator) tlsHostListener(ing *networkingv1.Ingress, host string) *listener {
+	for _, l := range t.listeners {
+		if l.set != nil && l.set.ingress == ing && l.hostname == host {
+			return l
 		}
-		for _, p := range parents {
-			for _, c := range p.Conditions {
-				if c.Status == metav1.ConditionFalse && (c.Type == string(gatewayv1.RouteConditionAccepted) || c.Type == string(gatewayv1.RouteConditionResolvedRefs)) {
-					is.problem(c.Message)
-				}
+	}
+	return nil
+}
+
+// reportIngresses adds to each served Ingress's problems those its
+// outcome found.
+func (t *gatewayTranslator) reportIngresses() {
+	for _, ing := range t.ingresses {
+		is := t.status.Ingresses[key(ing.Namespace, ing.Name)]
+		if o := t.state.applied[&ing.ObjectMeta]; o != nil && is != nil {
+			for _, p := range o.problems {
+				is.problem(p)
 			}
 		}
 	}

@@ -99,7 +99,7 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 		if s.notAllowed != "" {
 			continue
 		}
-		for _, e := range s.obj.Spec.Listeners {
+		for _, e := range s.entries {
 			specs = append(specs, owned{spec: gatewayv1.Listener(e), set: s})
 		}
 	}
@@ -280,9 +280,9 @@ func describe(l *listener) string {
 	case l.set == nil:
 		return fmt.Sprintf("Gateway listener %q", l.spec.Name)
 	case l.set.ingress != nil:
-		return fmt.Sprintf("the TLS host %s of Ingress %s/%s", l.hostname, l.set.obj.Namespace, l.set.obj.Name)
+		return fmt.Sprintf("the TLS host %s of Ingress %s/%s", l.hostname, l.set.meta.Namespace, l.set.meta.Name)
 	}
-	return fmt.Sprintf("listener %q of ListenerSet %s/%s", l.spec.Name, l.set.obj.Namespace, l.set.obj.Name)
+	return fmt.Sprintf("listener %q of ListenerSet %s/%s", l.spec.Name, l.set.meta.Namespace, l.set.meta.Name)
 }
 
 // checkOwnConflicts applies the rules among the listeners of one owner.
@@ -423,8 +423,6 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 	t.secrets[name] = &ir.Secret{Name: name, Certificate: crt, PrivateKey: key}
 	return name, nil
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // checkOverlappingTLS warns about terminating listeners on one port whose
 // hostnames overlap ("*.example.com" and "foo.example.com"): a client may

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -15,11 +16,14 @@ import (
 )
 
 // listenerSet is a ListenerSet whose parentRef names the Gateway being
-// translated, allowed to attach or not.
+// translated, allowed to attach or not, or the listeners of an Ingress's
+// TLS hosts.
 type listenerSet struct {
-	obj *gatewayv1.ListenerSet
+	// meta is the ListenerSet's, or the Ingress's.
+	meta    *metav1.ObjectMeta
+	entries []gatewayv1.ListenerEntry
 	// ingress is the Ingress whose TLS hosts the set's listeners are, for
-	// a set made of one.
+	// the listeners of one.
 	ingress    *networkingv1.Ingress
 	notAllowed string      // why the Gateway does not allow it, or ""
 	listeners  []*listener // in spec order; none when not allowed
@@ -44,16 +48,16 @@ func (t *gatewayTranslator) ownerOf(l *listener) owner {
 	case l == nil || l.set == nil:
 		return owner{group: gatewayv1.GroupName, kind: "Gateway", namespace: t.gw.Namespace}
 	case l.set.ingress != nil:
-		return owner{group: string(ingress.ParentGroup), kind: string(ingress.ParentKind), namespace: l.set.obj.Namespace}
+		return owner{group: string(ingress.ParentGroup), kind: string(ingress.ParentKind), namespace: l.set.meta.Namespace}
 	}
-	return owner{group: gatewayv1.GroupName, kind: "ListenerSet", namespace: l.set.obj.Namespace}
+	return owner{group: gatewayv1.GroupName, kind: "ListenerSet", namespace: l.set.meta.Namespace}
 }
 
 func (t *gatewayTranslator) generationOf(s *listenerSet) int64 {
 	if s == nil {
 		return t.gw.Generation
 	}
-	return s.obj.Generation
+	return s.meta.Generation
 }
 
 // listenerSets finds the ListenerSets whose parentRef names the Gateway, in
@@ -61,7 +65,7 @@ func (t *gatewayTranslator) generationOf(s *listenerSet) int64 {
 func (t *gatewayTranslator) listenerSets(res *resources.Resources) []*listenerSet {
 	var out []*listenerSet
 	for _, c := range listenerset.Of(t.gw, res.ListenerSets, t.env.NamespaceLabels) {
-		out = append(out, &listenerSet{obj: c.Set, notAllowed: c.NotAllowed})
+		out = append(out, &listenerSet{meta: &c.Set.ObjectMeta, entries: c.Set.Spec.Listeners, notAllowed: c.NotAllowed})
 	}
 	return out
 }
@@ -71,9 +75,9 @@ func (t *gatewayTranslator) listenerSets(res *resources.Resources) []*listenerSe
 func setsKey(sets []*listenerSet) string {
 	var b strings.Builder
 	for _, s := range sets {
-		b.WriteString(string(s.obj.UID))
+		b.WriteString(string(s.meta.UID))
 		b.WriteByte('/')
-		b.WriteString(strconv.FormatInt(s.obj.Generation, 10))
+		b.WriteString(strconv.FormatInt(s.meta.Generation, 10))
 		if s.notAllowed != "" {
 			b.WriteString("/x")
 		}
@@ -85,7 +89,7 @@ func setsKey(sets []*listenerSet) string {
 // parentOf resolves a route's parentRef against the Gateway: the Gateway
 // itself (nil), or one of the ListenerSets that name it as their parent.
 func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS string) (*listenerSet, bool) {
-	if ref.Group != nil && *ref.Group != gatewayv1.GroupName && *ref.Group != ingress.ParentGroup {
+	if ref.Group != nil && *ref.Group != gatewayv1.GroupName {
 		return nil, false
 	}
 	ns := routeNS
@@ -98,16 +102,10 @@ func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS stri
 	}
 	switch kind {
 	case "Gateway":
-		return nil, (ref.Group == nil || *ref.Group == gatewayv1.GroupName) && ns == t.gw.Namespace && string(ref.Name) == t.gw.Name
-	case "ListenerSet", ingress.ParentKind:
-		// The HTTPRoutes of an Ingress name it (group networking.k8s.io)
-		// as the parent of its TLS hosts' listeners.
-		fromIngress := kind == ingress.ParentKind
-		if fromIngress != (ref.Group != nil && *ref.Group == ingress.ParentGroup) {
-			return nil, false
-		}
+		return nil, ns == t.gw.Namespace && string(ref.Name) == t.gw.Name
+	case "ListenerSet":
 		for _, s := range t.sets {
-			if (s.ingress != nil) == fromIngress && s.obj.Namespace == ns && s.obj.Name == string(ref.Name) {
+			if s.ingress == nil && s.meta.Namespace == ns && s.meta.Name == string(ref.Name) {
 				return s, true
 			}
 		}
@@ -124,7 +122,7 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 			t.ingressListenerProblems(s)
 			continue
 		}
-		c := listenerSetConditions{Generation: s.obj.Generation}
+		c := listenerSetConditions{Generation: s.meta.Generation}
 		// Programmed follows from Accepted and the Gateway's: package
 		// programmed sets it.
 		accepted := gatewayv1.ListenerSetConditionAccepted
@@ -148,7 +146,7 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 			}
 		}
 		st.Conditions = c.Sorted()
-		t.status.ListenerSets[types.NamespacedName{Namespace: s.obj.Namespace, Name: s.obj.Name}] = &ListenerSetStatus{
+		t.status.ListenerSets[types.NamespacedName{Namespace: s.meta.Namespace, Name: s.meta.Name}] = &ListenerSetStatus{
 			Gateway: types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name},
 			Status:  st,
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -28,6 +29,7 @@ type outcome struct {
 	added    []addition
 	clusters []routerule.ClusterSpec
 	kind     string
+	source   source
 	meta     *metav1.ObjectMeta
 	// reads are what attaching the route read (namespace labels), and
 	// for a TLS, TCP or UDP route what resolving its backends read.
@@ -37,6 +39,8 @@ type outcome struct {
 	rules *cachedRules
 	// shared is the cluster a UDPRoute's weighted backends make.
 	shared *sharedCluster
+	// problems are an Ingress's, for its Events.
+	problems []string
 	// epoch is the last translation whose snapshot held the route.
 	epoch uint64
 	// rank is the route's place among the routes attached with it.
@@ -61,7 +65,7 @@ func (t *gatewayTranslator) envFor(o *outcome) env.Env {
 
 // isStream says the outcome is a TLS, TCP or UDP route's.
 func (o *outcome) isStream() bool {
-	return o.kind != "HTTPRoute" && o.kind != "GRPCRoute"
+	return o.kind == "TLSRoute" || o.kind == "TCPRoute" || o.kind == "UDPRoute"
 }
 
 // gatewayContext is what every route's attachment depends on: the
@@ -148,20 +152,18 @@ func sameSpec(a, b *gatewayv1.Gateway) bool {
 // or winning or losing a hostname to a route of the other kind added, then
 // attaches the routes it has not seen and those. Takeaways come first
 // because a changed route's old and new objects share a status key. The
-// HTTPRoutes made of Ingresses come with the snapshot's.
+// Ingresses the Gateway serves are attached last, as routes of lower
+// precedence (see source).
 //
 // TLS, TCP and UDP routes are taken back and attached again all together
 // when any of them needs it: which of them holds a listener or a server
 // name depends on the others (the oldest keeps it). A new object of one at
 // the same generation (a status write) is no such need: it keeps its
-// outcome, as an HTTPRoute does (rekey).
-func (t *gatewayTranslator) update(fromIngresses []*gatewayv1.HTTPRoute) {
+// outcome, as an HTTPRoute does (rekey). An Ingress is never rekeyed: its
+// routes change with its annotations, at the same generation.
+func (t *gatewayTranslator) update() {
 	s := t.state
 	s.epoch++
-	httpRoutes := t.httpRoutes
-	if len(fromIngresses) > 0 {
-		httpRoutes = append(slices.Clip(httpRoutes), fromIngresses...)
-	}
 	stale := s.stale(t.cache.changed)
 	// A route that wins or loses a hostname to the other kind is stale.
 	for _, lost := range []map[*metav1.ObjectMeta]map[int]string{s.lost, t.lost} {
@@ -175,12 +177,13 @@ func (t *gatewayTranslator) update(fromIngresses []*gatewayv1.HTTPRoute) {
 		}
 	}
 	s.lost = t.lost
-	newHTTP, seenHTTP := unseen(s, stale, httpRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+	newHTTP, seenHTTP := unseen(s, stale, t.httpRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 	newGRPC, seenGRPC := unseen(s, stale, t.grpcRoutes, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 	newStreams, seenStreams := unseen(s, stale, t.streams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
+	newIngresses, seenIngresses := unseen(s, stale, t.ingresses, func(i *networkingv1.Ingress) *metav1.ObjectMeta { return &i.ObjectMeta })
 	tookBackStream := false
-	if seenHTTP+seenGRPC+seenStreams < len(s.applied) {
-		replaced := replacements(stale, newHTTP, newGRPC, newStreams, fromIngresses)
+	if seenHTTP+seenGRPC+seenStreams+seenIngresses < len(s.applied) {
+		replaced := replacements(stale, newHTTP, newGRPC, newStreams)
 		for m, o := range s.applied {
 			if o.epoch == s.epoch {
 				continue
@@ -230,6 +233,10 @@ func (t *gatewayTranslator) update(fromIngresses []*gatewayv1.HTTPRoute) {
 			t.attachGRPCRoute(r.grpc, int32(i))
 		}
 	}
+	slices.SortFunc(newIngresses, func(a, b *networkingv1.Ingress) int { return compareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
+	for i, ing := range newIngresses {
+		t.attachIngress(ing, int32(len(fresh)+i))
+	}
 	if streamsChanged {
 		for _, r := range t.streams {
 			t.attachStreamRoute(r)
@@ -267,10 +274,9 @@ type newRoute struct {
 	grpc *gatewayv1.GRPCRoute
 }
 
-// age is what orders routes among equal matches: by source, then the
-// older first, then by namespace and name.
+// age is what orders routes of one source among equal matches: the older
+// first, then by namespace and name.
 type age struct {
-	source          source
 	created         int64
 	nanos           int32
 	namespace, name string
@@ -278,11 +284,11 @@ type age struct {
 
 func ageOf(meta *metav1.ObjectMeta) age {
 	t := meta.CreationTimestamp.Time
-	return age{source: sourceOf(meta), created: t.Unix(), nanos: int32(t.Nanosecond()), namespace: meta.Namespace, name: meta.Name}
+	return age{created: t.Unix(), nanos: int32(t.Nanosecond()), namespace: meta.Namespace, name: meta.Name}
 }
 
 func compareAges(a, b age) int {
-	return cmp.Or(cmp.Compare(a.source, b.source), cmp.Compare(a.created, b.created), cmp.Compare(a.nanos, b.nanos),
+	return cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.nanos, b.nanos),
 		strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
 }
 
@@ -313,15 +319,10 @@ func unseen[T any](s *gatewayState, stale map[*metav1.ObjectMeta]bool, routes []
 
 // replacements are the new objects of routes that may be replacing an
 // object of the same route in the state, by route: those whose deps did
-// not change, and not the routes converted from Ingresses, whose spec
-// changes with an Ingress's annotations at the same generation.
-func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute, grpc []*gatewayv1.GRPCRoute, streams []*streamRoute, fromIngresses []*gatewayv1.HTTPRoute) map[RouteKey]*metav1.ObjectMeta {
+// not change.
+func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute, grpc []*gatewayv1.GRPCRoute, streams []*streamRoute) map[RouteKey]*metav1.ObjectMeta {
 	if len(http)+len(grpc)+len(streams) == 0 {
 		return nil
-	}
-	converted := make(map[*gatewayv1.HTTPRoute]bool, len(fromIngresses))
-	for _, r := range fromIngresses {
-		converted[r] = true
 	}
 	out := make(map[RouteKey]*metav1.ObjectMeta, len(http)+len(grpc)+len(streams))
 	add := func(kind gatewayv1.Kind, m *metav1.ObjectMeta) {
@@ -330,9 +331,7 @@ func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute
 		}
 	}
 	for _, r := range http {
-		if !converted[r] {
-			add("HTTPRoute", &r.ObjectMeta)
-		}
+		add("HTTPRoute", &r.ObjectMeta)
 	}
 	for _, r := range grpc {
 		add("GRPCRoute", &r.ObjectMeta)
@@ -392,7 +391,7 @@ func (t *gatewayTranslator) record(kind gatewayv1.Kind, meta *metav1.ObjectMeta,
 	if _, done := t.state.applied[meta]; done {
 		return nil
 	}
-	return &outcome{kind: string(kind), meta: meta, epoch: t.state.epoch, rank: rank}
+	return &outcome{kind: string(kind), source: sourceOf(kind), meta: meta, epoch: t.state.epoch, rank: rank}
 }
 
 // apply adds a recorded outcome to the state.
@@ -438,7 +437,7 @@ func (t *gatewayTranslator) takeBack(o *outcome) {
 	s.removeReader(o)
 
 	for _, a := range o.added {
-		t.removeRoutes(t.listeners[a.listener], a.hosts, o.meta, a.routes)
+		t.removeRoutes(t.listeners[a.listener], a.hosts, o, a.routes)
 	}
 	if len(o.statuses) > 0 {
 		delete(s.routes, routeKey(o.kind, o.meta))

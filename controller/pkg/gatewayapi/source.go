@@ -1,9 +1,7 @@
 package gatewayapi
 
 import (
-	"strings"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ingress"
 )
@@ -12,8 +10,8 @@ import (
 // sources have the same match on one host, the Gateway API's come first,
 // then HTTPProxy's, then Ingress's: Contour's design for multiple
 // listeners has Ingress overwritten by HTTPProxy, overwritten by the
-// Gateway API. This is the one place that order is decided; precedence
-// compares sources before ages.
+// Gateway API. This is the one place that order is decided: precedence
+// compares sources before ages, and Ingresses are attached after routes.
 type source uint8
 
 const (
@@ -22,10 +20,9 @@ const (
 	fromIngress
 )
 
-// sourceOf returns the source of a route object: the routes made of an
-// Ingress have names no real object can have (ingress.RoutePrefix).
-func sourceOf(meta *metav1.ObjectMeta) source {
-	if strings.HasPrefix(meta.Name, ingress.RoutePrefix) {
+// sourceOf returns the source of an object of a kind.
+func sourceOf(kind gatewayv1.Kind) source {
+	if kind == ingress.ParentKind {
 		return fromIngress
 	}
 	return fromGatewayAPI

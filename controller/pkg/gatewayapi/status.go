@@ -75,8 +75,6 @@ type (
 	listenerConditions    = condition.Listener
 	gatewayConditions     = condition.Gateway
 	listenerSetConditions = condition.ListenerSet
-	policyConditions      = condition.Policy
-	routeProblem          = condition.RouteProblem
 	listenerProblem       = condition.ListenerProblem
 	gatewayProblem        = condition.GatewayProblem
 )

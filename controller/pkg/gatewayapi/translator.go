@@ -18,12 +18,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/supported"
 	"isobar.dev/controller/pkg/backendtls"
 	"isobar.dev/controller/pkg/env"
+	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
 	"isobar.dev/controller/pkg/routerule"
@@ -61,8 +63,6 @@ func Translate(res *resources.Resources, opts Options) *Result {
 type Translator struct {
 	opts   Options
 	states map[types.NamespacedName]*gatewayState
-	// ingresses are the Ingress conversions of the last translation.
-	ingresses map[ingressKey]convertedIngress
 	// prev is the last translation's index, to tell which deps the next
 	// snapshot changes.
 	prev *env.Index
@@ -94,7 +94,7 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	if len(tr.states) > 0 {
 		changed = env.Changed(tr.prev, idx)
 	}
-	c := &cache{fresh: map[*metav1.ObjectMeta]*cachedRules{}, changed: changed, ingresses: tr.ingresses, usedIngresses: map[ingressKey]convertedIngress{}}
+	c := &cache{fresh: map[*metav1.ObjectMeta]*cachedRules{}, changed: changed}
 	states := map[types.NamespacedName]*gatewayState{}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
@@ -102,10 +102,8 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 		out.Gateways = append(out.Gateways, t.translate(res, tr.states[name]))
 		states[name] = t.state
 	}
-	// Gateways no longer translated are forgotten, and Ingresses no
-	// longer served.
-	tr.states, tr.ingresses, tr.prev = states, c.usedIngresses, idx
-	st.reportIngresses(c.usedIngresses)
+	// Gateways no longer translated are forgotten.
+	tr.states, tr.prev = states, idx
 	return out
 }
 
@@ -126,9 +124,6 @@ type cache struct {
 	fresh map[*metav1.ObjectMeta]*cachedRules
 	// changed are the deps this snapshot changed since the last.
 	changed map[env.Dep]bool
-	// ingresses are the previous translation's Ingress conversions;
-	// usedIngresses this one's.
-	ingresses, usedIngresses map[ingressKey]convertedIngress
 	// names are the cluster names the rules of this translation built.
 	names routerule.Names
 }
@@ -206,9 +201,11 @@ type gatewayTranslator struct {
 	// listeners are the Gateway's own, then the allowed sets'.
 	sets      []*listenerSet
 	listeners []*listener
-	// ingressShape says the Gateway has the listeners Ingress needs
-	// (ingress-http, and ingress-https): Envoy names follow the design.
-	ingressShape bool
+	// ingressShape is the Gateway's when it has the listeners Ingress
+	// needs (ingress-http, and ingress-https; Envoy names then follow the
+	// design), and ingresses are the Ingresses it serves.
+	ingressShape *ingress.Shape
+	ingresses    []*networkingv1.Ingress
 	// lost are the listeners where an HTTPRoute or GRPCRoute loses a
 	// hostname to a route of the other kind (kindConflicts).
 	lost     map[*metav1.ObjectMeta]map[int]string
@@ -225,8 +222,8 @@ type gatewayTranslator struct {
 // translate translates the Gateway, starting from its previous state when
 // the context is the same.
 func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewayState) *ir.Gateway {
-	ingressRoutes := t.translateListeners(res)
-	t.attachRoutes(res, prev, ingressRoutes)
+	t.translateListeners(res)
+	t.attachRoutes(res, prev)
 	t.buildClusters()
 	t.status.addGatewayRoutes(t.state.routes)
 	g := t.build()
@@ -237,39 +234,38 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 // translateListeners validates the Gateway's listeners and those of the
 // ListenerSets it takes (an Ingress's TLS hosts among them), and resolves
 // its backend client certificate. They are few and validated afresh on
-// every translation, so what they read is not kept. It returns the
-// HTTPRoutes the served Ingresses become.
-func (t *gatewayTranslator) translateListeners(res *resources.Resources) []*gatewayv1.HTTPRoute {
+// every translation, so what they read is not kept.
+func (t *gatewayTranslator) translateListeners(res *resources.Resources) {
 	var everyTime env.Reads
 	t.env = t.newEnv(&everyTime)
 	t.clusters = map[string]*ir.Cluster{}
 	t.secrets = map[string]*ir.Secret{}
 	t.backendClientCertificate()
-	ingressSets, ingressRoutes := t.ingressSets(res)
-	t.sets = append(t.listenerSets(res), ingressSets...)
+	t.sets = append(t.listenerSets(res), t.ingressSets(res)...)
 	t.listeners = t.validateListeners()
-	return ingressRoutes
 }
 
 // attachRoutes brings the Gateway's state up to date with the snapshot's
-// routes of every kind: attachment to listeners, then each route's rules.
+// routes of every kind and the Ingresses it serves: attachment to
+// listeners, then each route's rules.
 // The state of the previous translation is kept when its context (see
 // gatewayContext) is this one's; otherwise a new state starts, reusing the
 // previous state's translated rules whose reads did not change.
-func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gatewayState, ingressRoutes []*gatewayv1.HTTPRoute) {
+func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gatewayState) {
 	t.lost = t.kindConflicts(res)
 	ctx := t.context(prev)
 	if prev != nil && prev.ctx == ctx {
 		t.state = prev
 	} else {
-		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(t.httpRoutes)+len(t.grpcRoutes)+len(t.streams)), prev
+		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(t.httpRoutes)+len(t.grpcRoutes)+len(t.streams)+len(t.ingresses)), prev
 	}
 	t.tables = t.state.tables
-	t.update(ingressRoutes)
+	t.update()
 	for i, l := range t.listeners {
 		l.attached = t.state.attached[i]
 	}
 	t.prev = nil
+	t.reportIngresses()
 }
 
 // buildClusters builds the clusters the state's routes use, on every

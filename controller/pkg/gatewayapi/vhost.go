@@ -31,14 +31,15 @@ type vhost struct {
 type entry struct {
 	route       *ir.Route
 	meta        *metav1.ObjectMeta
+	source      source
 	rule, match int32
 	// rank orders the entry's route among the routes added in one
 	// translation.
 	rank int32
 }
 
-func newEntry(r *ir.Route, meta *metav1.ObjectMeta, rule, match int) entry {
-	return entry{route: r, meta: meta, rule: int32(rule), match: int32(match)}
+func newEntry(r *ir.Route, meta *metav1.ObjectMeta, src source, rule, match int) entry {
+	return entry{route: r, meta: meta, source: src, rule: int32(rule), match: int32(match)}
 }
 
 // shape packs what orders routes by their match into one number, smaller
@@ -62,20 +63,20 @@ func shape(m *ir.Match) uint64 {
 // one translation (which attaches new routes oldest first), so the entries
 // of one translation settle without comparing routes; entries of an
 // earlier translation still waiting are settled first.
-func (v *vhost) add(meta *metav1.ObjectMeta, rank int32, epoch uint64, rules [][]*ir.Route) {
+func (v *vhost) add(meta *metav1.ObjectMeta, src source, rank int32, epoch uint64, rules [][]*ir.Route) {
 	if len(v.added) > 0 && v.addedEpoch != epoch {
 		v.settle()
 	}
 	v.addedEpoch = epoch
 	v.adds++
-	v.added = appendEntries(v.added, meta, rank, rules)
+	v.added = appendEntries(v.added, meta, src, rank, rules)
 	v.built = nil
 }
 
 // remove takes back an add and reports whether the host is now empty.
-func (v *vhost) remove(meta *metav1.ObjectMeta, rules [][]*ir.Route) bool {
+func (v *vhost) remove(meta *metav1.ObjectMeta, src source, rules [][]*ir.Route) bool {
 	v.adds--
-	v.removed = appendEntries(v.removed, meta, 0, rules)
+	v.removed = appendEntries(v.removed, meta, src, 0, rules)
 	v.built = nil
 	return v.adds == 0
 }
@@ -92,7 +93,7 @@ func (v *vhost) rekey(old, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
 	}
 	for i, rs := range rules {
 		for j, r := range rs {
-			probe := newEntry(r, old, i, j)
+			probe := newEntry(r, old, fromGatewayAPI, i, j)
 			k, _ := slices.BinarySearchFunc(v.entries, probe, precedence)
 			for ; k < len(v.entries) && precedence(v.entries[k], probe) == 0; k++ {
 				if v.entries[k].route == r && v.entries[k].meta == old {
@@ -104,10 +105,10 @@ func (v *vhost) rekey(old, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
 	}
 }
 
-func appendEntries(list []entry, meta *metav1.ObjectMeta, rank int32, rules [][]*ir.Route) []entry {
+func appendEntries(list []entry, meta *metav1.ObjectMeta, src source, rank int32, rules [][]*ir.Route) []entry {
 	for i, rs := range rules {
 		for j, r := range rs {
-			e := newEntry(r, meta, i, j)
+			e := newEntry(r, meta, src, i, j)
 			e.rank = rank
 			list = append(list, e)
 		}
@@ -256,7 +257,7 @@ func byRank(a, b entry) int {
 // then rule order, then match order. Entries of one route object, rule and
 // match compare equal.
 func precedence(a, b entry) int {
-	return cmp.Or(cmp.Compare(shape(&a.route.Match), shape(&b.route.Match)), compareRoutes(a.meta, b.meta), cmp.Compare(a.rule, b.rule), cmp.Compare(a.match, b.match))
+	return cmp.Or(cmp.Compare(shape(&a.route.Match), shape(&b.route.Match)), cmp.Compare(a.source, b.source), compareRoutes(a.meta, b.meta), cmp.Compare(a.rule, b.rule), cmp.Compare(a.match, b.match))
 }
 
 func pathRank(p ir.PathMatchType) int {

@@ -4,23 +4,27 @@
 // if any, is ingress-https (HTTPS), also serves the Ingresses of the
 // IngressClasses whose parameters name it.
 //
-// It is pure: it turns each Ingress into what the Gateway API translator
-// already knows how to serve, HTTPRoutes on those listeners and, for the
-// hosts of spec.tls, HTTPS listeners on ingress-https's port carrying the
-// Ingress's certificates. An Ingress's rules rank after every HTTPRoute's
-// with the same match: the translator knows its routes by their names
-// (RoutePrefix).
+// It is a processor beside the Gateway API's: pure, reading the snapshot
+// only through an env.Env. For the hosts of spec.tls it gives the HTTPS
+// listeners, on ingress-https's port, that carry the Ingress's
+// certificates (Listeners); for its rules, the IR routes of each host
+// (Translate), which the engine adds to the virtual hosts of ingress-http
+// and of those listeners. Where an Ingress's route and a Gateway API
+// route have the same match on one host, the engine ranks the Gateway
+// API's first.
 package ingress
 
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/env"
+	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/routerule"
+	"isobar.dev/controller/pkg/validate"
 )
 
 // Listener names a Gateway that serves Ingress has. The design names them
@@ -42,17 +46,12 @@ const (
 	ForceSSLRedirect = "ingress.kubernetes.io/force-ssl-redirect"
 )
 
-// ParentGroup and ParentKind are what the HTTPRoutes of an Ingress's TLS
-// hosts name as their parent: the Ingress, whose listeners they are.
+// ParentGroup and ParentKind name the owner of the listeners of an
+// Ingress's TLS hosts: the Ingress.
 const (
 	ParentGroup gatewayv1.Group = networkingv1.GroupName
 	ParentKind  gatewayv1.Kind  = "Ingress"
 )
-
-// RoutePrefix starts the name of every HTTPRoute made of an Ingress: a name
-// no real object can have (":" is not allowed in names), so that what the
-// translator reports about it goes back to the Ingress.
-const RoutePrefix = "ingress:"
 
 // Shape is how a Gateway serves Ingress.
 type Shape struct {
@@ -83,139 +82,164 @@ func ShapeOf(gw *gatewayv1.Gateway) (Shape, error) {
 	return s, nil
 }
 
-// Converted is an Ingress as the translator serves it.
-type Converted struct {
-	Ingress *networkingv1.Ingress
-	// Listeners are the HTTPS listeners of its TLS hosts, on
-	// ingress-https's port; HTTPRoutes reach them through a parentRef to
-	// the Ingress (ParentGroup, ParentKind).
-	Listeners []gatewayv1.ListenerEntry
-	Routes    []*gatewayv1.HTTPRoute
+// Listeners are the HTTPS listeners of an Ingress's TLS hosts on
+// ingress-https's port, each with its certificate, and what cannot be
+// served as written, for the Ingress's Events.
+func Listeners(ing *networkingv1.Ingress, gw *gatewayv1.Gateway, shape Shape) ([]gatewayv1.ListenerEntry, []string) {
+	var out []gatewayv1.ListenerEntry
+	var problems []string
+	seen := map[string]bool{}
+	for i, t := range ing.Spec.TLS {
+		if shape.HTTPS == nil {
+			problems = append(problems, fmt.Sprintf("spec.tls[%d]: Gateway %s/%s has no %s listener to serve TLS on", i, gw.Namespace, gw.Name, HTTPSListener))
+			break
+		}
+		if len(t.Hosts) == 0 {
+			problems = append(problems, fmt.Sprintf("spec.tls[%d] names no hosts; Isobar serves an Ingress's TLS for the hosts it names (the Gateway's %s certificate serves the others)", i, HTTPSListener))
+			continue
+		}
+		for _, h := range t.Hosts {
+			if seen[h] {
+				problems = append(problems, fmt.Sprintf("spec.tls[%d]: host %s has a certificate already; the first one is used", i, h))
+				continue
+			}
+			seen[h] = true
+			host := gatewayv1.Hostname(h)
+			out = append(out, gatewayv1.ListenerEntry{
+				Name: gatewayv1.SectionName(fmt.Sprintf("tls-%d", len(out))), Hostname: &host, Port: shape.HTTPS.Port, Protocol: gatewayv1.HTTPSProtocolType,
+				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(t.SecretName)}}},
+			})
+		}
+	}
+	return out, problems
+}
+
+// Rules are an Ingress's rules as IR routes, by host.
+type Rules struct {
+	Hosts []Host
+	// Clusters are the clusters the routes use.
+	Clusters []routerule.ClusterSpec
 	// Problems are what cannot be served as written, for the Ingress's
 	// Events (an Ingress has no conditions).
 	Problems []string
 }
 
-// ServicePort returns the number of a Service's named port.
-type ServicePort func(namespace, service, port string) (int32, bool)
+// Host is what an Ingress serves for one host.
+type Host struct {
+	// Name is the host, "" for every host.
+	Name string
+	// Routes are the host's paths in order, then the default backend.
+	Routes []*ir.Route
+	// TLS says the host is one of spec.tls's: its routes are served on its
+	// HTTPS listener too.
+	TLS bool
+	// Redirect, when set, is what the host gets on ingress-http instead of
+	// its routes (force-ssl-redirect of a TLS host).
+	Redirect *ir.Route
+}
 
-// Convert turns an Ingress into listeners and HTTPRoutes for a Gateway of
-// the given shape.
-func Convert(ing *networkingv1.Ingress, gw *gatewayv1.Gateway, shape Shape, ports ServicePort) Converted {
-	c := Converted{Ingress: ing}
-	tlsHosts := map[string]string{} // host -> its listener's name
-	for i, t := range ing.Spec.TLS {
-		if shape.HTTPS == nil {
-			c.Problems = append(c.Problems, fmt.Sprintf("spec.tls[%d]: Gateway %s/%s has no %s listener to serve TLS on", i, gw.Namespace, gw.Name, HTTPSListener))
-			break
-		}
-		if len(t.Hosts) == 0 {
-			c.Problems = append(c.Problems, fmt.Sprintf("spec.tls[%d] names no hosts; Isobar serves an Ingress's TLS for the hosts it names (the Gateway's %s certificate serves the others)", i, HTTPSListener))
-			continue
-		}
-		for _, h := range t.Hosts {
-			if _, dup := tlsHosts[h]; dup {
-				c.Problems = append(c.Problems, fmt.Sprintf("spec.tls[%d]: host %s has a certificate already; the first one is used", i, h))
-				continue
+// Translate turns an Ingress's rules into IR routes for a Gateway of the
+// given shape, reading Services through e and naming clusters from names.
+func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw *gatewayv1.Gateway, shape Shape) Rules {
+	var out Rules
+	tlsHosts := map[string]bool{}
+	if shape.HTTPS != nil {
+		for _, t := range ing.Spec.TLS {
+			for _, h := range t.Hosts {
+				tlsHosts[h] = true
 			}
-			name := gatewayv1.SectionName(fmt.Sprintf("tls-%d", len(c.Listeners)))
-			tlsHosts[h] = string(name)
-			host := gatewayv1.Hostname(h)
-			c.Listeners = append(c.Listeners, gatewayv1.ListenerEntry{
-				Name: name, Hostname: &host, Port: shape.HTTPS.Port, Protocol: gatewayv1.HTTPSProtocolType,
-				TLS:           &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(t.SecretName)}}},
-				AllowedRoutes: &gatewayv1.AllowedRoutes{Kinds: []gatewayv1.RouteGroupKind{{Kind: "HTTPRoute"}}},
-			})
 		}
 	}
 	redirect := ing.Annotations[ForceSSLRedirect] == "true"
 	if redirect && shape.HTTPS == nil {
-		c.Problems = append(c.Problems, fmt.Sprintf("%s: Gateway %s/%s has no %s listener to redirect to", ForceSSLRedirect, gw.Namespace, gw.Name, HTTPSListener))
+		out.Problems = append(out.Problems, fmt.Sprintf("%s: Gateway %s/%s has no %s listener to redirect to", ForceSSLRedirect, gw.Namespace, gw.Name, HTTPSListener))
 		redirect = false
 	}
-
-	var fallback *gatewayv1.HTTPRouteRule
-	if b := ing.Spec.DefaultBackend; b != nil {
-		ref, problem := backendRef(ing, b, ports)
+	// A backend is resolved once per reference in the spec, so that each
+	// reports its own problem.
+	backend := func(where string, b *networkingv1.IngressBackend) *ir.Route {
+		ref, problem := backendRef(e, ing, b)
+		bs := routerule.HTTPBackends(e, names, "Ingress", ing.Namespace, ing.Generation, []gatewayv1.HTTPBackendRef{ref})
+		out.Clusters = append(out.Clusters, bs.Clusters...)
 		if problem != "" {
-			c.Problems = append(c.Problems, "spec.defaultBackend: "+problem)
+			out.Problems = append(out.Problems, where+": "+problem)
+		} else if c := bs.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
+			out.Problems = append(out.Problems, where+": "+c.Message)
 		}
-		fallback = rule(gatewayv1.PathMatchPathPrefix, "/", ref)
+		r := &ir.Route{Destination: bs.Destination}
+		if routerule.AllInvalid(r.Destination) {
+			r.Destination, r.DirectResponse = nil, &ir.DirectResponse{Status: 500}
+		}
+		return r
 	}
-	// Rules of one host become one HTTPRoute, hosts in order of first
-	// appearance.
+	var fallback *ir.Route
+	if b := ing.Spec.DefaultBackend; b != nil {
+		fallback = backend("spec.defaultBackend", b)
+		fallback.Match = ir.Match{PathType: ir.PathPrefix, Path: "/"}
+	}
+	// Rules of one host are one Host, hosts in order of first appearance.
 	var hosts []string
-	rules := map[string][]gatewayv1.HTTPRouteRule{}
+	routes := map[string][]*ir.Route{}
 	for i, r := range ing.Spec.Rules {
-		if _, seen := rules[r.Host]; !seen {
+		if _, seen := routes[r.Host]; !seen {
 			hosts = append(hosts, r.Host)
-			rules[r.Host] = nil
+			routes[r.Host] = nil
+		}
+		if r.Host != "" {
+			if err := validate.Hostname(r.Host, true); err != nil {
+				out.Problems = append(out.Problems, fmt.Sprintf("spec.rules[%d]: %v", i, err))
+				continue
+			}
 		}
 		if r.HTTP == nil {
 			continue
 		}
 		for j, p := range r.HTTP.Paths {
-			typ := gatewayv1.PathMatchPathPrefix
+			route := backend(fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j), &p.Backend)
+			route.Match = ir.Match{PathType: ir.PathPrefix, Path: p.Path}
 			if p.PathType != nil && *p.PathType == networkingv1.PathTypeExact {
-				typ = gatewayv1.PathMatchExact
+				route.Match.PathType = ir.PathExact
 			}
-			ref, problem := backendRef(ing, &p.Backend, ports)
-			if problem != "" {
-				c.Problems = append(c.Problems, fmt.Sprintf("spec.rules[%d].http.paths[%d]: %s", i, j, problem))
+			if route.Match.Path == "" {
+				route.Match.Path = "/"
 			}
-			path := p.Path
-			if path == "" {
-				path = "/"
-			}
-			rules[r.Host] = append(rules[r.Host], *rule(typ, path, ref))
+			routes[r.Host] = append(routes[r.Host], route)
 		}
 	}
 	if fallback != nil && !slices.Contains(hosts, "") {
 		hosts = append(hosts, "")
 	}
 	for i, h := range hosts {
-		rs := rules[h]
+		rs := routes[h]
 		if fallback != nil {
-			rs = append(rs, *fallback)
+			f := *fallback
+			rs = append(rs, &f)
 		}
 		if len(rs) == 0 {
 			continue
 		}
-		r := route(ing, i, h, rs)
-		listener, tls := tlsHosts[h]
-		if redirect && tls {
+		for j, r := range rs {
+			r.Name = routerule.RouteName("ingress", ing.Namespace, ing.Name, i, nil, j)
+		}
+		host := Host{Name: h, Routes: rs, TLS: tlsHosts[h]}
+		if redirect && host.TLS {
 			// The HTTP side of a TLS host redirects; its rules are served
 			// over HTTPS only.
-			rd := route(ing, i, h, []gatewayv1.HTTPRouteRule{{Filters: []gatewayv1.HTTPRouteFilter{{
-				Type: gatewayv1.HTTPRouteFilterRequestRedirect,
-				RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{
-					Scheme: ptr("https"), Port: ptr(shape.HTTPS.Port), StatusCode: ptr(301),
-				},
-			}}}})
-			rd.Name += ":redirect"
-			rd.Spec.ParentRefs = []gatewayv1.ParentReference{gatewayRef(gw, HTTPListener)}
-			c.Routes = append(c.Routes, rd)
-		} else {
-			r.Spec.ParentRefs = append(r.Spec.ParentRefs, gatewayRef(gw, HTTPListener))
+			host.Redirect = &ir.Route{
+				Name:     routerule.RouteName("ingress", ing.Namespace, ing.Name, i, ptr[gatewayv1.SectionName]("redirect"), 0),
+				Match:    ir.Match{PathType: ir.PathPrefix, Path: "/"},
+				Redirect: &ir.Redirect{Scheme: "https", Port: uint32(shape.HTTPS.Port), StatusCode: 301},
+			}
 		}
-		if tls {
-			r.Spec.ParentRefs = append(r.Spec.ParentRefs, gatewayv1.ParentReference{
-				Group: ptr(ParentGroup), Kind: ptr(ParentKind), Namespace: ptr(gatewayv1.Namespace(ing.Namespace)),
-				Name: gatewayv1.ObjectName(ing.Name), SectionName: ptr(gatewayv1.SectionName(listener)),
-			})
-		}
-		if len(r.Spec.ParentRefs) > 0 {
-			c.Routes = append(c.Routes, r)
-		}
+		out.Hosts = append(out.Hosts, host)
 	}
-	return c
+	return out
 }
 
-// backendRef is an Ingress backend as an HTTPRoute's: a Service port by
-// number, or by name through the Service. What cannot be resolved still
-// becomes a backendRef, which the translator answers 500 for, as it does
-// for an HTTPRoute's.
-func backendRef(ing *networkingv1.Ingress, b *networkingv1.IngressBackend, ports ServicePort) (gatewayv1.HTTPBackendRef, string) {
+// backendRef is an Ingress backend as a Gateway API backendRef: a Service
+// port by number, or by name through the Service. What cannot be resolved
+// still becomes a ref, which answers 500 as an HTTPRoute's does.
+func backendRef(e env.Env, ing *networkingv1.Ingress, b *networkingv1.IngressBackend) (gatewayv1.HTTPBackendRef, string) {
 	ref := gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{Weight: ptr(int32(1))}}
 	if b.Resource != nil {
 		group := ""
@@ -231,7 +255,7 @@ func backendRef(ing *networkingv1.Ingress, b *networkingv1.IngressBackend, ports
 	ref.Name = gatewayv1.ObjectName(b.Service.Name)
 	port := b.Service.Port.Number
 	if b.Service.Port.Name != "" {
-		n, ok := ports(ing.Namespace, b.Service.Name, b.Service.Port.Name)
+		n, ok := e.ServicePort(ing.Namespace, b.Service.Name, b.Service.Port.Name)
 		if !ok {
 			return ref, fmt.Sprintf("Service %s/%s has no port named %q", ing.Namespace, b.Service.Name, b.Service.Port.Name)
 		}
@@ -241,42 +265,6 @@ func backendRef(ing *networkingv1.Ingress, b *networkingv1.IngressBackend, ports
 		ref.Port = ptr(gatewayv1.PortNumber(port))
 	}
 	return ref, ""
-}
-
-func rule(typ gatewayv1.PathMatchType, path string, ref gatewayv1.HTTPBackendRef) *gatewayv1.HTTPRouteRule {
-	return &gatewayv1.HTTPRouteRule{
-		Matches:     []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptr(typ), Value: ptr(path)}}},
-		BackendRefs: []gatewayv1.HTTPBackendRef{ref},
-	}
-}
-
-// route is the HTTPRoute of an Ingress's i-th host.
-func route(ing *networkingv1.Ingress, i int, host string, rules []gatewayv1.HTTPRouteRule) *gatewayv1.HTTPRoute {
-	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{
-		Namespace: ing.Namespace, Name: fmt.Sprintf("%s%s:%d", RoutePrefix, ing.Name, i),
-		UID: types.UID(fmt.Sprintf("%s/%d", ing.UID, i)), Generation: ing.Generation,
-		CreationTimestamp: ing.CreationTimestamp,
-	}}
-	if host != "" {
-		r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(host)}
-	}
-	r.Spec.Rules = rules
-	return r
-}
-
-func gatewayRef(gw *gatewayv1.Gateway, section gatewayv1.SectionName) gatewayv1.ParentReference {
-	return gatewayv1.ParentReference{Namespace: ptr(gatewayv1.Namespace(gw.Namespace)), Name: gatewayv1.ObjectName(gw.Name), SectionName: ptr(section)}
-}
-
-// Of returns the Ingress an HTTPRoute made by Convert comes from, by its
-// namespace and name.
-func Of(routeNamespace, routeName string) (types.NamespacedName, bool) {
-	rest, ok := strings.CutPrefix(routeName, RoutePrefix)
-	if !ok {
-		return types.NamespacedName{}, false
-	}
-	name, _, _ := strings.Cut(rest, ":")
-	return types.NamespacedName{Namespace: routeNamespace, Name: name}, true
 }
 
 func ptr[T any](v T) *T { return &v }

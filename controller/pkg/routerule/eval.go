@@ -74,7 +74,20 @@ func GRPCRoute(e env.Env, names *Names, gr *gatewayv1.GRPCRoute) *Rules {
 	return &Rules{Routes: routes, Problems: problems, Resolved: ev.resolved, Clusters: ev.clusters}
 }
 
-// Backends are a TLS, TCP or UDP route's resolved backends.
+// HTTPBackends resolves the weighted backendRefs of a rule of a route of
+// kind in namespace ns into a destination: a ref that does not resolve
+// keeps its weight, marked invalid, so that its share of requests gets a
+// 500; Resolved says why.
+func HTTPBackends(e env.Env, names *Names, kind, ns string, generation int64, refs []gatewayv1.HTTPBackendRef) *Backends {
+	ev := newEval(e, names, generation)
+	brs := make([]backendRef, len(refs))
+	for i, b := range refs {
+		brs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters}
+	}
+	return &Backends{Destination: httpBackends(ev, ns, kind, brs), Resolved: ev.resolved, Clusters: ev.clusters}
+}
+
+// Backends are a route's resolved backends.
 type Backends struct {
 	Destination *ir.Destination
 	// Resolved holds the ResolvedRefs problem of the backendRefs, if any.

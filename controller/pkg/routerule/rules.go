@@ -88,7 +88,7 @@ func translateRules[Rule, Match any](kind, namespace, name string, rules []Rule,
 				problems.add(i, fmt.Errorf("match %d: %w", j, err))
 				continue
 			}
-			out[i] = append(out[i], matchRoute(act, j == len(matches)-1, routeName(kind, namespace, name, i, ruleName, j), m))
+			out[i] = append(out[i], matchRoute(act, j == len(matches)-1, RouteName(kind, namespace, name, i, ruleName, j), m))
 		}
 	}
 	return out, problems
@@ -135,7 +135,7 @@ func httpAction(ev *eval, hr *gatewayv1.HTTPRoute, rule *gatewayv1.HTTPRouteRule
 		refs = append(refs, backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters})
 	}
 	r.Destination = httpBackends(ev, hr.Namespace, "HTTPRoute", refs)
-	if allInvalid(r.Destination) {
+	if AllInvalid(r.Destination) {
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}
 	}
@@ -154,7 +154,9 @@ func failed(ev *eval, err error) (*ir.Route, error) {
 	return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err
 }
 
-func allInvalid(d *ir.Destination) bool {
+// AllInvalid reports whether no backend of a destination resolved: the
+// route then answers 500 itself.
+func AllInvalid(d *ir.Destination) bool {
 	for _, b := range d.Backends {
 		if !b.Invalid && b.Weight > 0 {
 			return false
@@ -163,11 +165,11 @@ func allInvalid(d *ir.Destination) bool {
 	return true
 }
 
-// routeName names an Envoy route after the rule and match it came from,
-// "<kind>/<namespace>/<name>/rule/<i>[:<rule name>]/match/<j>" (a rule
-// name has neither ":" nor "/"); built by hand because it runs for every
-// match of every route.
-func routeName(kind, namespace, name string, rule int, ruleName *gatewayv1.SectionName, match int) string {
+// RouteName names an Envoy route after the rule and match it came from,
+// "<kind>/<namespace>/<name>/rule/<i>[:<rule name>]/match/<j>" (kind in
+// lower case; a rule name has neither ":" nor "/"), which explain reads
+// back. Built by hand because it runs for every match of every route.
+func RouteName(kind, namespace, name string, rule int, ruleName *gatewayv1.SectionName, match int) string {
 	var buf [256]byte
 	b := append(buf[:0], kind...)
 	b = append(b, '/')
@@ -204,7 +206,7 @@ func grpcAction(ev *eval, gr *gatewayv1.GRPCRoute, rule *gatewayv1.GRPCRouteRule
 		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: httpFilters(b.Filters)}
 	}
 	r.Destination = httpBackends(ev, gr.Namespace, "GRPCRoute", refs)
-	if allInvalid(r.Destination) {
+	if AllInvalid(r.Destination) {
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}
 	}
