@@ -120,16 +120,43 @@ func (t *gatewayTranslator) tlsHostListener(ing *networkingv1.Ingress, host stri
 }
 
 // reportIngresses adds to each served Ingress's problems those its
-// outcome found.
+// outcome found, and the routes of it that a route of the same match on
+// the same host takes precedence over (see source): those depend on the
+// other routes, so they are found again on every translation.
 func (t *gatewayTranslator) reportIngresses() {
 	for _, ing := range t.ingresses {
 		is := t.status.Ingresses[key(ing.Namespace, ing.Name)]
-		if o := t.state.applied[&ing.ObjectMeta]; o != nil && is != nil {
-			for _, p := range o.problems {
-				is.problem(p)
+		o := t.state.applied[&ing.ObjectMeta]
+		if o == nil || is == nil {
+			continue
+		}
+		for _, p := range o.problems {
+			is.problem(p)
+		}
+		for _, a := range o.added {
+			tb := t.table(t.listeners[a.listener])
+			for _, h := range a.hosts {
+				for _, rs := range a.routes {
+					for _, r := range rs {
+						// An Ingress's own path "/" before its default
+						// backend is what the default backend is for.
+						if w, ok := tb.hosts[h].winner(r); ok && w.meta != o.meta {
+							is.problem(fmt.Sprintf("host %s, path %s: %s has the same match and takes precedence", h, r.Match.Path, t.describeOwner(w.meta)))
+						}
+					}
+				}
 			}
 		}
 	}
+}
+
+// describeOwner names the route or Ingress an entry of the state is of.
+func (t *gatewayTranslator) describeOwner(meta *metav1.ObjectMeta) string {
+	kind := "route"
+	if o := t.state.applied[meta]; o != nil {
+		kind = o.kind
+	}
+	return fmt.Sprintf("%s %s/%s", kind, meta.Namespace, meta.Name)
 }
 
 func (is *IngressStatus) problem(msg string) {

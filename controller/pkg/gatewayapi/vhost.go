@@ -270,3 +270,26 @@ func pathRank(p ir.PathMatchType) int {
 		return 2
 	}
 }
+
+// winner returns the entry that takes the requests of route r, one of the
+// host's: another entry with the same match that ranks first.
+func (v *vhost) winner(r *ir.Route) (entry, bool) {
+	v.settle()
+	sh := shape(&r.Match)
+	i, _ := slices.BinarySearchFunc(v.entries, sh, func(e entry, sh uint64) int { return cmp.Compare(shape(&e.route.Match), sh) })
+	for ; i < len(v.entries) && shape(&v.entries[i].route.Match) == sh; i++ {
+		e := v.entries[i]
+		if e.route == r {
+			break
+		}
+		if sameMatch(&e.route.Match, &r.Match) {
+			return e, true
+		}
+	}
+	return entry{}, false
+}
+
+func sameMatch(a, b *ir.Match) bool {
+	return a.PathType == b.PathType && a.Path == b.Path && a.Method == b.Method &&
+		slices.Equal(a.Headers, b.Headers) && slices.Equal(a.QueryParams, b.QueryParams)
+}
