@@ -51,3 +51,36 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rank int32, translate fu
 		})
 	}
 }
+
+// cachedRules is a route's translated rules and what translating them
+// read: while none of that changes, the rules stay as they are.
+type cachedRules struct {
+	rules *routerule.Rules
+	reads env.Reads
+}
+
+// cachedRules returns the translated rules of the route whose outcome o
+// records, translating them with translate unless another Gateway did in
+// this translation or this Gateway's previous state holds them and none of
+// their deps changed.
+func (t *gatewayTranslator) cachedRules(o *outcome, translate func(env.Env) *routerule.Rules) *routerule.Rules {
+	c, meta := t.cache, o.meta
+	hit, ok := c.fresh[meta]
+	if !ok && t.prev != nil {
+		if o := t.prev.applied[meta]; o != nil && o.rules != nil && !o.rules.reads.AnyIn(c.changed) {
+			hit, ok = o.rules, true
+			c.fresh[meta] = hit
+		}
+	}
+	if !ok {
+		hit = &cachedRules{}
+		hit.rules = translate(t.newEnv(&hit.reads))
+		c.fresh[meta] = hit
+	}
+	o.rules = hit
+	// Shared and clipped: an outcome never changes its clusters.
+	cs := hit.rules.Clusters
+	o.clusters = cs[:len(cs):len(cs)]
+	// Shared: callers only read it.
+	return hit.rules
+}

@@ -68,13 +68,6 @@ type Translator struct {
 	prev *env.Index
 }
 
-// cachedRules is a route's translated rules and what translating them
-// read: while none of that changes, the rules stay as they are.
-type cachedRules struct {
-	rules *routerule.Rules
-	reads env.Reads
-}
-
 // NewTranslator returns a Translator that has seen nothing yet.
 func NewTranslator(opts Options) *Translator {
 	return &Translator{opts: opts, states: map[types.NamespacedName]*gatewayState{}}
@@ -126,32 +119,6 @@ type cache struct {
 	changed map[env.Dep]bool
 	// names are the cluster names the rules of this translation built.
 	names routerule.Names
-}
-
-// cachedRules returns the translated rules of the route whose outcome o
-// records, translating them with translate unless another Gateway did in
-// this translation or this Gateway's previous state holds them and none of
-// their deps changed.
-func (t *gatewayTranslator) cachedRules(o *outcome, translate func(env.Env) *routerule.Rules) *routerule.Rules {
-	c, meta := t.cache, o.meta
-	hit, ok := c.fresh[meta]
-	if !ok && t.prev != nil {
-		if o := t.prev.applied[meta]; o != nil && o.rules != nil && !o.rules.reads.AnyIn(c.changed) {
-			hit, ok = o.rules, true
-			c.fresh[meta] = hit
-		}
-	}
-	if !ok {
-		hit = &cachedRules{}
-		hit.rules = translate(t.newEnv(&hit.reads))
-		c.fresh[meta] = hit
-	}
-	o.rules = hit
-	// Shared and clipped: an outcome never changes its clusters.
-	cs := hit.rules.Clusters
-	o.clusters = cs[:len(cs):len(cs)]
-	// Shared: callers only read it.
-	return hit.rules
 }
 
 // selectGateways returns the Gateways to translate, ordered by namespace and
