@@ -3,7 +3,8 @@ module isobar.dev/controller
 go 1.26.0
 
 require (
-	golang.org/x/tools v0.48.0
+	github.com/projectcontour/contour v1.33.8
+	golang.org/x/tools v0.51.0
 	isobar.dev/api v0.0.0
 )
 

@@ -5,8 +5,11 @@
 package ingressclass
 
 import (
+	"cmp"
 	"slices"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -35,6 +38,19 @@ func Serves(class *networkingv1.IngressClass, gw *gatewayv1.Gateway, controller 
 // class (spec.ingressClassName, else the legacy annotation, else the class
 // marked default) serves gw.
 func Selected(gw *gatewayv1.Gateway, controller string, classes []*networkingv1.IngressClass, ingresses []*networkingv1.Ingress) []*networkingv1.Ingress {
+	return Select(gw, controller, classes, ingresses, func(ing *networkingv1.Ingress) string {
+		if ing.Spec.IngressClassName != nil {
+			return *ing.Spec.IngressClassName
+		}
+		return ing.Annotations[legacyClass]
+	})
+}
+
+// Select returns the objects of an ingress-class-selected kind (Ingress,
+// Contour's HTTPProxy) that gw serves, oldest first: those whose class
+// (named by className, "" for none, else the class marked default) serves
+// gw.
+func Select[T metav1.Object](gw *gatewayv1.Gateway, controller string, classes []*networkingv1.IngressClass, objs []T, className func(T) string) []T {
 	ours := map[string]bool{}
 	var defaults []*networkingv1.IngressClass
 	for _, c := range classes {
@@ -51,29 +67,21 @@ func Selected(gw *gatewayv1.Gateway, controller string, classes []*networkingv1.
 	if len(defaults) == 1 {
 		defaultClass = defaults[0].Name
 	}
-	var out []*networkingv1.Ingress
-	for _, ing := range ingresses {
-		class := ""
-		switch {
-		case ing.Spec.IngressClassName != nil:
-			class = *ing.Spec.IngressClassName
-		case ing.Annotations[legacyClass] != "":
-			class = ing.Annotations[legacyClass]
-		default:
-			class = defaultClass
-		}
-		if ours[class] {
-			out = append(out, ing)
+	var out []T
+	for _, o := range objs {
+		if ours[cmp.Or(className(o), defaultClass)] {
+			out = append(out, o)
 		}
 	}
-	slices.SortFunc(out, func(a, b *networkingv1.Ingress) int {
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			if a.CreationTimestamp.Before(&b.CreationTimestamp) {
+	slices.SortFunc(out, func(a, b T) int {
+		ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+		if !ta.Equal(&tb) {
+			if ta.Before(&tb) {
 				return -1
 			}
 			return 1
 		}
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
 	})
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,6 +36,11 @@ func Changed(prev, cur *Index) map[Dep]bool {
 	diff(prev.configMaps, cur.configMaps, func(a, b *corev1.ConfigMap) bool {
 		return a == b || a.UID == b.UID && maps.Equal(a.Data, b.Data) && apiequality.Semantic.DeepEqual(a.BinaryData, b.BinaryData)
 	}, mark(ConfigMap))
+	diff(prev.proxies, cur.proxies, func(a, b *contourv1.HTTPProxy) bool {
+		// A proxy's spec is all a rule reads of it; the generation moves
+		// with the spec.
+		return a == b || a.UID == b.UID && a.Generation == b.Generation && a.Generation != 0
+	}, mark(HTTPProxy))
 	if prev.unservedKinds != cur.unservedKinds {
 		mark(RouteKinds)(types.NamespacedName{})
 	}

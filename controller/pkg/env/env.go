@@ -13,6 +13,8 @@ package env
 import (
 	"slices"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -38,6 +40,9 @@ const (
 	ConfigMap
 	// RouteKinds is the set of route kinds the cluster does not serve.
 	RouteKinds
+	// HTTPProxy is an HTTPProxy, by namespace and name: a proxy reads the
+	// proxies it includes.
+	HTTPProxy
 )
 
 func (k Kind) String() string {
@@ -56,6 +61,8 @@ func (k Kind) String() string {
 		return "ConfigMap"
 	case RouteKinds:
 		return "RouteKinds"
+	case HTTPProxy:
+		return "HTTPProxy"
 	}
 	return "Kind(?)"
 }
@@ -194,6 +201,13 @@ func (e Env) BackendTLS(svc types.NamespacedName, port string) Evaluated {
 		return p
 	}
 	return e.idx.backendTLS[PolicyKey{Service: svc}]
+}
+
+// HTTPProxy returns an HTTPProxy and whether it exists.
+func (e Env) HTTPProxy(ns, name string) (*contourv1.HTTPProxy, bool) {
+	e.read(HTTPProxy, ns, name)
+	p, ok := e.idx.proxies[key(ns, name)]
+	return p, ok
 }
 
 func key(ns, name string) types.NamespacedName {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,6 +36,7 @@ func TestEveryReadIsRecorded(t *testing.T) {
 		"Unserved":        {func(e Env) { e.Unserved("TCPRoute") }, Dep{RouteKinds, key("", "")}},
 		"UnservedKinds":   {func(e Env) { e.UnservedKinds() }, Dep{RouteKinds, key("", "")}},
 		"BackendTLS":      {func(e Env) { e.BackendTLS(svc, "http") }, Dep{BackendTLS, svc}},
+		"HTTPProxy":       {func(e Env) { e.HTTPProxy("ns", "svc") }, Dep{HTTPProxy, svc}},
 	}
 	typ := reflect.TypeFor[Env]()
 	for i := range typ.NumMethod() {
@@ -53,7 +56,7 @@ func TestEveryReadIsRecorded(t *testing.T) {
 	for _, r := range reads {
 		kinds[r.want.Kind] = true
 	}
-	for k := Service; k <= RouteKinds; k++ {
+	for k := Service; k <= HTTPProxy; k++ {
 		if !kinds[k] {
 			t.Errorf("no Env method records %v", k)
 		}
@@ -72,6 +75,7 @@ func TestChangedIgnoresOrder(t *testing.T) {
 		})
 		res.Namespaces = append(res.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"team": name}}})
 		res.Secrets = append(res.Secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Data: map[string][]byte{"tls.crt": []byte(name)}})
+		res.HTTPProxies = append(res.HTTPProxies, &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Generation: 1}})
 	}
 	want := NewIndex(res, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -104,15 +108,22 @@ func TestChangedIgnoresOrder(t *testing.T) {
 	sec := res.Secrets[7].DeepCopy()
 	sec.Data["tls.crt"] = []byte("renewed")
 	changed.Secrets[7] = sec
+	changed.HTTPProxies = slices.Clone(res.HTTPProxies)
+	proxy := res.HTTPProxies[9].DeepCopy()
+	proxy.Generation++
+	changed.HTTPProxies[9] = proxy
+	same := res.HTTPProxies[10].DeepCopy() // a status write: the same generation
+	changed.HTTPProxies[10] = same
 	changed.Unserved = []gatewayv1.Kind{"TCPRoute"}
 	got := Changed(want, NewIndex(&changed, nil))
 	wantDeps := map[Dep]bool{
-		{Service, key("ns", svc.Name)}: true,
-		{Namespace, key(ns.Name, "")}:  true,
-		{Secret, key("ns", sec.Name)}:  true,
-		{RouteKinds, key("", "")}:      true,
+		{Service, key("ns", svc.Name)}:     true,
+		{Namespace, key(ns.Name, "")}:      true,
+		{Secret, key("ns", sec.Name)}:      true,
+		{RouteKinds, key("", "")}:          true,
+		{HTTPProxy, key("ns", proxy.Name)}: true,
 	}
 	if !maps.Equal(got, wantDeps) {
-		t.Fatalf("a changed Service port, namespace label, Secret and set of served kinds: changed %v, want %v", got, wantDeps)
+		t.Fatalf("a changed Service port, namespace label, Secret, HTTPProxy spec and set of served kinds: changed %v, want %v", got, wantDeps)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +26,7 @@ type Index struct {
 	namespaces map[string]*corev1.Namespace
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	configMaps map[types.NamespacedName]*corev1.ConfigMap
+	proxies    map[types.NamespacedName]*contourv1.HTTPProxy
 	backendTLS map[PolicyKey]Evaluated
 	unserved   map[gatewayv1.Kind]bool
 	// unservedKinds lists the unserved kinds.
@@ -60,6 +63,10 @@ func NewIndex(res *resources.Resources, evaluate EvaluateFunc) *Index {
 		namespaces: make(map[string]*corev1.Namespace, len(res.Namespaces)),
 		grants:     map[string][]*gatewayv1beta1.ReferenceGrant{},
 		configMaps: make(map[types.NamespacedName]*corev1.ConfigMap, len(res.ConfigMaps)),
+		proxies:    make(map[types.NamespacedName]*contourv1.HTTPProxy, len(res.HTTPProxies)),
+	}
+	for _, p := range res.HTTPProxies {
+		idx.proxies[key(p.Namespace, p.Name)] = p
 	}
 	for _, c := range res.ConfigMaps {
 		idx.configMaps[key(c.Namespace, c.Name)] = c

@@ -1,6 +1,8 @@
 package resources
 
 import (
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	"isobar.dev/api/v1alpha1"
 
 	"bufio"
@@ -247,6 +249,10 @@ var decoders = map[string]decoder{
 		decodeAs(func(r *Resources) *[]*corev1.ConfigMap { return &r.ConfigMaps }), false},
 	"ContourDeployment.isobar.dev": {versions("v1alpha1"),
 		decodeAs(func(r *Resources) *[]*v1alpha1.ContourDeployment { return &r.ContourDeployments }), false},
+	"HTTPProxy.projectcontour.io": {versions("v1"),
+		decodeAs(func(r *Resources) *[]*contourv1.HTTPProxy { return &r.HTTPProxies }), false},
+	"TLSCertificateDelegation.projectcontour.io": {versions("v1"),
+		decodeAs(func(r *Resources) *[]*contourv1.TLSCertificateDelegation { return &r.TLSCertificateDelegations }), false},
 	"Namespace": {versions("v1"),
 		decodeAs(func(r *Resources) *[]*corev1.Namespace { return &r.Namespaces }), true},
 }

@@ -5,6 +5,8 @@
 package resources
 
 import (
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	"isobar.dev/api/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +40,10 @@ type Resources struct {
 	// runtimeSettings of each Gateway's profile; the live controller gets
 	// its Gateway's from the operator.
 	ContourDeployments []*v1alpha1.ContourDeployment
+	// HTTPProxies and TLSCertificateDelegations are Contour's
+	// (projectcontour.io/v1).
+	HTTPProxies               []*contourv1.HTTPProxy
+	TLSCertificateDelegations []*contourv1.TLSCertificateDelegation
 
 	// Unserved lists the route kinds the cluster does not serve at the
 	// version the controller reads (their CRD is not installed, or is too
