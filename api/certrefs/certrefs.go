@@ -11,7 +11,9 @@
 //     certificate, likewise;
 //   - the TLS Secrets of the Ingresses it serves (ingressclass.Selected),
 //     whether or not it has the listeners to serve them yet: the grant is
-//     in place before the listener that needs it;
+//     in place before the listener that needs it; likewise the TLS Secrets
+//     of the root HTTPProxies it serves (ingressclass.SelectedProxies), of
+//     their own namespace;
 //   - the CA references of every BackendTLSPolicy. Which policies apply
 //     depends on the Services the routes use, which the operator does not
 //     follow (a route edit would be an RBAC write); a policy names objects
@@ -24,6 +26,9 @@ package certrefs
 import (
 	"cmp"
 	"slices"
+	"strings"
+
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -56,6 +61,7 @@ type Input struct {
 	// Namespaces are read for their labels (allowedListeners selectors).
 	Namespaces         []*corev1.Namespace
 	Ingresses          []*networkingv1.Ingress
+	HTTPProxies        []*contourv1.HTTPProxy
 	IngressClasses     []*networkingv1.IngressClass
 	ReferenceGrants    []*gatewayv1beta1.ReferenceGrant
 	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
@@ -107,6 +113,11 @@ func Of(in Input) []Ref {
 			if t.SecretName != "" {
 				c.add(Secret, ing.Namespace, t.SecretName)
 			}
+		}
+	}
+	for _, p := range ingressclass.SelectedProxies(gw, in.ControllerName, in.IngressClasses, in.HTTPProxies) {
+		if vh := p.Spec.VirtualHost; vh != nil && vh.TLS != nil && vh.TLS.SecretName != "" && !strings.Contains(vh.TLS.SecretName, "/") {
+			c.add(Secret, p.Namespace, vh.TLS.SecretName)
 		}
 	}
 	for _, p := range in.BackendTLSPolicies {

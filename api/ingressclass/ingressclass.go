@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -43,6 +45,21 @@ func Selected(gw *gatewayv1.Gateway, controller string, classes []*networkingv1.
 			return *ing.Spec.IngressClassName
 		}
 		return ing.Annotations[legacyClass]
+	})
+}
+
+// Contour's annotations naming an HTTPProxy's ingress class, read when
+// spec.ingressClassName is empty.
+const (
+	proxyClass = "projectcontour.io/ingress.class"
+)
+
+// SelectedProxies returns the HTTPProxies gw serves, oldest first: those
+// whose class (spec.ingressClassName, else Contour's class annotations,
+// else the class marked default) serves gw.
+func SelectedProxies(gw *gatewayv1.Gateway, controller string, classes []*networkingv1.IngressClass, proxies []*contourv1.HTTPProxy) []*contourv1.HTTPProxy {
+	return Select(gw, controller, classes, proxies, func(p *contourv1.HTTPProxy) string {
+		return cmp.Or(p.Spec.IngressClassName, p.Annotations[proxyClass], p.Annotations[legacyClass])
 	})
 }
 

@@ -192,7 +192,12 @@ func (p *proxy) attempt(ctx context.Context, sim *envoysim.Simulator, t target, 
 		CloseIdleConnections()
 	}
 	if t.http2 {
-		rt = &http2.Transport{AllowHTTP: true, DisableCompression: true,
+		// x/net's Transport speaks HTTP/2 over whatever dial returns
+		// (TLS already done, or cleartext for h2c) for an http:// URL,
+		// as Envoy's pool does; net/http's Protocols, which deprecates
+		// these fields, would do the TLS itself.
+		rt = &http2.Transport{AllowHTTP: true, DisableCompression: true, //nolint:staticcheck // see above
+			//nolint:staticcheck // see above
 			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
 				return dial(ctx, network, addr)
 			}}

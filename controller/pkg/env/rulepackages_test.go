@@ -15,6 +15,7 @@ var rulePackages = []string{
 	"isobar.dev/controller/pkg/routerule",
 	"isobar.dev/controller/pkg/backendtls",
 	"isobar.dev/controller/pkg/ingress",
+	"isobar.dev/controller/pkg/httpproxy",
 }
 
 // Rule packages import neither the snapshot nor the engine, so they cannot

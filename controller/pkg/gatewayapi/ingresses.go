@@ -78,25 +78,14 @@ func (t *gatewayTranslator) attachIngress(ing *networkingv1.Ingress, rank int32)
 	o.clusters, o.problems = rules.Clusters, rules.Problems
 	for i, h := range rules.Hosts {
 		add := func(l *listener, routes []*ir.Route) {
-			if l == nil || !l.usable() {
-				// The listener's own status says why.
-				return
-			}
-			var hostnames []gatewayv1.Hostname
-			if h.Name != "" {
-				hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(h.Name)}
-			}
-			hosts := t.routeHosts(l, hostnames)
-			if len(hosts) == 0 {
-				o.problems = append(o.problems, fmt.Sprintf("host %s: listener %s of Gateway %s/%s does not serve it", orAnyHost(h.Name), l.spec.Name, t.gw.Namespace, t.gw.Name))
-				return
-			}
 			// Each host's routes are the Ingress's rule of the host's
 			// index, so that entries of two hosts on one virtual host
 			// stay apart.
 			byHost := make([][]*ir.Route, len(rules.Hosts))
 			byHost[i] = routes
-			o.added = append(o.added, addition{listener: slices.Index(t.listeners, l), hosts: hosts, routes: redirectsFor(l, byHost)})
+			if !t.addHost(o, l, h.Name, byHost) {
+				o.problems = append(o.problems, fmt.Sprintf("host %s: listener %s of Gateway %s/%s does not serve it", orAnyHost(h.Name), l.spec.Name, t.gw.Namespace, t.gw.Name))
+			}
 		}
 		if h.Redirect != nil {
 			add(http, []*ir.Route{h.Redirect})
@@ -107,6 +96,26 @@ func (t *gatewayTranslator) attachIngress(ing *networkingv1.Ingress, rank int32)
 			add(t.tlsHostListener(ing, h.Name), h.Routes)
 		}
 	}
+}
+
+// addHost adds routes to the virtual host of a hostname ("" for every
+// host) on listener l, as part of outcome o. It reports false when l does
+// not serve the hostname; an unusable listener (nil for none) takes
+// nothing, and its own status says why.
+func (t *gatewayTranslator) addHost(o *outcome, l *listener, host string, rules [][]*ir.Route) bool {
+	if l == nil || !l.usable() {
+		return true
+	}
+	var hostnames []gatewayv1.Hostname
+	if host != "" {
+		hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(host)}
+	}
+	hosts := t.routeHosts(l, hostnames)
+	if len(hosts) == 0 {
+		return false
+	}
+	o.added = append(o.added, addition{listener: slices.Index(t.listeners, l), hosts: hosts, routes: redirectsFor(l, rules)})
+	return true
 }
 
 // tlsHostListener returns the listener of one of an Ingress's TLS hosts.

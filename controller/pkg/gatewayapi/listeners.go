@@ -281,6 +281,8 @@ func describe(l *listener) string {
 		return fmt.Sprintf("Gateway listener %q", l.spec.Name)
 	case l.set.ingress != nil:
 		return fmt.Sprintf("the TLS host %s of Ingress %s/%s", l.hostname, l.set.meta.Namespace, l.set.meta.Name)
+	case l.set.proxy != nil:
+		return fmt.Sprintf("the TLS virtual host %s of HTTPProxy %s/%s", l.hostname, l.set.meta.Namespace, l.set.meta.Name)
 	}
 	return fmt.Sprintf("listener %q of ListenerSet %s/%s", l.spec.Name, l.set.meta.Namespace, l.set.meta.Name)
 }

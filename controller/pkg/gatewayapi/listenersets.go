@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,11 +25,16 @@ type listenerSet struct {
 	meta    *metav1.ObjectMeta
 	entries []gatewayv1.ListenerEntry
 	// ingress is the Ingress whose TLS hosts the set's listeners are, for
-	// the listeners of one.
+	// the listeners of one; proxy the root HTTPProxy whose TLS virtual host
+	// its listener is, for the listener of one.
 	ingress    *networkingv1.Ingress
+	proxy      *contourv1.HTTPProxy
 	notAllowed string      // why the Gateway does not allow it, or ""
 	listeners  []*listener // in spec order; none when not allowed
 }
+
+// isListenerSet says the set is a ListenerSet object's.
+func (s *listenerSet) isListenerSet() bool { return s.ingress == nil && s.proxy == nil }
 
 // ListenerSetStatus is the status of a ListenerSet whose parentRef names a
 // translated Gateway: the controller serving that Gateway writes it whole.
@@ -49,6 +56,8 @@ func (t *gatewayTranslator) ownerOf(l *listener) owner {
 		return owner{group: gatewayv1.GroupName, kind: "Gateway", namespace: t.gw.Namespace}
 	case l.set.ingress != nil:
 		return owner{group: string(ingress.ParentGroup), kind: string(ingress.ParentKind), namespace: l.set.meta.Namespace}
+	case l.set.proxy != nil:
+		return owner{group: contourv1.GroupName, kind: "HTTPProxy", namespace: l.set.meta.Namespace}
 	}
 	return owner{group: gatewayv1.GroupName, kind: "ListenerSet", namespace: l.set.meta.Namespace}
 }
@@ -105,7 +114,7 @@ func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS stri
 		return nil, ns == t.gw.Namespace && string(ref.Name) == t.gw.Name
 	case "ListenerSet":
 		for _, s := range t.sets {
-			if s.ingress == nil && s.meta.Namespace == ns && s.meta.Name == string(ref.Name) {
+			if s.isListenerSet() && s.meta.Namespace == ns && s.meta.Name == string(ref.Name) {
 				return s, true
 			}
 		}
@@ -120,6 +129,8 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 	for _, s := range t.sets {
 		if s.ingress != nil {
 			t.ingressListenerProblems(s)
+		}
+		if !s.isListenerSet() {
 			continue
 		}
 		c := listenerSetConditions{Generation: s.meta.Generation}

@@ -6,12 +6,15 @@ import (
 	"slices"
 	"strings"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/env"
+	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
 )
@@ -39,8 +42,11 @@ type outcome struct {
 	rules *cachedRules
 	// shared is the cluster a UDPRoute's weighted backends make.
 	shared *sharedCluster
-	// problems are an Ingress's, for its Events.
-	problems []string
+	// problems are an Ingress's, for its Events, or what attaching a root
+	// HTTPProxy found; proxyStatuses are the statuses of the proxies of a
+	// root HTTPProxy's tree.
+	problems      []string
+	proxyStatuses map[types.NamespacedName]*httpproxy.Status
 	// epoch is the last translation whose snapshot held the route.
 	epoch uint64
 	// rank is the route's place among the routes attached with it.
@@ -181,8 +187,9 @@ func (t *gatewayTranslator) update() {
 	newGRPC, seenGRPC := unseen(s, stale, t.grpcRoutes, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 	newStreams, seenStreams := unseen(s, stale, t.streams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
 	newIngresses, seenIngresses := unseen(s, stale, t.ingresses, func(i *networkingv1.Ingress) *metav1.ObjectMeta { return &i.ObjectMeta })
+	newRoots, seenRoots := unseen(s, stale, t.roots, func(p *contourv1.HTTPProxy) *metav1.ObjectMeta { return &p.ObjectMeta })
 	tookBackStream := false
-	if seenHTTP+seenGRPC+seenStreams+seenIngresses < len(s.applied) {
+	if seenHTTP+seenGRPC+seenStreams+seenIngresses+seenRoots < len(s.applied) {
 		replaced := replacements(stale, newHTTP, newGRPC, newStreams)
 		for m, o := range s.applied {
 			if o.epoch == s.epoch {
@@ -233,9 +240,18 @@ func (t *gatewayTranslator) update() {
 			t.attachGRPCRoute(r.grpc, int32(i))
 		}
 	}
+	// Then the routing APIs of lower precedence (see source): the root
+	// HTTPProxies, then the Ingresses, each oldest first.
+	rank := int32(len(fresh))
+	slices.SortFunc(newRoots, func(a, b *contourv1.HTTPProxy) int { return compareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
+	for _, p := range newRoots {
+		t.attachHTTPProxy(p, rank)
+		rank++
+	}
 	slices.SortFunc(newIngresses, func(a, b *networkingv1.Ingress) int { return compareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
-	for i, ing := range newIngresses {
-		t.attachIngress(ing, int32(len(fresh)+i))
+	for _, ing := range newIngresses {
+		t.attachIngress(ing, rank)
+		rank++
 	}
 	if streamsChanged {
 		for _, r := range t.streams {

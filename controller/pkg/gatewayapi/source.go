@@ -22,8 +22,11 @@ const (
 
 // sourceOf returns the source of an object of a kind.
 func sourceOf(kind gatewayv1.Kind) source {
-	if kind == ingress.ParentKind {
+	switch kind {
+	case ingress.ParentKind:
 		return fromIngress
+	case "HTTPProxy":
+		return fromHTTPProxy
 	}
 	return fromGatewayAPI
 }

@@ -9,6 +9,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/condition"
+	"isobar.dev/controller/pkg/httpproxy"
 )
 
 // Status is what the controller writes: the Gateways' status, and for each
@@ -29,6 +30,9 @@ type Status struct {
 	// Ingresses holds what to report on each Ingress a translated Gateway
 	// serves.
 	Ingresses map[types.NamespacedName]*IngressStatus
+	// HTTPProxies holds the status of each HTTPProxy a translated Gateway
+	// serves.
+	HTTPProxies map[types.NamespacedName]*httpproxy.Status
 }
 
 // RouteKey names a route of any kind.
@@ -46,6 +50,7 @@ func newStatus() *Status {
 		BackendTLSPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
 		ListenerSets:       map[types.NamespacedName]*ListenerSetStatus{},
 		Ingresses:          map[types.NamespacedName]*IngressStatus{},
+		HTTPProxies:        map[types.NamespacedName]*httpproxy.Status{},
 	}
 }
 

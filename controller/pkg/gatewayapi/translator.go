@@ -15,6 +15,7 @@ import (
 
 	"strings"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -25,6 +26,7 @@ import (
 	"isobar.dev/api/supported"
 	"isobar.dev/controller/pkg/backendtls"
 	"isobar.dev/controller/pkg/env"
+	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
@@ -173,6 +175,14 @@ type gatewayTranslator struct {
 	// design), and ingresses are the Ingresses it serves.
 	ingressShape *ingress.Shape
 	ingresses    []*networkingv1.Ingress
+	// proxies are the HTTPProxies the Gateway serves, roots the root
+	// proxies among them it translates, and duplicates the roots it does
+	// not because another root has their FQDN. proxyOptions and httpsPort
+	// are what translating a root needs.
+	proxies, roots []*contourv1.HTTPProxy
+	duplicates     map[types.NamespacedName]*httpproxy.Status
+	proxyOptions   httpproxy.Options
+	httpsPort      int32
 	// lost are the listeners where an HTTPRoute or GRPCRoute loses a
 	// hostname to a route of the other kind (kindConflicts).
 	lost     map[*metav1.ObjectMeta]map[int]string
@@ -208,7 +218,7 @@ func (t *gatewayTranslator) translateListeners(res *resources.Resources) {
 	t.clusters = map[string]*ir.Cluster{}
 	t.secrets = map[string]*ir.Secret{}
 	t.backendClientCertificate()
-	t.sets = append(t.listenerSets(res), t.ingressSets(res)...)
+	t.sets = slices.Concat(t.listenerSets(res), t.ingressSets(res), t.proxySets(res))
 	t.listeners = t.validateListeners()
 }
 
@@ -224,7 +234,7 @@ func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gateway
 	if prev != nil && prev.ctx == ctx {
 		t.state = prev
 	} else {
-		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(t.httpRoutes)+len(t.grpcRoutes)+len(t.streams)+len(t.ingresses)), prev
+		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(t.httpRoutes)+len(t.grpcRoutes)+len(t.streams)+len(t.ingresses)+len(t.roots)), prev
 	}
 	t.tables = t.state.tables
 	t.update()
@@ -233,6 +243,7 @@ func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gateway
 	}
 	t.prev = nil
 	t.reportIngresses()
+	t.reportHTTPProxies()
 }
 
 // buildClusters builds the clusters the state's routes use, on every

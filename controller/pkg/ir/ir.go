@@ -171,7 +171,10 @@ type PathMatchType string
 const (
 	PathExact  PathMatchType = "Exact"
 	PathPrefix PathMatchType = "Prefix" // by path segments, as the Gateway API defines it
-	PathRegex  PathMatchType = "Regex"
+	// PathStringPrefix is a prefix of the path as a string ("/foo" matches
+	// "/foobar"), as Contour's HTTPProxy defines it.
+	PathStringPrefix PathMatchType = "StringPrefix"
+	PathRegex        PathMatchType = "Regex"
 )
 
 // Match is a conjunction: every part must match.

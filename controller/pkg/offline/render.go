@@ -107,6 +107,11 @@ func statusObjects(r *Result) []object {
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
 			Status:   map[string]any{"gateway": is.Gateway.String(), "served": is.Served, "events": is.Problems}})
 	}
+	for _, k := range sortedKeys(r.Gateways.Status.HTTPProxies) {
+		out = append(out, object{APIVersion: "projectcontour.io/v1", Kind: "HTTPProxy",
+			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
+			Status:   r.Gateways.Status.HTTPProxies[k].HTTPProxyStatus()})
+	}
 	for _, k := range sortedKeys(r.Gateways.Status.BackendTLSPolicies) {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "BackendTLSPolicy",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},

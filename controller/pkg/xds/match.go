@@ -9,9 +9,10 @@ import (
 	"isobar.dev/controller/pkg/ir"
 )
 
-// match translates a Gateway API match. A path prefix matches whole path
-// segments ("/foo" matches "/foo" and "/foo/bar", not "/foobar"), which is
-// Envoy's path_separated_prefix; a trailing slash in the prefix is ignored.
+// match translates a match. A path prefix matches whole path segments
+// ("/foo" matches "/foo" and "/foo/bar", not "/foobar"), which is Envoy's
+// path_separated_prefix; a trailing slash in the prefix is ignored. A
+// string prefix (HTTPProxy's) is Envoy's prefix.
 // The common messages come from in.
 func match(m *ir.Match, in *routeMessages) *routev3.RouteMatch {
 	all := &in.matches.take(1)[0]
@@ -21,6 +22,8 @@ func match(m *ir.Match, in *routeMessages) *routev3.RouteMatch {
 		out.PathSpecifier = &routev3.RouteMatch_Path{Path: m.Path}
 	case ir.PathRegex:
 		out.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: m.Path}}
+	case ir.PathStringPrefix:
+		out.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: m.Path}
 	default:
 		p := strings.TrimRight(m.Path, "/")
 		if p == "" {

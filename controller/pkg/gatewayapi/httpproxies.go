@@ -1,0 +1,170 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/api/ingressclass"
+	"isobar.dev/controller/pkg/httpproxy"
+	"isobar.dev/controller/pkg/ingress"
+	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/validate"
+)
+
+// proxySets finds the HTTPProxies the Gateway serves (those of its
+// IngressClasses, on its Ingress listeners), the roots among them it
+// translates (t.roots), and returns the listeners of the roots' TLS
+// virtual hosts, a set per root.
+func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
+	t.proxies = ingressclass.SelectedProxies(t.gw, string(t.controller), res.IngressClasses, res.HTTPProxies)
+	if len(t.proxies) == 0 {
+		return nil
+	}
+	shape, err := ingress.ShapeOf(t.gw)
+	if err != nil {
+		for _, p := range t.proxies {
+			t.status.HTTPProxies[key(p.Namespace, p.Name)] = httpproxy.Invalid(p, contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", err.Error())
+		}
+		t.proxies = nil
+		return nil
+	}
+	t.ingressShape = &shape
+	served := make(map[*contourv1.HTTPProxy]bool, len(t.proxies))
+	var named []*contourv1.HTTPProxy // roots with an FQDN
+	for _, p := range t.proxies {
+		served[p] = true
+		if p.Spec.VirtualHost != nil && p.Spec.VirtualHost.Fqdn != "" {
+			named = append(named, p)
+		}
+	}
+	t.proxyOptions = httpproxy.Options{Serves: func(p *contourv1.HTTPProxy) bool { return served[p] }}
+	if shape.HTTPS != nil {
+		t.httpsPort = int32(shape.HTTPS.Port)
+	}
+	t.duplicates = httpproxy.Duplicates(named)
+	var sets []*listenerSet
+	for _, r := range t.proxies {
+		if _, dup := t.duplicates[key(r.Namespace, r.Name)]; dup || r.Spec.VirtualHost == nil {
+			continue
+		}
+		t.roots = append(t.roots, r)
+		if r.Spec.VirtualHost.TLS == nil || shape.HTTPS == nil || validate.Hostname(r.Spec.VirtualHost.Fqdn, true) != nil {
+			continue
+		}
+		if _, secret, err := httpproxy.TLSSecret(r); err == nil {
+			host := gatewayv1.Hostname(r.Spec.VirtualHost.Fqdn)
+			sets = append(sets, &listenerSet{meta: &r.ObjectMeta, proxy: r, entries: []gatewayv1.ListenerEntry{{
+				Name: "tls", Hostname: &host, Port: shape.HTTPS.Port, Protocol: gatewayv1.HTTPSProtocolType,
+				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(secret)}}},
+			}}})
+		}
+	}
+	return sets
+}
+
+// attachHTTPProxy adds the routes of a root HTTPProxy's tree to the
+// virtual host of its FQDN on ingress-http and on its TLS listener, as its
+// outcome; the statuses of the tree's proxies go with it.
+func (t *gatewayTranslator) attachHTTPProxy(root *contourv1.HTTPProxy, rank int32) {
+	o := t.record("HTTPProxy", &root.ObjectMeta, rank)
+	if o == nil {
+		return
+	}
+	defer t.apply(o)
+	tree := httpproxy.Root(t.newEnv(&o.reads), &t.cache.names, root, t.proxyOptions, t.httpsPort)
+	o.clusters, o.proxyStatuses = tree.Clusters, tree.Statuses
+	add := func(l *listener, routes []*ir.Route) {
+		if len(routes) > 0 && !t.addHost(o, l, tree.FQDN, [][]*ir.Route{routes}) {
+			o.problems = append(o.problems, fmt.Sprintf("listener %s of Gateway %s/%s does not serve %s", l.spec.Name, t.gw.Namespace, t.gw.Name, tree.FQDN))
+		}
+	}
+	add(t.listeners[0], tree.HTTP)
+	for _, l := range t.listeners {
+		if l.set != nil && l.set.proxy == root {
+			add(l, tree.HTTPS)
+		}
+	}
+}
+
+// reportHTTPProxies writes the status of every HTTPProxy the Gateway
+// serves: those of the trees of its roots (a proxy in two trees has the
+// errors of both), the roots whose FQDN another root has, and orphaned for
+// the others. What depends on other objects (the listener of a TLS
+// virtual host, a route with the same match that takes precedence) is
+// found again on every translation.
+func (t *gatewayTranslator) reportHTTPProxies() {
+	out := map[types.NamespacedName]*httpproxy.Status{}
+	for k, s := range t.duplicates {
+		out[k] = s
+	}
+	merge := func(k types.NamespacedName, s *httpproxy.Status) *httpproxy.Status {
+		cur, ok := out[k]
+		if !ok {
+			cur = &httpproxy.Status{Valid: *s.Valid.DeepCopy()}
+			out[k] = cur
+			return cur
+		}
+		for _, e := range s.Valid.Errors {
+			if !slices.Contains(cur.Valid.Errors, e) {
+				cur.Valid.AddError(e.Type, e.Reason, e.Message)
+			}
+		}
+		return cur
+	}
+	for _, r := range t.roots {
+		o := t.state.applied[&r.ObjectMeta]
+		if o == nil {
+			continue
+		}
+		for _, k := range sortedStatusKeys(o.proxyStatuses) {
+			merge(k, o.proxyStatuses[k])
+		}
+		root := out[key(r.Namespace, r.Name)]
+		for _, p := range o.problems {
+			root.Valid.AddError(contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", p)
+		}
+		for _, l := range t.listeners {
+			if l.set == nil || l.set.proxy != r {
+				continue
+			}
+			for _, c := range l.conds.Items {
+				if c.Status == metav1.ConditionFalse && (c.Type == string(gatewayv1.ListenerConditionAccepted) || c.Type == string(gatewayv1.ListenerConditionResolvedRefs)) ||
+					c.Status == metav1.ConditionTrue && c.Type == string(gatewayv1.ListenerConditionConflicted) {
+					root.Valid.AddErrorf(contourv1.ConditionTypeTLSError, "SecretNotValid", "TLS virtual host %s: %s", l.hostname, c.Message)
+					break
+				}
+			}
+		}
+		for _, a := range o.added {
+			tb := t.table(t.listeners[a.listener])
+			for _, h := range a.hosts {
+				for _, r := range a.routes[0] {
+					if w, ok := tb.hosts[h].winner(r); ok && w.meta != o.meta {
+						root.Valid.AddWarningf(contourv1.ConditionTypeRouteError, "RouteShadowed", "host %s, path %s: %s has the same match and takes precedence", h, r.Match.Path, t.describeOwner(w.meta))
+					}
+				}
+			}
+		}
+	}
+	for _, p := range t.proxies {
+		k := key(p.Namespace, p.Name)
+		if _, ok := out[k]; !ok {
+			out[k] = httpproxy.Orphaned(p)
+		}
+	}
+	for k, s := range out {
+		t.status.HTTPProxies[k] = s
+	}
+}
+
+func sortedStatusKeys(m map[types.NamespacedName]*httpproxy.Status) []types.NamespacedName {
+	return slices.SortedFunc(maps.Keys(m), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+}

@@ -1,0 +1,223 @@
+package httpproxy
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
+	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/validate"
+)
+
+// includeConditionsValid applies Contour's rules to an include's
+// conditions: a prefix (at most one, starting with "/"), headers and query
+// parameters; no exact or regex paths.
+func includeConditionsValid(conds []contourv1.MatchCondition) error {
+	for _, c := range conds {
+		if c.Exact != "" {
+			return errors.New("exact conditions are not allowed in includes block")
+		}
+		if c.Regex != "" {
+			return errors.New("regex conditions are not allowed in includes block")
+		}
+	}
+	return pathConditionsValid(conds)
+}
+
+// pathConditionsValid allows one prefix, exact or regex path per block,
+// each starting with "/".
+func pathConditionsValid(conds []contourv1.MatchCondition) error {
+	n := 0
+	for _, c := range conds {
+		for _, kp := range [...][2]string{{"prefix", c.Prefix}, {"exact", c.Exact}, {"regex", c.Regex}} {
+			kind, p := kp[0], kp[1]
+			if p == "" {
+				continue
+			}
+			n++
+			if p[0] != '/' {
+				return fmt.Errorf("%s conditions must start with /, %s was supplied", kind, p)
+			}
+			if kind == "regex" {
+				if err := validate.Regex("regex", p); err != nil {
+					return fmt.Errorf("supplied regex: %s invalid. error: %w", p, err)
+				}
+			}
+		}
+	}
+	if n > 1 {
+		return errors.New("more than one prefix, exact or regex is not allowed in a condition block")
+	}
+	return nil
+}
+
+// sameConditions reports whether two includes' conditions are the same,
+// in any order.
+func sameConditions(a, b []contourv1.MatchCondition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !containsCondition(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func containsCondition(list []contourv1.MatchCondition, c contourv1.MatchCondition) bool {
+	for _, x := range list {
+		if reflect.DeepEqual(x, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// match merges the conditions of a route and the includes above it into
+// one match, as Contour does: the path conditions concatenate (a regex
+// anywhere makes the whole a regex), the last one's kind deciding between
+// prefix and exact; headers and query parameters all apply.
+func match(conds []contourv1.MatchCondition) (ir.Match, error) {
+	isRegex := false
+	for _, c := range conds {
+		isRegex = isRegex || c.Regex != ""
+	}
+	path, kind := "", ir.PathStringPrefix
+	for _, c := range conds {
+		switch {
+		case c.Prefix != "" && isRegex:
+			path += regexp.QuoteMeta(strings.TrimRight(c.Prefix, "/"))
+		case c.Prefix != "":
+			path += c.Prefix
+			kind = ir.PathStringPrefix
+		case c.Exact != "":
+			path += c.Exact
+			kind = ir.PathExact
+		case c.Regex != "" && path != "":
+			path += "(?:" + c.Regex + ")"
+		case c.Regex != "":
+			path += c.Regex
+		}
+	}
+	path = doubleSlashes.ReplaceAllString(path, "/")
+	m := ir.Match{PathType: kind, Path: path}
+	switch {
+	case path == "":
+		m = ir.Match{PathType: ir.PathStringPrefix, Path: "/"}
+	case isRegex:
+		m.PathType = ir.PathRegex
+		if err := validate.Regex("merged regex", path); err != nil {
+			return m, errors.New("regex invalid after merging with include prefix")
+		}
+	}
+	for _, c := range conds {
+		if c.Header != nil {
+			sm, err := headerMatch(c.Header)
+			if err != nil {
+				return m, err
+			}
+			m.Headers = append(m.Headers, sm)
+		}
+		if c.QueryParameter != nil {
+			sm, err := queryMatch(c.QueryParameter)
+			if err != nil {
+				return m, err
+			}
+			m.QueryParams = append(m.QueryParams, sm)
+		}
+	}
+	return m, nil
+}
+
+var doubleSlashes = regexp.MustCompile(`//+`)
+
+// headerMatch is a header condition as a string match. Conditions that
+// match the absence of a value (notpresent, notexact, notcontains,
+// treatMissingAsEmpty) are not served yet.
+func headerMatch(h *contourv1.HeaderMatchCondition) (ir.StringMatch, error) {
+	if err := validate.Token(h.Name, "header condition name"); err != nil {
+		return ir.StringMatch{}, err
+	}
+	sm := ir.StringMatch{Name: h.Name}
+	switch {
+	case h.NotPresent || h.NotExact != "" || h.NotContains != "" || h.TreatMissingAsEmpty:
+		return sm, fmt.Errorf("header condition %q: notpresent, notexact, notcontains and treatMissingAsEmpty are not supported yet", h.Name)
+	case h.Present:
+		sm.Value, sm.Regex = ".*", true
+	case h.Exact != "":
+		sm = literal(h.Name, h.Exact, h.IgnoreCase, "", "")
+	case h.Contains != "":
+		sm = literal(h.Name, h.Contains, h.IgnoreCase, ".*", ".*")
+	case h.Regex != "":
+		if err := validate.Regex("header condition regex", h.Regex); err != nil {
+			return sm, err
+		}
+		sm.Value, sm.Regex = h.Regex, true
+	default:
+		return sm, fmt.Errorf("header condition %q must set one of present, exact, contains or regex", h.Name)
+	}
+	return sm, nil
+}
+
+// queryMatch is a query parameter condition as a string match.
+func queryMatch(q *contourv1.QueryParameterMatchCondition) (ir.StringMatch, error) {
+	if q.Name == "" {
+		return ir.StringMatch{}, errors.New("query parameter condition must name a parameter")
+	}
+	switch {
+	case q.Present:
+		return ir.StringMatch{Name: q.Name, Value: ".*", Regex: true}, nil
+	case q.Exact != "":
+		return literal(q.Name, q.Exact, q.IgnoreCase, "", ""), nil
+	case q.Prefix != "":
+		return literal(q.Name, q.Prefix, q.IgnoreCase, "", ".*"), nil
+	case q.Suffix != "":
+		return literal(q.Name, q.Suffix, q.IgnoreCase, ".*", ""), nil
+	case q.Contains != "":
+		return literal(q.Name, q.Contains, q.IgnoreCase, ".*", ".*"), nil
+	case q.Regex != "":
+		if err := validate.Regex("query parameter condition regex", q.Regex); err != nil {
+			return ir.StringMatch{}, err
+		}
+		return ir.StringMatch{Name: q.Name, Value: q.Regex, Regex: true}, nil
+	}
+	return ir.StringMatch{}, fmt.Errorf("query parameter condition %q must set one of present, exact, prefix, suffix, contains or regex", q.Name)
+}
+
+// literal matches a value, or a part of it when before or after is ".*";
+// exactly and case-sensitively as a plain string where it can.
+func literal(name, value string, ignoreCase bool, before, after string) ir.StringMatch {
+	if !ignoreCase && before == "" && after == "" {
+		return ir.StringMatch{Name: name, Value: value}
+	}
+	re := before + regexp.QuoteMeta(value) + after
+	if ignoreCase {
+		re = "(?i)" + re
+	}
+	return ir.StringMatch{Name: name, Value: re, Regex: true}
+}
+
+// unsupported returns the first field of *v, a struct, that is set and is
+// not one of those served (by their JSON names), as "<at>.<field>", or "".
+// Every field of HTTPProxy takes effect or is refused this way: none is
+// ignored silently.
+func unsupported(v any, at string, served ...string) string {
+	rv := reflect.ValueOf(v).Elem()
+	rt := rv.Type()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		if !rv.Field(i).IsZero() && !slices.Contains(served, name) {
+			return at + "." + name
+		}
+	}
+	return ""
+}

@@ -1,0 +1,268 @@
+package httpproxy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/env"
+	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/routerule"
+	"isobar.dev/controller/pkg/validate"
+)
+
+// Tree is what a root proxy and the proxies it includes serve.
+type Tree struct {
+	FQDN string
+	// HTTP are the virtual host's routes on ingress-http: each route, or
+	// for a TLS virtual host a 301 to HTTPS unless the route permits
+	// insecure requests.
+	HTTP []*ir.Route
+	// HTTPS are the routes on the virtual host's TLS listener; none
+	// without TLS.
+	HTTPS []*ir.Route
+	// Clusters are the clusters the routes use.
+	Clusters []routerule.ClusterSpec
+	// Statuses are those of every proxy the tree reached, the root's
+	// among them.
+	Statuses map[types.NamespacedName]*Status
+}
+
+// Root translates a root proxy's tree for a Gateway whose ingress-https
+// is on httpsPort (0 when it has none), reading the proxies it includes
+// and the Services of their routes through e.
+func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Options, httpsPort int32) *Tree {
+	w := &walk{e: e, names: names, opts: opts, root: root, tree: &Tree{Statuses: map[types.NamespacedName]*Status{}}}
+	st := w.status(root)
+	vh := root.Spec.VirtualHost
+	w.tree.FQDN = vh.Fqdn
+	switch {
+	case strings.TrimSpace(vh.Fqdn) == "":
+		st.Valid.AddError(contourv1.ConditionTypeVirtualHostError, "FQDNNotSpecified", "Spec.VirtualHost.Fqdn must be specified")
+		return w.tree
+	case validate.Hostname(vh.Fqdn, true) != nil:
+		st.Valid.AddErrorf(contourv1.ConditionTypeVirtualHostError, "FQDNNotValid", "Spec.VirtualHost.Fqdn %q is not a valid DNS name", vh.Fqdn)
+		return w.tree
+	case len(opts.RootNamespaces) > 0 && !slices.Contains(opts.RootNamespaces, root.Namespace):
+		st.Valid.AddError(contourv1.ConditionTypeRootNamespaceError, "RootProxyNotAllowedInNamespace", "root HTTPProxy cannot be defined in this namespace")
+		return w.tree
+	case len(root.Spec.Routes) == 0 && len(root.Spec.Includes) == 0 && root.Spec.TCPProxy == nil:
+		st.Valid.AddError(contourv1.ConditionTypeSpecError, "NothingDefined", "HTTPProxy.Spec must have at least one Route, Include, or a TCPProxy")
+		return w.tree
+	}
+	if f := unsupported(vh, "virtualhost", "fqdn", "tls"); f != "" {
+		st.Valid.AddErrorf(contourv1.ConditionTypeVirtualHostError, "NotSupported", "%s is not supported yet", f)
+		return w.tree
+	}
+	tls := vh.TLS != nil
+	if tls {
+		if f := unsupported(vh.TLS, "virtualhost.tls", "secretName"); f != "" {
+			st.Valid.AddErrorf(contourv1.ConditionTypeTLSError, "NotSupported", "%s is not supported yet", f)
+			return w.tree
+		}
+		if _, _, err := TLSSecret(root); err != nil {
+			st.Valid.AddError(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", err.Error())
+			return w.tree
+		}
+		if httpsPort == 0 {
+			st.Valid.AddError(contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", "the Gateway has no ingress-https listener to serve TLS on")
+			return w.tree
+		}
+	}
+	for _, r := range w.routes(root, nil, nil) {
+		if tls {
+			w.tree.HTTPS = append(w.tree.HTTPS, r.route)
+		}
+		if !tls || r.insecure {
+			w.tree.HTTP = append(w.tree.HTTP, r.route)
+			continue
+		}
+		w.tree.HTTP = append(w.tree.HTTP, &ir.Route{
+			Name:     r.redirectName,
+			Match:    r.route.Match,
+			Redirect: &ir.Redirect{Scheme: "https", Port: uint32(httpsPort), StatusCode: 301},
+		})
+	}
+	return w.tree
+}
+
+// TLSSecret returns the namespace and name of the Secret of a root's
+// virtualhost.tls.secretName: a Secret of the root's namespace. A Secret
+// of another namespace needs a TLSCertificateDelegation, which is not
+// served yet.
+func TLSSecret(root *contourv1.HTTPProxy) (string, string, error) {
+	name := root.Spec.VirtualHost.TLS.SecretName
+	switch {
+	case name == "":
+		return "", "", fmt.Errorf("Spec.VirtualHost.TLS.SecretName must be specified")
+	case strings.Contains(name, "/"):
+		return "", "", fmt.Errorf("Spec.VirtualHost.TLS.SecretName %q names a Secret of another namespace; TLSCertificateDelegation is not supported yet", name)
+	}
+	return root.Namespace, name, nil
+}
+
+// walk translates one tree.
+type walk struct {
+	e     env.Env
+	names *routerule.Names
+	opts  Options
+	root  *contourv1.HTTPProxy
+	tree  *Tree
+}
+
+// route is a translated route and whether it may be served over HTTP on
+// a TLS virtual host.
+type route struct {
+	route    *ir.Route
+	insecure bool
+	// redirectName names the route's redirect to HTTPS.
+	redirectName string
+}
+
+func (w *walk) status(p *contourv1.HTTPProxy) *Status {
+	k := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	s, ok := w.tree.Statuses[k]
+	if !ok {
+		s = newStatus(p)
+		w.tree.Statuses[k] = s
+	}
+	return s
+}
+
+// routes returns the routes of proxy p and of the proxies it includes,
+// under the conditions of the includes that led to it (conds); visited
+// are the proxies on the way there. A route that cannot be served as
+// written drops every route of p, as Contour does.
+func (w *walk) routes(p *contourv1.HTTPProxy, conds []contourv1.MatchCondition, visited []*contourv1.HTTPProxy) []route {
+	st := w.status(p)
+	if slices.Contains(visited, p) {
+		var path []string
+		for _, v := range append(visited, p) {
+			path = append(path, v.Namespace+"/"+v.Name)
+		}
+		st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "IncludeCreatesCycle", "include creates an include cycle: %s", strings.Join(path, " -> "))
+		return nil
+	}
+	visited = append(visited, p)
+	if f := unsupported(&p.Spec, "spec", "virtualhost", "routes", "includes", "ingressClassName"); f != "" {
+		st.Valid.AddErrorf(contourv1.ConditionTypeSpecError, "NotSupported", "%s is not supported yet", f)
+		return nil
+	}
+	var out []route
+	var seen [][]contourv1.MatchCondition
+	for i, inc := range p.Spec.Includes {
+		ns := inc.Namespace
+		if ns == "" {
+			ns = p.Namespace
+		}
+		if err := includeConditionsValid(inc.Conditions); err != nil {
+			st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "PathMatchConditionsNotValid", "include: %s", err)
+			continue
+		}
+		if slices.ContainsFunc(seen, func(c []contourv1.MatchCondition) bool { return sameConditions(c, inc.Conditions) }) {
+			st.Valid.AddError(contourv1.ConditionTypeIncludeError, "DuplicateMatchConditions", "duplicate conditions defined on an include")
+			continue
+		}
+		seen = append(seen, inc.Conditions)
+		child, ok := w.e.HTTPProxy(ns, inc.Name)
+		if ok && w.opts.Serves != nil && !w.opts.Serves(child) {
+			ok = false
+		}
+		all := append(slices.Clip(conds), inc.Conditions...)
+		badGateway := func() {
+			// The include's requests get 502, as Contour answers them.
+			if len(inc.Conditions) == 0 {
+				return
+			}
+			m, err := match(all)
+			if err != nil {
+				return
+			}
+			out = append(out, route{route: &ir.Route{
+				Name:  routerule.RouteName("httpproxy", p.Namespace, p.Name, i, ptr[gatewayv1.SectionName]("include"), 0),
+				Match: m, DirectResponse: &ir.DirectResponse{Status: 502},
+			}})
+		}
+		switch {
+		case !ok:
+			st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "IncludeNotFound", "include %s/%s not found", ns, inc.Name)
+			badGateway()
+			continue
+		case child.Spec.VirtualHost != nil:
+			st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "RootIncludesRoot", "root httpproxy cannot include another root httpproxy (%s/%s)", child.Namespace, child.Name)
+			badGateway()
+			continue
+		}
+		out = append(out, w.routes(child, all, visited)...)
+	}
+	for i := range p.Spec.Routes {
+		r, err := w.route(p, i, append(slices.Clip(conds), p.Spec.Routes[i].Conditions...))
+		if err != nil {
+			st.Valid.AddError(err.typ, err.reason, err.msg)
+			return nil
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// problem is why a route cannot be served, as Contour reports it.
+type problem struct{ typ, reason, msg string }
+
+// route translates route i of proxy p under conds, its own conditions
+// last.
+func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondition) (route, *problem) {
+	r := &p.Spec.Routes[i]
+	if f := unsupported(r, fmt.Sprintf("routes[%d]", i), "conditions", "services", "permitInsecure"); f != "" {
+		return route{}, &problem{contourv1.ConditionTypeRouteError, "NotSupported", f + " is not supported yet"}
+	}
+	if len(r.Services) == 0 {
+		return route{}, &problem{contourv1.ConditionTypeRouteError, "RouteActionCountNotValid", "must set exactly one of route.services or route.requestRedirectPolicy or route.directResponsePolicy"}
+	}
+	if err := pathConditionsValid(r.Conditions); err != nil {
+		return route{}, &problem{contourv1.ConditionTypeRouteError, "PathMatchConditionsNotValid", "route: " + err.Error()}
+	}
+	m, err := match(conds)
+	if err != nil {
+		return route{}, &problem{contourv1.ConditionTypeRouteError, "HeaderMatchConditionsNotValid", err.Error()}
+	}
+	out := &ir.Route{Name: routerule.RouteName("httpproxy", p.Namespace, p.Name, i, nil, 0), Match: m}
+	// Services without weights share the requests equally; with weights,
+	// a service of weight 0 gets none.
+	weighted := slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return s.Weight > 0 })
+	refs := make([]gatewayv1.HTTPBackendRef, 0, len(r.Services))
+	for j, s := range r.Services {
+		if f := unsupported(&r.Services[j], fmt.Sprintf("routes[%d].services[%d]", i, j), "name", "port", "weight"); f != "" {
+			return route{}, &problem{contourv1.ConditionTypeServiceError, "NotSupported", f + " is not supported yet"}
+		}
+		if s.Port < 1 || s.Port > 65535 {
+			return route{}, &problem{contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name)}
+		}
+		weight := int32(1)
+		if weighted {
+			weight = int32(min(s.Weight, 1000000))
+		}
+		refs = append(refs, gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
+			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
+			Weight:                 &weight,
+		}})
+	}
+	b := routerule.HTTPBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs)
+	w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)
+	if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
+		w.status(p).Valid.AddErrorf(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", "Spec.Routes unresolved service reference: %s", c.Message)
+	}
+	out.Destination = b.Destination
+	if routerule.AllInvalid(out.Destination) {
+		// No service to send to: Envoy's answer is 503.
+		out.Destination, out.DirectResponse = nil, &ir.DirectResponse{Status: 503}
+	}
+	redirect := routerule.RouteName("httpproxy", p.Namespace, p.Name, i, ptr[gatewayv1.SectionName]("redirect"), 0)
+	return route{route: out, insecure: r.PermitInsecure, redirectName: redirect}, nil
+}
+
+func ptr[T any](v T) *T { return &v }
