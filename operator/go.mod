@@ -3,6 +3,7 @@ module isobar.dev/operator
 go 1.26.0
 
 require (
+	github.com/projectcontour/contour v1.33.8
 	isobar.dev/api v0.0.0
 )
 

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -106,6 +108,7 @@ func Scheme() (*runtime.Scheme, error) {
 		gatewayv1.Install,
 		gatewayv1beta1.Install,
 		isobarv1alpha1.AddToScheme,
+		contourv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)
@@ -155,9 +158,9 @@ func Run(o Options) error {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
 	required := []schema.GroupVersionKind{schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "GatewayClass"), schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "Gateway")}
-	// ListenerSets, ReferenceGrants and BackendTLSPolicies are optional:
-	// without their CRDs a Gateway has its own listeners only, and no
-	// certificates from them. The watcher restarts the operator when that
+	// ListenerSets, ReferenceGrants, BackendTLSPolicies and HTTPProxies
+	// are optional: without their CRDs a Gateway has its own listeners
+	// only, and no certificates from them. The watcher restarts the operator when that
 	// changes.
 	want := append(required, provision.OptionalKinds...)
 	have, err := served.Kinds(dc, want)

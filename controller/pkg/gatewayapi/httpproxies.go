@@ -31,7 +31,7 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 	shape, err := ingress.ShapeOf(t.gw)
 	if err != nil {
 		for _, p := range t.proxies {
-			t.status.HTTPProxies[key(p.Namespace, p.Name)] = httpproxy.Invalid(p, contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", err.Error())
+			t.proxyStatus(key(p.Namespace, p.Name), httpproxy.Invalid(p, contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", err.Error()))
 		}
 		t.proxies = nil
 		return nil
@@ -161,8 +161,13 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 		}
 	}
 	for k, s := range out {
-		t.status.HTTPProxies[k] = s
+		t.proxyStatus(k, s)
 	}
+}
+
+// proxyStatus records the status of an HTTPProxy the Gateway serves.
+func (t *gatewayTranslator) proxyStatus(k types.NamespacedName, s *httpproxy.Status) {
+	t.status.HTTPProxies[k] = &HTTPProxyStatus{Gateway: key(t.gw.Namespace, t.gw.Name), Status: s.HTTPProxyStatus()}
 }
 
 func sortedStatusKeys(m map[types.NamespacedName]*httpproxy.Status) []types.NamespacedName {

@@ -3,13 +3,14 @@ package gatewayapi
 import (
 	"maps"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/condition"
-	"isobar.dev/controller/pkg/httpproxy"
 )
 
 // Status is what the controller writes: the Gateways' status, and for each
@@ -32,7 +33,14 @@ type Status struct {
 	Ingresses map[types.NamespacedName]*IngressStatus
 	// HTTPProxies holds the status of each HTTPProxy a translated Gateway
 	// serves.
-	HTTPProxies map[types.NamespacedName]*httpproxy.Status
+	HTTPProxies map[types.NamespacedName]*HTTPProxyStatus
+}
+
+// HTTPProxyStatus is the status of an HTTPProxy the Gateway serves, but
+// the load balancer status, which comes from the Gateway's addresses.
+type HTTPProxyStatus struct {
+	Gateway types.NamespacedName
+	Status  contourv1.HTTPProxyStatus
 }
 
 // RouteKey names a route of any kind.
@@ -50,7 +58,7 @@ func newStatus() *Status {
 		BackendTLSPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
 		ListenerSets:       map[types.NamespacedName]*ListenerSetStatus{},
 		Ingresses:          map[types.NamespacedName]*IngressStatus{},
-		HTTPProxies:        map[types.NamespacedName]*httpproxy.Status{},
+		HTTPProxies:        map[types.NamespacedName]*HTTPProxyStatus{},
 	}
 }
 

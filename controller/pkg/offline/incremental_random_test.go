@@ -20,8 +20,8 @@ import (
 // Random sequences of the changes a cluster sees (routes of every kind
 // created, edited, deleted and listed in another order; a Gateway written
 // with the same spec or a changed one; a Service going and coming back or
-// its ports edited; ReferenceGrants, BackendTLSPolicies and Namespaces
-// going, coming back or edited) must leave a Translator that has seen every step producing what a
+// its ports edited; ReferenceGrants, BackendTLSPolicies, Namespaces,
+// Ingresses and HTTPProxies going, coming back or edited) must leave a Translator that has seen every step producing what a
 // fresh one does.
 func TestIncrementalRandomChanges(t *testing.T) {
 	inputs, err := filepath.Glob("testdata/*.in.yaml")
@@ -181,8 +181,11 @@ func randomChange(rng *rand.Rand, snap *resources.Resources, aside *[]*gatewayv1
 	case 14:
 		return changeStreamRoutes(rng, snap, base)
 	case 8:
-		if rng.IntN(2) == 0 {
+		switch rng.IntN(3) {
+		case 0:
 			return changeIngresses(rng, snap, base)
+		case 1:
+			return changeHTTPProxies(rng, snap, base)
 		}
 		return changeListenerSets(rng, snap, base)
 	default:
@@ -275,6 +278,38 @@ func changeIngresses(rng *rand.Rand, snap *resources.Resources, base *resources.
 	ings[i] = c
 	snap.Ingresses = ings
 	return "Ingress changed"
+}
+
+// changeHTTPProxies deletes an HTTPProxy, edits one (its last include or
+// route goes), writes one's status (a new object at the same generation),
+// or brings the input's back.
+func changeHTTPProxies(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
+	proxies := slices.Clone(snap.HTTPProxies)
+	if len(proxies) == 0 {
+		return restore(&snap.HTTPProxies, base.HTTPProxies, "HTTPProxies back")
+	}
+	i := rng.IntN(len(proxies))
+	c := proxies[i].DeepCopy()
+	switch rng.IntN(3) {
+	case 0:
+		snap.HTTPProxies = slices.Delete(proxies, i, i+1)
+		return "HTTPProxy deleted"
+	case 1:
+		c.Generation++
+		switch {
+		case len(c.Spec.Includes) > 0:
+			c.Spec.Includes = c.Spec.Includes[:len(c.Spec.Includes)-1]
+		case len(c.Spec.Routes) > 1:
+			c.Spec.Routes = c.Spec.Routes[:len(c.Spec.Routes)-1]
+		default:
+			c.Spec = base.HTTPProxies[0].Spec
+		}
+	default:
+		c.Status.CurrentStatus = "valid"
+	}
+	proxies[i] = c
+	snap.HTTPProxies = proxies
+	return "HTTPProxy changed"
 }
 
 // restore puts the input's objects of a kind back when a snapshot has none.

@@ -110,7 +110,7 @@ func statusObjects(r *Result) []object {
 	for _, k := range sortedKeys(r.Gateways.Status.HTTPProxies) {
 		out = append(out, object{APIVersion: "projectcontour.io/v1", Kind: "HTTPProxy",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
-			Status:   r.Gateways.Status.HTTPProxies[k].HTTPProxyStatus()})
+			Status:   r.Gateways.Status.HTTPProxies[k].Status})
 	}
 	for _, k := range sortedKeys(r.Gateways.Status.BackendTLSPolicies) {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "BackendTLSPolicy",

@@ -32,6 +32,7 @@ func (r *reconciler) readCertificates(ctx context.Context, res *resources.Resour
 			ListenerSets:       res.ListenerSets,
 			Namespaces:         res.Namespaces,
 			Ingresses:          res.Ingresses,
+			HTTPProxies:        res.HTTPProxies,
 			IngressClasses:     res.IngressClasses,
 			ReferenceGrants:    res.ReferenceGrants,
 			BackendTLSPolicies: res.BackendTLSPolicies,

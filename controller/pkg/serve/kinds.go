@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -26,15 +28,23 @@ var gatewayKinds = []client.Object{
 	&gatewayv1beta1.ReferenceGrant{}, &gatewayv1.BackendTLSPolicy{},
 }
 
-// kindSet is the set of gatewayKinds the API server serves at the versions
-// the controller reads, by kind name (gatewayKinds' names are distinct).
+// contourKinds are Contour's kinds translation reads (HTTPProxy). Their
+// CRDs are optional too: without them the controller serves the Gateway
+// API and Ingress, and it restarts to watch them once they are installed.
+var contourKinds = []client.Object{&contourv1.HTTPProxy{}, &contourv1.TLSCertificateDelegation{}}
+
+// optionalKinds are the kinds watched only when served.
+var optionalKinds = slices.Concat(gatewayKinds, contourKinds)
+
+// kindSet is the set of optionalKinds the API server serves at the
+// versions the controller reads, by kind name (their names are distinct).
 type kindSet map[string]bool
 
-// served reports whether obj's type is served; types outside gatewayKinds
-// (Kubernetes' own) always are.
+// served reports whether obj's type is served; types outside
+// optionalKinds (Kubernetes' own) always are.
 func (s kindSet) served(obj client.Object) bool {
 	name := typeName(obj)
-	for _, k := range gatewayKinds {
+	for _, k := range optionalKinds {
 		if typeName(k) == name {
 			return s[name]
 		}
@@ -56,9 +66,9 @@ func (s kindSet) unserved() []gatewayv1.Kind {
 
 func typeName(obj client.Object) string { return reflect.TypeOf(obj).Elem().Name() }
 
-func gatewayGVKs(s *runtime.Scheme) ([]schema.GroupVersionKind, error) {
-	out := make([]schema.GroupVersionKind, len(gatewayKinds))
-	for i, obj := range gatewayKinds {
+func optionalGVKs(s *runtime.Scheme) ([]schema.GroupVersionKind, error) {
+	out := make([]schema.GroupVersionKind, len(optionalKinds))
+	for i, obj := range optionalKinds {
 		gvk, err := apiutil.GVKForObject(obj, s)
 		if err != nil {
 			return nil, err
@@ -68,11 +78,11 @@ func gatewayGVKs(s *runtime.Scheme) ([]schema.GroupVersionKind, error) {
 	return out, nil
 }
 
-// servedKinds asks discovery which gatewayKinds the API server serves, and
+// servedKinds asks discovery which optionalKinds the API server serves, and
 // for the others why not; the watch restarts the controller when that
 // changes.
 func servedKinds(dc discovery.DiscoveryInterface, s *runtime.Scheme, interval time.Duration) (kindSet, map[gatewayv1.Kind]string, *served.Watcher, error) {
-	want, err := gatewayGVKs(s)
+	want, err := optionalGVKs(s)
 	if err != nil {
 		return nil, nil, nil, err
 	}

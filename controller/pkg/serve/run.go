@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -52,7 +54,7 @@ import (
 
 func scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gatewayv1.Install, gatewayv1beta1.Install} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gatewayv1.Install, gatewayv1beta1.Install, contourv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -135,6 +137,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	for _, k := range served.unserved() {
 		log.Info("Gateway API kind not served by the cluster: not watched, and no listener offers it", "kind", k, "reason", why[k])
+	}
+	for _, obj := range contourKinds {
+		if k := gatewayv1.Kind(typeName(obj)); !served.served(obj) {
+			log.Info("Contour kind not served by the cluster: not watched", "kind", k, "reason", why[k])
+		}
 	}
 	byObject := map[client.Object]cache.ByObject{
 		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{leNS: {}}, Label: labels.SelectorFromSet(labels.Set(reports))},
@@ -372,6 +379,14 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	// Ingresses change neither.
 	for _, obj := range []client.Object{&networkingv1.Ingress{}, &networkingv1.IngressClass{}} {
 		b = b.Watches(obj, always, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+	}
+	// HTTPProxies (spec, and the class annotations) and
+	// TLSCertificateDelegations, when their CRDs are installed. Our own
+	// status writes change neither spec nor annotations.
+	for _, obj := range contourKinds {
+		if served.served(obj) {
+			b = b.Watches(obj, always, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+		}
 	}
 	// Of a Namespace only its labels matter (allowedRoutes selectors), not
 	// the phase changes of one being deleted.

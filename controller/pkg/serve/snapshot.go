@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -24,29 +26,31 @@ import (
 // recognises it.
 type snapshotter struct {
 	informers cache.Informers
-	// served are the Gateway API kinds the cluster serves: the others
-	// have no informer, and no objects.
+	// served are the optional kinds the cluster serves: the others have
+	// no informer, and no objects.
 	served kindSet
 }
 
 func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error) {
 	l := &lister{ctx: ctx, informers: s.informers, served: s.served}
 	r := &resources.Resources{
-		GatewayClasses:     list[gatewayv1.GatewayClass](l),
-		Gateways:           list[gatewayv1.Gateway](l),
-		HTTPRoutes:         list[gatewayv1.HTTPRoute](l),
-		GRPCRoutes:         list[gatewayv1.GRPCRoute](l),
-		TLSRoutes:          list[gatewayv1.TLSRoute](l),
-		TCPRoutes:          list[gatewayv1.TCPRoute](l),
-		UDPRoutes:          list[gatewayv1.UDPRoute](l),
-		ListenerSets:       list[gatewayv1.ListenerSet](l),
-		Ingresses:          list[networkingv1.Ingress](l),
-		IngressClasses:     list[networkingv1.IngressClass](l),
-		ReferenceGrants:    list[gatewayv1beta1.ReferenceGrant](l),
-		BackendTLSPolicies: list[gatewayv1.BackendTLSPolicy](l),
-		Services:           list[corev1.Service](l),
-		Namespaces:         list[corev1.Namespace](l),
-		Unserved:           s.served.unserved(),
+		GatewayClasses:            list[gatewayv1.GatewayClass](l),
+		Gateways:                  list[gatewayv1.Gateway](l),
+		HTTPRoutes:                list[gatewayv1.HTTPRoute](l),
+		GRPCRoutes:                list[gatewayv1.GRPCRoute](l),
+		TLSRoutes:                 list[gatewayv1.TLSRoute](l),
+		TCPRoutes:                 list[gatewayv1.TCPRoute](l),
+		UDPRoutes:                 list[gatewayv1.UDPRoute](l),
+		ListenerSets:              list[gatewayv1.ListenerSet](l),
+		Ingresses:                 list[networkingv1.Ingress](l),
+		IngressClasses:            list[networkingv1.IngressClass](l),
+		ReferenceGrants:           list[gatewayv1beta1.ReferenceGrant](l),
+		BackendTLSPolicies:        list[gatewayv1.BackendTLSPolicy](l),
+		Services:                  list[corev1.Service](l),
+		Namespaces:                list[corev1.Namespace](l),
+		HTTPProxies:               list[contourv1.HTTPProxy](l),
+		TLSCertificateDelegations: list[contourv1.TLSCertificateDelegation](l),
+		Unserved:                  s.served.unserved(),
 	}
 	if l.err != nil {
 		return nil, l.err

@@ -76,6 +76,9 @@ func (w *statusWriter) writeGatewayStatus(ctx context.Context, work *statusWork,
 		if err := w.writeIngresses(ctx, st.Ingresses, addresses); err != nil {
 			return err
 		}
+		if err := w.writeHTTPProxies(ctx, st.HTTPProxies, addresses); err != nil {
+			return err
+		}
 	}
 	return nil
 }

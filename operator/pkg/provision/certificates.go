@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,7 +24,8 @@ var (
 	ListenerSetKind      = schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "ListenerSet")
 	ReferenceGrantKind   = schema.FromAPIVersionAndKind(gatewayv1beta1.GroupVersion.String(), "ReferenceGrant")
 	BackendTLSPolicyKind = schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "BackendTLSPolicy")
-	OptionalKinds        = []schema.GroupVersionKind{ListenerSetKind, ReferenceGrantKind, BackendTLSPolicyKind}
+	HTTPProxyKind        = contourv1.SchemeGroupVersion.WithKind("HTTPProxy")
+	OptionalKinds        = []schema.GroupVersionKind{ListenerSetKind, ReferenceGrantKind, BackendTLSPolicyKind, HTTPProxyKind}
 )
 
 // CertificateRefs reads what certrefs decides from and returns the Secrets
@@ -36,12 +39,13 @@ func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway
 	var sets gatewayv1.ListenerSetList
 	var grants gatewayv1beta1.ReferenceGrantList
 	var policies gatewayv1.BackendTLSPolicyList
+	var proxies contourv1.HTTPProxyList
 	lists := []struct {
 		list client.ObjectList
 		kind schema.GroupVersionKind
 	}{
 		{&ingresses, schema.GroupVersionKind{}}, {&classes, schema.GroupVersionKind{}},
-		{&sets, ListenerSetKind}, {&grants, ReferenceGrantKind}, {&policies, BackendTLSPolicyKind},
+		{&sets, ListenerSetKind}, {&grants, ReferenceGrantKind}, {&policies, BackendTLSPolicyKind}, {&proxies, HTTPProxyKind},
 	}
 	for _, l := range lists {
 		if !l.kind.Empty() && !have[l.kind] {
@@ -62,6 +66,7 @@ func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway
 	in.ListenerSets = pointers(sets.Items)
 	in.ReferenceGrants = pointers(grants.Items)
 	in.BackendTLSPolicies = pointers(policies.Items)
+	in.HTTPProxies = pointers(proxies.Items)
 	return certrefs.Of(in), nil
 }
 
@@ -83,6 +88,9 @@ func CertificateSources(have served.Set) []client.Object {
 	}
 	if have[BackendTLSPolicyKind] {
 		out = append(out, &gatewayv1.BackendTLSPolicy{})
+	}
+	if have[HTTPProxyKind] {
+		out = append(out, &contourv1.HTTPProxy{})
 	}
 	return out
 }

@@ -59,6 +59,10 @@ func (r *renderer) controllerClusterRole() (*rbacv1.ClusterRole, *rbacv1.Cluster
 			// conditions).
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "ingressclasses"}, Verbs: readOnly},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses/status"}, Verbs: writeStatus},
+			// Contour's HTTPProxies of those IngressClasses are served the
+			// same way, with the status Contour writes.
+			{APIGroups: []string{"projectcontour.io"}, Resources: []string{"httpproxies", "tlscertificatedelegations"}, Verbs: readOnly},
+			{APIGroups: []string{"projectcontour.io"}, Resources: []string{"httpproxies/status"}, Verbs: writeStatus},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},
 	}
