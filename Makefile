@@ -30,6 +30,7 @@ generate: ## Generate deepcopy functions.
 manifests: ## Generate the CRD YAML into config/crd/bases and the operator's RBAC into config/rbac.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=isobar-operator paths=./operator/... output:rbac:dir=config/rbac
+	go run isobar.dev/hack/contourcrds -root .
 
 .PHONY: bundle
 bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/.

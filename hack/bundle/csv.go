@@ -65,15 +65,24 @@ func baseCSV(v semver.Version, replaces string) *operatorsv1alpha1.ClusterServic
 // owned describes a CRD the bundle owns, with descriptors for the fields
 // a console shows.
 func owned(crd *apiextensionsv1.CustomResourceDefinition) operatorsv1alpha1.CRDDescription {
-	d := operatorsv1alpha1.CRDDescription{
-		Name: crd.Name, Kind: crd.Spec.Names.Kind, DisplayName: "Contour Deployment",
-		Description: "A profile for the fleets the operator provisions: the controller, Envoy and runtime settings.",
-	}
+	d := operatorsv1alpha1.CRDDescription{Name: crd.Name, Kind: crd.Spec.Names.Kind}
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {
 			d.Version = v.Name
 		}
 	}
+	switch d.Kind {
+	case "HTTPProxy":
+		d.DisplayName = "HTTP Proxy"
+		d.Description = "Contour's routing API: a virtual host and the proxies it includes, served by the Gateways of its IngressClass."
+		return d
+	case "TLSCertificateDelegation":
+		d.DisplayName = "TLS Certificate Delegation"
+		d.Description = "Contour's grant letting HTTPProxies of other namespaces use a namespace's TLS Secrets."
+		return d
+	}
+	d.DisplayName = "Contour Deployment"
+	d.Description = "A profile for the fleets the operator provisions: the controller, Envoy and runtime settings."
 	d.SpecDescriptors = []operatorsv1alpha1.SpecDescriptor{
 		{Path: "envoy.workloadType", DisplayName: "Envoy workload", Description: "DaemonSet or Deployment", XDescriptors: []string{"urn:alm:descriptor:com.tectonic.ui:select:DaemonSet", "urn:alm:descriptor:com.tectonic.ui:select:Deployment"}},
 		{Path: "envoy.replicas", DisplayName: "Envoy replicas", Description: "Replicas of an Envoy Deployment", XDescriptors: []string{"urn:alm:descriptor:com.tectonic.ui:podCount"}},
