@@ -70,13 +70,13 @@ func restartsOnInstall(t *testing.T, e *harness.Env, p *harness.Process) {
 	}
 }
 
-// A cluster may have installed only some Gateway API CRDs: the controller
-// starts all the same, watches what is served, says what is not (in its
-// log and in the listeners' supportedKinds), and restarts when a CRD is
-// installed so as to watch it.
+// A cluster may have installed only some Gateway API CRDs, and not
+// Contour's: the controller starts all the same, watches what is served,
+// says what is not (in its log and in the listeners' supportedKinds), and
+// restarts when a CRD is installed so as to watch it.
 func TestControllerWithoutSomeCRDs(t *testing.T) {
 	t.Parallel()
-	e := startCluster(t, harness.Options{Omit: []string{"udproutes.gateway.networking.k8s.io"}})
+	e := startCluster(t, harness.Options{Omit: []string{"udproutes.gateway.networking.k8s.io", "httpproxies.projectcontour.io"}})
 	ctx, cancel := harness.Context()
 	defer cancel()
 	const ns = "default"
@@ -127,6 +127,9 @@ func TestControllerWithoutSomeCRDs(t *testing.T) {
 	})
 	if out := proc.Output(); !strings.Contains(out, "UDPRoute is not served at gateway.networking.k8s.io/v1: its CRD is not installed") {
 		t.Errorf("the log does not say that UDPRoute is not served:\n%s", out)
+	}
+	if out := proc.Output(); !strings.Contains(out, "HTTPProxy is not served at projectcontour.io/v1: its CRD is not installed") {
+		t.Errorf("the log does not say that HTTPProxy is not served:\n%s", out)
 	}
 	restartsOnInstall(t, e, proc)
 }

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,7 +44,7 @@ type Options struct {
 	Channel string
 	// ControllerManager also runs kube-controller-manager.
 	ControllerManager bool
-	// Omit names Gateway API CRDs (such as
+	// Omit names Gateway API or config/crd CRDs (such as
 	// "udproutes.gateway.networking.k8s.io") to leave out, as a cluster
 	// that installed only some of them; InstallOmitted adds them later.
 	Omit []string
@@ -102,15 +104,17 @@ func Start(opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	e := &Env{Dir: dir, Channel: opts.Channel}
-	gwCRDs = slices.DeleteFunc(gwCRDs, func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	omit := func(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		if slices.Contains(opts.Omit, crd.Name) {
 			e.omitted = append(e.omitted, crd)
 			return true
 		}
 		return false
-	})
+	}
+	gwCRDs = slices.DeleteFunc(gwCRDs, omit)
+	ours = slices.DeleteFunc(ours, omit)
 	if len(e.omitted) != len(opts.Omit) {
-		return nil, fmt.Errorf("omitting CRDs %v: only %d of them are in the %s channel", opts.Omit, len(e.omitted), opts.Channel)
+		return nil, fmt.Errorf("omitting CRDs %v: only %d of them are in the %s channel or config/crd", opts.Omit, len(e.omitted), opts.Channel)
 	}
 	defer func() {
 		if err != nil {
@@ -170,6 +174,7 @@ func Scheme() (*runtime.Scheme, error) {
 		gatewayv1alpha2.Install,
 		gatewayv1alpha3.Install,
 		isobarv1alpha1.AddToScheme,
+		contourv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)
