@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -9,11 +8,8 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/e2e/harness"
 )
@@ -28,23 +24,7 @@ func TestServeHTTPProxy(t *testing.T) {
 	ctx, cancel := harness.Context()
 	defer cancel()
 	ns, team := namespace(t), namespace(t)
-	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "proxy-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controllerName}}
-	ingressClass := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "isobar-" + ns}, Spec: networkingv1.IngressClassSpec{
-		Controller: controllerName,
-		Parameters: &networkingv1.IngressClassParametersReference{APIGroup: ptr.To(gatewayv1.GroupName), Kind: "Gateway", Name: "web",
-			Scope: ptr.To(networkingv1.IngressClassParametersReferenceScopeNamespace), Namespace: ptr.To(ns)},
-	}}
-	create(t, ctx, class, ingressClass,
-		&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: gatewayv1.ObjectName(class.Name),
-			Listeners:        []gatewayv1.Listener{{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
-		}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-envoy"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}},
-	)
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), class)
-		_ = env.Client.Delete(context.Background(), ingressClass)
-	})
+	ingressClass := ingressGateway(t, ctx, ns)
 	backend(t, ctx, ns, "app", "10.1.2.3")
 	backend(t, ctx, team, "api", "10.1.2.4")
 	proxy := func(namespace, name string, spec contourv1.HTTPProxySpec) *contourv1.HTTPProxy {

@@ -30,23 +30,7 @@ func TestServeIngress(t *testing.T) {
 	ctx, cancel := harness.Context()
 	defer cancel()
 	ns := namespace(t)
-	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "ingress-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controllerName}}
-	ingressClass := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "isobar-" + ns}, Spec: networkingv1.IngressClassSpec{
-		Controller: controllerName,
-		Parameters: &networkingv1.IngressClassParametersReference{APIGroup: ptr.To(gatewayv1.GroupName), Kind: "Gateway", Name: "web",
-			Scope: ptr.To(networkingv1.IngressClassParametersReferenceScopeNamespace), Namespace: ptr.To(ns)},
-	}}
-	create(t, ctx, class, ingressClass,
-		&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: gatewayv1.ObjectName(class.Name),
-			Listeners:        []gatewayv1.Listener{{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
-		}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-envoy"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}},
-	)
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), class)
-		_ = env.Client.Delete(context.Background(), ingressClass)
-	})
+	ingressClass := ingressGateway(t, ctx, ns)
 	backend(t, ctx, ns, "app", "10.1.2.3")
 	ing := func(name, port string) *networkingv1.Ingress {
 		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: networkingv1.IngressSpec{
@@ -150,4 +134,30 @@ func TestServeIngress(t *testing.T) {
 	}
 	awaitShop(false)
 	eventually(t, 30*time.Second, "the Ingress's load balancer status cleared", lbIs("shop", nil))
+}
+
+// ingressGateway creates, in namespace ns, a Gateway "web" with the
+// design's ingress-http listener (its class of Isobar's controllerName),
+// its Envoy Service, and an IngressClass whose parameters name it, which
+// it returns.
+func ingressGateway(t *testing.T, ctx context.Context, ns string) *networkingv1.IngressClass {
+	t.Helper()
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "ingress-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controllerName}}
+	ingressClass := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "isobar-" + ns}, Spec: networkingv1.IngressClassSpec{
+		Controller: controllerName,
+		Parameters: &networkingv1.IngressClassParametersReference{APIGroup: ptr.To(gatewayv1.GroupName), Kind: "Gateway", Name: "web",
+			Scope: ptr.To(networkingv1.IngressClassParametersReferenceScopeNamespace), Namespace: ptr.To(ns)},
+	}}
+	create(t, ctx, class, ingressClass,
+		&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: gatewayv1.ObjectName(class.Name),
+			Listeners:        []gatewayv1.Listener{{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
+		}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-envoy"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}},
+	)
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), class)
+		_ = env.Client.Delete(context.Background(), ingressClass)
+	})
+	return ingressClass
 }
