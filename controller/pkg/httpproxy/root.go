@@ -217,10 +217,17 @@ type problem struct{ typ, reason, msg string }
 // last.
 func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondition) (route, *problem) {
 	r := &p.Spec.Routes[i]
-	if f := unsupported(r, fmt.Sprintf("routes[%d]", i), "conditions", "services", "permitInsecure"); f != "" {
+	if f := unsupported(r, fmt.Sprintf("routes[%d]", i), "conditions", "services", "permitInsecure",
+		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy"); f != "" {
 		return route{}, &problem{contourv1.ConditionTypeRouteError, "NotSupported", f + " is not supported yet"}
 	}
-	if len(r.Services) == 0 {
+	actions := 0
+	for _, set := range []bool{len(r.Services) > 0, r.RequestRedirectPolicy != nil, r.DirectResponsePolicy != nil} {
+		if set {
+			actions++
+		}
+	}
+	if actions != 1 {
 		return route{}, &problem{contourv1.ConditionTypeRouteError, "RouteActionCountNotValid", "must set exactly one of route.services or route.requestRedirectPolicy or route.directResponsePolicy"}
 	}
 	if err := pathConditionsValid(r.Conditions); err != nil {
@@ -231,16 +238,58 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		return route{}, &problem{contourv1.ConditionTypeRouteError, "HeaderMatchConditionsNotValid", err.Error()}
 	}
 	out := &ir.Route{Name: routerule.RouteName("httpproxy", p.Namespace, p.Name, i, nil, 0), Match: m}
+	var host string
+	var bad *problem
+	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", true); bad != nil {
+		return route{}, bad
+	}
+	if host != "" {
+		out.Rewrite = &ir.Rewrite{Hostname: host}
+	}
+	if out.ResponseHeaders, _, bad = headers(r.ResponseHeadersPolicy, "responseHeadersPolicy", false); bad != nil {
+		return route{}, bad
+	}
+	if bad := timeouts(out, r.TimeoutPolicy); bad != nil {
+		return route{}, bad
+	}
+	switch {
+	case r.DirectResponsePolicy != nil:
+		d := r.DirectResponsePolicy
+		if d.StatusCode < 200 || d.StatusCode > 599 {
+			return route{}, &problem{contourv1.ConditionTypeRouteError, "DirectResponsePolicyInvalid", fmt.Sprintf("directResponsePolicy.statusCode %d is not between 200 and 599", d.StatusCode)}
+		}
+		out.DirectResponse = &ir.DirectResponse{Status: uint32(d.StatusCode), Body: d.Body}
+	case r.RequestRedirectPolicy != nil:
+		if out.Redirect, bad = redirect(r.RequestRedirectPolicy); bad != nil {
+			return route{}, bad
+		}
+	default:
+		if bad := w.services(p, i, r, out); bad != nil {
+			return route{}, bad
+		}
+	}
+	redirectName := routerule.RouteName("httpproxy", p.Namespace, p.Name, i, ptr[gatewayv1.SectionName]("redirect"), 0)
+	return route{route: out, insecure: r.PermitInsecure, redirectName: redirectName}, nil
+}
+
+// services resolves route i's services into out's destination.
+func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *ir.Route) *problem {
 	// Services without weights share the requests equally; with weights,
 	// a service of weight 0 gets none.
 	weighted := slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return s.Weight > 0 })
 	refs := make([]gatewayv1.HTTPBackendRef, 0, len(r.Services))
-	for j, s := range r.Services {
-		if f := unsupported(&r.Services[j], fmt.Sprintf("routes[%d].services[%d]", i, j), "name", "port", "weight"); f != "" {
-			return route{}, &problem{contourv1.ConditionTypeServiceError, "NotSupported", f + " is not supported yet"}
+	for j := range r.Services {
+		s := &r.Services[j]
+		at := fmt.Sprintf("routes[%d].services[%d]", i, j)
+		if f := unsupported(s, at, "name", "port", "weight", "requestHeadersPolicy", "responseHeadersPolicy"); f != "" {
+			return &problem{contourv1.ConditionTypeServiceError, "NotSupported", f + " is not supported yet"}
 		}
 		if s.Port < 1 || s.Port > 65535 {
-			return route{}, &problem{contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name)}
+			return &problem{contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name)}
+		}
+		filters, bad := serviceFilters(s, at)
+		if bad != nil {
+			return bad
 		}
 		weight := int32(1)
 		if weighted {
@@ -249,7 +298,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		refs = append(refs, gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
 			Weight:                 &weight,
-		}})
+		}, Filters: filters})
 	}
 	b := routerule.HTTPBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs)
 	w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)
@@ -261,8 +310,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		// No service to send to: Envoy's answer is 503.
 		out.Destination, out.DirectResponse = nil, &ir.DirectResponse{Status: 503}
 	}
-	redirect := routerule.RouteName("httpproxy", p.Namespace, p.Name, i, ptr[gatewayv1.SectionName]("redirect"), 0)
-	return route{route: out, insecure: r.PermitInsecure, redirectName: redirect}, nil
+	return nil
 }
 
 func ptr[T any](v T) *T { return &v }

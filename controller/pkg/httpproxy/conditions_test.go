@@ -1,0 +1,58 @@
+package httpproxy
+
+import (
+	"fmt"
+	"testing"
+
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+)
+
+// Conditions down an inclusion tree merge as Contour merges them.
+func TestMatchMergesConditions(t *testing.T) {
+	header := func(h contourv1.HeaderMatchCondition) contourv1.MatchCondition { return contourv1.MatchCondition{Header: &h} }
+	query := func(q contourv1.QueryParameterMatchCondition) contourv1.MatchCondition {
+		return contourv1.MatchCondition{QueryParameter: &q}
+	}
+	for _, tc := range []struct {
+		name  string
+		conds []contourv1.MatchCondition
+		want  string
+	}{
+		{"none is every path", nil, "StringPrefix / [] []"},
+		{"prefixes concatenate as strings", []contourv1.MatchCondition{{Prefix: "/api"}, {Prefix: "/v1"}}, "StringPrefix /api/v1 [] []"},
+		{"double slashes collapse", []contourv1.MatchCondition{{Prefix: "/api/"}, {Prefix: "/v1"}}, "StringPrefix /api/v1 [] []"},
+		{"the last kind decides", []contourv1.MatchCondition{{Prefix: "/api"}, {Exact: "/health"}}, "Exact /api/health [] []"},
+		{"a regex makes the whole a regex", []contourv1.MatchCondition{{Prefix: "/a.b/"}, {Regex: "/[0-9]+"}}, `Regex /a\.b(?:/[0-9]+) [] []`},
+		{"headers", []contourv1.MatchCondition{
+			header(contourv1.HeaderMatchCondition{Name: "x-a", Exact: "v"}),
+			header(contourv1.HeaderMatchCondition{Name: "x-b", Contains: "a.b", IgnoreCase: true}),
+			header(contourv1.HeaderMatchCondition{Name: "x-c", Present: true}),
+		}, `StringPrefix / [{x-a v false} {x-b (?i).*a\.b.* true} {x-c .* true}] []`},
+		{"query parameters", []contourv1.MatchCondition{
+			query(contourv1.QueryParameterMatchCondition{Name: "p", Prefix: "ab"}),
+			query(contourv1.QueryParameterMatchCondition{Name: "s", Suffix: "z"}),
+		}, "StringPrefix / [] [{p ab.* true} {s .*z true}]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := match(tc.conds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprintf("%s %s %v %v", m.PathType, m.Path, m.Headers, m.QueryParams); got != tc.want {
+				t.Errorf("match(%v) = %s, want %s", tc.conds, got, tc.want)
+			}
+		})
+	}
+}
+
+// Conditions that would match the absence of a value are refused, not
+// served as something else.
+func TestMatchRefusesNegations(t *testing.T) {
+	for _, h := range []contourv1.HeaderMatchCondition{
+		{Name: "x", NotPresent: true}, {Name: "x", NotExact: "v"}, {Name: "x", NotContains: "v"}, {Name: "x", Exact: "v", TreatMissingAsEmpty: true},
+	} {
+		if _, err := match([]contourv1.MatchCondition{{Header: &h}}); err == nil {
+			t.Errorf("header condition %+v was served", h)
+		}
+	}
+}
