@@ -238,6 +238,10 @@ func routeSource(name string) string {
 		// default backend last).
 		return fmt.Sprintf(" (Ingress %s/%s, host %s, path %s)", key.Namespace, key.Name, rule, p[6])
 	}
+	if key.Kind == "HTTPProxy" {
+		// Rule i is the proxy's i-th route (or include, or redirect).
+		return fmt.Sprintf(" (HTTPProxy %s/%s, route %s)", key.Namespace, key.Name, rule)
+	}
 	return fmt.Sprintf(" (%s %s/%s, rule %s, match %s)", key.Kind, key.Namespace, key.Name, rule, p[6])
 }
 

@@ -42,6 +42,16 @@ func why(result *offline.Result, gateway string, a *envoysim.Answer) []string {
 				}
 			}
 		}
+		if key.Kind == "HTTPProxy" {
+			name := types.NamespacedName{Namespace: key.Namespace, Name: key.Name}
+			if ps := result.Gateways.Status.HTTPProxies[name]; ps != nil {
+				for _, c := range ps.Status.Conditions {
+					for _, e := range c.Errors {
+						out = append(out, fmt.Sprintf("HTTPProxy %s: %s %s: %s", name, e.Type, e.Reason, e.Message))
+					}
+				}
+			}
+		}
 		for _, ps := range result.Gateways.Status.Routes[key] {
 			parent := key.Namespace + "/" + string(ps.ParentRef.Name)
 			if ns := ps.ParentRef.Namespace; ns != nil {
@@ -64,7 +74,7 @@ func why(result *offline.Result, gateway string, a *envoysim.Answer) []string {
 // (<kind>/<namespace>/<name>/rule/...) back into the route.
 func routeKey(route string) (gatewayapi.RouteKey, bool) {
 	p := strings.Split(route, "/")
-	kinds := map[string]string{"httproute": "HTTPRoute", "grpcroute": "GRPCRoute", "ingress": "Ingress"}
+	kinds := map[string]string{"httproute": "HTTPRoute", "grpcroute": "GRPCRoute", "ingress": "Ingress", "httpproxy": "HTTPProxy"}
 	if len(p) < 3 || kinds[p[0]] == "" {
 		return gatewayapi.RouteKey{}, false
 	}

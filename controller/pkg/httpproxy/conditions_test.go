@@ -9,7 +9,9 @@ import (
 
 // Conditions down an inclusion tree merge as Contour merges them.
 func TestMatchMergesConditions(t *testing.T) {
-	header := func(h contourv1.HeaderMatchCondition) contourv1.MatchCondition { return contourv1.MatchCondition{Header: &h} }
+	header := func(h contourv1.HeaderMatchCondition) contourv1.MatchCondition {
+		return contourv1.MatchCondition{Header: &h}
+	}
 	query := func(q contourv1.QueryParameterMatchCondition) contourv1.MatchCondition {
 		return contourv1.MatchCondition{QueryParameter: &q}
 	}

@@ -217,7 +217,7 @@ type problem struct{ typ, reason, msg string }
 // last.
 func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondition) (route, *problem) {
 	r := &p.Spec.Routes[i]
-	if f := unsupported(r, fmt.Sprintf("routes[%d]", i), "conditions", "services", "permitInsecure",
+	if f := unsupported(r, fmt.Sprintf("routes[%d]", i), "conditions", "services", "permitInsecure", "enableWebsockets",
 		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy"); f != "" {
 		return route{}, &problem{contourv1.ConditionTypeRouteError, "NotSupported", f + " is not supported yet"}
 	}
@@ -237,7 +237,8 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	if err != nil {
 		return route{}, &problem{contourv1.ConditionTypeRouteError, "HeaderMatchConditionsNotValid", err.Error()}
 	}
-	out := &ir.Route{Name: routerule.RouteName("httpproxy", p.Namespace, p.Name, i, nil, 0), Match: m}
+	// Contour allows websocket upgrades only on the routes that ask.
+	out := &ir.Route{Name: routerule.RouteName("httpproxy", p.Namespace, p.Name, i, nil, 0), Match: m, WebsocketsDisabled: !r.EnableWebsockets}
 	var host string
 	var bad *problem
 	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", true); bad != nil {

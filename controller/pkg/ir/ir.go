@@ -139,6 +139,10 @@ type Route struct {
 	BackendTimeout  time.Duration `json:"backendTimeout,omitempty"`
 	Retry           *Retry        `json:"retry,omitempty"`
 	CORS            *CORS         `json:"cors,omitempty"`
+	// WebsocketsDisabled refuses websocket upgrades on the route, which
+	// every listener otherwise allows: an HTTPProxy route allows them only
+	// with enableWebsockets.
+	WebsocketsDisabled bool `json:"websocketsDisabled,omitempty"`
 }
 
 // CORS answers preflight requests and adds CORS headers. Origins are exact

@@ -64,7 +64,7 @@ func (x *Translator) action(r *ir.Route, in *routeMessages) *routev3.Route_Route
 // plainCluster reports whether all routeAction makes of r is a cluster
 // name, and which.
 func plainCluster(r *ir.Route) (string, bool) {
-	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 {
+	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 || r.WebsocketsDisabled {
 		return "", false
 	}
 	cluster, live := "", 0
@@ -122,6 +122,9 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 				a.PrefixRewrite, a.RegexRewrite = prefixRewrite(r.Match.Path, rw.PrefixPath)
 			}
 		}
+	}
+	if r.WebsocketsDisabled {
+		a.UpgradeConfigs = []*routev3.RouteAction_UpgradeConfig{{UpgradeType: "websocket", Enabled: wrapperspb.Bool(false)}}
 	}
 	for _, m := range r.Mirrors {
 		a.RequestMirrorPolicies = append(a.RequestMirrorPolicies, &routev3.RouteAction_RequestMirrorPolicy{
