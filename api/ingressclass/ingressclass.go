@@ -91,14 +91,8 @@ func Select[T metav1.Object](gw *gatewayv1.Gateway, controller string, classes [
 		}
 	}
 	slices.SortFunc(out, func(a, b T) int {
-		ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
-		if !ta.Equal(&tb) {
-			if ta.Before(&tb) {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
+		return cmp.Or(a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time),
+			strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
 	})
 	return out
 }

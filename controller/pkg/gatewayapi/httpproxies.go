@@ -2,9 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,35 +99,43 @@ func (t *gatewayTranslator) attachHTTPProxy(root *contourv1.HTTPProxy, rank int3
 // virtual host, a route with the same match that takes precedence) is
 // found again on every translation.
 func (t *gatewayTranslator) reportHTTPProxies() {
+	// Statuses are shared with the outcomes that hold them until one
+	// needs a change: own copies it first.
 	out := map[types.NamespacedName]*httpproxy.Status{}
+	owned := map[types.NamespacedName]bool{}
+	own := func(k types.NamespacedName) *httpproxy.Status {
+		if !owned[k] {
+			out[k], owned[k] = &httpproxy.Status{Valid: *out[k].Valid.DeepCopy()}, true
+		}
+		return out[k]
+	}
 	for k, s := range t.duplicates {
 		out[k] = s
 	}
-	merge := func(k types.NamespacedName, s *httpproxy.Status) *httpproxy.Status {
+	merge := func(k types.NamespacedName, s *httpproxy.Status) {
 		cur, ok := out[k]
 		if !ok {
-			cur = &httpproxy.Status{Valid: *s.Valid.DeepCopy()}
-			out[k] = cur
-			return cur
+			out[k] = s
+			return
 		}
 		for _, e := range s.Valid.Errors {
 			if !slices.Contains(cur.Valid.Errors, e) {
-				cur.Valid.AddError(e.Type, e.Reason, e.Message)
+				own(k).Valid.AddError(e.Type, e.Reason, e.Message)
+				cur = out[k]
 			}
 		}
-		return cur
 	}
 	for _, r := range t.roots {
 		o := t.state.applied[&r.ObjectMeta]
 		if o == nil {
 			continue
 		}
-		for _, k := range sortedStatusKeys(o.proxyStatuses) {
-			merge(k, o.proxyStatuses[k])
+		for _, ps := range o.proxyStatuses {
+			merge(ps.Proxy, ps.Status)
 		}
-		root := out[key(r.Namespace, r.Name)]
+		rk := key(r.Namespace, r.Name)
 		for _, p := range o.problems {
-			root.Valid.AddError(contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", p)
+			own(rk).Valid.AddError(contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", p)
 		}
 		for _, l := range t.listeners {
 			if l.set == nil || l.set.proxy != r {
@@ -138,7 +144,7 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 			for _, c := range l.conds.Items {
 				if c.Status == metav1.ConditionFalse && (c.Type == string(gatewayv1.ListenerConditionAccepted) || c.Type == string(gatewayv1.ListenerConditionResolvedRefs)) ||
 					c.Status == metav1.ConditionTrue && c.Type == string(gatewayv1.ListenerConditionConflicted) {
-					root.Valid.AddErrorf(contourv1.ConditionTypeTLSError, "SecretNotValid", "TLS virtual host %s: %s", l.hostname, c.Message)
+					own(rk).Valid.AddErrorf(contourv1.ConditionTypeTLSError, "SecretNotValid", "TLS virtual host %s: %s", l.hostname, c.Message)
 					break
 				}
 			}
@@ -148,7 +154,7 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 			for _, h := range a.hosts {
 				for _, r := range a.routes[0] {
 					if w, ok := tb.hosts[h].winner(r); ok && w.meta != o.meta {
-						root.Valid.AddWarningf(contourv1.ConditionTypeRouteError, "RouteShadowed", "host %s, path %s: %s has the same match and takes precedence", h, r.Match.Path, t.describeOwner(w.meta))
+						own(rk).Valid.AddWarningf(contourv1.ConditionTypeRouteError, "RouteShadowed", "host %s, path %s: %s has the same match and takes precedence", h, r.Match.Path, t.describeOwner(w.meta))
 					}
 				}
 			}
@@ -168,8 +174,4 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 // proxyStatus records the status of an HTTPProxy the Gateway serves.
 func (t *gatewayTranslator) proxyStatus(k types.NamespacedName, s *httpproxy.Status) {
 	t.status.HTTPProxies[k] = &HTTPProxyStatus{Gateway: key(t.gw.Namespace, t.gw.Name), Status: s.HTTPProxyStatus()}
-}
-
-func sortedStatusKeys(m map[types.NamespacedName]*httpproxy.Status) []types.NamespacedName {
-	return slices.SortedFunc(maps.Keys(m), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
 }

@@ -10,7 +10,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/env"
@@ -46,7 +45,7 @@ type outcome struct {
 	// HTTPProxy found; proxyStatuses are the statuses of the proxies of a
 	// root HTTPProxy's tree.
 	problems      []string
-	proxyStatuses map[types.NamespacedName]*httpproxy.Status
+	proxyStatuses []httpproxy.ProxyStatus
 	// epoch is the last translation whose snapshot held the route.
 	epoch uint64
 	// rank is the route's place among the routes attached with it.

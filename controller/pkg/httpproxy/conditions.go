@@ -62,21 +62,18 @@ func sameConditions(a, b []contourv1.MatchCondition) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for _, x := range a {
-		if !containsCondition(b, x) {
+	for i := range a {
+		if !slices.ContainsFunc(b, func(c contourv1.MatchCondition) bool { return sameCondition(&a[i], &c) }) {
 			return false
 		}
 	}
 	return true
 }
 
-func containsCondition(list []contourv1.MatchCondition, c contourv1.MatchCondition) bool {
-	for _, x := range list {
-		if reflect.DeepEqual(x, c) {
-			return true
-		}
-	}
-	return false
+func sameCondition(a, b *contourv1.MatchCondition) bool {
+	return a.Prefix == b.Prefix && a.Exact == b.Exact && a.Regex == b.Regex &&
+		(a.Header == nil) == (b.Header == nil) && (a.Header == nil || *a.Header == *b.Header) &&
+		(a.QueryParameter == nil) == (b.QueryParameter == nil) && (a.QueryParameter == nil || *a.QueryParameter == *b.QueryParameter)
 }
 
 // match merges the conditions of a route and the includes above it into
@@ -203,21 +200,39 @@ func literal(name, value string, ignoreCase bool, before, after string) ir.Strin
 	return ir.StringMatch{Name: name, Value: re, Regex: true}
 }
 
-// unsupported returns the first field of *v, a struct, that is set and is
-// not one of those served (by their JSON names), as "<at>.<field>", or "".
-// Every field of HTTPProxy takes effect or is refused this way: none is
-// ignored silently.
-func unsupported(v any, at string, served ...string) string {
-	rv := reflect.ValueOf(v).Elem()
-	rt := rv.Type()
+// refuse returns a check of a struct type T whose fields but served (by
+// their JSON names) are not served yet: it returns the JSON name of the
+// first such field that is set, or "". Every field of HTTPProxy takes
+// effect or is refused this way: none is ignored silently. The fields are
+// found once, when the check is made.
+func refuse[T any](served ...string) func(v *T) string {
+	rt := reflect.TypeFor[T]()
+	var index []int
+	var names []string
 	for i := range rt.NumField() {
 		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-		if name == "" || name == "-" {
+		if name == "" || name == "-" || slices.Contains(served, name) {
 			continue
 		}
-		if !rv.Field(i).IsZero() && !slices.Contains(served, name) {
-			return at + "." + name
-		}
+		index, names = append(index, i), append(names, name)
 	}
-	return ""
+	return func(v *T) string {
+		rv := reflect.ValueOf(v).Elem()
+		for k, i := range index {
+			if !rv.Field(i).IsZero() {
+				return names[k]
+			}
+		}
+		return ""
+	}
 }
+
+// The fields of each part of an HTTPProxy that are not served yet.
+var (
+	refuseSpec        = refuse[contourv1.HTTPProxySpec]("virtualhost", "routes", "includes", "ingressClassName")
+	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls")
+	refuseTLS         = refuse[contourv1.TLS]("secretName")
+	refuseRoute       = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",
+		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy")
+	refuseService = refuse[contourv1.Service]("name", "port", "weight", "requestHeadersPolicy", "responseHeadersPolicy")
+)

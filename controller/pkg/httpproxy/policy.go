@@ -71,7 +71,11 @@ func headers(p *contourv1.HeadersPolicy, what string, hostOK bool) (*ir.HeaderMo
 
 // serviceFilters are a service's header policies as the backendRef
 // filters the backends take.
-func serviceFilters(s *contourv1.Service, at string) ([]gatewayv1.HTTPRouteFilter, *problem) {
+func serviceFilters(s *contourv1.Service, route, service int) ([]gatewayv1.HTTPRouteFilter, *problem) {
+	if s.RequestHeadersPolicy == nil && s.ResponseHeadersPolicy == nil {
+		return nil, nil
+	}
+	at := fmt.Sprintf("routes[%d].services[%d]", route, service)
 	var out []gatewayv1.HTTPRouteFilter
 	for _, p := range []struct {
 		policy *contourv1.HeadersPolicy

@@ -28,15 +28,22 @@ type Tree struct {
 	// Clusters are the clusters the routes use.
 	Clusters []routerule.ClusterSpec
 	// Statuses are those of every proxy the tree reached, the root's
-	// among them.
-	Statuses map[types.NamespacedName]*Status
+	// first, in the order reached.
+	Statuses []ProxyStatus
+}
+
+// ProxyStatus is the status of one proxy of a tree.
+type ProxyStatus struct {
+	Proxy  types.NamespacedName
+	Status *Status
+	proxy  *contourv1.HTTPProxy
 }
 
 // Root translates a root proxy's tree for a Gateway whose ingress-https
 // is on httpsPort (0 when it has none), reading the proxies it includes
 // and the Services of their routes through e.
 func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Options, httpsPort int32) *Tree {
-	w := &walk{e: e, names: names, opts: opts, root: root, tree: &Tree{Statuses: map[types.NamespacedName]*Status{}}}
+	w := &walk{e: e, names: names, opts: opts, root: root, tree: &Tree{}}
 	st := w.status(root)
 	vh := root.Spec.VirtualHost
 	w.tree.FQDN = vh.Fqdn
@@ -54,14 +61,14 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		st.Valid.AddError(contourv1.ConditionTypeSpecError, "NothingDefined", "HTTPProxy.Spec must have at least one Route, Include, or a TCPProxy")
 		return w.tree
 	}
-	if f := unsupported(vh, "virtualhost", "fqdn", "tls"); f != "" {
-		st.Valid.AddErrorf(contourv1.ConditionTypeVirtualHostError, "NotSupported", "%s is not supported yet", f)
+	if f := refuseVirtualHost(vh); f != "" {
+		st.Valid.AddErrorf(contourv1.ConditionTypeVirtualHostError, "NotSupported", "virtualhost.%s is not supported yet", f)
 		return w.tree
 	}
 	tls := vh.TLS != nil
 	if tls {
-		if f := unsupported(vh.TLS, "virtualhost.tls", "secretName"); f != "" {
-			st.Valid.AddErrorf(contourv1.ConditionTypeTLSError, "NotSupported", "%s is not supported yet", f)
+		if f := refuseTLS(vh.TLS); f != "" {
+			st.Valid.AddErrorf(contourv1.ConditionTypeTLSError, "NotSupported", "virtualhost.tls.%s is not supported yet", f)
 			return w.tree
 		}
 		if _, _, err := TLSSecret(root); err != nil {
@@ -73,7 +80,7 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 			return w.tree
 		}
 	}
-	for _, r := range w.routes(root, nil, nil) {
+	for _, r := range w.routes(nil, root, nil, nil) {
 		if tls {
 			w.tree.HTTPS = append(w.tree.HTTPS, r.route)
 		}
@@ -82,7 +89,7 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 			continue
 		}
 		w.tree.HTTP = append(w.tree.HTTP, &ir.Route{
-			Name:     r.redirectName,
+			Name:     routerule.RouteName("httpproxy", r.proxy.Namespace, r.proxy.Name, r.index, ptr[gatewayv1.SectionName]("redirect"), 0),
 			Match:    r.route.Match,
 			Redirect: &ir.Redirect{Scheme: "https", Port: uint32(httpsPort), StatusCode: 301},
 		})
@@ -112,6 +119,8 @@ type walk struct {
 	opts  Options
 	root  *contourv1.HTTPProxy
 	tree  *Tree
+	// statuses index the tree's statuses by proxy, once it has many.
+	statuses map[*contourv1.HTTPProxy]*Status
 }
 
 // route is a translated route and whether it may be served over HTTP on
@@ -119,25 +128,45 @@ type walk struct {
 type route struct {
 	route    *ir.Route
 	insecure bool
-	// redirectName names the route's redirect to HTTPS.
-	redirectName string
+	// proxy and index are where the route is written, which names its
+	// redirect to HTTPS.
+	proxy *contourv1.HTTPProxy
+	index int
 }
 
+// status returns the status of proxy p in the tree. Most trees have a
+// few proxies, searched in order; a large one is indexed.
 func (w *walk) status(p *contourv1.HTTPProxy) *Status {
-	k := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-	s, ok := w.tree.Statuses[k]
-	if !ok {
-		s = newStatus(p)
-		w.tree.Statuses[k] = s
+	if w.statuses != nil {
+		if s, ok := w.statuses[p]; ok {
+			return s
+		}
+	} else {
+		for _, ps := range w.tree.Statuses {
+			if ps.proxy == p {
+				return ps.Status
+			}
+		}
+	}
+	s := newStatus(p)
+	w.tree.Statuses = append(w.tree.Statuses, ProxyStatus{Proxy: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, Status: s, proxy: p})
+	switch {
+	case w.statuses != nil:
+		w.statuses[p] = s
+	case len(w.tree.Statuses) > 16:
+		w.statuses = make(map[*contourv1.HTTPProxy]*Status, 2*len(w.tree.Statuses))
+		for _, ps := range w.tree.Statuses {
+			w.statuses[ps.proxy] = ps.Status
+		}
 	}
 	return s
 }
 
-// routes returns the routes of proxy p and of the proxies it includes,
-// under the conditions of the includes that led to it (conds); visited
-// are the proxies on the way there. A route that cannot be served as
-// written drops every route of p, as Contour does.
-func (w *walk) routes(p *contourv1.HTTPProxy, conds []contourv1.MatchCondition, visited []*contourv1.HTTPProxy) []route {
+// routes appends to out the routes of proxy p and of the proxies it
+// includes, under the conditions of the includes that led to it (conds);
+// visited are the proxies on the way there. A route that cannot be served
+// as written drops every route of p, as Contour does.
+func (w *walk) routes(out []route, p *contourv1.HTTPProxy, conds []contourv1.MatchCondition, visited []*contourv1.HTTPProxy) []route {
 	st := w.status(p)
 	if slices.Contains(visited, p) {
 		var path []string
@@ -145,16 +174,18 @@ func (w *walk) routes(p *contourv1.HTTPProxy, conds []contourv1.MatchCondition, 
 			path = append(path, v.Namespace+"/"+v.Name)
 		}
 		st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "IncludeCreatesCycle", "include creates an include cycle: %s", strings.Join(path, " -> "))
-		return nil
+		return out
 	}
 	visited = append(visited, p)
-	if f := unsupported(&p.Spec, "spec", "virtualhost", "routes", "includes", "ingressClassName"); f != "" {
-		st.Valid.AddErrorf(contourv1.ConditionTypeSpecError, "NotSupported", "%s is not supported yet", f)
-		return nil
+	if f := refuseSpec(&p.Spec); f != "" {
+		st.Valid.AddErrorf(contourv1.ConditionTypeSpecError, "NotSupported", "spec.%s is not supported yet", f)
+		return out
 	}
-	var out []route
-	var seen [][]contourv1.MatchCondition
-	for i, inc := range p.Spec.Includes {
+	start := len(out)
+	var seenBuf [8]int
+	seen := seenBuf[:0] // the includes so far that are not duplicates
+	for i := range p.Spec.Includes {
+		inc := &p.Spec.Includes[i]
 		ns := inc.Namespace
 		if ns == "" {
 			ns = p.Namespace
@@ -163,51 +194,57 @@ func (w *walk) routes(p *contourv1.HTTPProxy, conds []contourv1.MatchCondition, 
 			st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "PathMatchConditionsNotValid", "include: %s", err)
 			continue
 		}
-		if slices.ContainsFunc(seen, func(c []contourv1.MatchCondition) bool { return sameConditions(c, inc.Conditions) }) {
+		if slices.ContainsFunc(seen, func(j int) bool { return sameConditions(p.Spec.Includes[j].Conditions, inc.Conditions) }) {
 			st.Valid.AddError(contourv1.ConditionTypeIncludeError, "DuplicateMatchConditions", "duplicate conditions defined on an include")
 			continue
 		}
-		seen = append(seen, inc.Conditions)
+		seen = append(seen, i)
 		child, ok := w.e.HTTPProxy(ns, inc.Name)
 		if ok && w.opts.Serves != nil && !w.opts.Serves(child) {
 			ok = false
 		}
 		all := append(slices.Clip(conds), inc.Conditions...)
-		badGateway := func() {
-			// The include's requests get 502, as Contour answers them.
-			if len(inc.Conditions) == 0 {
-				return
-			}
-			m, err := match(all)
-			if err != nil {
-				return
-			}
-			out = append(out, route{route: &ir.Route{
-				Name:  routerule.RouteName("httpproxy", p.Namespace, p.Name, i, ptr[gatewayv1.SectionName]("include"), 0),
-				Match: m, DirectResponse: &ir.DirectResponse{Status: 502},
-			}})
-		}
 		switch {
 		case !ok:
 			st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "IncludeNotFound", "include %s/%s not found", ns, inc.Name)
-			badGateway()
-			continue
+			out = badGateway(out, p, i, all, len(inc.Conditions) > 0)
 		case child.Spec.VirtualHost != nil:
 			st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "RootIncludesRoot", "root httpproxy cannot include another root httpproxy (%s/%s)", child.Namespace, child.Name)
-			badGateway()
-			continue
+			out = badGateway(out, p, i, all, len(inc.Conditions) > 0)
+		default:
+			out = w.routes(out, child, all, visited)
 		}
-		out = append(out, w.routes(child, all, visited)...)
 	}
 	for i := range p.Spec.Routes {
-		r, err := w.route(p, i, append(slices.Clip(conds), p.Spec.Routes[i].Conditions...))
+		all := conds
+		if rc := p.Spec.Routes[i].Conditions; len(rc) > 0 {
+			all = append(slices.Clip(conds), rc...)
+		}
+		r, err := w.route(p, i, all)
 		if err != nil {
 			st.Valid.AddError(err.typ, err.reason, err.msg)
-			return nil
+			return out[:start]
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// badGateway appends the route of include i of p, whose proxy cannot be
+// included, under all its conditions: its requests get 502, as Contour
+// answers them. An include without conditions adds none.
+func badGateway(out []route, p *contourv1.HTTPProxy, i int, all []contourv1.MatchCondition, conditioned bool) []route {
+	if !conditioned {
+		return out
+	}
+	m, err := match(all)
+	if err != nil {
+		return out
+	}
+	return append(out, route{route: &ir.Route{
+		Name:  routerule.RouteName("httpproxy", p.Namespace, p.Name, i, ptr[gatewayv1.SectionName]("include"), 0),
+		Match: m, DirectResponse: &ir.DirectResponse{Status: 502},
+	}})
 }
 
 // problem is why a route cannot be served, as Contour reports it.
@@ -217,9 +254,8 @@ type problem struct{ typ, reason, msg string }
 // last.
 func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondition) (route, *problem) {
 	r := &p.Spec.Routes[i]
-	if f := unsupported(r, fmt.Sprintf("routes[%d]", i), "conditions", "services", "permitInsecure", "enableWebsockets",
-		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy"); f != "" {
-		return route{}, &problem{contourv1.ConditionTypeRouteError, "NotSupported", f + " is not supported yet"}
+	if f := refuseRoute(r); f != "" {
+		return route{}, &problem{contourv1.ConditionTypeRouteError, "NotSupported", fmt.Sprintf("routes[%d].%s is not supported yet", i, f)}
 	}
 	actions := 0
 	for _, set := range []bool{len(r.Services) > 0, r.RequestRedirectPolicy != nil, r.DirectResponsePolicy != nil} {
@@ -269,8 +305,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 			return route{}, bad
 		}
 	}
-	redirectName := routerule.RouteName("httpproxy", p.Namespace, p.Name, i, ptr[gatewayv1.SectionName]("redirect"), 0)
-	return route{route: out, insecure: r.PermitInsecure, redirectName: redirectName}, nil
+	return route{route: out, insecure: r.PermitInsecure, proxy: p, index: i}, nil
 }
 
 // services resolves route i's services into out's destination.
@@ -281,14 +316,13 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 	refs := make([]gatewayv1.HTTPBackendRef, 0, len(r.Services))
 	for j := range r.Services {
 		s := &r.Services[j]
-		at := fmt.Sprintf("routes[%d].services[%d]", i, j)
-		if f := unsupported(s, at, "name", "port", "weight", "requestHeadersPolicy", "responseHeadersPolicy"); f != "" {
-			return &problem{contourv1.ConditionTypeServiceError, "NotSupported", f + " is not supported yet"}
+		if f := refuseService(s); f != "" {
+			return &problem{contourv1.ConditionTypeServiceError, "NotSupported", fmt.Sprintf("routes[%d].services[%d].%s is not supported yet", i, j, f)}
 		}
 		if s.Port < 1 || s.Port > 65535 {
 			return &problem{contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name)}
 		}
-		filters, bad := serviceFilters(s, at)
+		filters, bad := serviceFilters(s, i, j)
 		if bad != nil {
 			return bad
 		}

@@ -53,6 +53,10 @@ func (x *Translator) action(r *ir.Route, in *routeMessages) *routev3.Route_Route
 	if !plain {
 		return &routev3.Route_Route{Route: routeAction(r, in)}
 	}
+	if r.WebsocketsDisabled {
+		// A name no cluster has: ":" is in none.
+		c += ":no-websockets"
+	}
 	a, ok := x.actions[c]
 	if !ok {
 		a = &routev3.Route_Route{Route: routeAction(r, &routeMessages{})}
@@ -62,9 +66,9 @@ func (x *Translator) action(r *ir.Route, in *routeMessages) *routev3.Route_Route
 }
 
 // plainCluster reports whether all routeAction makes of r is a cluster
-// name, and which.
+// name (and whether websockets are off), and which.
 func plainCluster(r *ir.Route) (string, bool) {
-	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 || r.WebsocketsDisabled {
+	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 {
 		return "", false
 	}
 	cluster, live := "", 0
@@ -79,6 +83,10 @@ func plainCluster(r *ir.Route) (string, bool) {
 	}
 	return cluster, live == 1
 }
+
+// noWebsockets turns websocket upgrades off for a route; shared, and never
+// changed.
+var noWebsockets = []*routev3.RouteAction_UpgradeConfig{{UpgradeType: "websocket", Enabled: wrapperspb.Bool(false)}}
 
 func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 	a := &routev3.RouteAction{}
@@ -124,7 +132,7 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 		}
 	}
 	if r.WebsocketsDisabled {
-		a.UpgradeConfigs = []*routev3.RouteAction_UpgradeConfig{{UpgradeType: "websocket", Enabled: wrapperspb.Bool(false)}}
+		a.UpgradeConfigs = noWebsockets
 	}
 	for _, m := range r.Mirrors {
 		a.RequestMirrorPolicies = append(a.RequestMirrorPolicies, &routev3.RouteAction_RequestMirrorPolicy{
