@@ -101,10 +101,13 @@ func (t *gatewayTranslator) attachHTTPProxy(root *contourv1.HTTPProxy, rank int3
 func (t *gatewayTranslator) reportHTTPProxies() {
 	// Statuses are shared with the outcomes that hold them until one
 	// needs a change: own copies it first.
-	out := map[types.NamespacedName]*httpproxy.Status{}
-	owned := map[types.NamespacedName]bool{}
+	out := make(map[types.NamespacedName]*httpproxy.Status, len(t.proxies))
+	var owned map[types.NamespacedName]bool
 	own := func(k types.NamespacedName) *httpproxy.Status {
 		if !owned[k] {
+			if owned == nil {
+				owned = map[types.NamespacedName]bool{}
+			}
 			out[k], owned[k] = &httpproxy.Status{Valid: *out[k].Valid.DeepCopy()}, true
 		}
 		return out[k]
@@ -166,8 +169,19 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 			out[k] = httpproxy.Orphaned(p)
 		}
 	}
+	keys := make([]types.NamespacedName, 0, len(out))
+	statuses := make([]*httpproxy.Status, 0, len(out))
 	for k, s := range out {
-		t.proxyStatus(k, s)
+		keys, statuses = append(keys, k), append(statuses, s)
+	}
+	gw := key(t.gw.Namespace, t.gw.Name)
+	if len(t.status.HTTPProxies) == 0 {
+		t.status.HTTPProxies = make(map[types.NamespacedName]*HTTPProxyStatus, len(keys))
+	}
+	written := make([]HTTPProxyStatus, len(keys))
+	for i, st := range httpproxy.Statuses(statuses) {
+		written[i] = HTTPProxyStatus{Gateway: gw, Status: st}
+		t.status.HTTPProxies[keys[i]] = &written[i]
 	}
 }
 

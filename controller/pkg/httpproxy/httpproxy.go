@@ -52,6 +52,17 @@ func newStatus(p *contourv1.HTTPProxy) *Status {
 	return s
 }
 
+// Statuses returns the statuses as the objects carry them, in the order
+// given: one allocation for all, since a Gateway may serve many.
+func Statuses(s []*Status) []contourv1.HTTPProxyStatus {
+	out := make([]contourv1.HTTPProxyStatus, len(s))
+	conds := make([]contourv1.DetailedCondition, len(s))
+	for i, st := range s {
+		out[i] = st.into(conds[i : i+1 : i+1])
+	}
+	return out
+}
+
 // Invalid is the status of a proxy with one error.
 func Invalid(p *contourv1.HTTPProxy, typ, reason, message string) *Status {
 	s := newStatus(p)
@@ -68,7 +79,13 @@ func Orphaned(p *contourv1.HTTPProxy) *Status {
 
 // HTTPProxyStatus is the status as the object carries it.
 func (s *Status) HTTPProxyStatus() contourv1.HTTPProxyStatus {
-	out := contourv1.HTTPProxyStatus{CurrentStatus: StatusValid, Description: s.Valid.Message, Conditions: []contourv1.DetailedCondition{s.Valid}}
+	return s.into(make([]contourv1.DetailedCondition, 1))
+}
+
+// into is HTTPProxyStatus with the conditions in conds, of length 1.
+func (s *Status) into(conds []contourv1.DetailedCondition) contourv1.HTTPProxyStatus {
+	conds[0] = s.Valid
+	out := contourv1.HTTPProxyStatus{CurrentStatus: StatusValid, Description: s.Valid.Message, Conditions: conds}
 	if s.Valid.Status != contourv1.ConditionTrue {
 		out.CurrentStatus = StatusInvalid
 		if o, ok := s.Valid.GetError(contourv1.ConditionTypeOrphanedError); ok {
