@@ -11,8 +11,6 @@ import (
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -40,12 +38,16 @@ func Serves(class *networkingv1.IngressClass, gw *gatewayv1.Gateway, controller 
 // class (spec.ingressClassName, else the legacy annotation, else the class
 // marked default) serves gw.
 func Selected(gw *gatewayv1.Gateway, controller string, classes []*networkingv1.IngressClass, ingresses []*networkingv1.Ingress) []*networkingv1.Ingress {
-	return Select(gw, controller, classes, ingresses, func(ing *networkingv1.Ingress) string {
+	out := Select(gw, controller, classes, ingresses, func(ing *networkingv1.Ingress) string {
 		if ing.Spec.IngressClassName != nil {
 			return *ing.Spec.IngressClassName
 		}
 		return ing.Annotations[legacyClass]
 	})
+	slices.SortFunc(out, func(a, b *networkingv1.Ingress) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return out
 }
 
 // Contour's annotations naming an HTTPProxy's ingress class, read when
@@ -54,8 +56,8 @@ const (
 	proxyClass = "projectcontour.io/ingress.class"
 )
 
-// SelectedProxies returns the HTTPProxies gw serves, oldest first: those
-// whose class (spec.ingressClassName, else Contour's class annotations,
+// SelectedProxies returns the HTTPProxies gw serves, in the order given:
+// those whose class (spec.ingressClassName, else Contour's class annotations,
 // else the class marked default) serves gw.
 func SelectedProxies(gw *gatewayv1.Gateway, controller string, classes []*networkingv1.IngressClass, proxies []*contourv1.HTTPProxy) []*contourv1.HTTPProxy {
 	return Select(gw, controller, classes, proxies, func(p *contourv1.HTTPProxy) string {
@@ -64,10 +66,11 @@ func SelectedProxies(gw *gatewayv1.Gateway, controller string, classes []*networ
 }
 
 // Select returns the objects of an ingress-class-selected kind (Ingress,
-// Contour's HTTPProxy) that gw serves, oldest first: those whose class
+// Contour's HTTPProxy) that gw serves, in the order given: those whose
+// class
 // (named by className, "" for none, else the class marked default) serves
 // gw.
-func Select[T metav1.Object](gw *gatewayv1.Gateway, controller string, classes []*networkingv1.IngressClass, objs []T, className func(T) string) []T {
+func Select[T any](gw *gatewayv1.Gateway, controller string, classes []*networkingv1.IngressClass, objs []T, className func(T) string) []T {
 	ours := map[string]bool{}
 	var defaults []*networkingv1.IngressClass
 	for _, c := range classes {
@@ -90,9 +93,5 @@ func Select[T metav1.Object](gw *gatewayv1.Gateway, controller string, classes [
 			out = append(out, o)
 		}
 	}
-	slices.SortFunc(out, func(a, b T) int {
-		return cmp.Or(a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time),
-			strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
-	})
 	return out
 }

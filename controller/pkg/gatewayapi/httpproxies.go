@@ -48,12 +48,15 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 		t.httpsPort = int32(shape.HTTPS.Port)
 	}
 	t.duplicates = httpproxy.Duplicates(named)
-	var sets []*listenerSet
 	for _, r := range t.proxies {
-		if _, dup := t.duplicates[key(r.Namespace, r.Name)]; dup || r.Spec.VirtualHost == nil {
-			continue
+		if _, dup := t.duplicates[key(r.Namespace, r.Name)]; !dup && r.Spec.VirtualHost != nil {
+			t.roots = append(t.roots, r)
 		}
-		t.roots = append(t.roots, r)
+	}
+	// Roots oldest first: their TLS listeners come in that order.
+	slices.SortFunc(t.roots, func(a, b *contourv1.HTTPProxy) int { return compareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
+	var sets []*listenerSet
+	for _, r := range t.roots {
 		if r.Spec.VirtualHost.TLS == nil || shape.HTTPS == nil || validate.Hostname(r.Spec.VirtualHost.Fqdn, true) != nil {
 			continue
 		}

@@ -313,7 +313,8 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 	// Services without weights share the requests equally; with weights,
 	// a service of weight 0 gets none.
 	weighted := slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return s.Weight > 0 })
-	refs := make([]gatewayv1.HTTPBackendRef, 0, len(r.Services))
+	var buf [4]gatewayv1.HTTPBackendRef
+	refs := buf[:0]
 	for j := range r.Services {
 		s := &r.Services[j]
 		if f := refuseService(s); f != "" {

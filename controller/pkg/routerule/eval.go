@@ -78,13 +78,15 @@ func GRPCRoute(e env.Env, names *Names, gr *gatewayv1.GRPCRoute) *Rules {
 // kind in namespace ns into a destination: a ref that does not resolve
 // keeps its weight, marked invalid, so that its share of requests gets a
 // 500; Resolved says why.
-func HTTPBackends(e env.Env, names *Names, kind, ns string, generation int64, refs []gatewayv1.HTTPBackendRef) *Backends {
-	ev := newEval(e, names, generation)
-	brs := make([]backendRef, len(refs))
-	for i, b := range refs {
-		brs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters}
+func HTTPBackends(e env.Env, names *Names, kind, ns string, generation int64, refs []gatewayv1.HTTPBackendRef) Backends {
+	ev := eval{env: e, names: names, resolved: condition.Route{Generation: generation}}
+	var buf [4]backendRef
+	brs := buf[:0]
+	for _, b := range refs {
+		brs = append(brs, backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters})
 	}
-	return &Backends{Destination: httpBackends(ev, ns, kind, brs), Resolved: ev.resolved, Clusters: ev.clusters}
+	d := httpBackends(&ev, ns, kind, brs)
+	return Backends{Destination: d, Resolved: ev.resolved, Clusters: ev.clusters}
 }
 
 // Backends are a route's resolved backends.
