@@ -89,6 +89,8 @@ var effects = []effect{
 	{path: "spec.runtimeSettings.accessLog.format", spec: "runtimeSettings: {accessLog: {format: JSON}}"},
 	{path: "spec.runtimeSettings.accessLog.jsonFields", base: "runtimeSettings: {accessLog: {format: JSON}}", spec: "runtimeSettings: {accessLog: {format: JSON, jsonFields: ['s=%RESPONSE_CODE%']}}"},
 	{path: "spec.runtimeSettings.accessLog.textFormat", spec: "runtimeSettings: {accessLog: {textFormat: \"%RESPONSE_CODE%\\n\"}}"},
+	{path: "spec.runtimeSettings.httpproxy.disablePermitInsecure", spec: "runtimeSettings: {httpproxy: {disablePermitInsecure: true}}"},
+	{path: "spec.runtimeSettings.httpproxy.rootNamespaces", spec: "runtimeSettings: {httpproxy: {rootNamespaces: [platform]}}"},
 	{path: "spec.runtimeSettings.http.maxRequestHeadersKiB", spec: "runtimeSettings: {http: {maxRequestHeadersKiB: 96}}"},
 	{path: "spec.runtimeSettings.http.mergeSlashes", spec: "runtimeSettings: {http: {mergeSlashes: true}}"},
 	{path: "spec.runtimeSettings.http.numTrustedHops", spec: "runtimeSettings: {http: {numTrustedHops: 1}}"},
@@ -195,8 +197,9 @@ func TestEveryProfileFieldHasAnEffect(t *testing.T) {
 	}
 }
 
-// fixture is a Gateway with a listener of every kind, and what the walk
-// observes of a profile.
+// fixture is a Gateway with a listener of every kind, another with the
+// Ingress listeners serving an HTTPProxy, and what the walk observes of a
+// profile.
 type fixture struct {
 	ns      string
 	gateway *gatewayv1.Gateway
@@ -273,6 +276,34 @@ metadata: {name: dns, namespace: %[1]s}
 spec:
   parentRefs: [{name: walk, sectionName: udp}]
   rules: [{backendRefs: [{name: dns, port: 53}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: walk-ingress, namespace: %[1]s}
+spec:
+  gatewayClassName: walk
+  listeners:
+  - {name: ingress-http, protocol: HTTP, port: 80}
+  - {name: ingress-https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: cert}]}}
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: walk}
+spec:
+  controller: %[2]s
+  parameters: {apiGroup: gateway.networking.k8s.io, kind: Gateway, name: walk-ingress, namespace: %[1]s, scope: Namespace}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: www, namespace: %[1]s}
+spec:
+  ingressClassName: walk
+  virtualhost: {fqdn: www.example.com, tls: {secretName: cert}}
+  routes:
+  - services: [{name: app, port: 80}]
+  - conditions: [{prefix: /public}]
+    permitInsecure: true
+    services: [{name: app, port: 80}]
 ---
 apiVersion: v1
 kind: Service
@@ -357,11 +388,15 @@ func (fx *fixture) observe(t *testing.T, name, spec string) observation {
 	if err != nil {
 		t.Fatal(err)
 	}
+	routes, err := offline.Render(result, "routes", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	clusters, err := offline.Render(result, "clusters", "yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.xds = string(xdsYAML) + string(clusters)
+	o.xds = string(xdsYAML) + string(routes) + string(clusters)
 
 	opts := controllerserve.DefaultOptions()
 	if _, err := opts.ApplyRuntimeSettings(cd.Spec.RuntimeSettings); err != nil {

@@ -37,6 +37,29 @@ type RuntimeSettings struct {
 	// +kubebuilder:default={}
 	// +optional
 	AccessLog AccessLogSettings `json:"accessLog,omitempty"`
+
+	// HTTPProxy configures how the Gateway serves Contour's HTTPProxies,
+	// with Contour's names for the settings.
+	// +optional
+	HTTPProxy HTTPProxySettings `json:"httpproxy,omitempty"`
+}
+
+// HTTPProxySettings are Contour's settings for HTTPProxy.
+type HTTPProxySettings struct {
+	// RootNamespaces are the namespaces root HTTPProxies (those with a
+	// virtualhost) may be in; a root elsewhere is invalid. Empty allows
+	// every namespace. Contour's httpproxy.rootNamespaces: it keeps teams
+	// from claiming hostnames outside the namespaces a platform team
+	// chose.
+	// +listType=set
+	// +optional
+	RootNamespaces []string `json:"rootNamespaces,omitempty"`
+
+	// DisablePermitInsecure ignores permitInsecure on the routes of TLS
+	// virtual hosts: their plain HTTP requests are always redirected to
+	// HTTPS. Contour's httpproxy.disablePermitInsecure.
+	// +optional
+	DisablePermitInsecure bool `json:"disablePermitInsecure,omitempty"`
 }
 
 // XDSSettings batch changes into pushes. After a change the controller waits

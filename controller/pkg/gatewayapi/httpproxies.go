@@ -43,7 +43,11 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 			named = append(named, p)
 		}
 	}
-	t.proxyOptions = httpproxy.Options{Serves: func(p *contourv1.HTTPProxy) bool { return served[p] }}
+	t.proxyOptions = httpproxy.Options{
+		RootNamespaces:        t.proxySettings.RootNamespaces,
+		DisablePermitInsecure: t.proxySettings.DisablePermitInsecure,
+		Serves:                func(p *contourv1.HTTPProxy) bool { return served[p] },
+	}
 	if shape.HTTPS != nil {
 		t.httpsPort = int32(shape.HTTPS.Port)
 	}

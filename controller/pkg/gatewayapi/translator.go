@@ -24,6 +24,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/supported"
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/backendtls"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/httpproxy"
@@ -40,6 +41,9 @@ type Options struct {
 	// Gateways limits translation to these Gateways; empty means every
 	// Gateway whose class has ControllerName.
 	Gateways []types.NamespacedName
+	// HTTPProxy returns the HTTPProxy settings of a Gateway's profile;
+	// nil gives every Gateway the defaults.
+	HTTPProxy func(gateway types.NamespacedName) v1alpha1.HTTPProxySettings
 }
 
 // Result is the output of a translation.
@@ -94,6 +98,9 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 		t := &gatewayTranslator{newEnv: idx.Env, endpoints: idx.EndpointSlices, status: st, gw: gw, controller: tr.opts.ControllerName, httpRoutes: httpRoutes, grpcRoutes: grpcRoutes, streams: streams, cache: c}
+		if tr.opts.HTTPProxy != nil {
+			t.proxySettings = tr.opts.HTTPProxy(name)
+		}
 		out.Gateways = append(out.Gateways, t.translate(res, tr.states[name]))
 		states[name] = t.state
 	}
@@ -182,6 +189,7 @@ type gatewayTranslator struct {
 	proxies, roots []*contourv1.HTTPProxy
 	duplicates     map[types.NamespacedName]*httpproxy.Status
 	proxyOptions   httpproxy.Options
+	proxySettings  v1alpha1.HTTPProxySettings
 	httpsPort      int32
 	// lost are the listeners where an HTTPRoute or GRPCRoute loses a
 	// hostname to a route of the other kind (kindConflicts).

@@ -22,6 +22,10 @@ type Options struct {
 	// RootNamespaces are the namespaces root proxies may be in
 	// (httpproxy.rootNamespaces); none means every namespace.
 	RootNamespaces []string
+	// DisablePermitInsecure redirects every plain HTTP request of a TLS
+	// virtual host, whatever a route's permitInsecure says
+	// (httpproxy.disablePermitInsecure).
+	DisablePermitInsecure bool
 	// Serves says whether the Gateway serves a proxy: its ingress class
 	// names one of the Gateway's IngressClasses. An include of a proxy it
 	// does not serve is an include of a proxy that does not exist.

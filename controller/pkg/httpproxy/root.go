@@ -84,7 +84,7 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		if tls {
 			w.tree.HTTPS = append(w.tree.HTTPS, r.route)
 		}
-		if !tls || r.insecure {
+		if !tls || r.insecure && !opts.DisablePermitInsecure {
 			w.tree.HTTP = append(w.tree.HTTP, r.route)
 			continue
 		}

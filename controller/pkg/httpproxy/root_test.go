@@ -63,3 +63,29 @@ func TestLargeTree(t *testing.T) {
 		t.Errorf("%d HTTPProxy reads recorded, want %d", proxies, n)
 	}
 }
+
+// The profile's settings: a root outside rootNamespaces is invalid, and
+// disablePermitInsecure redirects a TLS virtual host's plain HTTP requests
+// whatever the route says.
+func TestSettings(t *testing.T) {
+	res := &resources.Resources{Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}}}
+	root := &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "www"}, Spec: contourv1.HTTPProxySpec{
+		VirtualHost: &contourv1.VirtualHost{Fqdn: "www.example.com", TLS: &contourv1.TLS{SecretName: "cert"}},
+		Routes:      []contourv1.Route{{PermitInsecure: true, Services: []contourv1.Service{{Name: "app", Port: 80}}}},
+	}}
+	translate := func(opts Options) *Tree {
+		var reads env.Reads
+		return Root(env.NewIndex(res, nil).Env(&reads), nil, root, opts, 443)
+	}
+	if tree := translate(Options{RootNamespaces: []string{"platform"}}); len(tree.HTTP) != 0 ||
+		tree.Statuses[0].Status.Valid.Errors[0].Reason != "RootProxyNotAllowedInNamespace" {
+		t.Errorf("a root outside rootNamespaces: %d routes, %+v", len(tree.HTTP), tree.Statuses[0].Status.Valid.Errors)
+	}
+	if tree := translate(Options{RootNamespaces: []string{"team"}}); len(tree.HTTP) != 1 || tree.HTTP[0].Redirect != nil {
+		t.Errorf("permitInsecure: the HTTP route is %+v, want the route itself", tree.HTTP)
+	}
+	if tree := translate(Options{DisablePermitInsecure: true}); len(tree.HTTP) != 1 || tree.HTTP[0].Redirect == nil {
+		t.Errorf("disablePermitInsecure: the HTTP route is %+v, want a redirect", tree.HTTP)
+	}
+}

@@ -110,6 +110,7 @@ func Translate(res *resources.Resources, opts Options) (*Result, error) {
 	out.Gateways = gatewayapi.Translate(res, gatewayapi.Options{
 		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
 		Gateways:       opts.Gateways,
+		HTTPProxy:      proxySettings(res),
 	})
 	// What the controller sets once the fleet has acknowledged.
 	programmed.Status(out.Gateways.Status, programmed.Acknowledged)

@@ -17,6 +17,37 @@ import (
 // Input is often partial, so a profile that is not in it, or that the
 // operator would refuse, gives the defaults and a note saying so.
 func settings(res *resources.Resources, gateway string) (xds.Settings, string) {
+	rs, sources, note, ok := runtimeSettings(res, gateway)
+	if !ok {
+		return xds.DefaultSettings(), note
+	}
+	s, err := xds.FromRuntime(rs)
+	if err != nil {
+		return xds.DefaultSettings(), fmt.Sprintf("ContourDeployment %s: %v; the operator refuses this profile; using the default runtimeSettings", sources, err)
+	}
+	return s, note
+}
+
+// proxySettings are the HTTPProxy settings of a Gateway's profile, the
+// defaults where settings would give them.
+func proxySettings(res *resources.Resources) func(types.NamespacedName) v1alpha1.HTTPProxySettings {
+	return func(gw types.NamespacedName) v1alpha1.HTTPProxySettings {
+		rs, _, _, ok := runtimeSettings(res, gw.String())
+		if !ok {
+			return v1alpha1.HTTPProxySettings{}
+		}
+		if _, err := xds.FromRuntime(rs); err != nil {
+			return v1alpha1.HTTPProxySettings{}
+		}
+		return rs.HTTPProxy
+	}
+}
+
+// runtimeSettings resolves the runtimeSettings of the Gateway named
+// "namespace/name" from the profiles in res (sources names them). It
+// reports false, with a note, when the profiles cannot be resolved; a
+// profile missing from res counts as empty, with a note.
+func runtimeSettings(res *resources.Resources, gateway string) (rs v1alpha1.RuntimeSettings, sources, note string, ok bool) {
 	var missing []string
 	lookup := func(key types.NamespacedName) (*v1alpha1.ContourDeployment, error) {
 		for _, cd := range res.ContourDeployments {
@@ -38,21 +69,17 @@ func settings(res *resources.Resources, gateway string) (xds.Settings, string) {
 			}
 			var err error
 			if p, err = profile.ForClass(gc, lookup); err != nil {
-				return xds.DefaultSettings(), fmt.Sprintf("GatewayClass %s: %v; using the default runtimeSettings", gc.Name, err)
+				return rs, "", fmt.Sprintf("GatewayClass %s: %v; using the default runtimeSettings", gc.Name, err), false
 			}
 		}
 		p, err := profile.ForGateway(gw, p, lookup)
 		if err != nil {
-			return xds.DefaultSettings(), fmt.Sprintf("%v; using the default runtimeSettings", err)
-		}
-		s, err := xds.FromRuntime(p.Spec.RuntimeSettings)
-		if err != nil {
-			return xds.DefaultSettings(), fmt.Sprintf("ContourDeployment %s: %v; the operator refuses this profile; using the default runtimeSettings", p.Sources, err)
+			return rs, "", fmt.Sprintf("%v; using the default runtimeSettings", err), false
 		}
 		if len(missing) > 0 {
-			return s, fmt.Sprintf("ContourDeployment %s not in the input; its runtimeSettings are taken as the defaults", strings.Join(missing, " and "))
+			note = fmt.Sprintf("ContourDeployment %s not in the input; its runtimeSettings are taken as the defaults", strings.Join(missing, " and "))
 		}
-		return s, ""
+		return p.Spec.RuntimeSettings, fmt.Sprint(p.Sources), note, true
 	}
-	return xds.DefaultSettings(), ""
+	return rs, "", "", false
 }

@@ -46,6 +46,8 @@ type Options struct {
 	// UpdateDelay is how long changes must be quiet before a translation;
 	// MaxUpdateDelay bounds the wait after the first change.
 	UpdateDelay, MaxUpdateDelay time.Duration
+	// HTTPProxy are the profile's HTTPProxy settings (runtimeSettings).
+	HTTPProxy v1alpha1.HTTPProxySettings
 	// KindsInterval is how often the served Gateway API kinds are checked
 	// again; a change restarts the controller.
 	KindsInterval       time.Duration
@@ -124,10 +126,11 @@ func (o *Options) runtimeSettings() (xds.Settings, error) {
 	return s, nil
 }
 
-// ApplyRuntimeSettings sets the batching options from a profile's
-// runtimeSettings and returns the Envoy settings they give: everything
-// the controller takes from the profile.
+// ApplyRuntimeSettings sets the batching and HTTPProxy options from a
+// profile's runtimeSettings and returns the Envoy settings they give:
+// everything the controller takes from the profile.
 func (o *Options) ApplyRuntimeSettings(rs v1alpha1.RuntimeSettings) (xds.Settings, error) {
+	o.HTTPProxy = rs.HTTPProxy
 	if d := rs.XDS.UpdateDelay; d != nil {
 		o.UpdateDelay = d.Duration
 	}

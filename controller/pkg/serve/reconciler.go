@@ -15,6 +15,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/target"
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/batch"
 	"isobar.dev/controller/pkg/endpointwatch"
 	"isobar.dev/controller/pkg/gatewayapi"
@@ -85,7 +86,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.readCertificates(ctx, res, tgt.Gateway)
 	if tgt.Gateway != r.served || r.stage1 == nil {
 		// A new Gateway to serve starts from empty caches.
-		r.stage1 = gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: gatewayv1.GatewayController(r.opts.ControllerName), Gateways: []types.NamespacedName{tgt.Gateway}})
+		r.stage1 = gatewayapi.NewTranslator(gatewayapi.Options{
+			ControllerName: gatewayv1.GatewayController(r.opts.ControllerName), Gateways: []types.NamespacedName{tgt.Gateway},
+			HTTPProxy: func(types.NamespacedName) v1alpha1.HTTPProxySettings { return r.opts.HTTPProxy },
+		})
 		r.served = tgt.Gateway
 	}
 	start := time.Now()
