@@ -1,0 +1,74 @@
+package offline
+
+import (
+	"slices"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	kptr "k8s.io/utils/ptr"
+
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/resources"
+)
+
+// FuzzHTTPProxy varies the user-controlled strings and numbers of a root
+// HTTPProxy and the proxy it includes, which the CRD's schema would check
+// only in part: nothing may panic, what translates passes the Envoy
+// checks and the simulator, and an incremental translation that sees the
+// included proxy arrive gives what a fresh one does.
+func FuzzHTTPProxy(f *testing.F) {
+	f.Add("app.example.com", "/api", "/v1", "x-version", "2", "^/v[0-9]+", "debug", "30s", "/new", int64(1), 200)
+	f.Add("", "", "", "", "", "", "", "", "", int64(0), 0)
+	f.Add("*.example.com", "api", "//", "bad header", "\x00", "([", "q p", "forever", "no-slash", int64(-5), 99)
+	f.Fuzz(func(t *testing.T, fqdn, prefix, childPrefix, header, value, regex, query, timeout, path string, weight int64, status int) {
+		res := proxyResources(fqdn, prefix, childPrefix, header, value, regex, query, timeout, path, weight, status)
+		result, err := Translate(res, Options{})
+		if err != nil {
+			t.Fatalf("translation produced invalid Envoy configuration: %v", err)
+		}
+		simulate(t, result)
+		before := *res
+		before.HTTPProxies = slices.DeleteFunc(slices.Clone(res.HTTPProxies), func(p *contourv1.HTTPProxy) bool { return p.Name == "child" })
+		inc := newIncremental()
+		inc.check(t, "without the included proxy", &before)
+		inc.check(t, "with it", res)
+	})
+}
+
+func proxyResources(fqdn, prefix, childPrefix, header, value, regex, query, timeout, path string, weight int64, status int) *resources.Resources {
+	res := fuzzResources("/", "x", "y", "", "q", "/", 1, 301, "", "/", "GET")
+	res.HTTPRoutes = nil
+	res.Gateways[0].Spec.Listeners = []gatewayv1.Listener{{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}}
+	res.IngressClasses = []*networkingv1.IngressClass{{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}},
+		Spec: networkingv1.IngressClassSpec{Controller: string(DefaultControllerName), Parameters: &networkingv1.IngressClassParametersReference{
+			APIGroup: kptr.To(gatewayv1.GroupName), Kind: "Gateway", Name: "web", Namespace: kptr.To("default"),
+			Scope: kptr.To(networkingv1.IngressClassParametersReferenceScopeNamespace),
+		}},
+	}}
+	redirect := path
+	res.HTTPProxies = []*contourv1.HTTPProxy{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "root", Generation: 1},
+		Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: fqdn},
+			Includes:    []contourv1.Include{{Name: "child", Conditions: []contourv1.MatchCondition{{Prefix: prefix}, {Header: &contourv1.HeaderMatchCondition{Name: header, Contains: value}}}}},
+			Routes: []contourv1.Route{
+				{Conditions: []contourv1.MatchCondition{{Regex: regex}}, Services: []contourv1.Service{{Name: "svc", Port: 80, Weight: weight}},
+					TimeoutPolicy:        &contourv1.TimeoutPolicy{Response: timeout},
+					RequestHeadersPolicy: &contourv1.HeadersPolicy{Set: []contourv1.HeaderValue{{Name: header, Value: value}}, Remove: []string{header}}},
+				{Conditions: []contourv1.MatchCondition{{Exact: path}}, RequestRedirectPolicy: &contourv1.HTTPRequestRedirectPolicy{Path: &redirect}},
+				{Conditions: []contourv1.MatchCondition{{Prefix: childPrefix}}, DirectResponsePolicy: &contourv1.HTTPDirectResponsePolicy{StatusCode: status, Body: value}},
+			},
+		},
+	}, {
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "child", Generation: 1},
+		Spec: contourv1.HTTPProxySpec{Routes: []contourv1.Route{{
+			Conditions: []contourv1.MatchCondition{{Prefix: childPrefix}, {QueryParameter: &contourv1.QueryParameterMatchCondition{Name: query, Prefix: value, IgnoreCase: true}}},
+			Services:   []contourv1.Service{{Name: "svc", Port: 80}},
+		}}},
+	}}
+	return res
+}
