@@ -39,9 +39,11 @@ type RuntimeSettings struct {
 	AccessLog AccessLogSettings `json:"accessLog,omitempty"`
 
 	// HTTPProxy configures how the Gateway serves Contour's HTTPProxies,
-	// with Contour's names for the settings.
+	// with Contour's names for the settings. Unset, it is the defaults
+	// (and a profile without it renders as before it existed, so an
+	// upgrade does not roll the controllers).
 	// +optional
-	HTTPProxy HTTPProxySettings `json:"httpproxy,omitempty"`
+	HTTPProxy *HTTPProxySettings `json:"httpproxy,omitempty"`
 }
 
 // HTTPProxySettings are Contour's settings for HTTPProxy.

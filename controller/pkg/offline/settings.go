@@ -36,10 +36,10 @@ func proxySettings(res *resources.Resources) func(types.NamespacedName) v1alpha1
 		if !ok {
 			return v1alpha1.HTTPProxySettings{}
 		}
-		if _, err := xds.FromRuntime(rs); err != nil {
+		if _, err := xds.FromRuntime(rs); err != nil || rs.HTTPProxy == nil {
 			return v1alpha1.HTTPProxySettings{}
 		}
-		return rs.HTTPProxy
+		return *rs.HTTPProxy
 	}
 }
 

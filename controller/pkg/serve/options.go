@@ -130,7 +130,9 @@ func (o *Options) runtimeSettings() (xds.Settings, error) {
 // profile's runtimeSettings and returns the Envoy settings they give:
 // everything the controller takes from the profile.
 func (o *Options) ApplyRuntimeSettings(rs v1alpha1.RuntimeSettings) (xds.Settings, error) {
-	o.HTTPProxy = rs.HTTPProxy
+	if rs.HTTPProxy != nil {
+		o.HTTPProxy = *rs.HTTPProxy
+	}
 	if d := rs.XDS.UpdateDelay; d != nil {
 		o.UpdateDelay = d.Duration
 	}
