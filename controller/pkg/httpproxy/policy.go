@@ -22,7 +22,7 @@ func headers(p *contourv1.HeadersPolicy, what string, hostOK bool) (*ir.HeaderMo
 		return nil, "", nil
 	}
 	bad := func(reason, format string, args ...any) (*ir.HeaderModifier, string, *problem) {
-		return nil, "", &problem{contourv1.ConditionTypeRouteError, reason, what + ": " + fmt.Sprintf(format, args...)}
+		return nil, "", refused(contourv1.ConditionTypeRouteError, reason, what + ": " + fmt.Sprintf(format, args...))
 	}
 	out := &ir.HeaderModifier{}
 	host := ""
@@ -114,7 +114,7 @@ func timeouts(r *ir.Route, tp *contourv1.TimeoutPolicy) *problem {
 		return nil
 	}
 	if tp.Idle != "" || tp.IdleConnection != "" {
-		return &problem{contourv1.ConditionTypeRouteError, "NotSupported", "timeoutPolicy.idle and timeoutPolicy.idleConnection are not supported yet"}
+		return refused(contourv1.ConditionTypeRouteError, "NotSupported", "timeoutPolicy.idle and timeoutPolicy.idleConnection are not supported yet")
 	}
 	switch tp.Response {
 	case "":
@@ -123,7 +123,7 @@ func timeouts(r *ir.Route, tp *contourv1.TimeoutPolicy) *problem {
 	default:
 		d, err := time.ParseDuration(tp.Response)
 		if err != nil || d < 0 {
-			return &problem{contourv1.ConditionTypeRouteError, "TimeoutPolicyNotValid", fmt.Sprintf("route.timeoutPolicy failed to parse: error parsing response timeout: %q is not a duration", tp.Response)}
+			return refused(contourv1.ConditionTypeRouteError, "TimeoutPolicyNotValid", fmt.Sprintf("route.timeoutPolicy failed to parse: error parsing response timeout: %q is not a duration", tp.Response))
 		}
 		if d == 0 {
 			r.TimeoutDisabled = true
@@ -138,7 +138,7 @@ func timeouts(r *ir.Route, tp *contourv1.TimeoutPolicy) *problem {
 // (302 unless set) and path. A prefix replacement is not served yet.
 func redirect(p *contourv1.HTTPRequestRedirectPolicy) (*ir.Redirect, *problem) {
 	if p.Prefix != nil {
-		return nil, &problem{contourv1.ConditionTypeRouteError, "NotSupported", "requestRedirectPolicy.prefix is not supported yet"}
+		return nil, refused(contourv1.ConditionTypeRouteError, "NotSupported", "requestRedirectPolicy.prefix is not supported yet")
 	}
 	rd := &ir.Redirect{StatusCode: 302}
 	if p.Scheme != nil {
@@ -146,7 +146,7 @@ func redirect(p *contourv1.HTTPRequestRedirectPolicy) (*ir.Redirect, *problem) {
 	}
 	if p.Hostname != nil {
 		if err := validate.Hostname(*p.Hostname, false); err != nil {
-			return nil, &problem{contourv1.ConditionTypeRouteError, "RequestRedirectPolicy", err.Error()}
+			return nil, refused(contourv1.ConditionTypeRouteError, "RequestRedirectPolicy", err.Error())
 		}
 		rd.Hostname = *p.Hostname
 	}
@@ -157,11 +157,11 @@ func redirect(p *contourv1.HTTPRequestRedirectPolicy) (*ir.Redirect, *problem) {
 		rd.StatusCode = int(*p.StatusCode)
 	}
 	if rd.StatusCode != 301 && rd.StatusCode != 302 {
-		return nil, &problem{contourv1.ConditionTypeRouteError, "RequestRedirectPolicy", fmt.Sprintf("statusCode %d is not 301 or 302", rd.StatusCode)}
+		return nil, refused(contourv1.ConditionTypeRouteError, "RequestRedirectPolicy", fmt.Sprintf("statusCode %d is not 301 or 302", rd.StatusCode))
 	}
 	if p.Path != nil {
 		if err := validate.Path("requestRedirectPolicy.path", *p.Path); err != nil {
-			return nil, &problem{contourv1.ConditionTypeRouteError, "RequestRedirectPolicy", err.Error()}
+			return nil, refused(contourv1.ConditionTypeRouteError, "RequestRedirectPolicy", err.Error())
 		}
 		rd.FullPath, rd.HasPath = *p.Path, true
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
@@ -222,7 +223,7 @@ func (w *walk) routes(out []route, p *contourv1.HTTPProxy, conds []contourv1.Mat
 		}
 		r, err := w.route(p, i, all)
 		if err != nil {
-			st.Valid.AddError(err.typ, err.reason, err.msg)
+			st.Valid.AddError(err.Type, err.Reason, err.Message)
 			return out[:start]
 		}
 		out = append(out, r)
@@ -247,15 +248,20 @@ func badGateway(out []route, p *contourv1.HTTPProxy, i int, all []contourv1.Matc
 	}})
 }
 
-// problem is why a route cannot be served, as Contour reports it.
-type problem struct{ typ, reason, msg string }
+// problem is why a route cannot be served, as Contour reports it: the
+// one problem type, with Contour's sub-condition type and reason.
+type problem = condition.Problem[string, string]
+
+func refused(typ, reason, message string) *problem {
+	return &problem{Type: typ, Reason: reason, Message: message}
+}
 
 // route translates route i of proxy p under conds, its own conditions
 // last.
 func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondition) (route, *problem) {
 	r := &p.Spec.Routes[i]
 	if f := refuseRoute(r); f != "" {
-		return route{}, &problem{contourv1.ConditionTypeRouteError, "NotSupported", fmt.Sprintf("routes[%d].%s is not supported yet", i, f)}
+		return route{}, refused(contourv1.ConditionTypeRouteError, "NotSupported", fmt.Sprintf("routes[%d].%s is not supported yet", i, f))
 	}
 	actions := 0
 	for _, set := range []bool{len(r.Services) > 0, r.RequestRedirectPolicy != nil, r.DirectResponsePolicy != nil} {
@@ -264,14 +270,14 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		}
 	}
 	if actions != 1 {
-		return route{}, &problem{contourv1.ConditionTypeRouteError, "RouteActionCountNotValid", "must set exactly one of route.services or route.requestRedirectPolicy or route.directResponsePolicy"}
+		return route{}, refused(contourv1.ConditionTypeRouteError, "RouteActionCountNotValid", "must set exactly one of route.services or route.requestRedirectPolicy or route.directResponsePolicy")
 	}
 	if err := pathConditionsValid(r.Conditions); err != nil {
-		return route{}, &problem{contourv1.ConditionTypeRouteError, "PathMatchConditionsNotValid", "route: " + err.Error()}
+		return route{}, refused(contourv1.ConditionTypeRouteError, "PathMatchConditionsNotValid", "route: " + err.Error())
 	}
 	m, err := match(conds)
 	if err != nil {
-		return route{}, &problem{contourv1.ConditionTypeRouteError, "HeaderMatchConditionsNotValid", err.Error()}
+		return route{}, refused(contourv1.ConditionTypeRouteError, "HeaderMatchConditionsNotValid", err.Error())
 	}
 	// Contour allows websocket upgrades only on the routes that ask.
 	out := &ir.Route{Name: routerule.RouteName("httpproxy", p.Namespace, p.Name, i, nil, 0), Match: m, WebsocketsDisabled: !r.EnableWebsockets}
@@ -293,7 +299,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	case r.DirectResponsePolicy != nil:
 		d := r.DirectResponsePolicy
 		if d.StatusCode < 200 || d.StatusCode > 599 {
-			return route{}, &problem{contourv1.ConditionTypeRouteError, "DirectResponsePolicyInvalid", fmt.Sprintf("directResponsePolicy.statusCode %d is not between 200 and 599", d.StatusCode)}
+			return route{}, refused(contourv1.ConditionTypeRouteError, "DirectResponsePolicyInvalid", fmt.Sprintf("directResponsePolicy.statusCode %d is not between 200 and 599", d.StatusCode))
 		}
 		out.DirectResponse = &ir.DirectResponse{Status: uint32(d.StatusCode), Body: d.Body}
 	case r.RequestRedirectPolicy != nil:
@@ -318,10 +324,10 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 	for j := range r.Services {
 		s := &r.Services[j]
 		if f := refuseService(s); f != "" {
-			return &problem{contourv1.ConditionTypeServiceError, "NotSupported", fmt.Sprintf("routes[%d].services[%d].%s is not supported yet", i, j, f)}
+			return refused(contourv1.ConditionTypeServiceError, "NotSupported", fmt.Sprintf("routes[%d].services[%d].%s is not supported yet", i, j, f))
 		}
 		if s.Port < 1 || s.Port > 65535 {
-			return &problem{contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name)}
+			return refused(contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name))
 		}
 		filters, bad := serviceFilters(s, i, j)
 		if bad != nil {
