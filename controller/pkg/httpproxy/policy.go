@@ -22,7 +22,7 @@ func headers(p *contourv1.HeadersPolicy, what string, hostOK bool) (*ir.HeaderMo
 		return nil, "", nil
 	}
 	bad := func(reason, format string, args ...any) (*ir.HeaderModifier, string, *problem) {
-		return nil, "", refused(contourv1.ConditionTypeRouteError, reason, what + ": " + fmt.Sprintf(format, args...))
+		return nil, "", refused(contourv1.ConditionTypeRouteError, reason, what+": "+fmt.Sprintf(format, args...))
 	}
 	out := &ir.HeaderModifier{}
 	host := ""

@@ -273,7 +273,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		return route{}, refused(contourv1.ConditionTypeRouteError, "RouteActionCountNotValid", "must set exactly one of route.services or route.requestRedirectPolicy or route.directResponsePolicy")
 	}
 	if err := pathConditionsValid(r.Conditions); err != nil {
-		return route{}, refused(contourv1.ConditionTypeRouteError, "PathMatchConditionsNotValid", "route: " + err.Error())
+		return route{}, refused(contourv1.ConditionTypeRouteError, "PathMatchConditionsNotValid", "route: "+err.Error())
 	}
 	m, err := match(conds)
 	if err != nil {
