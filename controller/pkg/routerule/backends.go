@@ -22,6 +22,15 @@ type backendRef struct {
 	filters []gatewayv1.HTTPRouteFilter
 }
 
+// weightOf is a backendRef's weight, 1 when unset. The schema allows 0 to
+// 1,000,000; out of range is clamped.
+func weightOf(w *int32) uint32 {
+	if w == nil {
+		return 1
+	}
+	return uint32(min(max(*w, 0), 1000000))
+}
+
 // httpBackends resolves a rule's backendRefs into weighted clusters. A ref
 // that does not resolve keeps its weight, marked invalid, so that its share
 // of requests gets a 500 as the Gateway API asks; the reason goes to
@@ -29,11 +38,7 @@ type backendRef struct {
 func httpBackends(ev *eval, fromNS, fromKind string, refs []backendRef) *ir.Destination {
 	d := &ir.Destination{}
 	for _, ref := range refs {
-		weight := uint32(1)
-		if ref.weight != nil {
-			// The schema allows 0 to 1,000,000; out of range is clamped.
-			weight = uint32(min(max(*ref.weight, 0), 1000000))
-		}
+		weight := weightOf(ref.weight)
 		name, ok := resolveBackend(ev, "", fromNS, fromKind, ref.ref)
 		if !ok {
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})

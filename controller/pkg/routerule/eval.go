@@ -106,10 +106,7 @@ func StreamBackends(e env.Env, names *Names, kind, ns string, generation int64, 
 	ev := newEval(e, names, generation)
 	d := &ir.Destination{}
 	for _, ref := range refs {
-		weight := uint32(1)
-		if ref.Weight != nil {
-			weight = uint32(min(max(*ref.Weight, 0), 1000000))
-		}
+		weight := weightOf(ref.Weight)
 		name, ok := resolveBackend(ev, "", ns, kind, ref.BackendObjectReference)
 		if !ok {
 			continue
