@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -45,7 +46,7 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 		timedOut := false
 		switch {
 		case err == nil:
-			at.Status = resp.StatusCode
+			at.Status, at.GRPCStatus = resp.StatusCode, resp.Header.Get("Grpc-Status")
 		case ctx.Err() != nil:
 			cancel()
 			localReply(w, r, outcome(envoysim.TimedOut))
@@ -53,7 +54,8 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 		case try.Err() != nil:
 			timedOut = true
 		default:
-			at.Reset = true
+			var op *net.OpError
+			at.Reset, at.Refused = true, errors.As(err, &op) && op.Op == "dial"
 		}
 		if n < rt.Max && rt.Retriable(at, timedOut) {
 			if resp != nil {

@@ -1,6 +1,7 @@
 package envoysim
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -26,6 +27,12 @@ type Attempt struct {
 	Status int
 	// Reset: the backend dropped the connection before answering.
 	Reset bool
+	// Refused: there was no connection to the backend at all (a reset
+	// before the request was sent, as Envoy counts it); Reset is set too.
+	Refused bool
+	// GRPCStatus is the grpc-status of an answer that has one in its
+	// headers, "" otherwise.
+	GRPCStatus string
 	// Delay is how long the backend took to answer (or reset).
 	Delay time.Duration
 }
@@ -73,6 +80,13 @@ func retriesOf(ra *routev3.RouteAction) (Retries, error) {
 	}
 	if err := understand(rp, "retry_on", "num_retries", "per_try_timeout", "retriable_status_codes", "retry_back_off"); err != nil {
 		return r, err
+	}
+	for _, on := range strings.Split(rp.GetRetryOn(), ",") {
+		if _, grpc := grpcRetryOn[on]; !grpc && !slices.Contains(httpRetryOn, on) {
+			// Envoy ignores a condition it does not know: a retry the
+			// configuration asks for would never happen.
+			return r, fmt.Errorf("retry_on %q: unknown condition %q", rp.GetRetryOn(), on)
+		}
 	}
 	r.Max = 1
 	if rp.GetNumRetries() != nil {
@@ -122,7 +136,18 @@ func (r Retries) Retriable(at Attempt, timedOut bool) bool {
 	}
 	dropped := at.Reset || timedOut
 	for _, on := range strings.Split(rp.GetRetryOn(), ",") {
-		switch strings.TrimSpace(on) {
+		on = strings.TrimSpace(on)
+		if code, ok := grpcRetryOn[on]; ok {
+			if !dropped && at.GRPCStatus == code {
+				return true
+			}
+			continue
+		}
+		switch on {
+		case "connect-failure", "reset-before-request":
+			if at.Refused {
+				return true
+			}
 		case "5xx":
 			if dropped || at.Status >= 500 {
 				return true
@@ -146,6 +171,21 @@ func (r Retries) Retriable(at Attempt, timedOut bool) bool {
 		}
 	}
 	return false
+}
+
+// httpRetryOn are the HTTP retry_on conditions (x-envoy-retry-on).
+var httpRetryOn = []string{"5xx", "gateway-error", "reset", "reset-before-request", "connect-failure",
+	"envoy-ratelimited", "retriable-4xx", "refused-stream", "retriable-status-codes", "retriable-headers",
+	"http3-post-connect-failure"}
+
+// grpcRetryOn are the gRPC retry_on conditions and the grpc-status each
+// retries (router filter, x-envoy-retry-grpc-on).
+var grpcRetryOn = map[string]string{
+	"cancelled":          "1",
+	"deadline-exceeded":  "4",
+	"resource-exhausted": "8",
+	"internal":           "13",
+	"unavailable":        "14",
 }
 
 // Play runs a forwarded request as Envoy's router does, on time that is

@@ -43,6 +43,14 @@ func TestPlay(t *testing.T) {
 		{"a reset is retried under reset", &routev3.RouteAction{RetryPolicy: codes}, failing(1, Attempt{Reset: true}, ok), 200, false, 2},
 		{"an unretried reset is Envoy's 503", &routev3.RouteAction{}, failing(1, Attempt{Reset: true}, ok), 503, true, 1},
 		{"num_retries defaults to one", &routev3.RouteAction{RetryPolicy: &routev3.RetryPolicy{RetryOn: "5xx"}}, failing(2, Attempt{Status: 502}, ok), 502, false, 2},
+		{"a gRPC condition retries its grpc-status", &routev3.RouteAction{RetryPolicy: &routev3.RetryPolicy{RetryOn: "unavailable"}},
+			failing(1, Attempt{Status: 200, GRPCStatus: "14"}, ok), 200, false, 2},
+		{"a gRPC condition leaves other statuses", &routev3.RouteAction{RetryPolicy: &routev3.RetryPolicy{RetryOn: "unavailable"}},
+			failing(1, Attempt{Status: 200, GRPCStatus: "13"}, ok), 200, false, 1},
+		{"connect-failure retries a refused connection", &routev3.RouteAction{RetryPolicy: &routev3.RetryPolicy{RetryOn: "connect-failure"}},
+			failing(1, Attempt{Reset: true, Refused: true}, ok), 200, false, 2},
+		{"connect-failure leaves a reset after connecting", &routev3.RouteAction{RetryPolicy: &routev3.RetryPolicy{RetryOn: "connect-failure"}},
+			failing(1, Attempt{Reset: true}, ok), 503, true, 1},
 		{"retries count against the route timeout", &routev3.RouteAction{Timeout: durationpb.New(1500 * time.Millisecond), RetryPolicy: codes},
 			failing(2, Attempt{Status: 500, Delay: time.Second}, ok), 504, true, 2},
 	} {
@@ -57,5 +65,13 @@ func TestPlay(t *testing.T) {
 				t.Errorf("got status %d from Envoy %t after %d attempts, want %d, %t, %d", out.Status, out.FromEnvoy, out.Attempts, tc.status, tc.envoy, tc.attempts)
 			}
 		})
+	}
+}
+
+// An unknown retry_on condition is an error: Envoy would ignore it, and
+// the retry it names would never happen.
+func TestUnknownRetryOn(t *testing.T) {
+	if _, err := retriesOf(&routev3.RouteAction{RetryPolicy: &routev3.RetryPolicy{RetryOn: "5xx,sometimes"}}); err == nil {
+		t.Error("retry_on \"sometimes\" accepted")
 	}
 }

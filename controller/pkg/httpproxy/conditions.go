@@ -233,6 +233,7 @@ var (
 	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls")
 	refuseTLS         = refuse[contourv1.TLS]("secretName")
 	refuseRoute       = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",
-		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy")
-	refuseService = refuse[contourv1.Service]("name", "port", "weight", "requestHeadersPolicy", "responseHeadersPolicy")
+		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy",
+		"retryPolicy", "pathRewritePolicy")
+	refuseService = refuse[contourv1.Service]("name", "port", "weight", "mirror", "requestHeadersPolicy", "responseHeadersPolicy")
 )

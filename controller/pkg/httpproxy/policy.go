@@ -1,8 +1,10 @@
 package httpproxy
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/routerule"
 	"isobar.dev/controller/pkg/validate"
 )
 
@@ -134,13 +137,23 @@ func timeouts(r *ir.Route, tp *contourv1.TimeoutPolicy) *problem {
 	return nil
 }
 
-// redirect is a request redirect policy: scheme, hostname, port, status
-// (302 unless set) and path. A prefix replacement is not served yet.
-func redirect(p *contourv1.HTTPRequestRedirectPolicy) (*ir.Redirect, *problem) {
-	if p.Prefix != nil {
-		return nil, refused(contourv1.ConditionTypeRouteError, "NotSupported", "requestRedirectPolicy.prefix is not supported yet")
-	}
+// redirect is a request redirect policy of a route matching m: scheme,
+// hostname, port, status (302 unless set), and the path or a replacement
+// of the matched prefix.
+func redirect(p *contourv1.HTTPRequestRedirectPolicy, m ir.Match) (*ir.Redirect, *problem) {
 	rd := &ir.Redirect{StatusCode: 302}
+	switch {
+	case p.Path != nil && p.Prefix != nil:
+		return nil, refused(contourv1.ConditionTypeRouteError, "RequestRedirectPolicy", "cannot specify both redirect path and redirect prefix")
+	case p.Prefix != nil && m.PathType == ir.PathRegex:
+		// Envoy rejects a prefix rewrite of a regex match.
+		return nil, refused(contourv1.ConditionTypeRouteError, "RequestRedirectPolicy", "requestRedirectPolicy.prefix needs a prefix or exact path condition, not a regex")
+	case p.Prefix != nil:
+		if err := validate.Path("requestRedirectPolicy.prefix", *p.Prefix); err != nil {
+			return nil, refused(contourv1.ConditionTypeRouteError, "RequestRedirectPolicy", err.Error())
+		}
+		rd.PrefixPath, rd.HasPath = *p.Prefix, true
+	}
 	if p.Scheme != nil {
 		rd.Scheme = *p.Scheme
 	}
@@ -166,4 +179,130 @@ func redirect(p *contourv1.HTTPRequestRedirectPolicy) (*ir.Redirect, *problem) {
 		rd.FullPath, rd.HasPath = *p.Path, true
 	}
 	return rd, nil
+}
+
+// retries is a retry policy as Contour has it: count -1 turns retries
+// off and 0 is Envoy's default of one; retryOn defaults to 5xx; a
+// per-try timeout that is not a duration ("infinity") is none.
+func retries(r *ir.Route, rp *contourv1.RetryPolicy, warn func(reason, message string)) {
+	if rp == nil {
+		return
+	}
+	rt := &ir.Retry{Attempts: int(rp.NumRetries), On: []string{"5xx"}, Codes: rp.RetriableStatusCodes}
+	switch rp.NumRetries {
+	case -1:
+		rt.Attempts = 0
+	case 0:
+		rt.Attempts = 1
+	}
+	if len(rp.RetryOn) > 0 {
+		rt.On = make([]string, len(rp.RetryOn))
+		for i, on := range rp.RetryOn {
+			rt.On[i] = string(on)
+		}
+	}
+	if len(rt.Codes) > 0 && !slices.Contains(rt.On, "retriable-status-codes") {
+		warn("RetriableStatusCodesIgnored", "retryPolicy.retriableStatusCodes take effect only with retryOn retriable-status-codes")
+	}
+	if d, err := time.ParseDuration(rp.PerTryTimeout); err == nil && d > 0 {
+		r.BackendTimeout = d
+	}
+	r.Retry = rt
+}
+
+// prefixReplacement is the replacement of route's pathRewritePolicy for
+// its merged prefix: the one written for that prefix, or else the one
+// without a prefix; "" when none applies.
+func prefixReplacement(p *contourv1.PathRewritePolicy, m ir.Match) (string, *problem) {
+	if p == nil || len(p.ReplacePrefix) == 0 {
+		return "", nil
+	}
+	if m.PathType != ir.PathStringPrefix {
+		return "", refused(contourv1.ConditionTypePrefixReplaceError, "MustHavePrefix", "cannot specify prefix replacements without a prefix condition")
+	}
+	seen := map[string]bool{}
+	for _, rp := range p.ReplacePrefix {
+		if seen[rp.Prefix] {
+			if rp.Prefix != "" {
+				return "", refused(contourv1.ConditionTypePrefixReplaceError, "DuplicateReplacement", fmt.Sprintf("duplicate replacement prefix '%s'", rp.Prefix))
+			}
+			return "", refused(contourv1.ConditionTypePrefixReplaceError, "AmbiguousReplacement", "ambiguous prefix replacement")
+		}
+		seen[rp.Prefix] = true
+	}
+	for _, rp := range p.ReplacePrefix {
+		if rp.Prefix != "" && rp.Prefix == m.Path {
+			return rp.Replacement, nil
+		}
+	}
+	for _, rp := range p.ReplacePrefix {
+		if rp.Prefix == "" {
+			return rp.Replacement, nil
+		}
+	}
+	return "", nil
+}
+
+// expandPrefixRewrites makes the prefix replacements of routes[start:]
+// keep path separators as Contour does: Envoy replaces a string prefix
+// as written, so that "/foo" to "/bar" turns "/foo/x" into "/bar/x" but
+// "/foo/" to "/bar" would give "/barx". Where a prefix (other than "/")
+// is the prefix of one route only, and that route replaces it, the route
+// is split into one for "/foo" and one for "/foo/", replacing without and
+// with the trailing separator. Routes written for both "/foo" and "/foo/"
+// are left as written. Contour does this at every level of the tree.
+func expandPrefixRewrites(routes []route, start int) []route {
+	groups := map[string]int{}
+	for _, r := range routes[start:] {
+		if prefix, ok := slashless(r.route.Match); ok {
+			groups[prefix]++
+		}
+	}
+	for i := start; i < len(routes); i++ {
+		r := routes[i]
+		prefix, ok := slashless(r.route.Match)
+		if !ok || groups[prefix] != 1 || prefix == "/" || r.route.Rewrite == nil || !r.route.Rewrite.HasPath {
+			continue
+		}
+		groups[prefix]++ // split once
+		replacement := strings.TrimRight(r.route.Rewrite.PrefixPath, "/")
+		bare := *r.route
+		bare.Match.Path = prefix
+		bare.Rewrite = &ir.Rewrite{Hostname: r.route.Rewrite.Hostname, PrefixPath: cmp.Or(replacement, "/"), HasPath: true}
+		slash := *r.route
+		r.match = 1
+		slash.Name = routerule.RouteName("httpproxy", r.proxy.Namespace, r.proxy.Name, r.index, nil, r.match)
+		slash.Match.Path = prefix + "/"
+		slash.Rewrite = &ir.Rewrite{Hostname: r.route.Rewrite.Hostname, PrefixPath: replacement + "/", HasPath: true}
+		*r.route = bare
+		r.route = &slash
+		routes = append(routes, r)
+	}
+	return routes
+}
+
+// slashless is a string prefix match's prefix without trailing
+// separators ("/" stays "/").
+func slashless(m ir.Match) (string, bool) {
+	if m.PathType != ir.PathStringPrefix {
+		return "", false
+	}
+	if m.Path == "/" {
+		return m.Path, true
+	}
+	return strings.TrimRight(m.Path, "/"), true
+}
+
+// mirror is a route's mirror service: a share of its requests, weight
+// percent (all when 0), copied to the service's cluster.
+func mirror(d *ir.Destination, weight int64) ir.Mirror {
+	percent := float64(weight)
+	if weight == 0 {
+		percent = 100
+	}
+	m := ir.Mirror{Percent: min(percent, 100)}
+	for _, b := range d.Backends {
+		m.Cluster = b.Cluster
+	}
+	return m
 }

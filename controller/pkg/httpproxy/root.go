@@ -89,8 +89,12 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 			w.tree.HTTP = append(w.tree.HTTP, r.route)
 			continue
 		}
+		section := gatewayv1.SectionName("redirect")
+		if r.section != "" {
+			section = r.section + "-redirect"
+		}
 		w.tree.HTTP = append(w.tree.HTTP, &ir.Route{
-			Name:     routerule.RouteName("httpproxy", r.proxy.Namespace, r.proxy.Name, r.index, ptr[gatewayv1.SectionName]("redirect"), 0),
+			Name:     routerule.RouteName("httpproxy", r.proxy.Namespace, r.proxy.Name, r.index, &section, r.match),
 			Match:    r.route.Match,
 			Redirect: &ir.Redirect{Scheme: "https", Port: uint32(httpsPort), StatusCode: 301},
 		})
@@ -122,6 +126,9 @@ type walk struct {
 	tree  *Tree
 	// statuses index the tree's statuses by proxy, once it has many.
 	statuses map[*contourv1.HTTPProxy]*Status
+	// rewrites counts the routes that replace a path prefix: without
+	// any, no level of the tree needs its prefixes expanded.
+	rewrites int
 }
 
 // route is a translated route and whether it may be served over HTTP on
@@ -129,10 +136,12 @@ type walk struct {
 type route struct {
 	route    *ir.Route
 	insecure bool
-	// proxy and index are where the route is written, which names its
-	// redirect to HTTPS.
-	proxy *contourv1.HTTPProxy
-	index int
+	// proxy, index, section and match are where the route is written,
+	// which names it and its redirect to HTTPS.
+	proxy   *contourv1.HTTPProxy
+	index   int
+	section gatewayv1.SectionName
+	match   int
 }
 
 // status returns the status of proxy p in the tree. Most trees have a
@@ -228,6 +237,9 @@ func (w *walk) routes(out []route, p *contourv1.HTTPProxy, conds []contourv1.Mat
 		}
 		out = append(out, r)
 	}
+	if w.rewrites > 0 {
+		out = expandPrefixRewrites(out, start)
+	}
 	return out
 }
 
@@ -245,7 +257,7 @@ func badGateway(out []route, p *contourv1.HTTPProxy, i int, all []contourv1.Matc
 	return append(out, route{route: &ir.Route{
 		Name:  routerule.RouteName("httpproxy", p.Namespace, p.Name, i, ptr[gatewayv1.SectionName]("include"), 0),
 		Match: m, DirectResponse: &ir.DirectResponse{Status: 502},
-	}})
+	}, proxy: p, index: i, section: "include"})
 }
 
 // problem is why a route cannot be served, as Contour reports it: the
@@ -292,8 +304,26 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	if out.ResponseHeaders, _, bad = headers(r.ResponseHeadersPolicy, "responseHeadersPolicy", false); bad != nil {
 		return route{}, bad
 	}
-	if bad := timeouts(out, r.TimeoutPolicy); bad != nil {
+	if bad = timeouts(out, r.TimeoutPolicy); bad != nil {
 		return route{}, bad
+	}
+	warn := func(reason, message string) {
+		w.status(p).Valid.AddWarningf(contourv1.ConditionTypeRouteError, reason, "routes[%d]: %s", i, message)
+	}
+	retries(out, r.RetryPolicy, warn)
+	replacement, bad := prefixReplacement(r.PathRewritePolicy, m)
+	if bad != nil {
+		return route{}, bad
+	}
+	if replacement != "" {
+		w.rewrites++
+		if out.Rewrite == nil {
+			out.Rewrite = &ir.Rewrite{}
+		}
+		out.Rewrite.PrefixPath, out.Rewrite.HasPath = replacement, true
+	}
+	if len(r.Services) == 0 && (r.RetryPolicy != nil || r.TimeoutPolicy != nil || r.PathRewritePolicy != nil || r.EnableWebsockets) {
+		warn("PolicyHasNoEffect", "retryPolicy, timeoutPolicy, pathRewritePolicy and enableWebsockets take effect only on a route with services")
 	}
 	switch {
 	case r.DirectResponsePolicy != nil:
@@ -303,7 +333,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		}
 		out.DirectResponse = &ir.DirectResponse{Status: uint32(d.StatusCode), Body: d.Body}
 	case r.RequestRedirectPolicy != nil:
-		if out.Redirect, bad = redirect(r.RequestRedirectPolicy); bad != nil {
+		if out.Redirect, bad = redirect(r.RequestRedirectPolicy, m); bad != nil {
 			return route{}, bad
 		}
 	default:
@@ -318,9 +348,10 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *ir.Route) *problem {
 	// Services without weights share the requests equally; with weights,
 	// a service of weight 0 gets none.
-	weighted := slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return s.Weight > 0 })
+	weighted := slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return s.Weight > 0 && !s.Mirror })
 	var buf [4]gatewayv1.HTTPBackendRef
 	refs := buf[:0]
+	var mirrored *contourv1.Service
 	for j := range r.Services {
 		s := &r.Services[j]
 		if f := refuseService(s); f != "" {
@@ -328,6 +359,17 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		}
 		if s.Port < 1 || s.Port > 65535 {
 			return refused(contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name))
+		}
+		if s.Mirror {
+			if mirrored != nil {
+				return refused(contourv1.ConditionTypeServiceError, "OnlyOneMirror", "only one service per route may be nominated as mirror")
+			}
+			if s.RequestHeadersPolicy != nil || s.ResponseHeadersPolicy != nil {
+				// Envoy sends a mirror the request as the route forwards it.
+				w.status(p).Valid.AddWarningf(contourv1.ConditionTypeServiceError, "MirrorHeadersPolicy", "routes[%d].services[%d]: the headers policies of a mirror service take no effect", i, j)
+			}
+			mirrored = s
+			continue
 		}
 		filters, bad := serviceFilters(s, i, j)
 		if bad != nil {
@@ -342,17 +384,33 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 			Weight:                 &weight,
 		}, Filters: filters})
 	}
-	b := routerule.HTTPBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs)
-	w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)
-	if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
-		w.status(p).Valid.AddErrorf(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", "Spec.Routes unresolved service reference: %s", c.Message)
+	out.Destination = w.backends(p, refs)
+	if mirrored != nil {
+		ref := gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+			Name: gatewayv1.ObjectName(mirrored.Name), Port: ptr(gatewayv1.PortNumber(mirrored.Port)),
+		}}}
+		if m := w.backends(p, []gatewayv1.HTTPBackendRef{ref}); !routerule.AllInvalid(m) {
+			out.Mirrors = []ir.Mirror{mirror(m, mirrored.Weight)}
+		}
 	}
-	out.Destination = b.Destination
 	if routerule.AllInvalid(out.Destination) {
 		// No service to send to: Envoy's answer is 503.
 		out.Destination, out.DirectResponse = nil, &ir.DirectResponse{Status: 503}
 	}
 	return nil
+}
+
+// backends resolves the backendRefs written for proxy p, with the
+// clusters they need; a reference that does not resolve is an error on
+// p's status, and its share of requests is answered as the Gateway API
+// answers it.
+func (w *walk) backends(p *contourv1.HTTPProxy, refs []gatewayv1.HTTPBackendRef) *ir.Destination {
+	b := routerule.HTTPBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs)
+	w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)
+	if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
+		w.status(p).Valid.AddErrorf(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", "Spec.Routes unresolved service reference: %s", c.Message)
+	}
+	return b.Destination
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -167,6 +167,10 @@ type Retry struct {
 	Attempts int           `json:"attempts"`
 	Codes    []uint32      `json:"codes,omitempty"`
 	Backoff  time.Duration `json:"backoff,omitempty"`
+	// On are the failures retried, Envoy's retry_on conditions; none
+	// means connection failures, refused streams, resets and, with
+	// Codes, those statuses (the Gateway API's HTTPRouteRetry).
+	On []string `json:"on,omitempty"`
 }
 
 // PathMatchType is how a path is compared.

@@ -65,13 +65,7 @@ endpoints: [{addresses: [10.0.0.1]}]
 	ok := envoysim.Attempt{Status: 200, Delay: 10 * time.Millisecond}
 	reset := envoysim.Attempt{Reset: true}
 	slow := envoysim.Attempt{Status: 200, Delay: 2 * time.Second}
-	for _, tc := range []struct {
-		name     string
-		path     string
-		tries    []envoysim.Attempt // the backend's answer to each try; the last repeats
-		status   int
-		attempts int
-	}{
+	playRetries(t, sim, "app.example.com", []retryCase{
 		{"a reset try is retried", "/retry", []envoysim.Attempt{reset, ok}, 200, 2},
 		{"a try beyond backendRequest is retried", "/retry", []envoysim.Attempt{slow, ok}, 200, 2},
 		{"a listed code is retried", "/retry", []envoysim.Attempt{{Status: 503}, ok}, 200, 2},
@@ -80,9 +74,25 @@ endpoints: [{addresses: [10.0.0.1]}]
 		{"an unlisted code is not retried", "/retry", []envoysim.Attempt{{Status: 500}, ok}, 500, 1},
 		{"no retry stanza: a reset is the answer", "/once", []envoysim.Attempt{reset, ok}, 503, 1},
 		{"no retry stanza: a timeout is the answer", "/once", []envoysim.Attempt{slow, ok}, 504, 1},
-	} {
+	})
+}
+
+// retryCase is a request to path, the backend's answer to each try (the
+// last repeating), and what the client must get after how many tries.
+type retryCase struct {
+	name     string
+	path     string
+	tries    []envoysim.Attempt
+	status   int
+	attempts int
+}
+
+// playRetries plays each case's request to authority on port 80 of sim.
+func playRetries(t *testing.T, sim *envoysim.Simulator, authority string, cases []retryCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := sim.Simulate(envoysim.Request{Port: uint32(ports.ContainerPort(80)), Method: "GET", Authority: "app.example.com", Path: tc.path})
+			a, err := sim.Simulate(envoysim.Request{Port: uint32(ports.ContainerPort(80)), Method: "GET", Authority: authority, Path: tc.path})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,4 +117,28 @@ func simulator(t *testing.T, res *resources.Resources) *envoysim.Simulator {
 		t.Fatal(err)
 	}
 	return sim
+}
+
+// TestHTTPProxyRetryPolicy plays the retry policies of
+// testdata/httpproxy-policies.in.yaml as the Envoy simulated from their
+// translation does: retryOn decides what is retried (5xx when unset),
+// count how often (-1 never), perTryTimeout bounds each try.
+func TestHTTPProxyRetryPolicy(t *testing.T) {
+	res, _, err := LoadFiles([]string{"testdata/httpproxy-policies.in.yaml"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := simulator(t, res)
+	ok := envoysim.Attempt{Status: 200, Delay: 10 * time.Millisecond}
+	slow := envoysim.Attempt{Status: 200, Delay: time.Second}
+	playRetries(t, sim, "policies.example.com", []retryCase{
+		{"gateway-error retries a 503", "/retry", []envoysim.Attempt{{Status: 503}, ok}, 200, 2},
+		{"retriable-status-codes retries a listed 409", "/retry", []envoysim.Attempt{{Status: 409}, ok}, 200, 2},
+		{"a 500 is no gateway error", "/retry", []envoysim.Attempt{{Status: 500}, ok}, 500, 1},
+		{"count bounds the retries", "/retry", []envoysim.Attempt{{Status: 502}}, 502, 4},
+		{"perTryTimeout abandons a slow try", "/retry", []envoysim.Attempt{slow, ok}, 200, 2},
+		{"5xx by default, once", "/retry-default", []envoysim.Attempt{{Status: 500}}, 500, 2},
+		{"codes without retriable-status-codes are not retried", "/retry-default", []envoysim.Attempt{{Status: 418}, ok}, 418, 1},
+		{"count -1 turns retries off", "/no-retry", []envoysim.Attempt{{Status: 503}, ok}, 503, 1},
+	})
 }

@@ -127,7 +127,7 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 			if rw.FullPath != "" || rw.PrefixPath == "" && r.Match.PathType != ir.PathPrefix {
 				a.RegexRewrite = fullPathRewrite(rw.FullPath)
 			} else {
-				a.PrefixRewrite, a.RegexRewrite = prefixRewrite(r.Match.Path, rw.PrefixPath)
+				a.PrefixRewrite, a.RegexRewrite = prefixRewrite(&r.Match, rw.PrefixPath)
 			}
 		}
 	}
@@ -150,11 +150,16 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 		rp := &routev3.RetryPolicy{PerTryTimeout: duration(r.BackendTimeout)}
 		if rt := r.Retry; rt != nil {
 			rp.NumRetries = wrapperspb.UInt32(uint32(rt.Attempts))
-			rp.RetryOn = "connect-failure,refused-stream,reset"
-			if len(rt.Codes) > 0 {
-				rp.RetryOn += ",retriable-status-codes"
-				rp.RetriableStatusCodes = rt.Codes
+			switch {
+			case len(rt.On) > 0:
+				rp.RetryOn = strings.Join(rt.On, ",")
+			default:
+				rp.RetryOn = "connect-failure,refused-stream,reset"
+				if len(rt.Codes) > 0 {
+					rp.RetryOn += ",retriable-status-codes"
+				}
 			}
+			rp.RetriableStatusCodes = rt.Codes
 			if rt.Backoff > 0 {
 				rp.RetryBackOff = &routev3.RetryPolicy_RetryBackOff{BaseInterval: durationpb.New(rt.Backoff)}
 			}
@@ -175,11 +180,17 @@ func fullPathRewrite(path string) *matcherv3.RegexMatchAndSubstitute {
 	return &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: "^/.*$"}, Substitution: path}
 }
 
-// prefixRewrite replaces the matched path prefix. Replacing "/foo" with "/"
-// must turn "/foo/bar" into "/bar", not "//bar", so that case is a regular
-// expression that also eats the separator.
-func prefixRewrite(prefix, replacement string) (string, *matcherv3.RegexMatchAndSubstitute) {
-	prefix = strings.TrimRight(prefix, "/")
+// prefixRewrite replaces the matched path prefix. For a prefix of path
+// segments, replacing "/foo" with "/" must turn "/foo/bar" into "/bar",
+// not "//bar", so that case is a regular expression that also eats the
+// separator. A string prefix (HTTPProxy's) is replaced as written, as
+// Envoy's prefix_rewrite does: its processor writes the routes that keep
+// separators right.
+func prefixRewrite(m *ir.Match, replacement string) (string, *matcherv3.RegexMatchAndSubstitute) {
+	if m.PathType == ir.PathStringPrefix {
+		return replacement, nil
+	}
+	prefix := strings.TrimRight(m.Path, "/")
 	if replacement == "" || replacement == "/" {
 		return "", &matcherv3.RegexMatchAndSubstitute{
 			Pattern:      &matcherv3.RegexMatcher{Regex: "^" + regexp.QuoteMeta(prefix) + `/*`},
@@ -208,7 +219,7 @@ func redirect(rd *ir.Redirect, m *ir.Match) *routev3.RedirectAction {
 			}
 			out.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: p}
 		} else {
-			prefix, re := prefixRewrite(m.Path, rd.PrefixPath)
+			prefix, re := prefixRewrite(m, rd.PrefixPath)
 			if re != nil {
 				out.PathRewriteSpecifier = &routev3.RedirectAction_RegexRewrite{RegexRewrite: re}
 			} else {
