@@ -1,17 +1,24 @@
 package e2e
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/certrefs"
 	"isobar.dev/e2e/harness"
+	"isobar.dev/operator/pkg/certs"
 )
 
 // A Gateway with the design's Ingress listeners serves the HTTPProxies of
@@ -92,4 +99,105 @@ func TestServeHTTPProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "api orphaned once shop no longer includes it", statusIs(team, "api", "orphaned", false))
+}
+
+// A root HTTPProxy's TLS Secret in another namespace is served only while
+// a TLSCertificateDelegation there delegates it to the root's namespace:
+// the root is invalid (DelegationNotPermitted) and has no filter chain
+// until the delegation is created, and again once it is deleted. The
+// controller runs with the RBAC the operator renders once the delegation
+// exists (certrefs names the delegated Secret).
+func TestServeHTTPProxyDelegation(t *testing.T) {
+	ctx, cancel := harness.Context()
+	defer cancel()
+	ns, certsNS := namespace(t), namespace(t)
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "delegation-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controllerName}}
+	ingressClass := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "isobar-" + ns}, Spec: networkingv1.IngressClassSpec{
+		Controller: controllerName,
+		Parameters: &networkingv1.IngressClassParametersReference{APIGroup: ptr.To(gatewayv1.GroupName), Kind: "Gateway", Name: "web",
+			Scope: ptr.To(networkingv1.IngressClassParametersReferenceScopeNamespace), Namespace: ptr.To(ns)},
+	}}
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: gatewayv1.ObjectName(class.Name),
+		Listeners: []gatewayv1.Listener{
+			{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
+			{Name: "ingress-https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443,
+				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "default-tls"}}}},
+		},
+	}}
+	issue := func(host string) map[string][]byte {
+		ca, caKey, err := certs.NewCA(host, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		crt, key, err := certs.Issue(ca, caKey, []string{host}, true, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}
+	}
+	root := &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}, Spec: contourv1.HTTPProxySpec{
+		IngressClassName: ingressClass.Name,
+		VirtualHost:      &contourv1.VirtualHost{Fqdn: "shop.example.com", TLS: &contourv1.TLS{SecretName: certsNS + "/shop-tls"}},
+		Routes:           []contourv1.Route{{Services: []contourv1.Service{{Name: "app", Port: 8080}}}},
+	}}
+	delegation := &contourv1.TLSCertificateDelegation{ObjectMeta: metav1.ObjectMeta{Namespace: certsNS, Name: "shop"}, Spec: contourv1.TLSCertificateDelegationSpec{
+		Delegations: []contourv1.CertificateDelegation{{SecretName: "shop-tls", TargetNamespaces: []string{ns}}},
+	}}
+	create(t, ctx, class, ingressClass, gw, root,
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-envoy"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "https", Port: 443}}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default-tls"}, Type: corev1.SecretTypeTLS, Data: issue("default.example.com")},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: certsNS, Name: "shop-tls"}, Type: corev1.SecretTypeTLS, Data: issue("shop.example.com")},
+	)
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), class)
+		_ = env.Client.Delete(context.Background(), ingressClass)
+	})
+	backend(t, ctx, ns, "app", "10.1.2.3")
+	refs := certrefs.Of(certrefs.Input{Gateway: gw, ControllerName: string(controllerName), HTTPProxies: []*contourv1.HTTPProxy{root},
+		IngressClasses: []*networkingv1.IngressClass{ingressClass}, TLSCertificateDelegations: []*contourv1.TLSCertificateDelegation{delegation}})
+	if !slices.Contains(refs, certrefs.Ref{Kind: certrefs.Secret, Namespace: certsNS, Name: "shop-tls"}) {
+		t.Fatalf("certrefs %v does not name the delegated Secret", refs)
+	}
+	s := serveWith(t, asRenderedController(t, ctx, gw, refs), ns, "web", nil)
+	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", resourcev3.ListenerType)
+	serves := func(want bool) func() bool {
+		return func() bool {
+			r := ads.next(resourcev3.ListenerType, 10*time.Second)
+			ads.ack(r)
+			found := false
+			for _, l := range resources[listenerv3.Listener](t, r) {
+				for _, fc := range l.FilterChains {
+					found = found || slices.Contains(fc.GetFilterChainMatch().GetServerNames(), "shop.example.com")
+				}
+			}
+			return found == want
+		}
+	}
+	rootStatus := func(want, reason string) func() bool {
+		return func() bool {
+			p := &contourv1.HTTPProxy{}
+			if err := env.Client.Get(ctx, keyOf(ns, "shop"), p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Status.CurrentStatus != want {
+				return false
+			}
+			if reason == "" {
+				return true
+			}
+			valid := p.Status.GetConditionFor(contourv1.ValidConditionType)
+			e, ok := valid.GetError(contourv1.ConditionTypeTLSError)
+			return ok && e.Reason == reason
+		}
+	}
+	eventually(t, 30*time.Second, "the root invalid without a delegation", rootStatus("invalid", "DelegationNotPermitted"))
+	create(t, ctx, delegation)
+	eventually(t, 30*time.Second, "the root valid once its Secret is delegated", rootStatus("valid", ""))
+	eventually(t, 30*time.Second, "a filter chain for shop.example.com", serves(true))
+	if err := env.Client.Delete(ctx, delegation); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the root invalid once the delegation is withdrawn", rootStatus("invalid", "DelegationNotPermitted"))
+	eventually(t, 30*time.Second, "no filter chain for shop.example.com", serves(false))
 }

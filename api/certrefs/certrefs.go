@@ -13,7 +13,7 @@
 //     whether or not it has the listeners to serve them yet: the grant is
 //     in place before the listener that needs it; likewise the TLS Secrets
 //     of the root HTTPProxies it serves (ingressclass.SelectedProxies), of
-//     their own namespace;
+//     their own namespace or delegated to it by a TLSCertificateDelegation;
 //   - the CA references of every BackendTLSPolicy. Which policies apply
 //     depends on the Services the routes use, which the operator does not
 //     follow (a route edit would be an RBAC write); a policy names objects
@@ -59,12 +59,15 @@ type Input struct {
 	ControllerName string
 	ListenerSets   []*gatewayv1.ListenerSet
 	// Namespaces are read for their labels (allowedListeners selectors).
-	Namespaces         []*corev1.Namespace
-	Ingresses          []*networkingv1.Ingress
-	HTTPProxies        []*contourv1.HTTPProxy
-	IngressClasses     []*networkingv1.IngressClass
-	ReferenceGrants    []*gatewayv1beta1.ReferenceGrant
-	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
+	Namespaces  []*corev1.Namespace
+	Ingresses   []*networkingv1.Ingress
+	HTTPProxies []*contourv1.HTTPProxy
+	// TLSCertificateDelegations let root HTTPProxies use the TLS Secrets
+	// of other namespaces.
+	TLSCertificateDelegations []*contourv1.TLSCertificateDelegation
+	IngressClasses            []*networkingv1.IngressClass
+	ReferenceGrants           []*gatewayv1beta1.ReferenceGrant
+	BackendTLSPolicies        []*gatewayv1.BackendTLSPolicy
 }
 
 // Of returns a Gateway's references, sorted by kind, namespace and name,
@@ -116,8 +119,11 @@ func Of(in Input) []Ref {
 		}
 	}
 	for _, p := range ingressclass.SelectedProxies(gw, in.ControllerName, in.IngressClasses, in.HTTPProxies) {
-		if vh := p.Spec.VirtualHost; vh != nil && vh.TLS != nil && vh.TLS.SecretName != "" && !strings.Contains(vh.TLS.SecretName, "/") {
-			c.add(Secret, p.Namespace, vh.TLS.SecretName)
+		if vh := p.Spec.VirtualHost; vh != nil && vh.TLS != nil && vh.TLS.SecretName != "" {
+			ns, name := refgrant.ProxySecret(p.Namespace, vh.TLS.SecretName)
+			if name != "" && !strings.Contains(name, "/") && refgrant.Delegated(in.TLSCertificateDelegations, ns, name, p.Namespace) {
+				c.add(Secret, ns, name)
+			}
 		}
 	}
 	for _, p := range in.BackendTLSPolicies {

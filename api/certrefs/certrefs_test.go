@@ -1,6 +1,7 @@
 package certrefs
 
 import (
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	"slices"
 	"testing"
 
@@ -47,8 +48,24 @@ func TestOf(t *testing.T) {
 		Validation: gatewayv1.BackendTLSPolicyValidation{CACertificateRefs: []gatewayv1.LocalObjectReference{
 			{Kind: "ConfigMap", Name: "backend-ca"}, {Group: "example.com", Kind: "Bundle", Name: "other"}}},
 	}}
+	proxy := func(namespace, secret string) *contourv1.HTTPProxy {
+		return &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: secret}, Spec: contourv1.HTTPProxySpec{
+			IngressClassName: "isobar",
+			VirtualHost:      &contourv1.VirtualHost{Fqdn: secret + ".example.com", TLS: &contourv1.TLS{SecretName: secret}},
+		}}
+	}
+	delegation := &contourv1.TLSCertificateDelegation{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "d"}, Spec: contourv1.TLSCertificateDelegationSpec{
+		Delegations: []contourv1.CertificateDelegation{{SecretName: "delegated-tls", TargetNamespaces: []string{"shop"}}},
+	}}
 	got := Of(Input{
-		Gateway: gw, ControllerName: "isobar.dev/gateway-controller",
+		HTTPProxies: []*contourv1.HTTPProxy{
+			proxy("shop", "proxy-tls"),
+			proxy("shop", "certs/delegated-tls"),
+			proxy("blog", "certs/delegated-tls"), // delegated to shop only
+			proxy("shop", "certs/other-tls"),     // not delegated
+		},
+		TLSCertificateDelegations: []*contourv1.TLSCertificateDelegation{delegation},
+		Gateway:                   gw, ControllerName: "isobar.dev/gateway-controller",
 		ListenerSets:       []*gatewayv1.ListenerSet{set("gw", "set-tls"), set("elsewhere", "foreign-set-tls")},
 		Ingresses:          []*networkingv1.Ingress{ingress("apps", "isobar", "ing-tls"), ingress("apps2", "other", "other-tls")},
 		IngressClasses:     []*networkingv1.IngressClass{class},
@@ -58,9 +75,11 @@ func TestOf(t *testing.T) {
 	want := []Ref{
 		{ConfigMap, "apps", "backend-ca"},
 		{Secret, "apps", "ing-tls"},
+		{Secret, "certs", "delegated-tls"},
 		{Secret, "certs", "shared-tls"},
 		{Secret, "gw", "own-tls"},
 		{Secret, "gw", "set-tls"},
+		{Secret, "shop", "proxy-tls"},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Of:\n got %v\nwant %v", got, want)

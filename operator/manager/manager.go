@@ -158,8 +158,8 @@ func Run(o Options) error {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
 	required := []schema.GroupVersionKind{schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "GatewayClass"), schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "Gateway")}
-	// ListenerSets, ReferenceGrants, BackendTLSPolicies and HTTPProxies
-	// are optional: without their CRDs a Gateway has its own listeners
+	// ListenerSets, ReferenceGrants, BackendTLSPolicies, HTTPProxies and
+	// TLSCertificateDelegations are optional: without their CRDs a Gateway has its own listeners
 	// only, and no certificates from them. The watcher restarts the operator when that
 	// changes.
 	want := append(required, provision.OptionalKinds...)

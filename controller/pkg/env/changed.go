@@ -41,6 +41,7 @@ func Changed(prev, cur *Index) map[Dep]bool {
 		// with the spec.
 		return a == b || a.UID == b.UID && a.Generation == b.Generation && a.Generation != 0
 	}, mark(HTTPProxy))
+	diff(prev.delegations, cur.delegations, sameDelegations, byNamespace(Delegations))
 	if prev.unservedKinds != cur.unservedKinds {
 		mark(RouteKinds)(types.NamespacedName{})
 	}
@@ -82,20 +83,31 @@ func sameService(a, b *corev1.Service) bool {
 	return true
 }
 
-// sameGrants compares two listings of a namespace's ReferenceGrants, in
-// whatever order the cache listed them.
-func sameGrants(a, b []*gatewayv1beta1.ReferenceGrant) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	byName := func(x, y *gatewayv1beta1.ReferenceGrant) int { return strings.Compare(x.Name, y.Name) }
-	a, b = slices.SortedFunc(slices.Values(a), byName), slices.SortedFunc(slices.Values(b), byName)
-	for i := range a {
-		if a[i] != b[i] && (a[i].UID != b[i].UID || !apiequality.Semantic.DeepEqual(a[i].Spec, b[i].Spec)) {
+// sameGrants and sameDelegations report whether two namespaces' grants
+// (or delegations) allow alike: the same objects (UID) with the same spec,
+// in any order.
+var (
+	sameGrants      = sameObjects(func(g *gatewayv1beta1.ReferenceGrant) any { return &g.Spec })
+	sameDelegations = sameObjects(func(d *contourv1.TLSCertificateDelegation) any { return &d.Spec })
+)
+
+func sameObjects[T interface {
+	GetName() string
+	GetUID() types.UID
+}](spec func(T) any) func(a, b []T) bool {
+	return func(a, b []T) bool {
+		if len(a) != len(b) {
 			return false
 		}
+		byName := func(x, y T) int { return strings.Compare(x.GetName(), y.GetName()) }
+		a, b = slices.SortedFunc(slices.Values(a), byName), slices.SortedFunc(slices.Values(b), byName)
+		for i := range a {
+			if any(a[i]) != any(b[i]) && (a[i].GetUID() != b[i].GetUID() || !apiequality.Semantic.DeepEqual(spec(a[i]), spec(b[i]))) {
+				return false
+			}
+		}
+		return true
 	}
-	return true
 }
 
 func deref[T any](p *T) T {

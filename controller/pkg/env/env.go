@@ -43,6 +43,8 @@ const (
 	// HTTPProxy is an HTTPProxy, by namespace and name: a proxy reads the
 	// proxies it includes.
 	HTTPProxy
+	// Delegations are the TLSCertificateDelegations of a namespace.
+	Delegations
 )
 
 func (k Kind) String() string {
@@ -63,6 +65,8 @@ func (k Kind) String() string {
 		return "RouteKinds"
 	case HTTPProxy:
 		return "HTTPProxy"
+	case Delegations:
+		return "TLSCertificateDelegations"
 	}
 	return "Kind(?)"
 }
@@ -143,8 +147,13 @@ func (e Env) ServicePort(ns, name, port string) (int32, bool) {
 }
 
 // Granted reports whether a ReferenceGrant in toNamespace lets from refer
-// to to.
+// to to; for an HTTPProxy's reference to a Secret, whether a
+// TLSCertificateDelegation there does, as Contour has it.
 func (e Env) Granted(from refgrant.From, toNamespace string, to refgrant.To) bool {
+	if from.Group == contourv1.GroupName && to.Group == "" && to.Kind == "Secret" {
+		e.read(Delegations, toNamespace, "")
+		return refgrant.Delegated(e.idx.delegations[toNamespace], toNamespace, to.Name, from.Namespace)
+	}
 	e.read(Grants, toNamespace, "")
 	for _, g := range e.idx.grants[toNamespace] {
 		if refgrant.Allows(g, from, to) {

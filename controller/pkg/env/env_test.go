@@ -37,6 +37,9 @@ func TestEveryReadIsRecorded(t *testing.T) {
 		"UnservedKinds":   {func(e Env) { e.UnservedKinds() }, Dep{RouteKinds, key("", "")}},
 		"BackendTLS":      {func(e Env) { e.BackendTLS(svc, "http") }, Dep{BackendTLS, svc}},
 		"HTTPProxy":       {func(e Env) { e.HTTPProxy("ns", "svc") }, Dep{HTTPProxy, svc}},
+		"Granted to an HTTPProxy": {func(e Env) {
+			e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: "other"}, "ns", refgrant.To{Kind: "Secret", Name: "svc"})
+		}, Dep{Delegations, key("ns", "")}},
 	}
 	typ := reflect.TypeFor[Env]()
 	for i := range typ.NumMethod() {
@@ -56,7 +59,7 @@ func TestEveryReadIsRecorded(t *testing.T) {
 	for _, r := range reads {
 		kinds[r.want.Kind] = true
 	}
-	for k := Service; k <= HTTPProxy; k++ {
+	for k := Service; k <= Delegations; k++ {
 		if !kinds[k] {
 			t.Errorf("no Env method records %v", k)
 		}
@@ -115,6 +118,7 @@ func TestChangedIgnoresOrder(t *testing.T) {
 	same := res.HTTPProxies[10].DeepCopy() // a status write: the same generation
 	changed.HTTPProxies[10] = same
 	changed.Unserved = []gatewayv1.Kind{"TCPRoute"}
+	changed.TLSCertificateDelegations = []*contourv1.TLSCertificateDelegation{{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "d", UID: "uid-d"}}}
 	got := Changed(want, NewIndex(&changed, nil))
 	wantDeps := map[Dep]bool{
 		{Service, key("ns", svc.Name)}:     true,
@@ -122,8 +126,9 @@ func TestChangedIgnoresOrder(t *testing.T) {
 		{Secret, key("ns", sec.Name)}:      true,
 		{RouteKinds, key("", "")}:          true,
 		{HTTPProxy, key("ns", proxy.Name)}: true,
+		{Delegations, key("certs", "")}:    true,
 	}
 	if !maps.Equal(got, wantDeps) {
-		t.Fatalf("a changed Service port, namespace label, Secret, HTTPProxy spec and set of served kinds: changed %v, want %v", got, wantDeps)
+		t.Fatalf("a changed Service port, namespace label, Secret, HTTPProxy spec, delegation and set of served kinds: changed %v, want %v", got, wantDeps)
 	}
 }

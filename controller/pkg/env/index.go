@@ -27,8 +27,10 @@ type Index struct {
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	configMaps map[types.NamespacedName]*corev1.ConfigMap
 	proxies    map[types.NamespacedName]*contourv1.HTTPProxy
-	backendTLS map[PolicyKey]Evaluated
-	unserved   map[gatewayv1.Kind]bool
+	// delegations are the TLSCertificateDelegations by namespace.
+	delegations map[string][]*contourv1.TLSCertificateDelegation
+	backendTLS  map[PolicyKey]Evaluated
+	unserved    map[gatewayv1.Kind]bool
 	// unservedKinds lists the unserved kinds.
 	unservedKinds string
 }
@@ -67,6 +69,12 @@ func NewIndex(res *resources.Resources, evaluate EvaluateFunc) *Index {
 	}
 	for _, p := range res.HTTPProxies {
 		idx.proxies[key(p.Namespace, p.Name)] = p
+	}
+	for _, d := range res.TLSCertificateDelegations {
+		if idx.delegations == nil {
+			idx.delegations = map[string][]*contourv1.TLSCertificateDelegation{}
+		}
+		idx.delegations[d.Namespace] = append(idx.delegations[d.Namespace], d)
 	}
 	for _, c := range res.ConfigMaps {
 		idx.configMaps[key(c.Namespace, c.Name)] = c

@@ -7,6 +7,7 @@ import (
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/ingressclass"
@@ -64,11 +65,15 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 		if r.Spec.VirtualHost.TLS == nil || shape.HTTPS == nil || validate.Hostname(r.Spec.VirtualHost.Fqdn, true) != nil {
 			continue
 		}
-		if _, secret, err := httpproxy.TLSSecret(r); err == nil {
+		if ns, secret, err := httpproxy.TLSSecret(r); err == nil {
 			host := gatewayv1.Hostname(r.Spec.VirtualHost.Fqdn)
+			ref := gatewayv1.SecretObjectReference{Name: gatewayv1.ObjectName(secret)}
+			if ns != r.Namespace {
+				ref.Namespace = ptr.To(gatewayv1.Namespace(ns))
+			}
 			sets = append(sets, &listenerSet{meta: &r.ObjectMeta, proxy: r, entries: []gatewayv1.ListenerEntry{{
 				Name: "tls", Hostname: &host, Port: shape.HTTPS.Port, Protocol: gatewayv1.HTTPSProtocolType,
-				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(secret)}}},
+				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{ref}},
 			}}})
 		}
 	}
@@ -151,10 +156,17 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 			if l.set == nil || l.set.proxy != r {
 				continue
 			}
+			if _, found := out[rk].Valid.GetError(contourv1.ConditionTypeTLSError); found {
+				break // the tree's own check said what is wrong with the Secret
+			}
 			for _, c := range l.conds.Items {
 				if c.Status == metav1.ConditionFalse && (c.Type == string(gatewayv1.ListenerConditionAccepted) || c.Type == string(gatewayv1.ListenerConditionResolvedRefs)) ||
 					c.Status == metav1.ConditionTrue && c.Type == string(gatewayv1.ListenerConditionConflicted) {
-					own(rk).Valid.AddErrorf(contourv1.ConditionTypeTLSError, "SecretNotValid", "TLS virtual host %s: %s", l.hostname, c.Message)
+					reason := "SecretNotValid"
+					if c.Reason == string(gatewayv1.ListenerReasonRefNotPermitted) {
+						reason = "DelegationNotPermitted"
+					}
+					own(rk).Valid.AddErrorf(contourv1.ConditionTypeTLSError, reason, "TLS virtual host %s: %s", l.hostname, c.Message)
 					break
 				}
 			}

@@ -404,8 +404,12 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 			fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name))
 	}
 	if ns != from.namespace && !t.env.Granted(refgrant.From{Group: from.group, Kind: from.kind, Namespace: from.namespace}, ns, refgrant.To{Kind: "Secret", Name: string(ref.Name)}) {
+		grant := "ReferenceGrant"
+		if from.kind == "HTTPProxy" {
+			grant = "TLSCertificateDelegation"
+		}
 		return "", condition.UnresolvedListenerRef(gatewayv1.ListenerReasonRefNotPermitted,
-			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns))
+			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no %s in namespace %s allows it", ns, ref.Name, grant, ns))
 	}
 	secret, ok := t.env.Secret(ns, string(ref.Name))
 	if !ok {

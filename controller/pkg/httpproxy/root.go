@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
@@ -72,8 +73,17 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 			st.Valid.AddErrorf(contourv1.ConditionTypeTLSError, "NotSupported", "virtualhost.tls.%s is not supported yet", f)
 			return w.tree
 		}
-		if _, _, err := TLSSecret(root); err != nil {
+		ns, name, err := TLSSecret(root)
+		if err != nil {
 			st.Valid.AddError(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", err.Error())
+			return w.tree
+		}
+		if !e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: root.Namespace}, ns, refgrant.To{Kind: "Secret", Name: name}) {
+			st.Valid.AddErrorf(contourv1.ConditionTypeTLSError, "DelegationNotPermitted", "Spec.VirtualHost.TLS Secret %q certificate delegation not permitted", vh.TLS.SecretName)
+			return w.tree
+		}
+		if _, ok := e.Secret(ns, name); !ok {
+			st.Valid.AddErrorf(contourv1.ConditionTypeTLSError, "SecretNotValid", "Spec.VirtualHost.TLS Secret %q is invalid: Secret not found", vh.TLS.SecretName)
 			return w.tree
 		}
 		if httpsPort == 0 {
@@ -103,18 +113,16 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 }
 
 // TLSSecret returns the namespace and name of the Secret of a root's
-// virtualhost.tls.secretName: a Secret of the root's namespace. A Secret
-// of another namespace needs a TLSCertificateDelegation, which is not
-// served yet.
+// virtualhost.tls.secretName: "name" in the root's namespace, or
+// "namespace/name" in another, which a TLSCertificateDelegation there
+// must allow (the listener's certificate check asks).
 func TLSSecret(root *contourv1.HTTPProxy) (string, string, error) {
-	name := root.Spec.VirtualHost.TLS.SecretName
-	switch {
-	case name == "":
-		return "", "", fmt.Errorf("Spec.VirtualHost.TLS.SecretName must be specified")
-	case strings.Contains(name, "/"):
-		return "", "", fmt.Errorf("Spec.VirtualHost.TLS.SecretName %q names a Secret of another namespace; TLSCertificateDelegation is not supported yet", name)
+	secret := root.Spec.VirtualHost.TLS.SecretName
+	ns, name := refgrant.ProxySecret(root.Namespace, secret)
+	if ns == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("Spec.VirtualHost.TLS.SecretName %q must be a name or namespace/name", secret)
 	}
-	return root.Namespace, name, nil
+	return ns, name, nil
 }
 
 // walk translates one tree.

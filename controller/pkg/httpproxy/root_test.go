@@ -18,7 +18,8 @@ import (
 func TestLargeTree(t *testing.T) {
 	const n = 1000
 	res := &resources.Resources{Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}}}
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
+		Secrets: []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "cert"}}}}
 	root := &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "root"}, Spec: contourv1.HTTPProxySpec{VirtualHost: &contourv1.VirtualHost{Fqdn: "big.example.com"}}}
 	for i := range n {
 		name := fmt.Sprintf("p%d", i)
@@ -69,7 +70,8 @@ func TestLargeTree(t *testing.T) {
 // whatever the route says.
 func TestSettings(t *testing.T) {
 	res := &resources.Resources{Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}}}
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
+		Secrets: []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "cert"}}}}
 	root := &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "www"}, Spec: contourv1.HTTPProxySpec{
 		VirtualHost: &contourv1.VirtualHost{Fqdn: "www.example.com", TLS: &contourv1.TLS{SecretName: "cert"}},
 		Routes:      []contourv1.Route{{PermitInsecure: true, Services: []contourv1.Service{{Name: "app", Port: 80}}}},

@@ -119,7 +119,7 @@ func onlyReferenced(res *resources.Resources) *resources.Resources {
 		for _, r := range certrefs.Of(certrefs.Input{
 			Gateway: gw, ControllerName: DefaultControllerName, ListenerSets: res.ListenerSets,
 			Namespaces: res.Namespaces,
-			Ingresses:  res.Ingresses, IngressClasses: res.IngressClasses, HTTPProxies: res.HTTPProxies,
+			Ingresses:  res.Ingresses, IngressClasses: res.IngressClasses, HTTPProxies: res.HTTPProxies, TLSCertificateDelegations: res.TLSCertificateDelegations,
 			ReferenceGrants: res.ReferenceGrants, BackendTLSPolicies: res.BackendTLSPolicies,
 		}) {
 			want[r] = true

@@ -27,15 +27,16 @@ func (r *reconciler) readCertificates(ctx context.Context, res *resources.Resour
 			continue
 		}
 		refs = certrefs.Of(certrefs.Input{
-			Gateway:            gw,
-			ControllerName:     r.opts.ControllerName,
-			ListenerSets:       res.ListenerSets,
-			Namespaces:         res.Namespaces,
-			Ingresses:          res.Ingresses,
-			HTTPProxies:        res.HTTPProxies,
-			IngressClasses:     res.IngressClasses,
-			ReferenceGrants:    res.ReferenceGrants,
-			BackendTLSPolicies: res.BackendTLSPolicies,
+			Gateway:                   gw,
+			ControllerName:            r.opts.ControllerName,
+			ListenerSets:              res.ListenerSets,
+			Namespaces:                res.Namespaces,
+			Ingresses:                 res.Ingresses,
+			HTTPProxies:               res.HTTPProxies,
+			TLSCertificateDelegations: res.TLSCertificateDelegations,
+			IngressClasses:            res.IngressClasses,
+			ReferenceGrants:           res.ReferenceGrants,
+			BackendTLSPolicies:        res.BackendTLSPolicies,
 		})
 	}
 	for ref, err := range r.certificates.Want(refs, certificateWait) {

@@ -25,7 +25,8 @@ var (
 	ReferenceGrantKind   = schema.FromAPIVersionAndKind(gatewayv1beta1.GroupVersion.String(), "ReferenceGrant")
 	BackendTLSPolicyKind = schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "BackendTLSPolicy")
 	HTTPProxyKind        = contourv1.SchemeGroupVersion.WithKind("HTTPProxy")
-	OptionalKinds        = []schema.GroupVersionKind{ListenerSetKind, ReferenceGrantKind, BackendTLSPolicyKind, HTTPProxyKind}
+	DelegationKind       = contourv1.SchemeGroupVersion.WithKind("TLSCertificateDelegation")
+	OptionalKinds        = []schema.GroupVersionKind{ListenerSetKind, ReferenceGrantKind, BackendTLSPolicyKind, HTTPProxyKind, DelegationKind}
 )
 
 // CertificateRefs reads what certrefs decides from and returns the Secrets
@@ -40,12 +41,14 @@ func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway
 	var grants gatewayv1beta1.ReferenceGrantList
 	var policies gatewayv1.BackendTLSPolicyList
 	var proxies contourv1.HTTPProxyList
+	var delegations contourv1.TLSCertificateDelegationList
 	lists := []struct {
 		list client.ObjectList
 		kind schema.GroupVersionKind
 	}{
 		{&ingresses, schema.GroupVersionKind{}}, {&classes, schema.GroupVersionKind{}},
 		{&sets, ListenerSetKind}, {&grants, ReferenceGrantKind}, {&policies, BackendTLSPolicyKind}, {&proxies, HTTPProxyKind},
+		{&delegations, DelegationKind},
 	}
 	for _, l := range lists {
 		if !l.kind.Empty() && !have[l.kind] {
@@ -67,6 +70,7 @@ func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway
 	in.ReferenceGrants = pointers(grants.Items)
 	in.BackendTLSPolicies = pointers(policies.Items)
 	in.HTTPProxies = pointers(proxies.Items)
+	in.TLSCertificateDelegations = pointers(delegations.Items)
 	return certrefs.Of(in), nil
 }
 
@@ -91,6 +95,9 @@ func CertificateSources(have served.Set) []client.Object {
 	}
 	if have[HTTPProxyKind] {
 		out = append(out, &contourv1.HTTPProxy{})
+	}
+	if have[DelegationKind] {
+		out = append(out, &contourv1.TLSCertificateDelegation{})
 	}
 	return out
 }

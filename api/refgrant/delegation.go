@@ -1,0 +1,45 @@
+package refgrant
+
+import (
+	"slices"
+	"strings"
+
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+)
+
+// Delegates reports whether d, a TLSCertificateDelegation in a Secret's
+// namespace, lets the HTTPProxies of namespace ns use that Secret, named
+// name: Contour's rule for a TLS virtual host's certificate in another
+// namespace ("*" among the target namespaces means every namespace).
+// HTTPProxies follow delegations only, not ReferenceGrants, as in Contour.
+func Delegates(d *contourv1.TLSCertificateDelegation, name, ns string) bool {
+	for _, c := range d.Spec.Delegations {
+		if c.SecretName == name && (slices.Contains(c.TargetNamespaces, ns) || slices.Contains(c.TargetNamespaces, "*")) {
+			return true
+		}
+	}
+	return false
+}
+
+// Delegated reports whether an HTTPProxy of namespace ns may use the
+// Secret secretNS/name: its own namespace's always, another's with a
+// TLSCertificateDelegation there. delegations may hold those of every
+// namespace.
+func Delegated(delegations []*contourv1.TLSCertificateDelegation, secretNS, name, ns string) bool {
+	if secretNS == ns {
+		return true
+	}
+	return slices.ContainsFunc(delegations, func(d *contourv1.TLSCertificateDelegation) bool {
+		return d.Namespace == secretNS && Delegates(d, name, ns)
+	})
+}
+
+// ProxySecret is the namespace and name of the Secret an HTTPProxy of
+// namespace ns names as secretName: "name" for its own namespace's,
+// "namespace/name" for another's.
+func ProxySecret(ns, secretName string) (string, string) {
+	if other, name, ok := strings.Cut(secretName, "/"); ok {
+		return other, name
+	}
+	return ns, secretName
+}
