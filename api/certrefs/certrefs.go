@@ -13,7 +13,8 @@
 //     whether or not it has the listeners to serve them yet: the grant is
 //     in place before the listener that needs it; likewise the TLS Secrets
 //     of the root HTTPProxies it serves (ingressclass.SelectedProxies), of
-//     their own namespace or delegated to it by a TLSCertificateDelegation;
+//     their own namespace or delegated to it by a TLSCertificateDelegation,
+//     and the CA Secrets their services' validation names, likewise;
 //   - the CA references of every BackendTLSPolicy. Which policies apply
 //     depends on the Services the routes use, which the operator does not
 //     follow (a route edit would be an RBAC write); a policy names objects
@@ -119,10 +120,20 @@ func Of(in Input) []Ref {
 		}
 	}
 	for _, p := range ingressclass.SelectedProxies(gw, in.ControllerName, in.IngressClasses, in.HTTPProxies) {
-		if vh := p.Spec.VirtualHost; vh != nil && vh.TLS != nil && vh.TLS.SecretName != "" {
-			ns, name := refgrant.ProxySecret(p.Namespace, vh.TLS.SecretName)
+		proxySecret := func(secretName string) {
+			ns, name := refgrant.ProxySecret(p.Namespace, secretName)
 			if name != "" && !strings.Contains(name, "/") && refgrant.Delegated(in.TLSCertificateDelegations, ns, name, p.Namespace) {
 				c.add(Secret, ns, name)
+			}
+		}
+		if vh := p.Spec.VirtualHost; vh != nil && vh.TLS != nil && vh.TLS.SecretName != "" {
+			proxySecret(vh.TLS.SecretName)
+		}
+		for _, r := range p.Spec.Routes {
+			for _, s := range r.Services {
+				if v := s.UpstreamValidation; v != nil && v.CACertificate != "" {
+					proxySecret(v.CACertificate)
+				}
 			}
 		}
 	}

@@ -63,6 +63,8 @@ func TestOf(t *testing.T) {
 			proxy("shop", "certs/delegated-tls"),
 			proxy("blog", "certs/delegated-tls"), // delegated to shop only
 			proxy("shop", "certs/other-tls"),     // not delegated
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "validating"}, Spec: contourv1.HTTPProxySpec{IngressClassName: "isobar",
+				Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: "app", Port: 443, UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "backend-ca", SubjectName: "app"}}}}}}},
 		},
 		TLSCertificateDelegations: []*contourv1.TLSCertificateDelegation{delegation},
 		Gateway:                   gw, ControllerName: "isobar.dev/gateway-controller",
@@ -79,6 +81,7 @@ func TestOf(t *testing.T) {
 		{Secret, "certs", "shared-tls"},
 		{Secret, "gw", "own-tls"},
 		{Secret, "gw", "set-tls"},
+		{Secret, "shop", "backend-ca"},
 		{Secret, "shop", "proxy-tls"},
 	}
 	if !slices.Equal(got, want) {

@@ -26,6 +26,10 @@ func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
 	}
 	c := t.cluster(s.Name, s.Service, s.Port, s.Protocol)
 	c.HTTP2 = c.HTTP2 || s.GRPC
+	s.Upstream.Apply(c)
+	if c.TLS != nil && s.TLS == nil && t.backendCert != "" {
+		c.TLS.ClientCertificate = t.backendCert
+	}
 	if s.TLS != nil {
 		c.TLS = s.TLS.TLS
 		if t.backendCert != "" {

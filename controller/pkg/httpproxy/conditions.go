@@ -235,5 +235,5 @@ var (
 	refuseRoute       = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",
 		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy",
 		"retryPolicy", "pathRewritePolicy")
-	refuseService = refuse[contourv1.Service]("name", "port", "weight", "mirror", "requestHeadersPolicy", "responseHeadersPolicy")
+	refuseService = refuse[contourv1.Service]("name", "port", "weight", "mirror", "protocol", "validation", "requestHeadersPolicy", "responseHeadersPolicy")
 )

@@ -357,9 +357,14 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 	// Services without weights share the requests equally; with weights,
 	// a service of weight 0 gets none.
 	weighted := slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return s.Weight > 0 && !s.Mirror })
-	var buf [4]gatewayv1.HTTPBackendRef
+	var buf [4]routerule.Backend
 	refs := buf[:0]
+	host := ""
+	if out.Rewrite != nil {
+		host = out.Rewrite.Hostname
+	}
 	var mirrored *contourv1.Service
+	mirroredAt := 0
 	for j := range r.Services {
 		s := &r.Services[j]
 		if f := refuseService(s); f != "" {
@@ -376,10 +381,14 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 				// Envoy sends a mirror the request as the route forwards it.
 				w.status(p).Valid.AddWarningf(contourv1.ConditionTypeServiceError, "MirrorHeadersPolicy", "routes[%d].services[%d]: the headers policies of a mirror service take no effect", i, j)
 			}
-			mirrored = s
+			mirrored, mirroredAt = s, j
 			continue
 		}
 		filters, bad := serviceFilters(s, i, j)
+		if bad != nil {
+			return bad
+		}
+		up, bad := w.upstream(p, i, j, s, host)
 		if bad != nil {
 			return bad
 		}
@@ -387,17 +396,21 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		if weighted {
 			weight = int32(min(s.Weight, 1000000))
 		}
-		refs = append(refs, gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
+		refs = append(refs, routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
 			Weight:                 &weight,
-		}, Filters: filters})
+		}, Filters: filters}, Upstream: up})
 	}
 	out.Destination = w.backends(p, refs)
 	if mirrored != nil {
-		ref := gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+		up, bad := w.upstream(p, i, mirroredAt, mirrored, host)
+		if bad != nil {
+			return bad
+		}
+		ref := routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
 			Name: gatewayv1.ObjectName(mirrored.Name), Port: ptr(gatewayv1.PortNumber(mirrored.Port)),
-		}}}
-		if m := w.backends(p, []gatewayv1.HTTPBackendRef{ref}); !routerule.AllInvalid(m) {
+		}}}, Upstream: up}
+		if m := w.backends(p, []routerule.Backend{ref}); !routerule.AllInvalid(m) {
 			out.Mirrors = []ir.Mirror{mirror(m, mirrored.Weight)}
 		}
 	}
@@ -412,7 +425,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 // clusters they need; a reference that does not resolve is an error on
 // p's status, and its share of requests is answered as the Gateway API
 // answers it.
-func (w *walk) backends(p *contourv1.HTTPProxy, refs []gatewayv1.HTTPBackendRef) *ir.Destination {
+func (w *walk) backends(p *contourv1.HTTPProxy, refs []routerule.Backend) *ir.Destination {
 	b := routerule.HTTPBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs)
 	w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)
 	if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {

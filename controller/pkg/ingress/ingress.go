@@ -159,7 +159,7 @@ func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw 
 	// reports its own problem.
 	backend := func(where string, b *networkingv1.IngressBackend) *ir.Route {
 		ref, problem := backendRef(e, ing, b)
-		bs := routerule.HTTPBackends(e, names, "Ingress", ing.Namespace, ing.Generation, []gatewayv1.HTTPBackendRef{ref})
+		bs := routerule.HTTPBackends(e, names, "Ingress", ing.Namespace, ing.Generation, []routerule.Backend{{HTTPBackendRef: ref}})
 		out.Clusters = append(out.Clusters, bs.Clusters...)
 		if problem != "" {
 			out.Problems = append(out.Problems, where+": "+problem)

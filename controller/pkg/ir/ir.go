@@ -313,6 +313,10 @@ type Secret struct {
 // how to verify the backend's certificate.
 type UpstreamTLS struct {
 	SNI string `json:"sni"`
+	// Unverified accepts any certificate the backend presents: an
+	// HTTPProxy service of protocol tls or h2 without validation, as in
+	// Contour. Every other TLS backend is verified.
+	Unverified bool `json:"unverified,omitempty"`
 	// CA is a PEM bundle of trusted certificates; SystemCA trusts the
 	// Envoy image's system bundle instead.
 	CA       []byte `json:"-"`

@@ -34,6 +34,14 @@ type request struct {
 	Location string            `json:"location,omitempty"` // the redirect's location
 	Upstream map[string]string `json:"upstream,omitempty"` // headers (name -> value, "" for absent) or :path / :authority
 	Mirrors  []string          `json:"mirrors,omitempty"`
+	// Protocol is how Envoy speaks to the picked backend: "http/1.1",
+	// "h2c" (HTTP/2 in cleartext), "tls" (HTTP/1.1 over TLS) or "h2".
+	Protocol string `json:"protocol,omitempty"`
+	// Verified says whether Envoy verifies a TLS backend's certificate,
+	// and SubjectNames for which names.
+	Verified     *bool    `json:"verified,omitempty"`
+	SubjectNames []string `json:"subjectNames,omitempty"`
+	UpstreamSNI  string   `json:"upstreamSNI,omitempty"`
 	// BackendStatus is the answer Envoy gives for the picked backend
 	// itself: 500 for an unresolved backendRef's share.
 	BackendStatus int `json:"backendStatus,omitempty"`
@@ -139,6 +147,7 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	if r.Cluster != "" && a.Upstream.Cluster != r.Cluster {
 		t.Errorf("%s: cluster %s, want %s", what, a.Upstream.Cluster, r.Cluster)
 	}
+	checkTransport(t, what, r, a.Upstream)
 	// The golden inputs mostly have no EndpointSlices, so Envoy would
 	// answer 503; the request it would forward is still checked.
 	if a.Upstream.Request == nil {
@@ -172,5 +181,42 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	}
 	if r.Mirrors != nil && !slices.Equal(mirrors, r.Mirrors) {
 		t.Errorf("%s: mirrors %v, want %v", what, mirrors, r.Mirrors)
+	}
+}
+
+// checkTransport checks how Envoy connects to the picked backend.
+func checkTransport(t *testing.T, what string, r request, b *envoysim.Backend) {
+	t.Helper()
+	if r.Protocol != "" {
+		got := "http/1.1"
+		switch {
+		case b.HTTP2 && b.TLS != nil:
+			got = "h2"
+		case b.HTTP2:
+			got = "h2c"
+		case b.TLS != nil:
+			got = "tls"
+		}
+		if got != r.Protocol {
+			t.Errorf("%s: Envoy speaks %s to %s, want %s", what, got, b.Cluster, r.Protocol)
+		}
+	}
+	if r.Verified == nil && r.UpstreamSNI == "" {
+		return
+	}
+	if b.TLS == nil {
+		t.Errorf("%s: no TLS to %s", what, b.Cluster)
+		return
+	}
+	if r.UpstreamSNI != b.TLS.SNI {
+		t.Errorf("%s: SNI %q, want %q", what, b.TLS.SNI, r.UpstreamSNI)
+	}
+	if r.Verified != nil {
+		if verified := b.TLS.ValidationContext != ""; verified != *r.Verified {
+			t.Errorf("%s: the backend's certificate verified: %t, want %t", what, verified, *r.Verified)
+		}
+		if !slices.Equal(b.TLS.SubjectAltNames, r.SubjectNames) {
+			t.Errorf("%s: subject names %v, want %v", what, b.TLS.SubjectAltNames, r.SubjectNames)
+		}
 	}
 }

@@ -17,9 +17,10 @@ import (
 
 // backendRef is what weighting needs of an HTTP or gRPC backendRef.
 type backendRef struct {
-	ref     gatewayv1.BackendObjectReference
-	weight  *int32
-	filters []gatewayv1.HTTPRouteFilter
+	ref      gatewayv1.BackendObjectReference
+	weight   *int32
+	filters  []gatewayv1.HTTPRouteFilter
+	upstream Upstream
 }
 
 // weightOf is a backendRef's weight, 1 when unset. The schema allows 0 to
@@ -39,7 +40,7 @@ func httpBackends(ev *eval, fromNS, fromKind string, refs []backendRef) *ir.Dest
 	d := &ir.Destination{}
 	for _, ref := range refs {
 		weight := weightOf(ref.weight)
-		name, ok := resolveBackend(ev, "", fromNS, fromKind, ref.ref)
+		name, ok := resolveBackend(ev, "", fromNS, fromKind, ref.ref, ref.upstream)
 		if !ok {
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
@@ -62,7 +63,7 @@ func httpBackends(ev *eval, fromNS, fromKind string, refs []backendRef) *ir.Dest
 // prefixed with what, as "mirror: ") go to ev. A backend whose
 // BackendTLSPolicy is unusable resolves to nothing, with no route problem:
 // the policy's status says why.
-func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.BackendObjectReference) (string, bool) {
+func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.BackendObjectReference, up Upstream) (string, bool) {
 	unresolved := func(reason gatewayv1.RouteConditionReason, msg string) (string, bool) {
 		ev.report(condition.UnresolvedRef(reason, what+msg))
 		return "", false
@@ -114,11 +115,16 @@ func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.Backe
 	if fromKind == "GRPCRoute" {
 		suffix = "/grpc" // gRPC needs HTTP/2 whatever the Service says
 	}
+	if up.Protocol != "" {
+		suffix = up.suffix()
+	}
 	spec := ClusterSpec{
 		Name:    ev.names.cluster(ns, string(ref.Name), int32(*ref.Port), suffix),
-		Service: svc, Port: sp, Protocol: want, GRPC: fromKind == "GRPCRoute",
+		Service: svc, Port: sp, Protocol: want, GRPC: fromKind == "GRPCRoute", Upstream: up,
 	}
-	if fromKind != "UDPRoute" {
+	// A route that says how to speak to its backend is not overridden by
+	// a BackendTLSPolicy.
+	if fromKind != "UDPRoute" && up.Protocol == "" {
 		spec.TLS = backendtls.For(ev.env, types.NamespacedName{Namespace: ns, Name: string(ref.Name)}, sp.Name)
 		if spec.TLS != nil && spec.TLS.TLS == nil {
 			// Never fall back to plaintext: the backend is unusable and
@@ -178,6 +184,8 @@ type ClusterSpec struct {
 	// Rejected says the BackendTLSPolicy is unusable, so there is no
 	// cluster, only the policy's status to record.
 	Rejected bool
+	// Upstream is how the route speaks to the Service, when it says.
+	Upstream Upstream
 }
 
 // backendFilters applies the filters of one backendRef. Envoy can change

@@ -78,12 +78,12 @@ func GRPCRoute(e env.Env, names *Names, gr *gatewayv1.GRPCRoute) *Rules {
 // kind in namespace ns into a destination: a ref that does not resolve
 // keeps its weight, marked invalid, so that its share of requests gets a
 // 500; Resolved says why.
-func HTTPBackends(e env.Env, names *Names, kind, ns string, generation int64, refs []gatewayv1.HTTPBackendRef) Backends {
+func HTTPBackends(e env.Env, names *Names, kind, ns string, generation int64, refs []Backend) Backends {
 	ev := eval{env: e, names: names, resolved: condition.Route{Generation: generation}}
 	var buf [4]backendRef
 	brs := buf[:0]
 	for _, b := range refs {
-		brs = append(brs, backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters})
+		brs = append(brs, backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters, upstream: b.Upstream})
 	}
 	d := httpBackends(&ev, ns, kind, brs)
 	return Backends{Destination: d, Resolved: ev.resolved, Clusters: ev.clusters}
@@ -107,7 +107,7 @@ func StreamBackends(e env.Env, names *Names, kind, ns string, generation int64, 
 	d := &ir.Destination{}
 	for _, ref := range refs {
 		weight := weightOf(ref.Weight)
-		name, ok := resolveBackend(ev, "", ns, kind, ref.BackendObjectReference)
+		name, ok := resolveBackend(ev, "", ns, kind, ref.BackendObjectReference, Upstream{})
 		if !ok {
 			continue
 		}

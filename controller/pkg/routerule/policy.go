@@ -37,7 +37,7 @@ func mirror(ev *eval, r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPReq
 	if percent < 0 || percent > 100 {
 		return fmt.Errorf("requestMirror percent %g is not between 0 and 100", percent)
 	}
-	name, ok := resolveBackend(ev, "mirror: ", fromNS, fromKind, f.BackendRef)
+	name, ok := resolveBackend(ev, "mirror: ", fromNS, fromKind, f.BackendRef, Upstream{})
 	if !ok {
 		return nil
 	}

@@ -47,9 +47,26 @@ func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 // systemCABundle is where the Envoy image keeps the system's trusted CAs.
 const systemCABundle = "/etc/ssl/certs/ca-certificates.crt"
 
-// upstreamTLS verifies the backend's certificate against the policy's CAs
-// and names; the SNI is the policy's hostname.
+// upstreamTLS connects to a backend over TLS, asking for the SNI and
+// presenting the client certificate if any, and verifying the backend's
+// certificate unless told not to.
 func upstreamTLS(t *ir.UpstreamTLS) *corev3.TransportSocket {
+	ctx := &tlsv3.UpstreamTlsContext{Sni: t.SNI, CommonTlsContext: &tlsv3.CommonTlsContext{}}
+	if !t.Unverified {
+		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: validation(t)}
+	}
+	if t.ClientCertificate != "" {
+		ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{Name: t.ClientCertificate, SdsConfig: ads()}}
+	}
+	return &corev3.TransportSocket{
+		Name:       "envoy.transport_sockets.tls",
+		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: typed(ctx)},
+	}
+}
+
+// validation verifies the backend's certificate against t's CAs and
+// names, the SNI when it names none.
+func validation(t *ir.UpstreamTLS) *tlsv3.CertificateValidationContext {
 	vc := &tlsv3.CertificateValidationContext{}
 	if t.SystemCA {
 		vc.TrustedCa = &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: systemCABundle}}
@@ -67,19 +84,7 @@ func upstreamTLS(t *ir.UpstreamTLS) *corev3.TransportSocket {
 		}
 		vc.MatchTypedSubjectAltNames = append(vc.MatchTypedSubjectAltNames, &tlsv3.SubjectAltNameMatcher{SanType: typ, Matcher: exact(san.Value)})
 	}
-	ctx := &tlsv3.UpstreamTlsContext{
-		Sni: t.SNI,
-		CommonTlsContext: &tlsv3.CommonTlsContext{
-			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc},
-		},
-	}
-	if t.ClientCertificate != "" {
-		ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{Name: t.ClientCertificate, SdsConfig: ads()}}
-	}
-	return &corev3.TransportSocket{
-		Name:       "envoy.transport_sockets.tls",
-		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: typed(ctx)},
-	}
+	return vc
 }
 
 func invalidBackendCluster(s Settings) *clusterv3.Cluster {

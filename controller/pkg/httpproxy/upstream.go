@@ -1,0 +1,120 @@
+package httpproxy
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/routerule"
+)
+
+// upstreamProtocolAnnotation is the prefix of Contour's Service
+// annotations naming the ports of each upstream protocol
+// ("projectcontour.io/upstream-protocol.h2c: http,8080").
+const upstreamProtocolAnnotation = "projectcontour.io/upstream-protocol."
+
+// upstream is how service s of proxy p is spoken to, as Contour decides
+// it: the service's protocol, else the Service port's appProtocol
+// ("kubernetes.io/h2c" is h2c, "https" is tls), else Contour's Service
+// annotations; a TLS backend is asked for host (the route's host
+// rewrite) and verified as s.validation says.
+func (w *walk) upstream(p *contourv1.HTTPProxy, route, service int, s *contourv1.Service, host string) (routerule.Upstream, *problem) {
+	var up routerule.Upstream
+	if s.Protocol != nil {
+		switch *s.Protocol {
+		case "h2", "h2c", "tls":
+			up.Protocol = *s.Protocol
+		default:
+			return up, refused(contourv1.ConditionTypeServiceError, "UnsupportedProtocol", fmt.Sprintf("unsupported protocol: %v", *s.Protocol))
+		}
+	} else if svc, ok := w.e.Service(p.Namespace, s.Name); ok {
+		up.Protocol = declaredProtocol(svc, int32(s.Port))
+	}
+	if v := s.UpstreamValidation; v != nil {
+		if up.Protocol != "tls" && up.Protocol != "h2" {
+			w.status(p).Valid.AddWarningf(contourv1.ConditionTypeServiceError, "ValidationHasNoEffect",
+				"routes[%d].services[%d]: validation takes effect only with protocol tls or h2", route, service)
+		} else {
+			ca, bad := w.caSecret(p, s, v)
+			if bad != nil {
+				return up, bad
+			}
+			up.CA, up.SubjectNames = ca, strings.Join(cmpSubjectNames(v), ",")
+		}
+	}
+	if up.Protocol == "tls" || up.Protocol == "h2" {
+		up.SNI = host
+	}
+	return up, nil
+}
+
+// declaredProtocol is the Contour protocol a Service declares for its
+// port: its appProtocol when it has one, else Contour's annotations.
+func declaredProtocol(svc *corev1.Service, port int32) string {
+	for _, sp := range svc.Spec.Ports {
+		if sp.Port != port {
+			continue
+		}
+		if ap := sp.AppProtocol; ap != nil {
+			switch *ap {
+			case "kubernetes.io/h2c":
+				return "h2c"
+			case "https":
+				return "tls"
+			}
+			return ""
+		}
+		for _, proto := range []string{"h2", "h2c", "tls"} {
+			for _, p := range strings.Split(svc.Annotations[upstreamProtocolAnnotation+proto], ",") {
+				if p = strings.TrimSpace(p); p != "" && (p == sp.Name || p == strconv.Itoa(int(sp.Port))) {
+					return proto
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// cmpSubjectNames are a validation's subject names: subjectNames when
+// given (subjectName their first), else subjectName.
+func cmpSubjectNames(v *contourv1.UpstreamValidation) []string {
+	if len(v.SubjectNames) > 0 {
+		return v.SubjectNames
+	}
+	return []string{v.SubjectName}
+}
+
+// caSecret is the CA Secret of a validation: of the proxy's namespace,
+// or of another that delegates it, holding ca.crt.
+func (w *walk) caSecret(p *contourv1.HTTPProxy, s *contourv1.Service, v *contourv1.UpstreamValidation) (*corev1.Secret, *problem) {
+	invalid := func(format string, args ...any) (*corev1.Secret, *problem) {
+		return nil, refused(contourv1.ConditionTypeServiceError, "TLSUpstreamValidation",
+			fmt.Sprintf("Service [%s:%d] TLS upstream validation policy error: ", s.Name, s.Port)+fmt.Sprintf(format, args...))
+	}
+	switch {
+	case v.SubjectName == "":
+		return invalid("missing subject alternative name")
+	case len(v.SubjectNames) > 0 && v.SubjectNames[0] != v.SubjectName:
+		return invalid("first entry of SubjectNames (%s) does not match SubjectName (%s)", v.SubjectNames[0], v.SubjectName)
+	case slices.Contains(cmpSubjectNames(v), ""):
+		return invalid("a subject name is empty")
+	}
+	ns, name := refgrant.ProxySecret(p.Namespace, v.CACertificate)
+	if !w.e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: p.Namespace}, ns, refgrant.To{Kind: "Secret", Name: name}) {
+		return nil, refused(contourv1.ConditionTypeTLSError, "CACertificateNotDelegated",
+			fmt.Sprintf("service.UpstreamValidation.CACertificate Secret %q is not configured for certificate delegation", ns+"/"+name))
+	}
+	secret, ok := w.e.Secret(ns, name)
+	switch {
+	case !ok:
+		return invalid("invalid CA Secret %q: Secret not found", ns+"/"+name)
+	case len(secret.Data[routerule.CACertKey]) == 0:
+		return invalid("invalid CA Secret %q: empty %q key", ns+"/"+name, routerule.CACertKey)
+	}
+	return secret, nil
+}

@@ -1,0 +1,71 @@
+package routerule
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// Backend is a backendRef of an HTTP route with the way its Service is
+// spoken to.
+type Backend struct {
+	gatewayv1.HTTPBackendRef
+	Upstream Upstream
+}
+
+// Upstream is how a route speaks to its backend when it says so itself,
+// as an HTTPProxy service's protocol does; the zero value speaks as the
+// Service's port declares (its appProtocol, and a BackendTLSPolicy). It
+// is comparable, a part of the cluster's identity.
+type Upstream struct {
+	// Protocol is Contour's: "h2c" (HTTP/2 in cleartext), "h2" (HTTP/2
+	// over TLS) or "tls" (HTTP/1.1 over TLS).
+	Protocol string
+	// SNI is the server name asked of a TLS backend; "" sends none.
+	SNI string
+	// CA is the Secret whose ca.crt verifies a TLS backend's certificate,
+	// for the names in SubjectNames (comma separated); without one Envoy
+	// accepts any certificate, as Contour's does.
+	CA           *corev1.Secret
+	SubjectNames string
+}
+
+// suffix sets the cluster of an Upstream apart from the Service port's
+// own: "/<protocol>", then what it verifies and asks for.
+func (u Upstream) suffix() string {
+	if u.Protocol == "" {
+		return ""
+	}
+	s := "/" + u.Protocol
+	if u.CA != nil {
+		s += "/ca=" + u.CA.Namespace + "/" + u.CA.Name + "/san=" + u.SubjectNames
+	}
+	if u.SNI != "" {
+		s += "/sni=" + u.SNI
+	}
+	return s
+}
+
+// Apply makes c speak u's protocol, over u's TLS.
+func (u Upstream) Apply(c *ir.Cluster) {
+	if u.Protocol == "" {
+		return
+	}
+	c.HTTP2 = u.Protocol != "tls"
+	if u.Protocol == "h2c" {
+		return
+	}
+	c.TLS = &ir.UpstreamTLS{SNI: u.SNI, Unverified: u.CA == nil}
+	if u.CA != nil {
+		c.TLS.CA = u.CA.Data[CACertKey]
+		for n := range strings.SplitSeq(u.SubjectNames, ",") {
+			c.TLS.SubjectAltNames = append(c.TLS.SubjectAltNames, ir.SubjectAltName{Type: "DNS", Value: n})
+		}
+	}
+}
+
+// CACertKey is the key of a CA Secret's bundle, as Contour reads it.
+const CACertKey = "ca.crt"
