@@ -134,31 +134,41 @@ func match(conds []contourv1.MatchCondition) (ir.Match, error) {
 
 var doubleSlashes = regexp.MustCompile(`//+`)
 
-// headerMatch is a header condition as a string match. Conditions that
-// match the absence of a value (notpresent, notexact, notcontains,
-// treatMissingAsEmpty) are not served yet.
+// headerMatch is a header condition as a string match. The negated
+// conditions (notpresent, notexact, notcontains) invert it, and match a
+// missing header too for notpresent, or with treatMissingAsEmpty, as
+// Contour has them.
 func headerMatch(h *contourv1.HeaderMatchCondition) (ir.StringMatch, error) {
 	if err := validate.Token(h.Name, "header condition name"); err != nil {
 		return ir.StringMatch{}, err
 	}
 	sm := ir.StringMatch{Name: h.Name}
 	switch {
-	case h.NotPresent || h.NotExact != "" || h.NotContains != "" || h.TreatMissingAsEmpty:
-		return sm, fmt.Errorf("header condition %q: notpresent, notexact, notcontains and treatMissingAsEmpty are not supported yet", h.Name)
 	case h.Present:
-		sm.Value, sm.Regex = ".*", true
+		sm.Present = true
+	case h.NotPresent:
+		sm.Present, sm.Invert = true, true
 	case h.Exact != "":
 		sm = literal(h.Name, h.Exact, h.IgnoreCase, "", "")
+	case h.NotExact != "":
+		sm = literal(h.Name, h.NotExact, h.IgnoreCase, "", "")
+		sm.Invert = true
 	case h.Contains != "":
 		sm = literal(h.Name, h.Contains, h.IgnoreCase, ".*", ".*")
+	case h.NotContains != "":
+		sm = literal(h.Name, h.NotContains, h.IgnoreCase, ".*", ".*")
+		sm.Invert = true
 	case h.Regex != "":
 		if err := validate.Regex("header condition regex", h.Regex); err != nil {
 			return sm, err
 		}
 		sm.Value, sm.Regex = h.Regex, true
 	default:
-		return sm, fmt.Errorf("header condition %q must set one of present, exact, contains or regex", h.Name)
+		return sm, fmt.Errorf("header condition %q must set one of present, notpresent, exact, notexact, contains, notcontains or regex", h.Name)
 	}
+	// Contour treats a missing header as empty on negated value matches
+	// only; elsewhere the setting takes no effect.
+	sm.MissingAsEmpty = h.TreatMissingAsEmpty && sm.Invert && !sm.Present
 	return sm, nil
 }
 

@@ -199,6 +199,15 @@ type StringMatch struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
 	Regex bool   `json:"regex,omitempty"`
+	// Present matches a header that is there, whatever its value (Value
+	// and Regex unused); headers only.
+	Present bool `json:"present,omitempty"`
+	// Invert matches what the match does not: a header that is missing,
+	// or whose value does not match (HTTPProxy's notpresent, notexact,
+	// notcontains); headers only. A missing header matches an inverted
+	// value match only with MissingAsEmpty, as the empty value.
+	Invert         bool `json:"invert,omitempty"`
+	MissingAsEmpty bool `json:"missingAsEmpty,omitempty"`
 }
 
 // Destination splits traffic between weighted backends.

@@ -64,6 +64,12 @@ func headerMatchers(m *ir.Match, in *routeMessages) []*routev3.HeaderMatcher {
 			sm = m.Headers[i-1]
 		}
 		all.header.Name = sm.Name
+		all.header.InvertMatch, all.header.TreatMissingHeaderAsEmpty = sm.Invert, sm.MissingAsEmpty
+		if sm.Present {
+			all.header.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
+			out[i] = &all.header
+			continue
+		}
 		if sm.Regex {
 			all.str.MatchPattern = &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: sm.Value}}
 		} else {
