@@ -14,7 +14,8 @@
 //     in place before the listener that needs it; likewise the TLS Secrets
 //     of the root HTTPProxies it serves (ingressclass.SelectedProxies), of
 //     their own namespace or delegated to it by a TLSCertificateDelegation,
-//     and the CA Secrets their services' validation names, likewise;
+//     and the CA Secrets their client validation and their services'
+//     validation name, likewise;
 //   - the CA references of every BackendTLSPolicy. Which policies apply
 //     depends on the Services the routes use, which the operator does not
 //     follow (a route edit would be an RBAC write); a policy names objects
@@ -126,8 +127,13 @@ func Of(in Input) []Ref {
 				c.add(Secret, ns, name)
 			}
 		}
-		if vh := p.Spec.VirtualHost; vh != nil && vh.TLS != nil && vh.TLS.SecretName != "" {
-			proxySecret(vh.TLS.SecretName)
+		if vh := p.Spec.VirtualHost; vh != nil && vh.TLS != nil {
+			if vh.TLS.SecretName != "" {
+				proxySecret(vh.TLS.SecretName)
+			}
+			if cv := vh.TLS.ClientValidation; cv != nil && cv.CACertificate != "" {
+				proxySecret(cv.CACertificate)
+			}
 		}
 		for _, r := range p.Spec.Routes {
 			for _, s := range r.Services {

@@ -54,6 +54,8 @@ func TestOf(t *testing.T) {
 			VirtualHost:      &contourv1.VirtualHost{Fqdn: secret + ".example.com", TLS: &contourv1.TLS{SecretName: secret}},
 		}}
 	}
+	clients := proxy("shop", "clients-tls")
+	clients.Spec.VirtualHost.TLS.ClientValidation = &contourv1.DownstreamValidation{CACertificate: "clients-ca"}
 	delegation := &contourv1.TLSCertificateDelegation{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "d"}, Spec: contourv1.TLSCertificateDelegationSpec{
 		Delegations: []contourv1.CertificateDelegation{{SecretName: "delegated-tls", TargetNamespaces: []string{"shop"}}},
 	}}
@@ -63,6 +65,7 @@ func TestOf(t *testing.T) {
 			proxy("shop", "certs/delegated-tls"),
 			proxy("blog", "certs/delegated-tls"), // delegated to shop only
 			proxy("shop", "certs/other-tls"),     // not delegated
+			clients,
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "validating"}, Spec: contourv1.HTTPProxySpec{IngressClassName: "isobar",
 				Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: "app", Port: 443, UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "backend-ca", SubjectName: "app"}}}}}}},
 		},
@@ -82,6 +85,8 @@ func TestOf(t *testing.T) {
 		{Secret, "gw", "own-tls"},
 		{Secret, "gw", "set-tls"},
 		{Secret, "shop", "backend-ca"},
+		{Secret, "shop", "clients-ca"},
+		{Secret, "shop", "clients-tls"},
 		{Secret, "shop", "proxy-tls"},
 	}
 	if !slices.Equal(got, want) {

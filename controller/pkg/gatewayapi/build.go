@@ -10,6 +10,7 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 )
@@ -61,6 +62,8 @@ type builtChain struct {
 type httpsListener struct {
 	hostname string // "" for any
 	certs    []string
+	// tls is what a root HTTPProxy's TLS virtual host asks of its chain.
+	tls *httpproxy.ChainTLS
 }
 
 func (t *gatewayTranslator) table(l *listener) *table {
@@ -146,7 +149,7 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 			tb := t.table(l)
 			tb.host(h, l.certificates)
 			if l.spec.Protocol == gatewayv1.HTTPSProtocolType {
-				tb.listeners = append(tb.listeners, httpsListener{hostname: l.hostname, certs: l.certificates})
+				tb.listeners = append(tb.listeners, httpsListener{hostname: l.hostname, certs: l.certificates, tls: t.proxyChainTLS(l)})
 			}
 			// Validation is per port: every HTTPS listener of the port
 			// has the same.
@@ -182,13 +185,25 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 	return g
 }
 
+// proxyChainTLS is what the root HTTPProxy of l, a TLS virtual host's
+// listener, asks of its chain, as its attached tree found it.
+func (t *gatewayTranslator) proxyChainTLS(l *listener) *httpproxy.ChainTLS {
+	if l.set == nil || l.set.proxy == nil {
+		return nil
+	}
+	if o := t.state.applied[&l.set.proxy.ObjectMeta]; o != nil {
+		return o.chainTLS
+	}
+	return nil
+}
+
 // listener is the table's IR listener: the one built last time while its
 // virtual hosts and streams are the same, so that a listener of thousands
 // of server names is not rebuilt for a change to one's routes.
 func (tb *table) listener() *ir.Listener {
 	vhosts := tb.virtualHosts()
 	sameListeners := slices.EqualFunc(tb.listeners, tb.builtListeners, func(a, b httpsListener) bool {
-		return a.hostname == b.hostname && slices.Equal(a.certs, b.certs)
+		return a.hostname == b.hostname && slices.Equal(a.certs, b.certs) && a.tls == b.tls
 	})
 	if tb.built != nil && slices.Equal(vhosts, tb.builtVhosts) && sameStreams(tb.streams, tb.builtStreams) && tb.validation.Equal(tb.builtValidation) && sameListeners {
 		return tb.built
@@ -345,6 +360,12 @@ func (tb *table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chai
 				Certificates:     hl.certs,
 				HTTP:             &ir.RouteTable{Name: prefix + "/" + orAnyHost(hl.hostname), VirtualHosts: vhs},
 				ClientValidation: tb.validation,
+			}
+			if hl.tls != nil {
+				c.MinTLS, c.MaxTLS = hl.tls.MinTLS, hl.tls.MaxTLS
+				if hl.tls.Validation != nil {
+					c.ClientValidation = hl.tls.Validation
+				}
 			}
 			if hl.hostname != "" {
 				c.ServerNames = []string{hl.hostname}

@@ -90,7 +90,7 @@ func (t *gatewayTranslator) attachHTTPProxy(root *contourv1.HTTPProxy, rank int3
 	}
 	defer t.apply(o)
 	tree := httpproxy.Root(t.newEnv(&o.reads), &t.cache.names, root, t.proxyOptions, t.httpsPort)
-	o.clusters, o.proxyStatuses = tree.Clusters, tree.Statuses
+	o.clusters, o.proxyStatuses, o.chainTLS = tree.Clusters, tree.Statuses, tree.TLS
 	add := func(l *listener, routes []*ir.Route) {
 		if len(routes) > 0 && !t.addHost(o, l, tree.FQDN, [][]*ir.Route{routes}) {
 			o.problems = append(o.problems, fmt.Sprintf("listener %s of Gateway %s/%s does not serve %s", l.spec.Name, t.gw.Namespace, t.gw.Name, tree.FQDN))

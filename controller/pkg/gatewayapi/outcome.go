@@ -46,6 +46,9 @@ type outcome struct {
 	// root HTTPProxy's tree.
 	problems      []string
 	proxyStatuses []httpproxy.ProxyStatus
+	// chainTLS is what a root HTTPProxy's TLS virtual host asks of its
+	// filter chain.
+	chainTLS *httpproxy.ChainTLS
 	// epoch is the last translation whose snapshot held the route.
 	epoch uint64
 	// rank is the route's place among the routes attached with it.

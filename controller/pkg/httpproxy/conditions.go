@@ -241,8 +241,11 @@ func refuse[T any](served ...string) func(v *T) string {
 var (
 	refuseSpec        = refuse[contourv1.HTTPProxySpec]("virtualhost", "routes", "includes", "ingressClassName")
 	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls")
-	refuseTLS         = refuse[contourv1.TLS]("secretName")
-	refuseRoute       = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",
+	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation")
+	// skipClientCertValidation and crlOnlyVerifyLeafCert are plain bools
+	// whose zero value is false: set, they are refused too.
+	refuseClientValidation = refuse[contourv1.DownstreamValidation]("caSecret", "optionalClientCertificate")
+	refuseRoute            = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",
 		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy",
 		"retryPolicy", "pathRewritePolicy")
 	refuseService = refuse[contourv1.Service]("name", "port", "weight", "mirror", "protocol", "validation", "requestHeadersPolicy", "responseHeadersPolicy")

@@ -32,6 +32,9 @@ type Tree struct {
 	// Statuses are those of every proxy the tree reached, the root's
 	// first, in the order reached.
 	Statuses []ProxyStatus
+	// TLS is what the virtual host's filter chain asks beyond its
+	// certificate; nil for nothing.
+	TLS *ChainTLS
 }
 
 // ProxyStatus is the status of one proxy of a tree.
@@ -88,6 +91,11 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		}
 		if httpsPort == 0 {
 			st.Valid.AddError(contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", "the Gateway has no ingress-https listener to serve TLS on")
+			return w.tree
+		}
+		var bad *problem
+		if w.tree.TLS, bad = w.chainTLS(root); bad != nil {
+			st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
 			return w.tree
 		}
 	}

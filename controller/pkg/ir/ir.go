@@ -81,6 +81,10 @@ type Chain struct {
 	// ClientValidation, on an HTTPS chain, is how Envoy checks the
 	// certificates clients present (the Gateway's spec.tls.frontend).
 	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
+	// MinTLS and MaxTLS bound the TLS versions ("1.2", "1.3") where a
+	// chain's own settings say (an HTTPProxy's); "" is the fleet's.
+	MinTLS string `json:"minTLS,omitempty"`
+	MaxTLS string `json:"maxTLS,omitempty"`
 }
 
 // ClientValidation is how Envoy checks a client's certificate.
@@ -91,6 +95,9 @@ type ClientValidation struct {
 	// Optional lets in clients without a certificate or with one that does
 	// not verify (AllowInsecureFallback).
 	Optional bool `json:"optional,omitempty"`
+	// Requested asks clients for a certificate without requiring one;
+	// one presented must verify (HTTPProxy's optionalClientCertificate).
+	Requested bool `json:"requested,omitempty"`
 }
 
 // Equal reports whether two validations check alike.

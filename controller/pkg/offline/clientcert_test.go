@@ -107,3 +107,80 @@ func clientCert(t *testing.T, ca *x509.Certificate, caKey any) [][]byte {
 	}
 	return [][]byte{der}
 }
+
+// TestHTTPProxyClientValidation plays TLS handshakes against the TLS
+// virtual hosts of the httpproxy-tls golden: clientValidation requires a
+// certificate its CA Secret signed, optionalClientCertificate lets in a
+// client without one but not one that does not verify, and each virtual
+// host's chain keeps its own TLS versions.
+func TestHTTPProxyClientValidation(t *testing.T) {
+	res, _, err := LoadFiles([]string{"testdata/httpproxy-tls.in.yaml"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := simulator(t, res)
+	// clients-ca holds the certificate of certs/shop-tls, a CA.
+	var ca tls.Certificate
+	for _, s := range res.Secrets {
+		if s.Namespace == "certs" && s.Name == "shop-tls" {
+			if ca, err = tls.X509KeyPair(s.Data["tls.crt"], s.Data["tls.key"]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	caCert, err := x509.ParseCertificate(ca.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, self := clientCert(t, caCert, ca.PrivateKey), clientCert(t, nil, nil)
+	port := uint32(ports.ContainerPort(443))
+	for _, tc := range []struct {
+		name string
+		host string
+		cert [][]byte
+		fail string // in the error; "" for success
+		asks string // Answer.ClientCertificate
+	}{
+		{"required, signed", "mtls.example.com", signed, "", "required"},
+		{"required, none", "mtls.example.com", nil, "requires a client certificate", ""},
+		{"required, untrusted", "mtls.example.com", self, "does not trust the client's certificate", ""},
+		{"optional, signed", "optional.example.com", signed, "", "optional"},
+		{"optional, none", "optional.example.com", nil, "", "optional"},
+		{"optional, untrusted", "optional.example.com", self, "does not trust the client's certificate", ""},
+		{"no validation asks for nothing", "shop.example.com", signed, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := envoysim.Request{Port: port, TLS: true, SNI: tc.host, Method: "GET", Authority: tc.host, Path: "/",
+				ClientCertificate: func() [][]byte { return tc.cert }}
+			a, err := sim.Simulate(req)
+			if tc.fail != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.fail) {
+					t.Fatalf("err = %v, want one saying %q", err, tc.fail)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.ClientCertificate != tc.asks || a.Upstream == nil {
+				t.Errorf("client certificate %q, upstream %v; want %q and forwarded", a.ClientCertificate, a.Upstream, tc.asks)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		host     string
+		min, max uint16
+	}{
+		{"mtls.example.com", tls.VersionTLS13, tls.VersionTLS13},
+		{"optional.example.com", tls.VersionTLS12, tls.VersionTLS12},
+		{"shop.example.com", tls.VersionTLS12, tls.VersionTLS13},
+	} {
+		c, err := sim.Connect(envoysim.Request{Port: port, TLS: true, SNI: tc.host})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.TLS == nil || c.TLS.MinVersion != tc.min || c.TLS.MaxVersion != tc.max {
+			t.Errorf("%s: TLS %+v, want versions %x to %x", tc.host, c.TLS, tc.min, tc.max)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -70,7 +71,7 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 			case c.TCP != nil:
 				fc.Filters = []*listenerv3.Filter{tcpProxy(l.Name, c.TCP, s)}
 				if len(c.Certificates) > 0 {
-					fc.TransportSocket = downstreamTLS(c.Certificates, nil, s, nil)
+					fc.TransportSocket = downstreamTLS(&ir.Chain{Certificates: c.Certificates}, nil, s)
 				}
 			default:
 				return nil, nil, fmt.Errorf("listener %s: a filter chain without HTTP or TCP", l.Name)
@@ -102,7 +103,7 @@ func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings) *liste
 	if !ok {
 		fc = &listenerv3.FilterChain{
 			Filters:         []*listenerv3.Filter{httpConnectionManager(listener, c.HTTP.Name, s)},
-			TransportSocket: downstreamTLS(c.Certificates, []string{"h2", "http/1.1"}, s, c.ClientValidation),
+			TransportSocket: downstreamTLS(c, []string{"h2", "http/1.1"}, s),
 		}
 		if len(c.ServerNames) > 0 {
 			fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: c.ServerNames}
@@ -155,27 +156,29 @@ func httpConnectionManager(listener, routeConfig string, s Settings) *listenerv3
 	}
 }
 
-// downstreamTLS terminates TLS with certs; with cv, Envoy asks clients for
-// a certificate and verifies it against cv's CAs (required, unless cv is
-// optional: then it lets in clients without one or whose does not verify).
-func downstreamTLS(certs []string, alpn []string, s Settings, cv *ir.ClientValidation) *corev3.TransportSocket {
+// downstreamTLS terminates TLS with c's certificates, within c's TLS
+// versions or the fleet's; with c's client validation, Envoy asks clients
+// for a certificate and verifies it against its CAs (required, unless it
+// is optional: then it lets in clients without one or whose does not
+// verify; or merely requested: then it lets in clients without one).
+func downstreamTLS(c *ir.Chain, alpn []string, s Settings) *corev3.TransportSocket {
 	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		TlsParams: &tlsv3.TlsParameters{
-			TlsMinimumProtocolVersion: tlsVersion(s.TLSMinimumVersion),
-			TlsMaximumProtocolVersion: tlsVersion(s.TLSMaximumVersion),
+			TlsMinimumProtocolVersion: tlsVersion(cmp.Or(c.MinTLS, s.TLSMinimumVersion)),
+			TlsMaximumProtocolVersion: tlsVersion(cmp.Or(c.MaxTLS, s.TLSMaximumVersion)),
 			CipherSuites:              s.CipherSuites,
 		},
 		AlpnProtocols: alpn,
 	}}
-	if cv != nil {
+	if cv := c.ClientValidation; cv != nil {
 		vc := &tlsv3.CertificateValidationContext{TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: cv.CA}}}
 		if cv.Optional {
 			vc.TrustChainVerification = tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
 		}
 		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
-		ctx.RequireClientCertificate = wrapperspb.Bool(!cv.Optional)
+		ctx.RequireClientCertificate = wrapperspb.Bool(!cv.Optional && !cv.Requested)
 	}
-	for _, c := range certs {
+	for _, c := range c.Certificates {
 		ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = append(ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs,
 			&tlsv3.SdsSecretConfig{Name: c, SdsConfig: ads()})
 	}
