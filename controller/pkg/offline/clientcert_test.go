@@ -14,6 +14,7 @@ import (
 
 	"isobar.dev/api/ports"
 	"isobar.dev/controller/pkg/envoysim"
+	"isobar.dev/controller/pkg/resources"
 )
 
 // TestClientCertificateValidation plays TLS handshakes against the
@@ -28,55 +29,18 @@ func TestClientCertificateValidation(t *testing.T) {
 	}
 	sim := simulator(t, res)
 	// The golden's CA is the bench-tls certificate (a CA), and its key.
-	var ca tls.Certificate
-	for _, s := range res.Secrets {
-		if s.Name == "bench-tls" {
-			if ca, err = tls.X509KeyPair(s.Data["tls.crt"], s.Data["tls.key"]); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	caCert, err := x509.ParseCertificate(ca.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed := clientCert(t, caCert, ca.PrivateKey)
-	self := clientCert(t, nil, nil)
-	for _, tc := range []struct {
-		name string
-		port uint32
-		cert [][]byte
-		fail string // in the error; "" for success
-		asks string // Answer.ClientCertificate
-	}{
-		{"required, signed", uint32(ports.ContainerPort(443)), signed, "", "required"},
-		{"required, none", uint32(ports.ContainerPort(443)), nil, "requires a client certificate", ""},
-		{"required, untrusted", uint32(ports.ContainerPort(443)), self, "does not trust the client's certificate", ""},
-		{"fallback, signed", 8443, signed, "", "optional"},
-		{"fallback, none", 8443, nil, "", "optional"},
-		{"fallback, untrusted", 8443, self, "", "optional"},
-		{"one of two CAs resolves", 4443, signed, "", "required"},
-		{"one of two CAs resolves, none", 4443, nil, "requires a client certificate", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			asked := false
-			req := envoysim.Request{Port: tc.port, TLS: true, SNI: "app.example.com", Method: "GET", Authority: "app.example.com", Path: "/",
-				ClientCertificate: func() [][]byte { asked = true; return tc.cert }}
-			a, err := sim.Simulate(req)
-			if tc.fail != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.fail) {
-					t.Fatalf("err = %v, want one saying %q", err, tc.fail)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !asked || a.ClientCertificate != tc.asks || a.Upstream == nil {
-				t.Errorf("asked %v, client certificate %q, upstream %v", asked, a.ClientCertificate, a.Upstream)
-			}
-		})
-	}
+	signed, self := clientCerts(t, res, "default", "bench-tls")
+	https := uint32(ports.ContainerPort(443))
+	playHandshakes(t, sim, []handshake{
+		{"required, signed", https, "app.example.com", signed, "", "required"},
+		{"required, none", https, "app.example.com", nil, "requires a client certificate", ""},
+		{"required, untrusted", https, "app.example.com", self, "does not trust the client's certificate", ""},
+		{"fallback, signed", 8443, "app.example.com", signed, "", "optional"},
+		{"fallback, none", 8443, "app.example.com", nil, "", "optional"},
+		{"fallback, untrusted", 8443, "app.example.com", self, "", "optional"},
+		{"one of two CAs resolves", 4443, "app.example.com", signed, "", "required"},
+		{"one of two CAs resolves, none", 4443, "app.example.com", nil, "requires a client certificate", ""},
+	})
 	asked := false
 	a, err := sim.Simulate(envoysim.Request{Port: uint32(ports.ContainerPort(80)), Method: "GET", Authority: "app.example.com", Path: "/", ClientCertificate: func() [][]byte { asked = true; return nil }})
 	if err != nil || asked || a.ClientCertificate != "" {
@@ -120,53 +84,17 @@ func TestHTTPProxyClientValidation(t *testing.T) {
 	}
 	sim := simulator(t, res)
 	// clients-ca holds the certificate of certs/shop-tls, a CA.
-	var ca tls.Certificate
-	for _, s := range res.Secrets {
-		if s.Namespace == "certs" && s.Name == "shop-tls" {
-			if ca, err = tls.X509KeyPair(s.Data["tls.crt"], s.Data["tls.key"]); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	caCert, err := x509.ParseCertificate(ca.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, self := clientCert(t, caCert, ca.PrivateKey), clientCert(t, nil, nil)
+	signed, self := clientCerts(t, res, "certs", "shop-tls")
 	port := uint32(ports.ContainerPort(443))
-	for _, tc := range []struct {
-		name string
-		host string
-		cert [][]byte
-		fail string // in the error; "" for success
-		asks string // Answer.ClientCertificate
-	}{
-		{"required, signed", "mtls.example.com", signed, "", "required"},
-		{"required, none", "mtls.example.com", nil, "requires a client certificate", ""},
-		{"required, untrusted", "mtls.example.com", self, "does not trust the client's certificate", ""},
-		{"optional, signed", "optional.example.com", signed, "", "optional"},
-		{"optional, none", "optional.example.com", nil, "", "optional"},
-		{"optional, untrusted", "optional.example.com", self, "does not trust the client's certificate", ""},
-		{"no validation asks for nothing", "shop.example.com", signed, "", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			req := envoysim.Request{Port: port, TLS: true, SNI: tc.host, Method: "GET", Authority: tc.host, Path: "/",
-				ClientCertificate: func() [][]byte { return tc.cert }}
-			a, err := sim.Simulate(req)
-			if tc.fail != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.fail) {
-					t.Fatalf("err = %v, want one saying %q", err, tc.fail)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if a.ClientCertificate != tc.asks || a.Upstream == nil {
-				t.Errorf("client certificate %q, upstream %v; want %q and forwarded", a.ClientCertificate, a.Upstream, tc.asks)
-			}
-		})
-	}
+	playHandshakes(t, sim, []handshake{
+		{"required, signed", port, "mtls.example.com", signed, "", "required"},
+		{"required, none", port, "mtls.example.com", nil, "requires a client certificate", ""},
+		{"required, untrusted", port, "mtls.example.com", self, "does not trust the client's certificate", ""},
+		{"optional, signed", port, "optional.example.com", signed, "", "optional"},
+		{"optional, none", port, "optional.example.com", nil, "", "optional"},
+		{"optional, untrusted", port, "optional.example.com", self, "does not trust the client's certificate", ""},
+		{"no validation asks for nothing", port, "shop.example.com", signed, "", ""},
+	})
 	for _, tc := range []struct {
 		host     string
 		min, max uint16
@@ -183,4 +111,61 @@ func TestHTTPProxyClientValidation(t *testing.T) {
 			t.Errorf("%s: TLS %+v, want versions %x to %x", tc.host, c.TLS, tc.min, tc.max)
 		}
 	}
+}
+
+// handshake is a TLS handshake with a client certificate (nil for none)
+// and what comes of it.
+type handshake struct {
+	name string
+	port uint32
+	host string
+	cert [][]byte
+	fail string // in the error; "" for success
+	asks string // Answer.ClientCertificate
+}
+
+func playHandshakes(t *testing.T, sim *envoysim.Simulator, cases []handshake) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := false
+			req := envoysim.Request{Port: tc.port, TLS: true, SNI: tc.host, Method: "GET", Authority: tc.host, Path: "/",
+				ClientCertificate: func() [][]byte { asked = true; return tc.cert }}
+			a, err := sim.Simulate(req)
+			if tc.fail != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.fail) {
+					t.Fatalf("err = %v, want one saying %q", err, tc.fail)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if asked != (tc.asks != "") || a.ClientCertificate != tc.asks || a.Upstream == nil {
+				t.Errorf("asked %v, client certificate %q, upstream %v; want %q and forwarded", asked, a.ClientCertificate, a.Upstream, tc.asks)
+			}
+		})
+	}
+}
+
+// clientCerts are a client certificate signed by the CA of the TLS
+// Secret ns/name of res, and a self-signed one.
+func clientCerts(t *testing.T, res *resources.Resources, ns, name string) (signed, self [][]byte) {
+	t.Helper()
+	for _, s := range res.Secrets {
+		if s.Namespace != ns || s.Name != name {
+			continue
+		}
+		ca, err := tls.X509KeyPair(s.Data["tls.crt"], s.Data["tls.key"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		caCert, err := x509.ParseCertificate(ca.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return clientCert(t, caCert, ca.PrivateKey), clientCert(t, nil, nil)
+	}
+	t.Fatalf("no Secret %s/%s", ns, name)
+	return nil, nil
 }
