@@ -31,9 +31,10 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 	rt := a.Retries()
 	p.mirror(sim, a.Mirrors, rt.Timeout, body)
 	ctx := r.Context()
-	if rt.Timeout > 0 {
+	limit, late := rt.Deadline()
+	if limit > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, rt.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
 	for n := 0; ; n++ {
@@ -49,7 +50,7 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 			at.Status, at.GRPCStatus = resp.StatusCode, resp.Header.Get("Grpc-Status")
 		case ctx.Err() != nil:
 			cancel()
-			localReply(w, r, outcome(envoysim.TimedOut))
+			localReply(w, r, outcome(late))
 			return
 		case try.Err() != nil:
 			timedOut = true
@@ -67,7 +68,7 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 			case <-time.After(rt.BackOff(n + 1)):
 				continue
 			case <-ctx.Done():
-				localReply(w, r, outcome(envoysim.TimedOut))
+				localReply(w, r, outcome(late))
 				return
 			}
 		}

@@ -52,6 +52,9 @@ type Outcome struct {
 // Local replies of Envoy's router, with the bodies Envoy gives them.
 var (
 	TimedOut = Outcome{Status: 504, FromEnvoy: true, Body: "upstream request timeout"}
+	// IdledOut is the connection manager's answer when the route's
+	// idle_timeout passes without a response to send.
+	IdledOut = Outcome{Status: 408, FromEnvoy: true, Body: "stream timeout"}
 	WasReset = Outcome{Status: 503, FromEnvoy: true, Body: "upstream connect error or disconnect/reset before headers. reset reason: connection termination"}
 )
 
@@ -60,6 +63,10 @@ var (
 type Retries struct {
 	// Timeout covers every try and the back-off between them; 0 is none.
 	Timeout time.Duration
+	// Idle is the route's idle_timeout: the stream is idle until the
+	// response starts, so it too bounds every try and the back-off, with
+	// IdledOut instead of TimedOut; 0 is none.
+	Idle time.Duration
 	// PerTry is the retry policy's per_try_timeout; 0 is none.
 	PerTry time.Duration
 	// Max is how many retries the policy allows (0 without a policy).
@@ -74,6 +81,7 @@ func retriesOf(ra *routev3.RouteAction) (Retries, error) {
 	if ra.GetTimeout() != nil {
 		r.Timeout = ra.GetTimeout().AsDuration()
 	}
+	r.Idle = ra.GetIdleTimeout().AsDuration()
 	rp := r.policy
 	if rp == nil {
 		return r, nil
@@ -124,6 +132,16 @@ func (r Retries) BackOff(n int) time.Duration {
 		return 0
 	}
 	return rand.N(limit)
+}
+
+// Deadline is how long the router may take before Envoy answers itself,
+// and its answer then: the route's timeout (504) or, when shorter, its
+// idle timeout (408); 0 for no limit.
+func (r Retries) Deadline() (time.Duration, Outcome) {
+	if r.Idle > 0 && (r.Timeout == 0 || r.Idle < r.Timeout) {
+		return r.Idle, IdledOut
+	}
+	return r.Timeout, TimedOut
 }
 
 // Retriable is whether retry_on covers a try's failure: a status, a reset,
@@ -204,8 +222,8 @@ func (a *Answer) Play(try func(attempt int) Attempt) Outcome {
 		if r.PerTry > 0 && took > r.PerTry {
 			took, tryTimedOut = r.PerTry, true
 		}
-		if r.Timeout > 0 && elapsed+took > r.Timeout {
-			return attempts(TimedOut, n+1)
+		if limit, o := r.Deadline(); limit > 0 && elapsed+took > limit {
+			return attempts(o, n+1)
 		}
 		elapsed += took
 		out := Outcome{Status: at.Status, Attempts: n + 1}

@@ -12,6 +12,7 @@ package envoysim
 
 import (
 	"fmt"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -166,6 +167,9 @@ type Backend struct {
 	Localities []Locality   `json:"localities,omitempty"`
 	TLS        *UpstreamTLS `json:"tls,omitempty"`
 	HTTP2      bool         `json:"http2,omitempty"`
+	// ConnectionIdle is how long Envoy keeps an idle connection to the
+	// backend open (its default when 0).
+	ConnectionIdle time.Duration `json:"connectionIdle,omitempty"`
 	// Request is what the backend receives; when Status is set, what it
 	// would receive if it had endpoints.
 	Request *HTTPRequest `json:"request,omitempty"`

@@ -78,7 +78,14 @@ func (s *Simulator) upstream(b *Backend, notFound int) error {
 		if err != nil {
 			return err
 		}
+		if err := understand(po, "explicit_http_config", "common_http_protocol_options"); err != nil {
+			return err
+		}
+		if err := understand(po.GetCommonHttpProtocolOptions(), "idle_timeout"); err != nil {
+			return err
+		}
 		b.HTTP2 = po.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
+		b.ConnectionIdle = po.GetCommonHttpProtocolOptions().GetIdleTimeout().AsDuration()
 	}
 	return nil
 }

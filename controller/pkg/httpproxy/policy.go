@@ -110,31 +110,57 @@ func serviceFilters(s *contourv1.Service, route, service int) ([]gatewayv1.HTTPR
 	return out, nil
 }
 
-// timeouts applies a timeout policy's response timeout ("infinity"
-// disables it). The idle timeouts are not served yet.
-func timeouts(r *ir.Route, tp *contourv1.TimeoutPolicy) *problem {
+// timeouts applies a timeout policy: the response timeout and the
+// stream's idle timeout of the route, and returns the idle timeout of the
+// connections to its services (negative: none). "infinity" turns each off.
+func timeouts(r *ir.Route, tp *contourv1.TimeoutPolicy) (time.Duration, *problem) {
 	if tp == nil {
-		return nil
+		return 0, nil
 	}
-	if tp.Idle != "" || tp.IdleConnection != "" {
-		return refused(contourv1.ConditionTypeRouteError, "NotSupported", "timeoutPolicy.idle and timeoutPolicy.idleConnection are not supported yet")
+	response, err := parseTimeout(tp.Response)
+	if err != nil {
+		return 0, refused(contourv1.ConditionTypeRouteError, "TimeoutPolicyNotValid", fmt.Sprintf("route.timeoutPolicy failed to parse: error parsing response timeout: %v", err))
 	}
-	switch tp.Response {
-	case "":
-	case "infinity", "infinite":
+	idle, err := parseTimeout(tp.Idle)
+	if err != nil {
+		return 0, refused(contourv1.ConditionTypeRouteError, "TimeoutPolicyNotValid", fmt.Sprintf("route.timeoutPolicy failed to parse: error parsing idle timeout: %v", err))
+	}
+	conn, err := parseTimeout(tp.IdleConnection)
+	if err != nil {
+		return 0, refused(contourv1.ConditionTypeServiceError, "TimeoutPolicyNotValid", fmt.Sprintf("route.timeoutPolicy failed to parse: error parsing idle connection timeout: %v", err))
+	}
+	switch {
+	case response < 0:
 		r.TimeoutDisabled = true
-	default:
-		d, err := time.ParseDuration(tp.Response)
-		if err != nil || d < 0 {
-			return refused(contourv1.ConditionTypeRouteError, "TimeoutPolicyNotValid", fmt.Sprintf("route.timeoutPolicy failed to parse: error parsing response timeout: %q is not a duration", tp.Response))
-		}
-		if d == 0 {
-			r.TimeoutDisabled = true
-		} else {
-			r.Timeout = d
-		}
+	case response > 0:
+		r.Timeout = response
 	}
-	return nil
+	switch {
+	case idle < 0:
+		r.IdleTimeoutDisabled = true
+	case idle > 0:
+		r.IdleTimeout = idle
+	}
+	return conn, nil
+}
+
+// parseTimeout parses a timeout of a timeout policy: 0 when unset,
+// negative for "infinity" (or a zero duration), which turns it off.
+func parseTimeout(s string) (time.Duration, error) {
+	switch s {
+	case "":
+		return 0, nil
+	case "infinity", "infinite":
+		return -1, nil
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil || d < 0:
+		return 0, fmt.Errorf("%q is not a duration", s)
+	case d == 0:
+		return -1, nil
+	}
+	return d, nil
 }
 
 // redirect is a request redirect policy of a route matching m: scheme,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -320,7 +321,8 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	if out.ResponseHeaders, _, bad = headers(r.ResponseHeadersPolicy, "responseHeadersPolicy", false); bad != nil {
 		return route{}, bad
 	}
-	if bad = timeouts(out, r.TimeoutPolicy); bad != nil {
+	idleConnection, bad := timeouts(out, r.TimeoutPolicy)
+	if bad != nil {
 		return route{}, bad
 	}
 	warn := func(reason, message string) {
@@ -353,7 +355,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 			return route{}, bad
 		}
 	default:
-		if bad := w.services(p, i, r, out); bad != nil {
+		if bad := w.services(p, i, r, out, idleConnection); bad != nil {
 			return route{}, bad
 		}
 	}
@@ -361,7 +363,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 }
 
 // services resolves route i's services into out's destination.
-func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *ir.Route) *problem {
+func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *ir.Route, idleConnection time.Duration) *problem {
 	// Services without weights share the requests equally; with weights,
 	// a service of weight 0 gets none.
 	weighted := slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return s.Weight > 0 && !s.Mirror })
@@ -400,6 +402,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		if bad != nil {
 			return bad
 		}
+		up.IdleConnection = idleConnection
 		weight := int32(1)
 		if weighted {
 			weight = int32(min(s.Weight, 1000000))
@@ -415,6 +418,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		if bad != nil {
 			return bad
 		}
+		up.IdleConnection = idleConnection
 		ref := routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
 			Name: gatewayv1.ObjectName(mirrored.Name), Port: ptr(gatewayv1.PortNumber(mirrored.Port)),
 		}}}, Upstream: up}

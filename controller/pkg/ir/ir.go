@@ -144,8 +144,13 @@ type Route struct {
 	Timeout         time.Duration `json:"timeout,omitempty"`
 	TimeoutDisabled bool          `json:"timeoutDisabled,omitempty"`
 	BackendTimeout  time.Duration `json:"backendTimeout,omitempty"`
-	Retry           *Retry        `json:"retry,omitempty"`
-	CORS            *CORS         `json:"cors,omitempty"`
+	// IdleTimeout bounds how long the stream may wait for the response
+	// to start (HTTPProxy's timeoutPolicy.idle); IdleTimeoutDisabled
+	// turns the fleet's stream idle timeout off for the route.
+	IdleTimeout         time.Duration `json:"idleTimeout,omitempty"`
+	IdleTimeoutDisabled bool          `json:"idleTimeoutDisabled,omitempty"`
+	Retry               *Retry        `json:"retry,omitempty"`
+	CORS                *CORS         `json:"cors,omitempty"`
 	// WebsocketsDisabled refuses websocket upgrades on the route, which
 	// every listener otherwise allows: an HTTPProxy route allows them only
 	// with enableWebsockets.
@@ -284,8 +289,12 @@ type Cluster struct {
 	UDP bool `json:"udp,omitempty"`
 	// TLS, when set, is how Envoy connects to the backend over TLS
 	// (BackendTLSPolicy).
-	TLS       *UpstreamTLS `json:"tls,omitempty"`
-	Endpoints []Endpoint   `json:"endpoints,omitempty"` // ordered
+	TLS *UpstreamTLS `json:"tls,omitempty"`
+	// IdleTimeout closes a connection to a backend idle that long
+	// (HTTPProxy's timeoutPolicy.idleConnection); 0 is Envoy's default,
+	// negative never closes one.
+	IdleTimeout time.Duration `json:"idleTimeout,omitempty"`
+	Endpoints   []Endpoint    `json:"endpoints,omitempty"` // ordered
 	// Source is the Service port the endpoints come from, so that they can
 	// be recomputed alone when only EndpointSlices change.
 	Source ClusterSource `json:"-"`

@@ -122,7 +122,8 @@ func simulator(t *testing.T, res *resources.Resources) *envoysim.Simulator {
 // TestHTTPProxyRetryPolicy plays the retry policies of
 // testdata/httpproxy-policies.in.yaml as the Envoy simulated from their
 // translation does: retryOn decides what is retried (5xx when unset),
-// count how often (-1 never), perTryTimeout bounds each try.
+// count how often (-1 never), perTryTimeout bounds each try; and the
+// idle timeout answers a response that does not start in time with 408.
 func TestHTTPProxyRetryPolicy(t *testing.T) {
 	res, _, err := LoadFiles([]string{"testdata/httpproxy-policies.in.yaml"}, "")
 	if err != nil {
@@ -140,5 +141,7 @@ func TestHTTPProxyRetryPolicy(t *testing.T) {
 		{"5xx by default, once", "/retry-default", []envoysim.Attempt{{Status: 500}}, 500, 2},
 		{"codes without retriable-status-codes are not retried", "/retry-default", []envoysim.Attempt{{Status: 418}, ok}, 418, 1},
 		{"count -1 turns retries off", "/no-retry", []envoysim.Attempt{{Status: 503}, ok}, 503, 1},
+		{"an idle stream is answered 408", "/idle", []envoysim.Attempt{{Status: 200, Delay: 2 * time.Second}}, 408, 1},
+		{"within the idle timeout", "/idle", []envoysim.Attempt{{Status: 200, Delay: 500 * time.Millisecond}}, 200, 1},
 	})
 }

@@ -115,7 +115,7 @@ func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.Backe
 	if fromKind == "GRPCRoute" {
 		suffix = "/grpc" // gRPC needs HTTP/2 whatever the Service says
 	}
-	if up.Protocol != "" {
+	if up != (Upstream{}) {
 		suffix = up.suffix()
 	}
 	spec := ClusterSpec{

@@ -2,6 +2,7 @@ package routerule
 
 import (
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -31,26 +32,34 @@ type Upstream struct {
 	// accepts any certificate, as Contour's does.
 	CA           *corev1.Secret
 	SubjectNames string
+	// IdleConnection closes connections to the backend idle that long
+	// (negative: never); 0 is Envoy's default.
+	IdleConnection time.Duration
 }
 
 // suffix sets the cluster of an Upstream apart from the Service port's
 // own: "/<protocol>", then what it verifies and asks for.
 func (u Upstream) suffix() string {
-	if u.Protocol == "" {
-		return ""
+	var s string
+	if u.Protocol != "" {
+		s += "/" + u.Protocol
 	}
-	s := "/" + u.Protocol
 	if u.CA != nil {
 		s += "/ca=" + u.CA.Namespace + "/" + u.CA.Name + "/san=" + u.SubjectNames
 	}
 	if u.SNI != "" {
 		s += "/sni=" + u.SNI
 	}
+	if u.IdleConnection != 0 {
+		s += "/idle=" + u.IdleConnection.String()
+	}
 	return s
 }
 
-// Apply makes c speak u's protocol, over u's TLS.
+// Apply makes c speak u's protocol, over u's TLS, with u's connection
+// idle timeout.
 func (u Upstream) Apply(c *ir.Cluster) {
+	c.IdleTimeout = u.IdleConnection
 	if u.Protocol == "" {
 		return
 	}

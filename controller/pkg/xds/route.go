@@ -68,7 +68,8 @@ func (x *Translator) action(r *ir.Route, in *routeMessages) *routev3.Route_Route
 // plainCluster reports whether all routeAction makes of r is a cluster
 // name (and whether websockets are off), and which.
 func plainCluster(r *ir.Route) (string, bool) {
-	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 {
+	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 ||
+		r.IdleTimeout > 0 || r.IdleTimeoutDisabled {
 		return "", false
 	}
 	cluster, live := "", 0
@@ -145,6 +146,12 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 		a.Timeout = durationpb.New(0)
 	case r.Timeout > 0:
 		a.Timeout = durationpb.New(r.Timeout)
+	}
+	switch {
+	case r.IdleTimeoutDisabled:
+		a.IdleTimeout = durationpb.New(0)
+	case r.IdleTimeout > 0:
+		a.IdleTimeout = durationpb.New(r.IdleTimeout)
 	}
 	if r.Retry != nil || r.BackendTimeout > 0 {
 		rp := &routev3.RetryPolicy{PerTryTimeout: duration(r.BackendTimeout)}
