@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +28,9 @@ import (
 // including a proxy of another namespace reaches a connected Envoy, and
 // every proxy gets the status Contour writes (valid, orphaned), with the
 // Gateway's address as its load balancer status; when the root stops
-// including it, the included proxy becomes orphaned.
+// including it, the included proxy becomes orphaned. An HTTPRoute with the
+// same host and match as one of its routes takes precedence, and the root
+// says so.
 func TestServeHTTPProxy(t *testing.T) {
 	ctx, cancel := harness.Context()
 	defer cancel()
@@ -43,7 +47,10 @@ func TestServeHTTPProxy(t *testing.T) {
 		proxy(ns, "shop", contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "shop.example.com"},
 			Includes:    []contourv1.Include{{Name: "api", Namespace: team, Conditions: []contourv1.MatchCondition{{Prefix: "/api"}}}},
-			Routes:      []contourv1.Route{{Services: service("app")}},
+			Routes: []contourv1.Route{
+				{Services: service("app")},
+				{Conditions: []contourv1.MatchCondition{{Exact: "/health"}}, Services: service("app")},
+			},
 		}),
 		proxy(team, "api", contourv1.HTTPProxySpec{Routes: []contourv1.Route{{Services: service("api")}}}),
 		proxy(team, "lonely", contourv1.HTTPProxySpec{Routes: []contourv1.Route{{Services: service("api")}}}),
@@ -99,6 +106,57 @@ func TestServeHTTPProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "api orphaned once shop no longer includes it", statusIs(team, "api", "orphaned", false))
+
+	// An HTTPRoute with the same host and match takes precedence: Envoy
+	// sends /health to its backend, and the root says which route won.
+	backend(t, ctx, ns, "health", "10.1.2.5")
+	create(t, ctx, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "health"}, Spec: gatewayv1.HTTPRouteSpec{
+		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "web", SectionName: ptr.To(gatewayv1.SectionName("ingress-http"))}}},
+		Hostnames:       []gatewayv1.Hostname{"shop.example.com"},
+		Rules: []gatewayv1.HTTPRouteRule{{
+			Matches:     []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptr.To(gatewayv1.PathMatchExact), Value: ptr.To("/health")}}},
+			BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "health", Port: ptr.To(gatewayv1.PortNumber(8080))}}}},
+		}},
+	}})
+	eventually(t, 30*time.Second, "the root warned that the HTTPRoute takes /health", func() bool {
+		p := &contourv1.HTTPProxy{}
+		if err := env.Client.Get(ctx, keyOf(ns, "shop"), p); err != nil {
+			t.Fatal(err)
+		}
+		valid := p.Status.GetConditionFor(contourv1.ValidConditionType)
+		if valid == nil || p.Status.CurrentStatus != "valid" {
+			return false
+		}
+		w, ok := valid.GetWarning(contourv1.ConditionTypeRouteError)
+		return ok && w.Reason == "RouteShadowed" && strings.Contains(w.Message, "HTTPRoute "+ns+"/health")
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		r := ads.next(resourcev3.RouteType, 10*time.Second)
+		ads.ack(r)
+		if clusterFor(t, r, "shop.example.com", "/health") == ns+"/health/8080" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("RDS sends shop.example.com/health to %q, want the HTTPRoute's backend", clusterFor(t, r, "shop.example.com", "/health"))
+		}
+	}
+}
+
+// clusterFor is the cluster of the route for exact path of the virtual
+// host of domain in an RDS response, "" when there is none.
+func clusterFor(t *testing.T, r *discoveryv3.DiscoveryResponse, domain, path string) string {
+	t.Helper()
+	for _, vh := range virtualHosts(t, r) {
+		if !slices.Contains(vh.Domains, domain) {
+			continue
+		}
+		for _, rt := range vh.Routes {
+			if rt.GetMatch().GetPath() == path {
+				return rt.GetRoute().GetCluster()
+			}
+		}
+	}
+	return ""
 }
 
 // A root HTTPProxy's TLS Secret in another namespace is served only while
