@@ -91,6 +91,7 @@ var effects = []effect{
 	{path: "spec.runtimeSettings.accessLog.textFormat", spec: "runtimeSettings: {accessLog: {textFormat: \"%RESPONSE_CODE%\\n\"}}"},
 	{path: "spec.runtimeSettings.httpproxy.disablePermitInsecure", spec: "runtimeSettings: {httpproxy: {disablePermitInsecure: true}}"},
 	{path: "spec.runtimeSettings.httpproxy.rootNamespaces", spec: "runtimeSettings: {httpproxy: {rootNamespaces: [platform]}}"},
+	{path: "spec.runtimeSettings.httpproxy.enableExternalNameService", spec: "runtimeSettings: {httpproxy: {enableExternalNameService: true}}"},
 	{path: "spec.runtimeSettings.http.maxRequestHeadersKiB", spec: "runtimeSettings: {http: {maxRequestHeadersKiB: 96}}"},
 	{path: "spec.runtimeSettings.http.mergeSlashes", spec: "runtimeSettings: {http: {mergeSlashes: true}}"},
 	{path: "spec.runtimeSettings.http.numTrustedHops", spec: "runtimeSettings: {http: {numTrustedHops: 1}}"},
@@ -304,6 +305,20 @@ spec:
   - conditions: [{prefix: /public}]
     permitInsecure: true
     services: [{name: app, port: 80}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: ext, namespace: %[1]s}
+spec:
+  ingressClassName: walk
+  virtualhost: {fqdn: ext.example.com}
+  routes:
+  - services: [{name: external, port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: external, namespace: %[1]s}
+spec: {type: ExternalName, externalName: backend.example.net, ports: [{name: http, port: 80}]}
 ---
 apiVersion: v1
 kind: Service

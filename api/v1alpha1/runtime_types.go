@@ -62,6 +62,16 @@ type HTTPProxySettings struct {
 	// HTTPS. Contour's httpproxy.disablePermitInsecure.
 	// +optional
 	DisablePermitInsecure bool `json:"disablePermitInsecure,omitempty"`
+
+	// EnableExternalNameService lets HTTPProxy services be ExternalName
+	// Services, which Envoy reaches by resolving their external name.
+	// Off by default, as in Contour (enableExternalNameService): an
+	// ExternalName Service can name any host, the API server's or a
+	// cloud metadata service included, and a route to it would let
+	// whoever writes HTTPProxies reach that host through Envoy
+	// (CVE-2021-25740). Off, a route to one is an error on the proxy.
+	// +optional
+	EnableExternalNameService bool `json:"enableExternalNameService,omitempty"`
 }
 
 // XDSSettings batch changes into pushes. After a change the controller waits

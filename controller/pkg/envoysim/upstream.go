@@ -45,7 +45,8 @@ func (s *Simulator) upstream(b *Backend, notFound int) error {
 		if cla = s.endpoints[name]; cla == nil {
 			return fmt.Errorf("cluster %s: endpoints %q are not served: Envoy keeps the cluster warming", c.GetName(), name)
 		}
-	case clusterv3.Cluster_STATIC:
+	case clusterv3.Cluster_STATIC, clusterv3.Cluster_STRICT_DNS:
+		// The data plane resolves a DNS cluster's names as it dials.
 		cla = c.GetLoadAssignment()
 	default:
 		return errUnsupportedf("cluster %s: type %v", c.GetName(), c.GetType())

@@ -45,9 +45,10 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 		}
 	}
 	t.proxyOptions = httpproxy.Options{
-		RootNamespaces:        t.proxySettings.RootNamespaces,
-		DisablePermitInsecure: t.proxySettings.DisablePermitInsecure,
-		Serves:                func(p *contourv1.HTTPProxy) bool { return served[p] },
+		RootNamespaces:            t.proxySettings.RootNamespaces,
+		DisablePermitInsecure:     t.proxySettings.DisablePermitInsecure,
+		EnableExternalNameService: t.proxySettings.EnableExternalNameService,
+		Serves:                    func(p *contourv1.HTTPProxy) bool { return served[p] },
 	}
 	if shape.HTTPS != nil {
 		t.httpsPort = int32(shape.HTTPS.Port)

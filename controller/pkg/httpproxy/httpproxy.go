@@ -26,6 +26,9 @@ type Options struct {
 	// virtual host, whatever a route's permitInsecure says
 	// (httpproxy.disablePermitInsecure).
 	DisablePermitInsecure bool
+	// EnableExternalNameService lets services be ExternalName Services
+	// (enableExternalNameService); off, a route to one is an error.
+	EnableExternalNameService bool
 	// Serves says whether the Gateway serves a proxy: its ingress class
 	// names one of the Gateway's IngressClasses. An include of a proxy it
 	// does not serve is an include of a proxy that does not exist.

@@ -1,6 +1,7 @@
 package httpproxy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/routerule"
+	"isobar.dev/controller/pkg/validate"
 )
 
 // upstreamProtocolAnnotation is the prefix of Contour's Service
@@ -22,7 +24,9 @@ const upstreamProtocolAnnotation = "projectcontour.io/upstream-protocol."
 // it: the service's protocol, else the Service port's appProtocol
 // ("kubernetes.io/h2c" is h2c, "https" is tls), else Contour's Service
 // annotations; a TLS backend is asked for host (the route's host
-// rewrite) and verified as s.validation says.
+// rewrite, else an ExternalName Service's name) and verified as
+// s.validation says. An ExternalName Service is used only where the
+// profile enables them.
 func (w *walk) upstream(p *contourv1.HTTPProxy, route, service int, s *contourv1.Service, host string) (routerule.Upstream, *problem) {
 	var up routerule.Upstream
 	if s.Protocol != nil {
@@ -32,8 +36,22 @@ func (w *walk) upstream(p *contourv1.HTTPProxy, route, service int, s *contourv1
 		default:
 			return up, refused(contourv1.ConditionTypeServiceError, "UnsupportedProtocol", fmt.Sprintf("unsupported protocol: %v", *s.Protocol))
 		}
-	} else if svc, ok := w.e.Service(p.Namespace, s.Name); ok {
-		up.Protocol = declaredProtocol(svc, int32(s.Port))
+	}
+	if svc, ok := w.e.Service(p.Namespace, s.Name); ok {
+		if s.Protocol == nil {
+			up.Protocol = declaredProtocol(svc, int32(s.Port))
+		}
+		if svc.Spec.Type == corev1.ServiceTypeExternalName {
+			if !w.opts.EnableExternalNameService {
+				return up, refused(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference",
+					fmt.Sprintf("Spec.Routes unresolved service reference: %s/%s is an ExternalName service, these are not enabled: see the profile's httpproxy.enableExternalNameService", p.Namespace, s.Name))
+			}
+			if err := validate.Hostname(svc.Spec.ExternalName, false); err != nil {
+				return up, refused(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference",
+					fmt.Sprintf("Spec.Routes unresolved service reference: %s/%s: externalName: %v", p.Namespace, s.Name, err))
+			}
+			up.ExternalName = svc.Spec.ExternalName
+		}
 	}
 	if v := s.UpstreamValidation; v != nil {
 		if up.Protocol != "tls" && up.Protocol != "h2" {
@@ -48,7 +66,7 @@ func (w *walk) upstream(p *contourv1.HTTPProxy, route, service int, s *contourv1
 		}
 	}
 	if up.Protocol == "tls" || up.Protocol == "h2" {
-		up.SNI = host
+		up.SNI = cmp.Or(host, up.ExternalName)
 	}
 	return up, nil
 }

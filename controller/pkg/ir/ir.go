@@ -294,7 +294,10 @@ type Cluster struct {
 	// (HTTPProxy's timeoutPolicy.idleConnection); 0 is Envoy's default,
 	// negative never closes one.
 	IdleTimeout time.Duration `json:"idleTimeout,omitempty"`
-	Endpoints   []Endpoint    `json:"endpoints,omitempty"` // ordered
+	// DNS says the Endpoints are host names Envoy resolves (an
+	// ExternalName Service's), rather than addresses EDS sends.
+	DNS       bool       `json:"dns,omitempty"`
+	Endpoints []Endpoint `json:"endpoints,omitempty"` // ordered
 	// Source is the Service port the endpoints come from, so that they can
 	// be recomputed alone when only EndpointSlices change.
 	Source ClusterSource `json:"-"`

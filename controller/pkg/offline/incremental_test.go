@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/programmed"
 	"isobar.dev/controller/pkg/resources"
@@ -90,13 +92,16 @@ type incremental struct {
 	// returned, to check that later steps leave it as it was.
 	prev         *Result
 	prevRendered map[string][]byte
+	// res is the snapshot being translated, whose profiles hold the
+	// HTTPProxy settings, as a fresh translation reads them.
+	res *resources.Resources
 }
 
 func newIncremental() *incremental {
-	return &incremental{
-		stage1: gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: DefaultControllerName}),
-		stage2: map[string]*xds.Translator{},
-	}
+	inc := &incremental{stage2: map[string]*xds.Translator{}}
+	inc.stage1 = gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: DefaultControllerName,
+		HTTPProxy: func(gw types.NamespacedName) v1alpha1.HTTPProxySettings { return proxySettings(inc.res)(gw) }})
+	return inc
 }
 
 // check translates res incrementally and fails the test where the result
@@ -108,6 +113,7 @@ func (inc *incremental) check(t *testing.T, step string, res *resources.Resource
 	if err != nil {
 		t.Fatal(err)
 	}
+	inc.res = res
 	incremental := &Result{Input: res, Gateways: inc.stage1.Translate(res)}
 	programmed.Status(incremental.Gateways.Status, programmed.Acknowledged)
 	for _, g := range incremental.Gateways.Gateways {

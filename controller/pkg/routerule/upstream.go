@@ -35,6 +35,9 @@ type Upstream struct {
 	// IdleConnection closes connections to the backend idle that long
 	// (negative: never); 0 is Envoy's default.
 	IdleConnection time.Duration
+	// ExternalName is the host of an ExternalName Service, which Envoy
+	// resolves, where the route may use one.
+	ExternalName string
 }
 
 // suffix sets the cluster of an Upstream apart from the Service port's
@@ -53,13 +56,20 @@ func (u Upstream) suffix() string {
 	if u.IdleConnection != 0 {
 		s += "/idle=" + u.IdleConnection.String()
 	}
+	if u.ExternalName != "" {
+		s += "/dns=" + u.ExternalName
+	}
 	return s
 }
 
-// Apply makes c speak u's protocol, over u's TLS, with u's connection
-// idle timeout.
-func (u Upstream) Apply(c *ir.Cluster) {
+// Apply makes c, the cluster of a Service's port, speak u's protocol,
+// over u's TLS, with u's connection idle timeout; for an ExternalName
+// Service, to its external name on that port.
+func (u Upstream) Apply(c *ir.Cluster, port int32) {
 	c.IdleTimeout = u.IdleConnection
+	if u.ExternalName != "" {
+		c.DNS, c.Endpoints = true, []ir.Endpoint{{Address: u.ExternalName, Port: uint32(port)}}
+	}
 	if u.Protocol == "" {
 		return
 	}

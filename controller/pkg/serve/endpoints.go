@@ -38,6 +38,9 @@ func endpointsRequest(_ context.Context, o client.Object) []reconcile.Request {
 func clustersByService(clusters []*ir.Cluster) map[types.NamespacedName][]*ir.Cluster {
 	out := map[types.NamespacedName][]*ir.Cluster{}
 	for _, c := range clusters {
+		if c.DNS {
+			continue // Envoy resolves its endpoints
+		}
 		if len(c.Shares) == 0 {
 			k := types.NamespacedName{Namespace: c.Source.Namespace, Name: c.Source.Service}
 			out[k] = append(out[k], c)

@@ -17,13 +17,19 @@ import (
 )
 
 // cluster is an EDS cluster: its endpoints come as a ClusterLoadAssignment of
-// the same name, so that an endpoint change does not touch the cluster.
+// the same name, so that an endpoint change does not touch the cluster;
+// or, for host names, a DNS cluster with its endpoints in it.
 func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 	out := &clusterv3.Cluster{
 		Name:                 c.Name,
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
 		EdsClusterConfig:     &clusterv3.Cluster_EdsClusterConfig{EdsConfig: ads(), ServiceName: c.Name},
 		ConnectTimeout:       duration(s.UpstreamConnectTimeout),
+	}
+	if c.DNS {
+		// Envoy resolves the names itself, and keeps every address.
+		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
+		out.EdsClusterConfig, out.LoadAssignment = nil, LoadAssignment(c)
 	}
 	if c.HTTP2 || c.IdleTimeout != 0 {
 		po := &httpv3.HttpProtocolOptions{}

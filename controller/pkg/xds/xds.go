@@ -144,7 +144,9 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	}
 	for _, c := range g.Clusters {
 		out.Clusters = append(out.Clusters, cluster(c, s))
-		out.Endpoints = append(out.Endpoints, LoadAssignment(c))
+		if !c.DNS {
+			out.Endpoints = append(out.Endpoints, LoadAssignment(c))
+		}
 	}
 	if invalidUsed {
 		out.Clusters = append(out.Clusters, invalidBackendCluster(s))
