@@ -141,6 +141,15 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 		tb.listeners = tb.listeners[:0]
 	}
 	for _, l := range t.listeners {
+		if l.usable() && l.spec.Protocol == gatewayv1.TLSProtocolType && l.set != nil && l.set.proxy != nil {
+			// A root HTTPProxy's passthrough virtual host: a chain of its
+			// own once its tree is attached.
+			if tls := t.proxyChainTLS(l); tls != nil && tls.TCP != nil {
+				tb := t.table(l)
+				tb.listeners = append(tb.listeners, httpsListener{hostname: l.hostname, tls: tls})
+			}
+			continue
+		}
 		if l.usable() && l.family == familyHTTP || l.usable() && l.spec.Protocol == gatewayv1.HTTPSProtocolType {
 			h := l.hostname
 			if h == "" {
@@ -360,6 +369,11 @@ func (tb *table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chai
 				Certificates:     hl.certs,
 				HTTP:             &ir.RouteTable{Name: prefix + "/" + orAnyHost(hl.hostname), VirtualHosts: vhs},
 				ClientValidation: tb.validation,
+			}
+			if hl.tls != nil && hl.tls.TCP != nil {
+				// A root HTTPProxy's tcpproxy: its connections are
+				// forwarded, terminated or passed through.
+				c.HTTP, c.TCP, c.ClientValidation = nil, hl.tls.TCP, nil
 			}
 			if hl.tls != nil {
 				c.MinTLS, c.MaxTLS = hl.tls.MinTLS, hl.tls.MaxTLS

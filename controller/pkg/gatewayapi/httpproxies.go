@@ -66,7 +66,14 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 		if r.Spec.VirtualHost.TLS == nil || shape.HTTPS == nil || validate.Hostname(r.Spec.VirtualHost.Fqdn, true) != nil {
 			continue
 		}
-		if ns, secret, err := httpproxy.TLSSecret(r); err == nil {
+		if r.Spec.VirtualHost.TLS.Passthrough {
+			// Connections for the FQDN pass through to the tcpproxy.
+			host := gatewayv1.Hostname(r.Spec.VirtualHost.Fqdn)
+			sets = append(sets, &listenerSet{meta: &r.ObjectMeta, proxy: r, entries: []gatewayv1.ListenerEntry{{
+				Name: "tls", Hostname: &host, Port: shape.HTTPS.Port, Protocol: gatewayv1.TLSProtocolType,
+				TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModePassthrough)},
+			}}})
+		} else if ns, secret, err := httpproxy.TLSSecret(r); err == nil {
 			host := gatewayv1.Hostname(r.Spec.VirtualHost.Fqdn)
 			ref := gatewayv1.SecretObjectReference{Name: gatewayv1.ObjectName(secret)}
 			if ns != r.Namespace {

@@ -239,9 +239,11 @@ func refuse[T any](served ...string) func(v *T) string {
 
 // The fields of each part of an HTTPProxy that are not served yet.
 var (
-	refuseSpec        = refuse[contourv1.HTTPProxySpec]("virtualhost", "routes", "includes", "ingressClassName")
+	refuseSpec        = refuse[contourv1.HTTPProxySpec]("virtualhost", "routes", "includes", "ingressClassName", "tcpproxy")
 	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls")
-	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation")
+	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough")
+	refuseTCPProxy    = refuse[contourv1.TCPProxy]("services")
+	refuseTCPService  = refuse[contourv1.Service]("name", "port", "weight")
 	// skipClientCertValidation and crlOnlyVerifyLeafCert are plain bools
 	// whose zero value is false: set, they are refused too.
 	refuseClientValidation = refuse[contourv1.DownstreamValidation]("caSecret", "optionalClientCertificate")

@@ -72,36 +72,28 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		return w.tree
 	}
 	tls := vh.TLS != nil
-	if tls {
-		if f := refuseTLS(vh.TLS); f != "" {
-			st.Valid.AddErrorf(contourv1.ConditionTypeTLSError, "NotSupported", "virtualhost.tls.%s is not supported yet", f)
+	if tls && !w.virtualHostTLS(root, httpsPort) {
+		return w.tree
+	}
+	if root.Spec.TCPProxy != nil {
+		if !tls {
+			st.Valid.AddError(contourv1.ConditionTypeTCPProxyError, "TLSMustBeConfigured", "Spec.TCPProxy requires that either Spec.TLS.Passthrough or Spec.TLS.SecretName be set")
 			return w.tree
 		}
-		ns, name, err := TLSSecret(root)
-		if err != nil {
-			st.Valid.AddError(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", err.Error())
-			return w.tree
-		}
-		if !e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: root.Namespace}, ns, refgrant.To{Kind: "Secret", Name: name}) {
-			st.Valid.AddErrorf(contourv1.ConditionTypeTLSError, "DelegationNotPermitted", "Spec.VirtualHost.TLS Secret %q certificate delegation not permitted", vh.TLS.SecretName)
-			return w.tree
-		}
-		if _, ok := e.Secret(ns, name); !ok {
-			st.Valid.AddErrorf(contourv1.ConditionTypeTLSError, "SecretNotValid", "Spec.VirtualHost.TLS Secret %q is invalid: Secret not found", vh.TLS.SecretName)
-			return w.tree
-		}
-		if httpsPort == 0 {
-			st.Valid.AddError(contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", "the Gateway has no ingress-https listener to serve TLS on")
-			return w.tree
-		}
-		var bad *problem
-		if w.tree.TLS, bad = w.chainTLS(root); bad != nil {
+		dest, bad := w.tcpProxy(root)
+		if bad != nil {
 			st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
 			return w.tree
 		}
+		if w.tree.TLS == nil {
+			w.tree.TLS = &ChainTLS{}
+		}
+		w.tree.TLS.TCP = dest
 	}
 	for _, r := range w.routes(nil, root, nil, nil) {
-		if tls {
+		// With a tcpproxy the TLS virtual host forwards connections, not
+		// requests.
+		if tls && root.Spec.TCPProxy == nil {
 			w.tree.HTTPS = append(w.tree.HTTPS, r.route)
 		}
 		if !tls || r.insecure && !opts.DisablePermitInsecure {
@@ -119,6 +111,57 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		})
 	}
 	return w.tree
+}
+
+// virtualHostTLS checks a root's virtualhost.tls, and reads what its
+// filter chain asks beyond its certificate into the tree; false, with the
+// root's error, when the virtual host cannot be served. A passthrough
+// virtual host has no certificate: its connections go to the tcpproxy
+// as they come.
+func (w *walk) virtualHostTLS(root *contourv1.HTTPProxy, httpsPort int32) bool {
+	st, vh := w.status(root), root.Spec.VirtualHost
+	fail := func(typ, reason, format string, args ...any) bool {
+		st.Valid.AddErrorf(typ, reason, format, args...)
+		return false
+	}
+	if f := refuseTLS(vh.TLS); f != "" {
+		return fail(contourv1.ConditionTypeTLSError, "NotSupported", "virtualhost.tls.%s is not supported yet", f)
+	}
+	if httpsPort == 0 {
+		return fail(contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", "the Gateway has no ingress-https listener to serve TLS on")
+	}
+	if vh.TLS.Passthrough {
+		switch {
+		case vh.TLS.SecretName != "":
+			return fail(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", "Spec.VirtualHost.TLS: both Passthrough and SecretName were specified")
+		case vh.TLS.ClientValidation != nil:
+			return fail(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.VirtualHost.TLS passthrough cannot be combined with tls.clientValidation")
+		case vh.TLS.MinimumProtocolVersion != "" || vh.TLS.MaximumProtocolVersion != "":
+			// Envoy does not terminate the connection to bound its versions.
+			return fail(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.VirtualHost.TLS passthrough cannot be combined with protocol versions")
+		case root.Spec.TCPProxy == nil:
+			return fail(contourv1.ConditionTypeTCPProxyError, "NothingDefined", "Spec.VirtualHost.TLS passthrough needs a Spec.TCPProxy to pass the connections to")
+		}
+		return true
+	}
+	if vh.TLS.SecretName == "" {
+		return fail(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", "Spec.VirtualHost.TLS: neither Passthrough nor SecretName were specified")
+	}
+	ns, name, err := TLSSecret(root)
+	if err != nil {
+		return fail(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", "%v", err)
+	}
+	if !w.e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: root.Namespace}, ns, refgrant.To{Kind: "Secret", Name: name}) {
+		return fail(contourv1.ConditionTypeTLSError, "DelegationNotPermitted", "Spec.VirtualHost.TLS Secret %q certificate delegation not permitted", vh.TLS.SecretName)
+	}
+	if _, ok := w.e.Secret(ns, name); !ok {
+		return fail(contourv1.ConditionTypeTLSError, "SecretNotValid", "Spec.VirtualHost.TLS Secret %q is invalid: Secret not found", vh.TLS.SecretName)
+	}
+	var bad *problem
+	if w.tree.TLS, bad = w.chainTLS(root); bad != nil {
+		return fail(bad.Type, bad.Reason, "%s", bad.Message)
+	}
+	return true
 }
 
 // TLSSecret returns the namespace and name of the Secret of a root's
@@ -206,6 +249,11 @@ func (w *walk) routes(out []route, p *contourv1.HTTPProxy, conds []contourv1.Mat
 	visited = append(visited, p)
 	if f := refuseSpec(&p.Spec); f != "" {
 		st.Valid.AddErrorf(contourv1.ConditionTypeSpecError, "NotSupported", "spec.%s is not supported yet", f)
+		return out
+	}
+	if p != w.root && p.Spec.TCPProxy != nil {
+		// Contour reaches another proxy's tcpproxy through tcpproxy.include.
+		st.Valid.AddError(contourv1.ConditionTypeTCPProxyError, "NotSupported", "the tcpproxy of an included proxy takes effect only through tcpproxy.include, which is not supported yet")
 		return out
 	}
 	start := len(out)

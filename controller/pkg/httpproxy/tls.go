@@ -16,6 +16,9 @@ import (
 type ChainTLS struct {
 	MinTLS, MaxTLS string
 	Validation     *ir.ClientValidation
+	// TCP is where the tcpproxy sends the virtual host's connections,
+	// instead of routing their requests.
+	TCP *ir.Destination
 }
 
 // chainTLS reads a root's virtualhost.tls versions and client validation;
@@ -61,7 +64,7 @@ func (w *walk) chainTLS(root *contourv1.HTTPProxy) (*ChainTLS, *problem) {
 		}
 		out.Validation = &ir.ClientValidation{CA: secret.Data[routerule.CACertKey], CARefs: []string{"Secret " + ns + "/" + name}, Requested: cv.OptionalClientCertificate}
 	}
-	if *out == (ChainTLS{}) {
+	if out.MinTLS == "" && out.MaxTLS == "" && out.Validation == nil {
 		return nil, nil
 	}
 	return out, nil

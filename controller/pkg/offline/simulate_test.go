@@ -34,6 +34,10 @@ type request struct {
 	Location string            `json:"location,omitempty"` // the redirect's location
 	Upstream map[string]string `json:"upstream,omitempty"` // headers (name -> value, "" for absent) or :path / :authority
 	Mirrors  []string          `json:"mirrors,omitempty"`
+	// TCP says the connection is forwarded as it comes (a tcp_proxy, no
+	// request), and Terminated whether Envoy terminates its TLS first.
+	TCP        bool  `json:"tcp,omitempty"`
+	Terminated *bool `json:"terminated,omitempty"`
 	// Protocol is how Envoy speaks to the picked backend: "http/1.1",
 	// "h2c" (HTTP/2 in cleartext), "tls" (HTTP/1.1 over TLS) or "h2".
 	Protocol string `json:"protocol,omitempty"`
@@ -148,6 +152,15 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		t.Errorf("%s: cluster %s, want %s", what, a.Upstream.Cluster, r.Cluster)
 	}
 	checkTransport(t, what, r, a.Upstream)
+	if tcp := a.Filter == "envoy.filters.network.tcp_proxy"; tcp != r.TCP {
+		t.Errorf("%s: filter %s, want a tcp_proxy: %t", what, a.Filter, r.TCP)
+	}
+	if r.Terminated != nil && (len(a.DownstreamTLS) > 0) != *r.Terminated {
+		t.Errorf("%s: Envoy terminates TLS with %v, want terminated: %t", what, a.DownstreamTLS, *r.Terminated)
+	}
+	if r.TCP {
+		return
+	}
 	// The golden inputs mostly have no EndpointSlices, so Envoy would
 	// answer 503; the request it would forward is still checked.
 	if a.Upstream.Request == nil {

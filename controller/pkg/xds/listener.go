@@ -71,7 +71,7 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 			case c.TCP != nil:
 				fc.Filters = []*listenerv3.Filter{tcpProxy(l.Name, c.TCP, s)}
 				if len(c.Certificates) > 0 {
-					fc.TransportSocket = downstreamTLS(&ir.Chain{Certificates: c.Certificates}, nil, s)
+					fc.TransportSocket = downstreamTLS(c, nil, s)
 				}
 			default:
 				return nil, nil, fmt.Errorf("listener %s: a filter chain without HTTP or TCP", l.Name)
