@@ -15,7 +15,8 @@ import (
 )
 
 // FuzzHTTPProxy varies the user-controlled strings and numbers of a root
-// HTTPProxy and the proxy it includes, which the CRD's schema would check
+// HTTPProxy and the proxy it includes (conditions, negated ones too,
+// rewrites, redirects, retries, timeouts, mirrors), which the CRD's schema would check
 // only in part: nothing may panic, what translates passes the Envoy
 // checks and the simulator, and an incremental translation that sees the
 // included proxy arrive gives what a fresh one does.
@@ -66,8 +67,14 @@ func proxyResources(fqdn, prefix, childPrefix, header, value, regex, query, time
 	}, {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "child", Generation: 1},
 		Spec: contourv1.HTTPProxySpec{Routes: []contourv1.Route{{
-			Conditions: []contourv1.MatchCondition{{Prefix: childPrefix}, {QueryParameter: &contourv1.QueryParameterMatchCondition{Name: query, Prefix: value, IgnoreCase: true}}},
-			Services:   []contourv1.Service{{Name: "svc", Port: 80}},
+			Conditions:        []contourv1.MatchCondition{{Prefix: childPrefix}, {QueryParameter: &contourv1.QueryParameterMatchCondition{Name: query, Prefix: value, IgnoreCase: true}}},
+			Services:          []contourv1.Service{{Name: "svc", Port: 80}, {Name: "svc", Port: 80, Mirror: true, Weight: weight}},
+			PathRewritePolicy: &contourv1.PathRewritePolicy{ReplacePrefix: []contourv1.ReplacePrefix{{Prefix: prefix + childPrefix, Replacement: path}, {Replacement: childPrefix}}},
+			RetryPolicy:       &contourv1.RetryPolicy{NumRetries: weight, PerTryTimeout: timeout, RetriableStatusCodes: []uint32{uint32(status)}},
+			TimeoutPolicy:     &contourv1.TimeoutPolicy{Idle: timeout, IdleConnection: timeout},
+		}, {
+			Conditions:            []contourv1.MatchCondition{{Header: &contourv1.HeaderMatchCondition{Name: header, NotExact: value, TreatMissingAsEmpty: true}}},
+			RequestRedirectPolicy: &contourv1.HTTPRequestRedirectPolicy{Prefix: &redirect},
 		}}},
 	}}
 	return res
