@@ -251,11 +251,6 @@ func (w *walk) routes(out []route, p *contourv1.HTTPProxy, conds []contourv1.Mat
 		st.Valid.AddErrorf(contourv1.ConditionTypeSpecError, "NotSupported", "spec.%s is not supported yet", f)
 		return out
 	}
-	if p != w.root && p.Spec.TCPProxy != nil {
-		// Contour reaches another proxy's tcpproxy through tcpproxy.include.
-		st.Valid.AddError(contourv1.ConditionTypeTCPProxyError, "NotSupported", "the tcpproxy of an included proxy takes effect only through tcpproxy.include, which is not supported yet")
-		return out
-	}
 	start := len(out)
 	var seenBuf [8]int
 	seen := seenBuf[:0] // the includes so far that are not duplicates

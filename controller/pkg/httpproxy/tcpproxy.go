@@ -2,6 +2,8 @@ package httpproxy
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -12,16 +14,79 @@ import (
 
 // tcpProxy is where a root's tcpproxy sends the connections of its TLS
 // virtual host, terminated or passed through: its services, weighted
-// (equally when no weight is given). A service that does not resolve is
-// an error, as in Contour.
+// (equally when no weight is given), or those of the tcpproxy of the
+// proxy it includes, down a chain of includes. A service that does not
+// resolve is an error, as in Contour; a problem of an included proxy is
+// on its status, and the root's says its tcpproxy cannot be served.
 func (w *walk) tcpProxy(root *contourv1.HTTPProxy) (*ir.Destination, *problem) {
-	tp := root.Spec.TCPProxy
+	var visited []*contourv1.HTTPProxy
+	for p := root; ; {
+		d, next, bad := w.tcpProxyOf(p, visited)
+		switch {
+		case bad != nil && p == root:
+			return nil, bad
+		case bad != nil:
+			w.status(p).Valid.AddError(bad.Type, bad.Reason, bad.Message)
+			return nil, refused(contourv1.ConditionTypeTCPProxyIncludeError, "IncludeNotValid",
+				fmt.Sprintf("the tcpproxy included from %s/%s cannot be served", p.Namespace, p.Name))
+		case next == nil:
+			return d, nil
+		}
+		visited = append(visited, p)
+		p = next
+	}
+}
+
+// tcpProxyOf is the destination of proxy p's tcpproxy, or the proxy it
+// includes; visited are the proxies that included p.
+func (w *walk) tcpProxyOf(p *contourv1.HTTPProxy, visited []*contourv1.HTTPProxy) (*ir.Destination, *contourv1.HTTPProxy, *problem) {
+	tp := p.Spec.TCPProxy
+	w.status(p) // reached: not orphaned
+	if tp == nil {
+		return nil, nil, refused(contourv1.ConditionTypeTCPProxyIncludeError, "NothingDefined", "the included proxy has no tcpproxy")
+	}
 	if f := refuseTCPProxy(tp); f != "" {
-		return nil, refused(contourv1.ConditionTypeTCPProxyError, "NotSupported", fmt.Sprintf("tcpproxy.%s is not supported yet", f))
+		return nil, nil, refused(contourv1.ConditionTypeTCPProxyError, "NotSupported", fmt.Sprintf("tcpproxy.%s is not supported yet", f))
 	}
-	if len(tp.Services) == 0 {
-		return nil, refused(contourv1.ConditionTypeTCPProxyError, "NothingDefined", "either services or inclusion must be specified")
+	inc := tp.Include
+	if inc == nil {
+		inc = tp.IncludesDeprecated
 	}
+	switch {
+	case len(tp.Services) > 0 && inc != nil:
+		return nil, nil, refused(contourv1.ConditionTypeTCPProxyError, "NoServicesAndInclude", "cannot specify services and include in the same httpproxy")
+	case len(tp.Services) > 0:
+		d, bad := w.tcpServices(p)
+		return d, nil, bad
+	case inc == nil:
+		return nil, nil, refused(contourv1.ConditionTypeTCPProxyError, "NothingDefined", "either services or inclusion must be specified")
+	}
+	ns := inc.Namespace
+	if ns == "" {
+		ns = p.Namespace
+	}
+	child, ok := w.e.HTTPProxy(ns, inc.Name)
+	if ok && w.opts.Serves != nil && !w.opts.Serves(child) {
+		ok = false
+	}
+	switch {
+	case !ok:
+		return nil, nil, refused(contourv1.ConditionTypeTCPProxyIncludeError, "IncludeNotFound", fmt.Sprintf("include %s/%s not found", ns, inc.Name))
+	case child.Spec.VirtualHost != nil:
+		return nil, nil, refused(contourv1.ConditionTypeTCPProxyIncludeError, "RootIncludesRoot", fmt.Sprintf("root httpproxy cannot include another root httpproxy (%s/%s)", ns, inc.Name))
+	case child == p || slices.Contains(visited, child):
+		var path []string
+		for _, v := range append(visited, p, child) {
+			path = append(path, v.Namespace+"/"+v.Name)
+		}
+		return nil, nil, refused(contourv1.ConditionTypeTCPProxyIncludeError, "IncludeCreatesCycle", "include creates a cycle: "+strings.Join(path, " -> "))
+	}
+	return nil, child, nil
+}
+
+// tcpServices resolves the services of p's tcpproxy.
+func (w *walk) tcpServices(p *contourv1.HTTPProxy) (*ir.Destination, *problem) {
+	tp := p.Spec.TCPProxy
 	weighted := false
 	for _, s := range tp.Services {
 		weighted = weighted || s.Weight > 0
@@ -44,7 +109,7 @@ func (w *walk) tcpProxy(root *contourv1.HTTPProxy) (*ir.Destination, *problem) {
 			Weight:                 &weight,
 		})
 	}
-	b := routerule.StreamBackends(w.e, w.names, "HTTPProxy", root.Namespace, root.Generation, refs)
+	b := routerule.StreamBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs)
 	if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
 		return nil, refused(contourv1.ConditionTypeTCPProxyError, "ServiceUnresolvedReference", "Spec.TCPProxy unresolved service reference: "+c.Message)
 	}
