@@ -385,3 +385,27 @@ func TestRefusesWhatItDoesNotKnow(t *testing.T) {
 		t.Errorf("error %v, want no listener", err)
 	}
 }
+
+// Custom header values: "%%" is a "%", %REQ(...)% a request header (its
+// alternative, a length limit), other command operators beyond the
+// simulator, a lone "%" an error.
+func TestSubstitute(t *testing.T) {
+	headers := []Header{{Name: "x-a", Value: "alpha"}, {Name: "x-b", Value: "beta"}}
+	for _, tc := range []struct{ in, want, err string }{
+		{"50%%", "50%", ""},
+		{"%REQ(x-a)%-x", "alpha-x", ""},
+		{"%REQ(X-A):3%", "alp", ""},
+		{"%REQ(x-c?x-b)%", "beta", ""},
+		{"%REQ(x-c)%", "", ""},
+		{"%HOSTNAME%", "", "not simulated"},
+		{"50%", "", "unterminated"},
+	} {
+		got, err := substitute(tc.in, headers)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: err %v, want one saying %q", tc.in, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%q = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}

@@ -1,8 +1,11 @@
 package envoysim
 
 import (
+	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -138,14 +141,10 @@ func (m mutation) apply(headers []Header) ([]Header, error) {
 			return nil, err
 		}
 		name, value := strings.ToLower(o.GetHeader().GetKey()), o.GetHeader().GetValue()
-		if strings.Contains(strings.ReplaceAll(value, "%%", ""), "%") {
-			// Envoy would substitute command operators such as
-			// %DOWNSTREAM_REMOTE_ADDRESS% (and rejects a lone %); the
-			// simulator cannot.
-			return nil, errUnsupportedf("header %s: value %q has a %% command operator", name, value)
+		value, err := substitute(value, headers)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: %w", name, err)
 		}
-		// "%%" is a literal "%" (Custom request/response headers).
-		value = strings.ReplaceAll(value, "%%", "%")
 		if value == "" && !o.GetKeepEmptyValue() {
 			continue
 		}
@@ -175,4 +174,66 @@ func (m mutation) apply(headers []Header) ([]Header, error) {
 		}
 	}
 	return headers, nil
+}
+
+// reqOperator is Envoy's %REQ(name)% command operator: a request header,
+// or the alternative after "?" when it is missing, at most max bytes.
+var reqOperator = regexp.MustCompile(`^REQ\(([\w-]+)(?:\?([\w-]+))?\)(?::(\d+))?$`)
+
+// substitute follows Envoy's custom header values: "%%" is a literal "%",
+// and %REQ(...)% the request's header (empty when missing, as header
+// values omit what a command operator cannot give); other command
+// operators are beyond the simulator, and a lone "%" is what Envoy
+// rejects the configuration over.
+func substitute(value string, headers []Header) (string, error) {
+	if !strings.Contains(value, "%") {
+		return value, nil
+	}
+	var b strings.Builder
+	for rest := value; rest != ""; {
+		i := strings.IndexByte(rest, '%')
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		rest = rest[i+1:]
+		if strings.HasPrefix(rest, "%") {
+			b.WriteByte('%')
+			rest = rest[1:]
+			continue
+		}
+		j := strings.IndexByte(rest, '%')
+		if j < 0 {
+			return "", fmt.Errorf("value %q has an unterminated %% command operator: Envoy rejects the configuration", value)
+		}
+		op := rest[:j]
+		rest = rest[j+1:]
+		m := reqOperator.FindStringSubmatch(op)
+		if m == nil {
+			return "", errUnsupportedf("value %q: command operator %%%s%%", value, op)
+		}
+		v := headerValue(headers, m[1])
+		if v == "" && m[2] != "" {
+			v = headerValue(headers, m[2])
+		}
+		if m[3] != "" {
+			if n, err := strconv.Atoi(m[3]); err == nil && n < len(v) {
+				v = v[:n]
+			}
+		}
+		b.WriteString(v)
+	}
+	return b.String(), nil
+}
+
+// headerValue is the first value of a header, "" when it is missing.
+func headerValue(headers []Header, name string) string {
+	name = strings.ToLower(name)
+	for _, h := range headers {
+		if h.Name == name {
+			return h.Value
+		}
+	}
+	return ""
 }

@@ -51,3 +51,25 @@ func TestMatchMergesConditions(t *testing.T) {
 		})
 	}
 }
+
+// Dynamic header values are escaped as Contour escapes them: its own
+// variables substituted, Envoy's allowed ones kept, any other "%" literal.
+func TestDynamicHeader(t *testing.T) {
+	vars := map[string]string{"CONTOUR_NAMESPACE": "shop", "CONTOUR_SERVICE_NAME": "50%off"}
+	for _, tc := range []struct{ in, want string }{
+		{"plain", "plain"},
+		{"100%", "100%%"},
+		{"%CONTOUR_NAMESPACE%", "shop"},
+		{"%CONTOUR_SERVICE_NAME%", "50%%off"},
+		{"%HOSTNAME%/%PROTOCOL%", "%HOSTNAME%/%PROTOCOL%"},
+		{"%REQ(x-a)%", "%REQ(x-a)%"},
+		{"%REQ(x-a?x-b):10%", "%REQ(x-a?x-b):10%"},
+		{"%REQ(x a)%", "%%REQ(x a)%%"},
+		{"%UNKNOWN%", "%%UNKNOWN%%"},
+	} {
+		h := dynamicHeader("x", tc.in, vars)
+		if h.Value != tc.want || h.Formatted != (tc.in != "plain") {
+			t.Errorf("%q: %+v, want %q", tc.in, h, tc.want)
+		}
+	}
+}

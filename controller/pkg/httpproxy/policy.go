@@ -4,13 +4,15 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/envoyrules"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
 	"isobar.dev/controller/pkg/validate"
@@ -18,9 +20,10 @@ import (
 
 // headers translates a headers policy: set replaces a header, remove
 // removes it. A request policy of a route may set Host, which rewrites
-// the host; values are literal (Contour's dynamic values, "%...%", are not
-// served yet).
-func headers(p *contourv1.HeadersPolicy, what string, hostOK bool) (*ir.HeaderModifier, string, *problem) {
+// the host (literally). Values may hold Contour's dynamic values, which
+// vars (CONTOUR_NAMESPACE, and for a service CONTOUR_SERVICE_NAME and
+// CONTOUR_SERVICE_PORT) and Envoy substitute; any other "%" is literal.
+func headers(p *contourv1.HeadersPolicy, what string, hostOK bool, vars map[string]string) (*ir.HeaderModifier, string, *problem) {
 	if p == nil {
 		return nil, "", nil
 	}
@@ -42,17 +45,20 @@ func headers(p *contourv1.HeadersPolicy, what string, hostOK bool) (*ir.HeaderMo
 		if err := validate.Value(h.Value, "header", h.Name, "value"); err != nil {
 			return bad("HeadersPolicyInvalid", "%v", err)
 		}
-		if strings.Contains(h.Value, "%") {
-			return bad("NotSupported", "header %q: dynamic header values are not supported yet", h.Name)
-		}
 		if name == "Host" {
 			if !hostOK {
 				return bad("HeadersPolicyInvalid", "rewriting %q header is not supported", name)
 			}
+			if strings.Contains(h.Value, "%") {
+				return bad("HeadersPolicyInvalid", "the Host rewrite %q cannot hold a dynamic value", h.Value)
+			}
 			host = h.Value
 			continue
 		}
-		out.Set = append(out.Set, ir.Header{Name: h.Name, Value: h.Value})
+		if !envoyrules.Modifiable(h.Name) {
+			return bad("HeadersPolicyInvalid", "header %q cannot be set", h.Name)
+		}
+		out.Set = append(out.Set, dynamicHeader(h.Name, h.Value, vars))
 	}
 	seen = map[string]bool{}
 	for _, name := range p.Remove {
@@ -64,6 +70,9 @@ func headers(p *contourv1.HeadersPolicy, what string, hostOK bool) (*ir.HeaderMo
 		if err := validate.Token(name, "header name"); err != nil {
 			return bad("HeadersPolicyInvalid", "%v", err)
 		}
+		if !envoyrules.Modifiable(name) {
+			return bad("HeadersPolicyInvalid", "header %q cannot be removed", name)
+		}
 		out.Remove = append(out.Remove, name)
 	}
 	if len(out.Set) == 0 && len(out.Remove) == 0 {
@@ -72,42 +81,52 @@ func headers(p *contourv1.HeadersPolicy, what string, hostOK bool) (*ir.HeaderMo
 	return out, host, nil
 }
 
-// serviceFilters are a service's header policies as the backendRef
-// filters the backends take.
-func serviceFilters(s *contourv1.Service, route, service int) ([]gatewayv1.HTTPRouteFilter, *problem) {
-	if s.RequestHeadersPolicy == nil && s.ResponseHeadersPolicy == nil {
-		return nil, nil
-	}
+// serviceHeaders are a service's header policies: for its share of the
+// route's requests, and of their responses.
+func serviceHeaders(p *contourv1.HTTPProxy, s *contourv1.Service, route, service int) (req, resp *ir.HeaderModifier, bad *problem) {
 	at := fmt.Sprintf("routes[%d].services[%d]", route, service)
-	var out []gatewayv1.HTTPRouteFilter
-	for _, p := range []struct {
-		policy *contourv1.HeadersPolicy
-		what   string
-		typ    gatewayv1.HTTPRouteFilterType
-	}{
-		{s.RequestHeadersPolicy, at + ".requestHeadersPolicy", gatewayv1.HTTPRouteFilterRequestHeaderModifier},
-		{s.ResponseHeadersPolicy, at + ".responseHeadersPolicy", gatewayv1.HTTPRouteFilterResponseHeaderModifier},
-	} {
-		m, _, bad := headers(p.policy, p.what, false)
-		if bad != nil {
-			return nil, bad
-		}
-		if m == nil {
-			continue
-		}
-		f := &gatewayv1.HTTPHeaderFilter{Remove: m.Remove}
-		for _, h := range m.Set {
-			f.Set = append(f.Set, gatewayv1.HTTPHeader{Name: gatewayv1.HTTPHeaderName(h.Name), Value: h.Value})
-		}
-		hf := gatewayv1.HTTPRouteFilter{Type: p.typ}
-		if p.typ == gatewayv1.HTTPRouteFilterRequestHeaderModifier {
-			hf.RequestHeaderModifier = f
-		} else {
-			hf.ResponseHeaderModifier = f
-		}
-		out = append(out, hf)
+	vars := map[string]string{"CONTOUR_NAMESPACE": p.Namespace, "CONTOUR_SERVICE_NAME": s.Name, "CONTOUR_SERVICE_PORT": strconv.Itoa(s.Port)}
+	if req, _, bad = headers(s.RequestHeadersPolicy, at+".requestHeadersPolicy", false, vars); bad != nil {
+		return nil, nil, bad
 	}
-	return out, nil
+	if resp, _, bad = headers(s.ResponseHeadersPolicy, at+".responseHeadersPolicy", false, vars); bad != nil {
+		return nil, nil, bad
+	}
+	return req, resp, nil
+}
+
+// envoyVariables are the Envoy command operators Contour lets a header
+// value use.
+var envoyVariables = []string{
+	"DOWNSTREAM_REMOTE_ADDRESS", "DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT", "DOWNSTREAM_LOCAL_ADDRESS",
+	"DOWNSTREAM_LOCAL_ADDRESS_WITHOUT_PORT", "DOWNSTREAM_LOCAL_PORT", "DOWNSTREAM_LOCAL_URI_SAN",
+	"DOWNSTREAM_PEER_URI_SAN", "DOWNSTREAM_LOCAL_SUBJECT", "DOWNSTREAM_PEER_SUBJECT", "DOWNSTREAM_PEER_ISSUER",
+	"DOWNSTREAM_TLS_SESSION_ID", "DOWNSTREAM_TLS_CIPHER", "DOWNSTREAM_TLS_VERSION", "DOWNSTREAM_PEER_FINGERPRINT_256",
+	"DOWNSTREAM_PEER_FINGERPRINT_1", "DOWNSTREAM_PEER_SERIAL", "DOWNSTREAM_PEER_CERT", "DOWNSTREAM_PEER_CERT_V_START",
+	"DOWNSTREAM_PEER_CERT_V_END", "HOSTNAME", "PROTOCOL", "UPSTREAM_REMOTE_ADDRESS", "RESPONSE_FLAGS", "RESPONSE_CODE_DETAILS",
+}
+
+// reqVariable is Envoy's %REQ(name)%, with an alternative header and a
+// length limit, which Contour lets through.
+var reqVariable = regexp.MustCompile(`%(%REQ\(:?[\w-]+(\?:?[\w-]+)?\)(:\d+)?%)%`)
+
+// dynamicHeader is a header whose value may hold Contour's dynamic
+// values, as Contour writes it for Envoy: every "%" is escaped but those
+// of vars, which are substituted, and of the Envoy variables Contour
+// allows. A value without "%" stays literal.
+func dynamicHeader(name, value string, vars map[string]string) ir.Header {
+	if !strings.Contains(value, "%") {
+		return ir.Header{Name: name, Value: value}
+	}
+	v := strings.ReplaceAll(value, "%", "%%")
+	for k, val := range vars {
+		v = strings.ReplaceAll(v, "%%"+k+"%%", strings.ReplaceAll(val, "%", "%%"))
+	}
+	for _, k := range envoyVariables {
+		v = strings.ReplaceAll(v, "%%"+k+"%%", "%"+k+"%")
+	}
+	v = reqVariable.ReplaceAllString(v, "$1")
+	return ir.Header{Name: name, Value: v, Formatted: true}
 }
 
 // timeouts applies a timeout policy: the response timeout and the

@@ -355,13 +355,14 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	out := &ir.Route{Name: routerule.RouteName("httpproxy", p.Namespace, p.Name, i, nil, 0), Match: m, WebsocketsDisabled: !r.EnableWebsockets}
 	var host string
 	var bad *problem
-	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", true); bad != nil {
+	vars := map[string]string{"CONTOUR_NAMESPACE": p.Namespace}
+	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", true, vars); bad != nil {
 		return route{}, bad
 	}
 	if host != "" {
 		out.Rewrite = &ir.Rewrite{Hostname: host}
 	}
-	if out.ResponseHeaders, _, bad = headers(r.ResponseHeadersPolicy, "responseHeadersPolicy", false); bad != nil {
+	if out.ResponseHeaders, _, bad = headers(r.ResponseHeadersPolicy, "responseHeadersPolicy", false, vars); bad != nil {
 		return route{}, bad
 	}
 	idleConnection, bad := timeouts(out, r.TimeoutPolicy)
@@ -437,7 +438,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 			mirrored, mirroredAt = s, j
 			continue
 		}
-		filters, bad := serviceFilters(s, i, j)
+		reqHeaders, respHeaders, bad := serviceHeaders(p, s, i, j)
 		if bad != nil {
 			return bad
 		}
@@ -453,7 +454,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		refs = append(refs, routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
 			Weight:                 &weight,
-		}, Filters: filters}, Upstream: up})
+		}}, Upstream: up, RequestHeaders: reqHeaders, ResponseHeaders: respHeaders})
 	}
 	out.Destination = w.backends(p, refs)
 	if mirrored != nil {

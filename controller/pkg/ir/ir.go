@@ -268,6 +268,10 @@ type HeaderModifier struct {
 type Header struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
+	// Formatted says Value is an Envoy header format string whose
+	// "%...%" command operators Envoy substitutes (HTTPProxy's dynamic
+	// header values); otherwise it is literal.
+	Formatted bool `json:"formatted,omitempty"`
 }
 
 // Rewrite changes the request before it is forwarded.

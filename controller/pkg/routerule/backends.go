@@ -21,6 +21,9 @@ type backendRef struct {
 	weight   *int32
 	filters  []gatewayv1.HTTPRouteFilter
 	upstream Upstream
+	// requestHeaders and responseHeaders are the backend's header
+	// changes, when given as such rather than as filters.
+	requestHeaders, responseHeaders *ir.HeaderModifier
 }
 
 // weightOf is a backendRef's weight, 1 when unset. The schema allows 0 to
@@ -45,7 +48,7 @@ func httpBackends(ev *eval, fromNS, fromKind string, refs []backendRef) *ir.Dest
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
-		wc := ir.WeightedCluster{Cluster: name, Weight: weight}
+		wc := ir.WeightedCluster{Cluster: name, Weight: weight, RequestHeaders: ref.requestHeaders, ResponseHeaders: ref.responseHeaders}
 		if err := backendFilters(&wc, ref.filters); err != nil {
 			ev.report(condition.UnresolvedRef(gatewayv1.RouteReasonUnsupportedValue, fmt.Sprintf("backendRef %s: %v", ref.ref.Name, err)))
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})

@@ -83,7 +83,8 @@ func HTTPBackends(e env.Env, names *Names, kind, ns string, generation int64, re
 	var buf [4]backendRef
 	brs := buf[:0]
 	for _, b := range refs {
-		brs = append(brs, backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters, upstream: b.Upstream})
+		brs = append(brs, backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters, upstream: b.Upstream,
+			requestHeaders: b.RequestHeaders, responseHeaders: b.ResponseHeaders})
 	}
 	d := httpBackends(&ev, ns, kind, brs)
 	return Backends{Destination: d, Resolved: ev.resolved, Clusters: ev.clusters}

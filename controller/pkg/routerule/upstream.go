@@ -15,6 +15,10 @@ import (
 type Backend struct {
 	gatewayv1.HTTPBackendRef
 	Upstream Upstream
+	// RequestHeaders and ResponseHeaders change the headers of this
+	// backend's share of requests; a Backend has them or header filters,
+	// not both (the filters would be merged into them).
+	RequestHeaders, ResponseHeaders *ir.HeaderModifier
 }
 
 // Upstream is how a route speaks to its backend when it says so itself,

@@ -270,7 +270,10 @@ func headerOptions(h *ir.HeaderModifier, in *routeMessages) []*corev3.HeaderValu
 			hd, how = h.Add[i-len(h.Set)], corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
 		}
 		o := &slab[i]
-		o.value.Key, o.value.Value = hd.Name, literal(hd.Value)
+		o.value.Key, o.value.Value = hd.Name, hd.Value
+		if !hd.Formatted {
+			o.value.Value = literal(hd.Value)
+		}
 		o.option.Header, o.option.AppendAction = &o.value, how
 		out[i] = &o.option
 	}
