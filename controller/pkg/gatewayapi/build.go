@@ -348,6 +348,14 @@ func (tb *table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chai
 			owned[owner] = append(owned[owner], vh)
 		}
 	}
+	// The chain without a hostname, which takes connections without a
+	// server name, serves the virtual hosts of the HTTPProxies that
+	// enable the fallback certificate too (its certificate is theirs).
+	for _, hl := range listeners {
+		if hl.tls != nil && hl.tls.Fallback && hl.hostname != "" {
+			owned[""] = append(owned[""], owned[hl.hostname]...)
+		}
+	}
 	chains := make(map[string]builtChain, len(listeners))
 	var out []*ir.Chain
 	for _, hl := range listeners {
@@ -358,7 +366,8 @@ func (tb *table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chai
 			// are the same while tb.chains is kept.
 			vhs := slices.Clone(own)
 			for _, other := range listeners {
-				if other.hostname != "" && other.hostname != hl.hostname {
+				fallback := hl.hostname == "" && other.tls != nil && other.tls.Fallback
+				if other.hostname != "" && other.hostname != hl.hostname && !fallback {
 					vhs = append(vhs, misdirected(other.hostname))
 				}
 			}

@@ -48,6 +48,7 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 		RootNamespaces:            t.proxySettings.RootNamespaces,
 		DisablePermitInsecure:     t.proxySettings.DisablePermitInsecure,
 		EnableExternalNameService: t.proxySettings.EnableExternalNameService,
+		FallbackChain:             shape.HTTPS != nil && shape.HTTPS.Hostname == nil,
 		Serves:                    func(p *contourv1.HTTPProxy) bool { return served[p] },
 	}
 	if shape.HTTPS != nil {

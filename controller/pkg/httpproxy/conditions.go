@@ -241,9 +241,10 @@ func refuse[T any](served ...string) func(v *T) string {
 var (
 	refuseSpec        = refuse[contourv1.HTTPProxySpec]("virtualhost", "routes", "includes", "ingressClassName", "tcpproxy")
 	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls")
-	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough")
-	refuseTCPProxy    = refuse[contourv1.TCPProxy]("services", "include", "includes")
-	refuseTCPService  = refuse[contourv1.Service]("name", "port", "weight")
+	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough",
+		"enableFallbackCertificate")
+	refuseTCPProxy   = refuse[contourv1.TCPProxy]("services", "include", "includes")
+	refuseTCPService = refuse[contourv1.Service]("name", "port", "weight")
 	// skipClientCertValidation and crlOnlyVerifyLeafCert are plain bools
 	// whose zero value is false: set, they are refused too.
 	refuseClientValidation = refuse[contourv1.DownstreamValidation]("caSecret", "optionalClientCertificate")

@@ -26,6 +26,11 @@ type Options struct {
 	// virtual host, whatever a route's permitInsecure says
 	// (httpproxy.disablePermitInsecure).
 	DisablePermitInsecure bool
+	// FallbackChain says the Gateway's ingress-https listener has no
+	// hostname: its filter chain takes connections without a server
+	// name, with its certificate, the fallback certificate of the
+	// virtual hosts that enable it.
+	FallbackChain bool
 	// EnableExternalNameService lets services be ExternalName Services
 	// (enableExternalNameService); off, a route to one is an error.
 	EnableExternalNameService bool

@@ -136,6 +136,8 @@ func (w *walk) virtualHostTLS(root *contourv1.HTTPProxy, httpsPort int32) bool {
 			return fail(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", "Spec.VirtualHost.TLS: both Passthrough and SecretName were specified")
 		case vh.TLS.ClientValidation != nil:
 			return fail(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.VirtualHost.TLS passthrough cannot be combined with tls.clientValidation")
+		case vh.TLS.EnableFallbackCertificate:
+			return fail(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.VirtualHost.TLS: both Passthrough and enableFallbackCertificate were specified")
 		case vh.TLS.MinimumProtocolVersion != "" || vh.TLS.MaximumProtocolVersion != "":
 			// Envoy does not terminate the connection to bound its versions.
 			return fail(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.VirtualHost.TLS passthrough cannot be combined with protocol versions")

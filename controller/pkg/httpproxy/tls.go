@@ -19,6 +19,9 @@ type ChainTLS struct {
 	// TCP is where the tcpproxy sends the virtual host's connections,
 	// instead of routing their requests.
 	TCP *ir.Destination
+	// Fallback serves the virtual host to clients without a server name
+	// too, on the chain that takes them (enableFallbackCertificate).
+	Fallback bool
 }
 
 // chainTLS reads a root's virtualhost.tls versions and client validation;
@@ -64,7 +67,17 @@ func (w *walk) chainTLS(root *contourv1.HTTPProxy) (*ChainTLS, *problem) {
 		}
 		out.Validation = &ir.ClientValidation{CA: secret.Data[routerule.CACertKey], CARefs: []string{"Secret " + ns + "/" + name}, Requested: cv.OptionalClientCertificate}
 	}
-	if out.MinTLS == "" && out.MaxTLS == "" && out.Validation == nil {
+	if tls.EnableFallbackCertificate {
+		switch {
+		case tls.ClientValidation != nil:
+			return nil, refused(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.Virtualhost.TLS fallback & client validation are incompatible")
+		case !w.opts.FallbackChain:
+			return nil, refused(contourv1.ConditionTypeTLSError, "FallbackNotPresent",
+				"Spec.Virtualhost.TLS enabled fallback but the Gateway's ingress-https listener has a hostname: no filter chain takes connections without a server name")
+		}
+		out.Fallback = true
+	}
+	if out.MinTLS == "" && out.MaxTLS == "" && out.Validation == nil && !out.Fallback {
 		return nil, nil
 	}
 	return out, nil

@@ -23,8 +23,9 @@ import (
 type request struct {
 	Gateway string            `json:"gateway,omitempty"` // NAMESPACE/NAME; default default/web
 	Method  string            `json:"method,omitempty"`
-	URL     string            `json:"url"`           // http://host/path or https://host/path
-	SNI     string            `json:"sni,omitempty"` // the TLS server name, when not the URL's host
+	URL     string            `json:"url"`             // http://host/path or https://host/path
+	SNI     string            `json:"sni,omitempty"`   // the TLS server name, when not the URL's host
+	NoSNI   bool              `json:"noSNI,omitempty"` // a TLS client that sends no server name
 	Headers []envoysim.Header `json:"headers,omitempty"`
 	Seed    uint64            `json:"seed,omitempty"`
 
@@ -118,6 +119,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 			port = 443
 		}
 		req.TLS, req.SNI = true, cmp.Or(r.SNI, host)
+		if r.NoSNI {
+			req.SNI = ""
+		}
 	}
 	req.Port = uint32(ports.ContainerPort(port))
 	what := r.Method + " " + r.URL
