@@ -26,7 +26,9 @@ func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
 	}
 	c := t.cluster(s.Name, s.Service, s.Port, s.Protocol)
 	c.HTTP2 = c.HTTP2 || s.GRPC
-	s.Upstream.Apply(c, s.Port.Port)
+	if s.Upstream != nil {
+		s.Upstream.Apply(c, s.Port.Port)
+	}
 	if c.TLS != nil && s.TLS == nil && t.backendCert != "" {
 		c.TLS.ClientCertificate = t.backendCert
 	}

@@ -55,12 +55,13 @@ func TestMatchMergesConditions(t *testing.T) {
 // Dynamic header values are escaped as Contour escapes them: its own
 // variables substituted, Envoy's allowed ones kept, any other "%" literal.
 func TestDynamicHeader(t *testing.T) {
-	vars := map[string]string{"CONTOUR_NAMESPACE": "shop", "CONTOUR_SERVICE_NAME": "50%off"}
+	vars := contourVars{namespace: "shop", service: "50%off", port: 80}
 	for _, tc := range []struct{ in, want string }{
 		{"plain", "plain"},
 		{"100%", "100%%"},
 		{"%CONTOUR_NAMESPACE%", "shop"},
 		{"%CONTOUR_SERVICE_NAME%", "50%%off"},
+		{"%CONTOUR_SERVICE_PORT%", "80"},
 		{"%HOSTNAME%/%PROTOCOL%", "%HOSTNAME%/%PROTOCOL%"},
 		{"%REQ(x-a)%", "%REQ(x-a)%"},
 		{"%REQ(x-a?x-b):10%", "%REQ(x-a?x-b):10%"},

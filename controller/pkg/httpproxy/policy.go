@@ -21,9 +21,8 @@ import (
 // headers translates a headers policy: set replaces a header, remove
 // removes it. A request policy of a route may set Host, which rewrites
 // the host (literally). Values may hold Contour's dynamic values, which
-// vars (CONTOUR_NAMESPACE, and for a service CONTOUR_SERVICE_NAME and
-// CONTOUR_SERVICE_PORT) and Envoy substitute; any other "%" is literal.
-func headers(p *contourv1.HeadersPolicy, what string, hostOK bool, vars map[string]string) (*ir.HeaderModifier, string, *problem) {
+// vars and Envoy substitute; any other "%" is literal.
+func headers(p *contourv1.HeadersPolicy, what string, hostOK bool, vars contourVars) (*ir.HeaderModifier, string, *problem) {
 	if p == nil {
 		return nil, "", nil
 	}
@@ -84,8 +83,11 @@ func headers(p *contourv1.HeadersPolicy, what string, hostOK bool, vars map[stri
 // serviceHeaders are a service's header policies: for its share of the
 // route's requests, and of their responses.
 func serviceHeaders(p *contourv1.HTTPProxy, s *contourv1.Service, route, service int) (req, resp *ir.HeaderModifier, bad *problem) {
+	if s.RequestHeadersPolicy == nil && s.ResponseHeadersPolicy == nil {
+		return nil, nil, nil
+	}
 	at := fmt.Sprintf("routes[%d].services[%d]", route, service)
-	vars := map[string]string{"CONTOUR_NAMESPACE": p.Namespace, "CONTOUR_SERVICE_NAME": s.Name, "CONTOUR_SERVICE_PORT": strconv.Itoa(s.Port)}
+	vars := contourVars{namespace: p.Namespace, service: s.Name, port: s.Port}
 	if req, _, bad = headers(s.RequestHeadersPolicy, at+".requestHeadersPolicy", false, vars); bad != nil {
 		return nil, nil, bad
 	}
@@ -93,6 +95,25 @@ func serviceHeaders(p *contourv1.HTTPProxy, s *contourv1.Service, route, service
 		return nil, nil, bad
 	}
 	return req, resp, nil
+}
+
+// contourVars are the values of Contour's own dynamic header variables:
+// CONTOUR_NAMESPACE, and in a service's policies CONTOUR_SERVICE_NAME
+// and CONTOUR_SERVICE_PORT.
+type contourVars struct {
+	namespace, service string
+	port               int
+}
+
+// substitute replaces the escaped variables in v, an escaped value.
+func (c contourVars) substitute(v string) string {
+	esc := func(s string) string { return strings.ReplaceAll(s, "%", "%%") }
+	v = strings.ReplaceAll(v, "%%CONTOUR_NAMESPACE%%", esc(c.namespace))
+	if c.service != "" {
+		v = strings.ReplaceAll(v, "%%CONTOUR_SERVICE_NAME%%", esc(c.service))
+		v = strings.ReplaceAll(v, "%%CONTOUR_SERVICE_PORT%%", strconv.Itoa(c.port))
+	}
+	return v
 }
 
 // envoyVariables are the Envoy command operators Contour lets a header
@@ -114,14 +135,11 @@ var reqVariable = regexp.MustCompile(`%(%REQ\(:?[\w-]+(\?:?[\w-]+)?\)(:\d+)?%)%`
 // values, as Contour writes it for Envoy: every "%" is escaped but those
 // of vars, which are substituted, and of the Envoy variables Contour
 // allows. A value without "%" stays literal.
-func dynamicHeader(name, value string, vars map[string]string) ir.Header {
+func dynamicHeader(name, value string, vars contourVars) ir.Header {
 	if !strings.Contains(value, "%") {
 		return ir.Header{Name: name, Value: value}
 	}
-	v := strings.ReplaceAll(value, "%", "%%")
-	for k, val := range vars {
-		v = strings.ReplaceAll(v, "%%"+k+"%%", strings.ReplaceAll(val, "%", "%%"))
-	}
+	v := vars.substitute(strings.ReplaceAll(value, "%", "%%"))
 	for _, k := range envoyVariables {
 		v = strings.ReplaceAll(v, "%%"+k+"%%", "%"+k+"%")
 	}
@@ -228,10 +246,12 @@ func redirect(p *contourv1.HTTPRequestRedirectPolicy, m ir.Match) (*ir.Redirect,
 
 // retries is a retry policy as Contour has it: count -1 turns retries
 // off and 0 is Envoy's default of one; retryOn defaults to 5xx; a
-// per-try timeout that is not a duration ("infinity") is none.
-func retries(r *ir.Route, rp *contourv1.RetryPolicy, warn func(reason, message string)) {
+// per-try timeout that is not a duration ("infinity") is none. It
+// returns a warning's reason and message for a setting that takes no
+// effect.
+func retries(r *ir.Route, rp *contourv1.RetryPolicy) (string, string) {
 	if rp == nil {
-		return
+		return "", ""
 	}
 	rt := &ir.Retry{Attempts: int(rp.NumRetries), On: []string{"5xx"}, Codes: rp.RetriableStatusCodes}
 	switch rp.NumRetries {
@@ -246,13 +266,14 @@ func retries(r *ir.Route, rp *contourv1.RetryPolicy, warn func(reason, message s
 			rt.On[i] = string(on)
 		}
 	}
-	if len(rt.Codes) > 0 && !slices.Contains(rt.On, "retriable-status-codes") {
-		warn("RetriableStatusCodesIgnored", "retryPolicy.retriableStatusCodes take effect only with retryOn retriable-status-codes")
-	}
 	if d, err := time.ParseDuration(rp.PerTryTimeout); err == nil && d > 0 {
 		r.BackendTimeout = d
 	}
 	r.Retry = rt
+	if len(rt.Codes) > 0 && !slices.Contains(rt.On, "retriable-status-codes") {
+		return "RetriableStatusCodesIgnored", "retryPolicy.retriableStatusCodes take effect only with retryOn retriable-status-codes"
+	}
+	return "", ""
 }
 
 // prefixReplacement is the replacement of route's pathRewritePolicy for

@@ -357,7 +357,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	out := &ir.Route{Name: routerule.RouteName("httpproxy", p.Namespace, p.Name, i, nil, 0), Match: m, WebsocketsDisabled: !r.EnableWebsockets}
 	var host string
 	var bad *problem
-	vars := map[string]string{"CONTOUR_NAMESPACE": p.Namespace}
+	vars := contourVars{namespace: p.Namespace}
 	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", true, vars); bad != nil {
 		return route{}, bad
 	}
@@ -371,10 +371,9 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	if bad != nil {
 		return route{}, bad
 	}
-	warn := func(reason, message string) {
-		w.status(p).Valid.AddWarningf(contourv1.ConditionTypeRouteError, reason, "routes[%d]: %s", i, message)
+	if reason, message := retries(out, r.RetryPolicy); reason != "" {
+		w.warn(p, i, reason, message)
 	}
-	retries(out, r.RetryPolicy, warn)
 	replacement, bad := prefixReplacement(r.PathRewritePolicy, m)
 	if bad != nil {
 		return route{}, bad
@@ -387,7 +386,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		out.Rewrite.PrefixPath, out.Rewrite.HasPath = replacement, true
 	}
 	if len(r.Services) == 0 && (r.RetryPolicy != nil || r.TimeoutPolicy != nil || r.PathRewritePolicy != nil || r.EnableWebsockets) {
-		warn("PolicyHasNoEffect", "retryPolicy, timeoutPolicy, pathRewritePolicy and enableWebsockets take effect only on a route with services")
+		w.warn(p, i, "PolicyHasNoEffect", "retryPolicy, timeoutPolicy, pathRewritePolicy and enableWebsockets take effect only on a route with services")
 	}
 	switch {
 	case r.DirectResponsePolicy != nil:
@@ -477,6 +476,11 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		out.Destination, out.DirectResponse = nil, &ir.DirectResponse{Status: 503}
 	}
 	return nil
+}
+
+// warn adds a warning about route i of proxy p to its status.
+func (w *walk) warn(p *contourv1.HTTPProxy, i int, reason, message string) {
+	w.status(p).Valid.AddWarningf(contourv1.ConditionTypeRouteError, reason, "routes[%d]: %s", i, message)
 }
 
 // backends resolves the backendRefs written for proxy p, with the

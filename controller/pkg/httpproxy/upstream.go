@@ -87,8 +87,11 @@ func declaredProtocol(svc *corev1.Service, port int32) string {
 			}
 			return ""
 		}
+		if len(svc.Annotations) == 0 {
+			return ""
+		}
 		for _, proto := range []string{"h2", "h2c", "tls"} {
-			for _, p := range strings.Split(svc.Annotations[upstreamProtocolAnnotation+proto], ",") {
+			for p := range strings.SplitSeq(svc.Annotations[upstreamProtocolAnnotation+proto], ",") {
 				if p = strings.TrimSpace(p); p != "" && (p == sp.Name || p == strconv.Itoa(int(sp.Port))) {
 					return proto
 				}

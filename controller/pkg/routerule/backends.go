@@ -118,13 +118,11 @@ func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.Backe
 	if fromKind == "GRPCRoute" {
 		suffix = "/grpc" // gRPC needs HTTP/2 whatever the Service says
 	}
+	spec := ClusterSpec{Service: svc, Port: sp, Protocol: want, GRPC: fromKind == "GRPCRoute"}
 	if up != (Upstream{}) {
-		suffix = up.suffix()
+		suffix, spec.Upstream = up.suffix(), ev.names.upstream(up)
 	}
-	spec := ClusterSpec{
-		Name:    ev.names.cluster(ns, string(ref.Name), int32(*ref.Port), suffix),
-		Service: svc, Port: sp, Protocol: want, GRPC: fromKind == "GRPCRoute", Upstream: up,
-	}
+	spec.Name = ev.names.cluster(ns, string(ref.Name), int32(*ref.Port), suffix)
 	// A route that says how to speak to its backend is not overridden by
 	// a BackendTLSPolicy.
 	if fromKind != "UDPRoute" && up.Protocol == "" {
@@ -145,7 +143,27 @@ func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.Backe
 // large Gateway share a few clusters, and building a name anew for each
 // reference costs an allocation. The zero value is ready to use; a nil
 // *Names builds every name anew.
-type Names struct{ m map[string]string }
+type Names struct {
+	m         map[string]string
+	upstreams map[Upstream]*Upstream
+}
+
+// upstream interns u: a ClusterSpec holds a pointer, which keeps it small
+// for the many that have none, and equal Upstreams compare equal.
+func (n *Names) upstream(u Upstream) *Upstream {
+	if n == nil {
+		return &u
+	}
+	if p, ok := n.upstreams[u]; ok {
+		return p
+	}
+	if n.upstreams == nil {
+		n.upstreams = map[Upstream]*Upstream{}
+	}
+	p := &u
+	n.upstreams[u] = p
+	return p
+}
 
 // cluster names the cluster of a Service's port,
 // "<namespace>/<name>/<port>[/udp|/grpc]".
@@ -187,8 +205,9 @@ type ClusterSpec struct {
 	// Rejected says the BackendTLSPolicy is unusable, so there is no
 	// cluster, only the policy's status to record.
 	Rejected bool
-	// Upstream is how the route speaks to the Service, when it says.
-	Upstream Upstream
+	// Upstream is how the route speaks to the Service, when it says;
+	// interned, so that equal ones are one pointer.
+	Upstream *Upstream
 }
 
 // backendFilters applies the filters of one backendRef. Envoy can change
