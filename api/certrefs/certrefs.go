@@ -14,8 +14,8 @@
 //     in place before the listener that needs it; likewise the TLS Secrets
 //     of the root HTTPProxies it serves (ingressclass.SelectedProxies), of
 //     their own namespace or delegated to it by a TLSCertificateDelegation,
-//     and the CA Secrets their client validation and their services'
-//     validation name, likewise;
+//     and the CA and revocation list Secrets their client validation and
+//     their services' validation name, likewise;
 //   - the CA references of every BackendTLSPolicy. Which policies apply
 //     depends on the Services the routes use, which the operator does not
 //     follow (a route edit would be an RBAC write); a policy names objects
@@ -131,8 +131,12 @@ func Of(in Input) []Ref {
 			if vh.TLS.SecretName != "" {
 				proxySecret(vh.TLS.SecretName)
 			}
-			if cv := vh.TLS.ClientValidation; cv != nil && cv.CACertificate != "" {
-				proxySecret(cv.CACertificate)
+			if cv := vh.TLS.ClientValidation; cv != nil {
+				for _, name := range []string{cv.CACertificate, cv.CertificateRevocationList} {
+					if name != "" {
+						proxySecret(name)
+					}
+				}
 			}
 		}
 		for _, r := range p.Spec.Routes {

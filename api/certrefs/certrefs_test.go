@@ -55,7 +55,7 @@ func TestOf(t *testing.T) {
 		}}
 	}
 	clients := proxy("shop", "clients-tls")
-	clients.Spec.VirtualHost.TLS.ClientValidation = &contourv1.DownstreamValidation{CACertificate: "clients-ca"}
+	clients.Spec.VirtualHost.TLS.ClientValidation = &contourv1.DownstreamValidation{CACertificate: "clients-ca", CertificateRevocationList: "clients-crl"}
 	delegation := &contourv1.TLSCertificateDelegation{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "d"}, Spec: contourv1.TLSCertificateDelegationSpec{
 		Delegations: []contourv1.CertificateDelegation{{SecretName: "delegated-tls", TargetNamespaces: []string{"shop"}}},
 	}}
@@ -86,6 +86,7 @@ func TestOf(t *testing.T) {
 		{Secret, "gw", "set-tls"},
 		{Secret, "shop", "backend-ca"},
 		{Secret, "shop", "clients-ca"},
+		{Secret, "shop", "clients-crl"},
 		{Secret, "shop", "clients-tls"},
 		{Secret, "shop", "proxy-tls"},
 	}

@@ -1,7 +1,9 @@
 package envoysim
 
 import (
+	"bytes"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -11,7 +13,12 @@ import (
 // certificates (common.proto: CertificateValidationContext; tls.proto:
 // require_client_certificate).
 type clientValidation struct {
+	// roots verify a certificate; nil verifies none (no trusted_ca).
 	roots *x509.CertPool
+	// crls, when set, are the revocation lists a verified chain is
+	// checked against: the leaf's only when leafOnly.
+	crls     []*x509.RevocationList
+	leafOnly bool
 	// required: a client without a certificate fails the handshake.
 	required bool
 	// acceptUntrusted: a certificate that does not verify is let in
@@ -35,20 +42,43 @@ func clientValidationOf(ctx *tlsv3.DownstreamTlsContext) (*clientValidation, err
 		}
 		return nil, nil
 	}
-	if err := understand(vc, "trusted_ca", "trust_chain_verification"); err != nil {
+	if err := understand(vc, "trusted_ca", "trust_chain_verification", "crl", "only_verify_leaf_cert_crl"); err != nil {
 		return nil, err
 	}
-	ca := vc.GetTrustedCa().GetInlineBytes()
-	if len(ca) == 0 {
-		ca = []byte(vc.GetTrustedCa().GetInlineString())
-	}
 	v := &clientValidation{
-		roots:           x509.NewCertPool(),
 		required:        ctx.GetRequireClientCertificate().GetValue(),
 		acceptUntrusted: vc.GetTrustChainVerification() == tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED,
+		leafOnly:        vc.GetOnlyVerifyLeafCertCrl(),
 	}
-	if !v.roots.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("validation context trusted_ca holds no certificate: Envoy refuses the listener")
+	if vc.GetTrustedCa() != nil {
+		ca := vc.GetTrustedCa().GetInlineBytes()
+		if len(ca) == 0 {
+			ca = []byte(vc.GetTrustedCa().GetInlineString())
+		}
+		v.roots = x509.NewCertPool()
+		if !v.roots.AppendCertsFromPEM(ca) {
+			return nil, fmt.Errorf("validation context trusted_ca holds no certificate: Envoy refuses the listener")
+		}
+	}
+	if crl := vc.GetCrl(); crl != nil {
+		if v.roots == nil {
+			return nil, fmt.Errorf("validation context has a crl without a trusted_ca: Envoy refuses the listener")
+		}
+		rest := crl.GetInlineBytes()
+		for {
+			var b *pem.Block
+			if b, rest = pem.Decode(rest); b == nil {
+				break
+			}
+			l, err := x509.ParseRevocationList(b.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("validation context crl: %w: Envoy refuses the listener", err)
+			}
+			v.crls = append(v.crls, l)
+		}
+		if len(v.crls) == 0 {
+			return nil, fmt.Errorf("validation context crl holds no revocation list: Envoy refuses the listener")
+		}
 	}
 	return v, nil
 }
@@ -67,7 +97,7 @@ func (v *clientValidation) check(present func() [][]byte) error {
 		}
 		return nil
 	}
-	if v.acceptUntrusted {
+	if v.acceptUntrusted || v.roots == nil {
 		return nil
 	}
 	certs := make([]*x509.Certificate, len(chain))
@@ -82,8 +112,41 @@ func (v *clientValidation) check(present func() [][]byte) error {
 	for _, c := range certs[1:] {
 		inter.AddCert(c)
 	}
-	if _, err := certs[0].Verify(x509.VerifyOptions{Roots: v.roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+	chains, err := certs[0].Verify(x509.VerifyOptions{Roots: v.roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if err != nil {
 		return fmt.Errorf("TLS handshake fails: Envoy does not trust the client's certificate %q: %w", certs[0].Subject.CommonName, err)
+	}
+	if v.crls != nil {
+		return v.checkRevocation(chains[0])
+	}
+	return nil
+}
+
+// checkRevocation follows BoringSSL's CRL checks, as Envoy sets them: each
+// certificate of the chain but the root (the leaf only, with leafOnly)
+// needs a revocation list its issuer signed, and must not be on it.
+func (v *clientValidation) checkRevocation(chain []*x509.Certificate) error {
+	checked := chain[:len(chain)-1]
+	if v.leafOnly {
+		checked = chain[:1]
+	}
+	for i, c := range checked {
+		issuer := chain[i+1]
+		var list *x509.RevocationList
+		for _, l := range v.crls {
+			if bytes.Equal(l.RawIssuer, issuer.RawSubject) && l.CheckSignatureFrom(issuer) == nil {
+				list = l
+				break
+			}
+		}
+		if list == nil {
+			return fmt.Errorf("TLS handshake fails: no revocation list of %q's issuer: Envoy cannot check %q", c.Subject.CommonName, c.Subject.CommonName)
+		}
+		for _, r := range list.RevokedCertificateEntries {
+			if r.SerialNumber.Cmp(c.SerialNumber) == 0 {
+				return fmt.Errorf("TLS handshake fails: the client's certificate %q is revoked", c.Subject.CommonName)
+			}
+		}
 	}
 	return nil
 }

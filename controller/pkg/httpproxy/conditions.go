@@ -243,12 +243,11 @@ var (
 	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls")
 	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough",
 		"enableFallbackCertificate")
-	refuseTCPProxy   = refuse[contourv1.TCPProxy]("services", "include", "includes")
-	refuseTCPService = refuse[contourv1.Service]("name", "port", "weight")
-	// skipClientCertValidation and crlOnlyVerifyLeafCert are plain bools
-	// whose zero value is false: set, they are refused too.
-	refuseClientValidation = refuse[contourv1.DownstreamValidation]("caSecret", "optionalClientCertificate")
-	refuseRoute            = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",
+	refuseTCPProxy         = refuse[contourv1.TCPProxy]("services", "include", "includes")
+	refuseTCPService       = refuse[contourv1.Service]("name", "port", "weight")
+	refuseClientValidation = refuse[contourv1.DownstreamValidation]("caSecret", "optionalClientCertificate", "skipClientCertValidation",
+		"crlSecret", "crlOnlyVerifyLeafCert")
+	refuseRoute = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",
 		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy",
 		"retryPolicy", "pathRewritePolicy")
 	refuseService = refuse[contourv1.Service]("name", "port", "weight", "mirror", "protocol", "validation", "requestHeadersPolicy", "responseHeadersPolicy")

@@ -45,27 +45,10 @@ func (w *walk) chainTLS(root *contourv1.HTTPProxy) (*ChainTLS, *problem) {
 		return nil, refused(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", "Spec.Virtualhost.TLS the minimum protocol version is greater than the maximum protocol version")
 	}
 	if cv := tls.ClientValidation; cv != nil {
-		if f := refuseClientValidation(cv); f != "" {
-			return nil, refused(contourv1.ConditionTypeTLSError, "NotSupported", fmt.Sprintf("virtualhost.tls.clientValidation.%s is not supported yet", f))
+		var bad *problem
+		if out.Validation, bad = w.clientValidation(root, cv); bad != nil {
+			return nil, bad
 		}
-		if cv.CACertificate == "" {
-			return nil, refused(contourv1.ConditionTypeTLSError, "ClientValidationInvalid", "Spec.VirtualHost.TLS client validation is invalid: CA Secret must be specified")
-		}
-		ns, name := refgrant.ProxySecret(root.Namespace, cv.CACertificate)
-		if !w.e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: root.Namespace}, ns, refgrant.To{Kind: "Secret", Name: name}) {
-			return nil, refused(contourv1.ConditionTypeTLSError, "DelegationNotPermitted",
-				fmt.Sprintf("Spec.VirtualHost.TLS CA Secret %q is invalid: Secret %s/%s is not configured for certificate delegation", cv.CACertificate, ns, name))
-		}
-		secret, ok := w.e.Secret(ns, name)
-		switch {
-		case !ok:
-			return nil, refused(contourv1.ConditionTypeTLSError, "ClientValidationInvalid",
-				fmt.Sprintf("Spec.VirtualHost.TLS client validation is invalid: invalid CA Secret %q: Secret not found", ns+"/"+name))
-		case len(secret.Data[routerule.CACertKey]) == 0:
-			return nil, refused(contourv1.ConditionTypeTLSError, "ClientValidationInvalid",
-				fmt.Sprintf("Spec.VirtualHost.TLS client validation is invalid: invalid CA Secret %q: empty %q key", ns+"/"+name, routerule.CACertKey))
-		}
-		out.Validation = &ir.ClientValidation{CA: secret.Data[routerule.CACertKey], CARefs: []string{"Secret " + ns + "/" + name}, Requested: cv.OptionalClientCertificate}
 	}
 	if tls.EnableFallbackCertificate {
 		switch {
@@ -79,6 +62,56 @@ func (w *walk) chainTLS(root *contourv1.HTTPProxy) (*ChainTLS, *problem) {
 	}
 	if out.MinTLS == "" && out.MaxTLS == "" && out.Validation == nil && !out.Fallback {
 		return nil, nil
+	}
+	return out, nil
+}
+
+// CRLKey is the key of a revocation list Secret's PEM lists, as Contour
+// reads it.
+const CRLKey = "crl.pem"
+
+// clientValidation is how a TLS virtual host checks clients'
+// certificates: against its CA Secret's ca.crt (none with
+// skipClientCertValidation, which asks for one and accepts any), required
+// unless optionalClientCertificate, and against a revocation list Secret.
+// Secrets of another namespace need a delegation, as the certificate does.
+func (w *walk) clientValidation(root *contourv1.HTTPProxy, cv *contourv1.DownstreamValidation) (*ir.ClientValidation, *problem) {
+	invalid := func(format string, args ...any) (*ir.ClientValidation, *problem) {
+		return nil, refused(contourv1.ConditionTypeTLSError, "ClientValidationInvalid", "Spec.VirtualHost.TLS client validation is invalid: "+fmt.Sprintf(format, args...))
+	}
+	if f := refuseClientValidation(cv); f != "" {
+		return nil, refused(contourv1.ConditionTypeTLSError, "NotSupported", fmt.Sprintf("virtualhost.tls.clientValidation.%s is not supported yet", f))
+	}
+	switch {
+	case cv.CACertificate == "" && !cv.SkipClientCertValidation:
+		return invalid("CA Secret must be specified")
+	case cv.CertificateRevocationList != "" && cv.CACertificate == "":
+		return invalid("a CRL Secret needs a CA Secret to check against")
+	case cv.OnlyVerifyLeafCertCrl && cv.CertificateRevocationList == "":
+		return invalid("crlOnlyVerifyLeafCert needs a CRL Secret")
+	}
+	out := &ir.ClientValidation{Requested: cv.OptionalClientCertificate, Unverified: cv.SkipClientCertValidation, CRLLeafOnly: cv.OnlyVerifyLeafCertCrl}
+	for _, ref := range []struct {
+		what, secretName, key string
+		to                    *[]byte
+	}{{"CA", cv.CACertificate, routerule.CACertKey, &out.CA}, {"CRL", cv.CertificateRevocationList, CRLKey, &out.CRL}} {
+		if ref.secretName == "" {
+			continue
+		}
+		ns, name := refgrant.ProxySecret(root.Namespace, ref.secretName)
+		if !w.e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: root.Namespace}, ns, refgrant.To{Kind: "Secret", Name: name}) {
+			return nil, refused(contourv1.ConditionTypeTLSError, "DelegationNotPermitted",
+				fmt.Sprintf("Spec.VirtualHost.TLS %s Secret %q is invalid: Secret %s/%s is not configured for certificate delegation", ref.what, ref.secretName, ns, name))
+		}
+		secret, ok := w.e.Secret(ns, name)
+		switch {
+		case !ok:
+			return invalid("invalid %s Secret %q: Secret not found", ref.what, ns+"/"+name)
+		case len(secret.Data[ref.key]) == 0:
+			return invalid("invalid %s Secret %q: empty %q key", ref.what, ns+"/"+name, ref.key)
+		}
+		*ref.to = secret.Data[ref.key]
+		out.CARefs = append(out.CARefs, "Secret "+ns+"/"+name)
 	}
 	return out, nil
 }

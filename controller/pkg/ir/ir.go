@@ -98,6 +98,15 @@ type ClientValidation struct {
 	// Requested asks clients for a certificate without requiring one;
 	// one presented must verify (HTTPProxy's optionalClientCertificate).
 	Requested bool `json:"requested,omitempty"`
+	// Unverified asks for a certificate and accepts any presented,
+	// verifying none (HTTPProxy's skipClientCertValidation); CA may then
+	// be empty.
+	Unverified bool `json:"unverified,omitempty"`
+	// CRL is a PEM bundle of revocation lists: a client certificate
+	// (with CRLLeafOnly, only the client's own) must have its issuer's
+	// list, and not be on it.
+	CRL         []byte `json:"-"`
+	CRLLeafOnly bool   `json:"crlLeafOnly,omitempty"`
 }
 
 // Equal reports whether two validations check alike.
@@ -105,7 +114,8 @@ func (v *ClientValidation) Equal(o *ClientValidation) bool {
 	if v == nil || o == nil {
 		return v == o
 	}
-	return bytes.Equal(v.CA, o.CA) && slices.Equal(v.CARefs, o.CARefs) && v.Optional == o.Optional
+	return bytes.Equal(v.CA, o.CA) && slices.Equal(v.CARefs, o.CARefs) && v.Optional == o.Optional &&
+		v.Requested == o.Requested && v.Unverified == o.Unverified && bytes.Equal(v.CRL, o.CRL) && v.CRLLeafOnly == o.CRLLeafOnly
 }
 
 // RouteTable becomes one RouteConfiguration.

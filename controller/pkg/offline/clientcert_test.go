@@ -52,12 +52,18 @@ func TestClientCertificateValidation(t *testing.T) {
 // nil), returned as a DER chain.
 func clientCert(t *testing.T, ca *x509.Certificate, caKey any) [][]byte {
 	t.Helper()
+	return clientCertSerial(t, ca, caKey, big.NewInt(time.Now().UnixNano()))
+}
+
+// clientCertSerial is clientCert with the given serial number.
+func clientCertSerial(t *testing.T, ca *x509.Certificate, caKey any, serial *big.Int) [][]byte {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "client"},
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "client"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
@@ -94,6 +100,15 @@ func TestHTTPProxyClientValidation(t *testing.T) {
 		{"optional, none", port, "optional.example.com", nil, "", "optional"},
 		{"optional, untrusted", port, "optional.example.com", self, "does not trust the client's certificate", ""},
 		{"no validation asks for nothing", port, "shop.example.com", signed, "", ""},
+		{"skipClientCertValidation accepts any", port, "skip.example.com", self, "", "required"},
+		{"skipClientCertValidation requires one", port, "skip.example.com", nil, "requires a client certificate", ""},
+	})
+	// crl-ca signs; its revocation list revokes serial 4242.
+	crlCA, crlKey := signingCA(t, res, "certs", "crl-ca-key")
+	playHandshakes(t, sim, []handshake{
+		{"not revoked", port, "crl.example.com", clientCertSerial(t, crlCA, crlKey, big.NewInt(7)), "", "required"},
+		{"revoked", port, "crl.example.com", clientCertSerial(t, crlCA, crlKey, big.NewInt(4242)), "is revoked", ""},
+		{"another CA's, with no list", port, "crl.example.com", signed, "does not trust", ""},
 	})
 	for _, tc := range []struct {
 		host     string
@@ -152,6 +167,13 @@ func playHandshakes(t *testing.T, sim *envoysim.Simulator, cases []handshake) {
 // Secret ns/name of res, and a self-signed one.
 func clientCerts(t *testing.T, res *resources.Resources, ns, name string) (signed, self [][]byte) {
 	t.Helper()
+	ca, key := signingCA(t, res, ns, name)
+	return clientCert(t, ca, key), clientCert(t, nil, nil)
+}
+
+// signingCA is the certificate and key of the TLS Secret ns/name of res.
+func signingCA(t *testing.T, res *resources.Resources, ns, name string) (*x509.Certificate, any) {
+	t.Helper()
 	for _, s := range res.Secrets {
 		if s.Namespace != ns || s.Name != name {
 			continue
@@ -164,7 +186,7 @@ func clientCerts(t *testing.T, res *resources.Resources, ns, name string) (signe
 		if err != nil {
 			t.Fatal(err)
 		}
-		return clientCert(t, caCert, ca.PrivateKey), clientCert(t, nil, nil)
+		return caCert, ca.PrivateKey
 	}
 	t.Fatalf("no Secret %s/%s", ns, name)
 	return nil, nil

@@ -171,9 +171,16 @@ func downstreamTLS(c *ir.Chain, alpn []string, s Settings) *corev3.TransportSock
 		AlpnProtocols: alpn,
 	}}
 	if cv := c.ClientValidation; cv != nil {
-		vc := &tlsv3.CertificateValidationContext{TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: cv.CA}}}
-		if cv.Optional {
+		vc := &tlsv3.CertificateValidationContext{}
+		if len(cv.CA) > 0 {
+			vc.TrustedCa = &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: cv.CA}}
+		}
+		if cv.Optional || cv.Unverified {
 			vc.TrustChainVerification = tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
+		}
+		if len(cv.CRL) > 0 {
+			vc.Crl = &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: cv.CRL}}
+			vc.OnlyVerifyLeafCertCrl = cv.CRLLeafOnly
 		}
 		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
 		ctx.RequireClientCertificate = wrapperspb.Bool(!cv.Optional && !cv.Requested)
