@@ -25,7 +25,7 @@ var hcmFieldsKnown = []string{
 
 // http follows the HTTP connection manager: header normalisation, the
 // route table (RDS or inline), then the route's action.
-func (s *Simulator) http(f *listenerv3.Filter, req Request, a *Answer) error {
+func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *Answer) error {
 	hcm, err := unpack[hcmv3.HttpConnectionManager](f.GetTypedConfig(), "http_connection_manager")
 	if err != nil {
 		return err
@@ -79,6 +79,9 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, a *Answer) error {
 	// other headers it adds, such as x-request-id, are not modelled).
 	r.headers = slices.DeleteFunc(r.headers, func(h Header) bool { return h.Name == "x-forwarded-proto" })
 	r.headers = append(r.headers, Header{Name: "x-forwarded-proto", Value: r.scheme})
+	if err := forwardClientCert(hcm, peer, s.localCertificate(a.DownstreamTLS), r); err != nil {
+		return err
+	}
 
 	var rc *routev3.RouteConfiguration
 	switch {

@@ -140,16 +140,20 @@ func (s *Simulator) Simulate(req Request) (*Answer, error) {
 		l, _ := s.listener(req)
 		return a, s.udp(l, a)
 	}
+	var peer [][]byte // the client's certificate chain, when Envoy asks
 	if t := c.TLS; t != nil {
 		a.DownstreamTLS, a.ClientCertificate = t.Certificates, t.ClientCertificate
 		if t.validation != nil {
-			if err := t.validation.check(req.ClientCertificate); err != nil {
+			if req.ClientCertificate != nil {
+				peer = req.ClientCertificate()
+			}
+			if err := t.validation.check(func() [][]byte { return peer }); err != nil {
 				return nil, fmt.Errorf("listener %s, filter chain %s: %w", c.Listener, c.FilterChain, err)
 			}
 		}
 	}
 	if c.Filter == httpConnectionManager {
-		return a, s.http(c.filter, req, a)
+		return a, s.http(c.filter, req, peer, a)
 	}
 	return a, s.tcpProxy(c.filter, req, a)
 }

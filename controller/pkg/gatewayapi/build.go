@@ -385,7 +385,7 @@ func (tb *table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chai
 				c.HTTP, c.TCP, c.ClientValidation = nil, hl.tls.TCP, nil
 			}
 			if hl.tls != nil {
-				c.MinTLS, c.MaxTLS = hl.tls.MinTLS, hl.tls.MaxTLS
+				c.MinTLS, c.MaxTLS, c.ForwardClientCert = hl.tls.MinTLS, hl.tls.MaxTLS, hl.tls.Forward
 				if hl.tls.Validation != nil {
 					c.ClientValidation = hl.tls.Validation
 				}

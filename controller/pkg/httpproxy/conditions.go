@@ -246,7 +246,7 @@ var (
 	refuseTCPProxy         = refuse[contourv1.TCPProxy]("services", "include", "includes")
 	refuseTCPService       = refuse[contourv1.Service]("name", "port", "weight")
 	refuseClientValidation = refuse[contourv1.DownstreamValidation]("caSecret", "optionalClientCertificate", "skipClientCertValidation",
-		"crlSecret", "crlOnlyVerifyLeafCert")
+		"crlSecret", "crlOnlyVerifyLeafCert", "forwardClientCertificate")
 	refuseRoute = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",
 		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy",
 		"retryPolicy", "pathRewritePolicy")

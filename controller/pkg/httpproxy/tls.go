@@ -22,6 +22,9 @@ type ChainTLS struct {
 	// Fallback serves the virtual host to clients without a server name
 	// too, on the chain that takes them (enableFallbackCertificate).
 	Fallback bool
+	// Forward sends the details of clients' certificates upstream
+	// (clientValidation.forwardClientCertificate).
+	Forward *ir.ForwardClientCert
 }
 
 // chainTLS reads a root's virtualhost.tls versions and client validation;
@@ -48,6 +51,9 @@ func (w *walk) chainTLS(root *contourv1.HTTPProxy) (*ChainTLS, *problem) {
 		var bad *problem
 		if out.Validation, bad = w.clientValidation(root, cv); bad != nil {
 			return nil, bad
+		}
+		if f := cv.ForwardClientCertificate; f != nil {
+			out.Forward = &ir.ForwardClientCert{Subject: f.Subject, Cert: f.Cert, Chain: f.Chain, DNS: f.DNS, URI: f.URI}
 		}
 	}
 	if tls.EnableFallbackCertificate {

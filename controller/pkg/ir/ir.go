@@ -81,6 +81,11 @@ type Chain struct {
 	// ClientValidation, on an HTTPS chain, is how Envoy checks the
 	// certificates clients present (the Gateway's spec.tls.frontend).
 	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
+	// ForwardClientCert, when set, replaces a request's
+	// x-forwarded-client-cert header with the details of the client's
+	// certificate it names (HTTPProxy's forwardClientCertificate); a
+	// request without one loses the header, as every other request does.
+	ForwardClientCert *ForwardClientCert `json:"forwardClientCert,omitempty"`
 	// MinTLS and MaxTLS bound the TLS versions ("1.2", "1.3") where a
 	// chain's own settings say (an HTTPProxy's); "" is the fleet's.
 	MinTLS string `json:"minTLS,omitempty"`
@@ -116,6 +121,16 @@ func (v *ClientValidation) Equal(o *ClientValidation) bool {
 	}
 	return bytes.Equal(v.CA, o.CA) && slices.Equal(v.CARefs, o.CARefs) && v.Optional == o.Optional &&
 		v.Requested == o.Requested && v.Unverified == o.Unverified && bytes.Equal(v.CRL, o.CRL) && v.CRLLeafOnly == o.CRLLeafOnly
+}
+
+// ForwardClientCert names the details of a client's certificate that go
+// upstream in x-forwarded-client-cert, beside its hash.
+type ForwardClientCert struct {
+	Subject bool `json:"subject,omitempty"`
+	Cert    bool `json:"cert,omitempty"`
+	Chain   bool `json:"chain,omitempty"`
+	DNS     bool `json:"dns,omitempty"`
+	URI     bool `json:"uri,omitempty"`
 }
 
 // RouteTable becomes one RouteConfiguration.

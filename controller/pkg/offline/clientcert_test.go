@@ -4,9 +4,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -103,6 +106,36 @@ func TestHTTPProxyClientValidation(t *testing.T) {
 		{"skipClientCertValidation accepts any", port, "skip.example.com", self, "", "required"},
 		{"skipClientCertValidation requires one", port, "skip.example.com", nil, "requires a client certificate", ""},
 	})
+	// forwardClientCertificate: the client's certificate's details replace
+	// a forged header; without it the header is removed.
+	xfcc := func(host string) string {
+		a, err := sim.Simulate(envoysim.Request{Port: port, TLS: true, SNI: host, Method: "GET", Authority: host, Path: "/",
+			Headers:           []envoysim.Header{{Name: "x-forwarded-client-cert", Value: "Hash=forged"}},
+			ClientCertificate: func() [][]byte { return signed }})
+		if err != nil || a.Upstream == nil || a.Upstream.Request == nil {
+			t.Fatalf("%s: %v, %+v", host, err, a)
+		}
+		var vals []string
+		for _, h := range a.Upstream.Request.Headers {
+			if h.Name == "x-forwarded-client-cert" {
+				vals = append(vals, h.Value)
+			}
+		}
+		return strings.Join(vals, ",")
+	}
+	leaf, err := x509.ParseCertificate(signed[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(signed[0])
+	pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: signed[0]})
+	want := fmt.Sprintf(`Hash=%x;Cert="%s";Subject="%s";URI=`, sum, strings.NewReplacer("\n", "%0A", "+", "%2B", "/", "%2F", "=", "%3D", " ", "%20").Replace(string(pemCert)), leaf.Subject)
+	if got := xfcc("mtls.example.com"); got != want {
+		t.Errorf("x-forwarded-client-cert upstream:\n got %s\nwant %s", got, want)
+	}
+	if got := xfcc("optional.example.com"); got != "" {
+		t.Errorf("without forwardClientCertificate, x-forwarded-client-cert upstream is %q, want none", got)
+	}
 	// crl-ca signs; its revocation list revokes serial 4242.
 	crlCA, crlKey := signingCA(t, res, "certs", "crl-ca-key")
 	playHandshakes(t, sim, []handshake{

@@ -49,7 +49,7 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 		}
 		routes = append(routes, rc)
 		out.FilterChains = []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{httpConnectionManager(l.Name, l.HTTP.Name, s)},
+			Filters: []*listenerv3.Filter{httpConnectionManager(l.Name, l.HTTP.Name, s, nil)},
 		}}
 	case ir.HTTPS, ir.TLS:
 		out.ListenerFilters = []*listenerv3.ListenerFilter{{
@@ -102,7 +102,7 @@ func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings) *liste
 	fc, ok := x.chains[c]
 	if !ok {
 		fc = &listenerv3.FilterChain{
-			Filters:         []*listenerv3.Filter{httpConnectionManager(listener, c.HTTP.Name, s)},
+			Filters:         []*listenerv3.Filter{httpConnectionManager(listener, c.HTTP.Name, s, c.ForwardClientCert)},
 			TransportSocket: downstreamTLS(c, []string{"h2", "http/1.1"}, s),
 		}
 		if len(c.ServerNames) > 0 {
@@ -118,7 +118,11 @@ func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings) *liste
 
 // httpConnectionManager routes through RDS; its stats prefix is the
 // listener's name so that Envoy's stats name the Gateway port.
-func httpConnectionManager(listener, routeConfig string, s Settings) *listenerv3.Filter {
+//
+// With fwd, the client's certificate details replace a request's
+// x-forwarded-client-cert (SANITIZE_SET); without, Envoy's default
+// removes the header (SANITIZE), so that a client cannot forge it.
+func httpConnectionManager(listener, routeConfig string, s Settings, fwd *ir.ForwardClientCert) *listenerv3.Filter {
 	hcm := &hcmv3.HttpConnectionManager{
 		StatPrefix: listener,
 		CodecType:  hcmv3.HttpConnectionManager_AUTO,
@@ -149,6 +153,12 @@ func httpConnectionManager(listener, routeConfig string, s Settings) *listenerv3
 		MaxRequestHeadersKb:        wrapperspb.UInt32(s.MaxRequestHeadersKiB),
 		ServerHeaderTransformation: serverHeader(s),
 		AccessLog:                  accessLogs(s, false),
+	}
+	if fwd != nil {
+		hcm.ForwardClientCertDetails = hcmv3.HttpConnectionManager_SANITIZE_SET
+		hcm.SetCurrentClientCertDetails = &hcmv3.HttpConnectionManager_SetCurrentClientCertDetails{
+			Subject: wrapperspb.Bool(fwd.Subject), Cert: fwd.Cert, Chain: fwd.Chain, Dns: fwd.DNS, Uri: fwd.URI,
+		}
 	}
 	return &listenerv3.Filter{
 		Name:       "envoy.filters.network.http_connection_manager",
