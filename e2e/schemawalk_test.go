@@ -92,6 +92,7 @@ var effects = []effect{
 	{path: "spec.runtimeSettings.httpproxy.disablePermitInsecure", spec: "runtimeSettings: {httpproxy: {disablePermitInsecure: true}}"},
 	{path: "spec.runtimeSettings.httpproxy.rootNamespaces", spec: "runtimeSettings: {httpproxy: {rootNamespaces: [platform]}}"},
 	{path: "spec.runtimeSettings.httpproxy.enableExternalNameService", spec: "runtimeSettings: {httpproxy: {enableExternalNameService: true}}"},
+	{path: "spec.runtimeSettings.httpproxy.fallbackCertificate", spec: "runtimeSettings: {httpproxy: {fallbackCertificate: {namespace: $NAMESPACE, name: cert}}}"},
 	{path: "spec.runtimeSettings.http.maxRequestHeadersKiB", spec: "runtimeSettings: {http: {maxRequestHeadersKiB: 96}}"},
 	{path: "spec.runtimeSettings.http.mergeSlashes", spec: "runtimeSettings: {http: {mergeSlashes: true}}"},
 	{path: "spec.runtimeSettings.http.numTrustedHops", spec: "runtimeSettings: {http: {numTrustedHops: 1}}"},
@@ -180,8 +181,9 @@ func TestEveryProfileFieldHasAnEffect(t *testing.T) {
 	fx := newFixture(t, ns)
 	for i, e := range effects {
 		t.Run(e.path, func(t *testing.T) {
-			base := fx.observe(t, fmt.Sprintf("base-%d", i), e.base)
-			got := fx.observe(t, fmt.Sprintf("set-%d", i), e.spec)
+			// $NAMESPACE is the fixture's, where its objects are.
+			base := fx.observe(t, fmt.Sprintf("base-%d", i), strings.ReplaceAll(e.base, "$NAMESPACE", fx.ns))
+			got := fx.observe(t, fmt.Sprintf("set-%d", i), strings.ReplaceAll(e.spec, "$NAMESPACE", fx.ns))
 			if strings.HasPrefix(e.path, "spec.runtimeSettings.") {
 				if got.xds == base.xds && got.batching == base.batching {
 					t.Errorf("%s: the Envoy configuration and the controller's batching are the same as without it", e.spec)
@@ -305,6 +307,15 @@ spec:
   - conditions: [{prefix: /public}]
     permitInsecure: true
     services: [{name: app, port: 80}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: fallback, namespace: %[1]s}
+spec:
+  ingressClassName: walk
+  virtualhost: {fqdn: fallback.example.com, tls: {secretName: cert, enableFallbackCertificate: true}}
+  routes:
+  - services: [{name: app, port: 80}]
 ---
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy

@@ -15,7 +15,8 @@
 //     of the root HTTPProxies it serves (ingressclass.SelectedProxies), of
 //     their own namespace or delegated to it by a TLSCertificateDelegation,
 //     and the CA and revocation list Secrets their client validation and
-//     their services' validation name, likewise;
+//     their services' validation name, and the profile's fallback
+//     certificate for those that enable it, likewise;
 //   - the CA references of every BackendTLSPolicy. Which policies apply
 //     depends on the Services the routes use, which the operator does not
 //     follow (a route edit would be an RBAC write); a policy names objects
@@ -67,9 +68,12 @@ type Input struct {
 	// TLSCertificateDelegations let root HTTPProxies use the TLS Secrets
 	// of other namespaces.
 	TLSCertificateDelegations []*contourv1.TLSCertificateDelegation
-	IngressClasses            []*networkingv1.IngressClass
-	ReferenceGrants           []*gatewayv1beta1.ReferenceGrant
-	BackendTLSPolicies        []*gatewayv1.BackendTLSPolicy
+	// FallbackCertificate is the profile's httpproxy.fallbackCertificate,
+	// "namespace/name", which the roots that enable it use.
+	FallbackCertificate string
+	IngressClasses      []*networkingv1.IngressClass
+	ReferenceGrants     []*gatewayv1beta1.ReferenceGrant
+	BackendTLSPolicies  []*gatewayv1.BackendTLSPolicy
 }
 
 // Of returns a Gateway's references, sorted by kind, namespace and name,
@@ -130,6 +134,9 @@ func Of(in Input) []Ref {
 		if vh := p.Spec.VirtualHost; vh != nil && vh.TLS != nil {
 			if vh.TLS.SecretName != "" {
 				proxySecret(vh.TLS.SecretName)
+			}
+			if vh.TLS.EnableFallbackCertificate && in.FallbackCertificate != "" {
+				proxySecret(in.FallbackCertificate)
 			}
 			if cv := vh.TLS.ClientValidation; cv != nil {
 				for _, name := range []string{cv.CACertificate, cv.CertificateRevocationList} {

@@ -54,6 +54,8 @@ func TestOf(t *testing.T) {
 			VirtualHost:      &contourv1.VirtualHost{Fqdn: secret + ".example.com", TLS: &contourv1.TLS{SecretName: secret}},
 		}}
 	}
+	fallback := proxy("shop", "fallback-tls")
+	fallback.Spec.VirtualHost.TLS.EnableFallbackCertificate = true
 	clients := proxy("shop", "clients-tls")
 	clients.Spec.VirtualHost.TLS.ClientValidation = &contourv1.DownstreamValidation{CACertificate: "clients-ca", CertificateRevocationList: "clients-crl"}
 	delegation := &contourv1.TLSCertificateDelegation{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "d"}, Spec: contourv1.TLSCertificateDelegationSpec{
@@ -66,10 +68,12 @@ func TestOf(t *testing.T) {
 			proxy("blog", "certs/delegated-tls"), // delegated to shop only
 			proxy("shop", "certs/other-tls"),     // not delegated
 			clients,
+			fallback,
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "validating"}, Spec: contourv1.HTTPProxySpec{IngressClassName: "isobar",
 				Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: "app", Port: 443, UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "backend-ca", SubjectName: "app"}}}}}}},
 		},
 		TLSCertificateDelegations: []*contourv1.TLSCertificateDelegation{delegation},
+		FallbackCertificate:       "shop/fallback-cert",
 		Gateway:                   gw, ControllerName: "isobar.dev/gateway-controller",
 		ListenerSets:       []*gatewayv1.ListenerSet{set("gw", "set-tls"), set("elsewhere", "foreign-set-tls")},
 		Ingresses:          []*networkingv1.Ingress{ingress("apps", "isobar", "ing-tls"), ingress("apps2", "other", "other-tls")},
@@ -88,6 +92,8 @@ func TestOf(t *testing.T) {
 		{Secret, "shop", "clients-ca"},
 		{Secret, "shop", "clients-crl"},
 		{Secret, "shop", "clients-tls"},
+		{Secret, "shop", "fallback-cert"},
+		{Secret, "shop", "fallback-tls"},
 		{Secret, "shop", "proxy-tls"},
 	}
 	if !slices.Equal(got, want) {

@@ -72,6 +72,27 @@ type HTTPProxySettings struct {
 	// (CVE-2021-25740). Off, a route to one is an error on the proxy.
 	// +optional
 	EnableExternalNameService bool `json:"enableExternalNameService,omitempty"`
+
+	// FallbackCertificate is the Secret presented to TLS clients that
+	// send no server name, on the filter chain of the Gateway's
+	// ingress-https listener (which must have no hostname), and the
+	// HTTPProxies with virtualhost.tls.enableFallbackCertificate are
+	// served to those clients too. Contour's httpproxy.fallbackCertificate;
+	// as there, a TLSCertificateDelegation must delegate it to the
+	// namespace of each such proxy that is not its own. Unset, such a
+	// proxy is invalid (FallbackNotPresent).
+	// +optional
+	FallbackCertificate *SecretReference `json:"fallbackCertificate,omitempty"`
+}
+
+// SecretReference names a Secret.
+type SecretReference struct {
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:MinLength=1
+	Namespace string `json:"namespace"`
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
 }
 
 // XDSSettings batch changes into pushes. After a change the controller waits

@@ -45,6 +45,11 @@ type table struct {
 	// listeners are the port's usable HTTPS listeners, set on every
 	// build; builtListeners the ones built is of.
 	listeners, builtListeners []httpsListener
+	// fallback is the IR name of the certificate the chain without a
+	// hostname presents first, to clients without a server name, when it
+	// serves HTTPProxies that enable the fallback; set on every build,
+	// builtFallback the one built is of.
+	fallback, builtFallback string
 	// ingressNames says the port is a Gateway's ingress-http or
 	// ingress-https listener's: Envoy names are the design's for
 	// Ingress (Contour's design for multiple listeners).
@@ -137,7 +142,7 @@ func (tb *table) prune() {
 func (t *gatewayTranslator) build() *ir.Gateway {
 	for _, tb := range t.tables {
 		tb.prune()
-		tb.validation = nil
+		tb.validation, tb.fallback = nil, ""
 		tb.listeners = tb.listeners[:0]
 	}
 	for _, l := range t.listeners {
@@ -158,7 +163,11 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 			tb := t.table(l)
 			tb.host(h, l.certificates)
 			if l.spec.Protocol == gatewayv1.HTTPSProtocolType {
-				tb.listeners = append(tb.listeners, httpsListener{hostname: l.hostname, certs: l.certificates, tls: t.proxyChainTLS(l)})
+				hl := httpsListener{hostname: l.hostname, certs: l.certificates, tls: t.proxyChainTLS(l)}
+				if hl.tls != nil && hl.tls.Fallback {
+					tb.fallback = t.fallbackCertificate(l)
+				}
+				tb.listeners = append(tb.listeners, hl)
 			}
 			// Validation is per port: every HTTPS listener of the port
 			// has the same.
@@ -194,6 +203,22 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 	return g
 }
 
+// fallbackCertificate resolves the profile's fallback certificate for the
+// root HTTPProxy of l, which checked that it may use it; "" when it cannot
+// be resolved (the root's status says why).
+func (t *gatewayTranslator) fallbackCertificate(l *listener) string {
+	fb := t.proxyOptions.FallbackCertificate
+	if fb == nil {
+		return ""
+	}
+	ns := gatewayv1.Namespace(fb.Namespace)
+	name, problem := t.resolveCertificate(gatewayv1.SecretObjectReference{Namespace: &ns, Name: gatewayv1.ObjectName(fb.Name)}, t.ownerOf(l))
+	if problem != nil {
+		return ""
+	}
+	return name
+}
+
 // proxyChainTLS is what the root HTTPProxy of l, a TLS virtual host's
 // listener, asks of its chain, as its attached tree found it.
 func (t *gatewayTranslator) proxyChainTLS(l *listener) *httpproxy.ChainTLS {
@@ -214,6 +239,7 @@ func (tb *table) listener() *ir.Listener {
 	sameListeners := slices.EqualFunc(tb.listeners, tb.builtListeners, func(a, b httpsListener) bool {
 		return a.hostname == b.hostname && slices.Equal(a.certs, b.certs) && a.tls == b.tls
 	})
+	sameListeners = sameListeners && tb.fallback == tb.builtFallback
 	if tb.built != nil && slices.Equal(vhosts, tb.builtVhosts) && sameStreams(tb.streams, tb.builtStreams) && tb.validation.Equal(tb.builtValidation) && sameListeners {
 		return tb.built
 	}
@@ -223,7 +249,7 @@ func (tb *table) listener() *ir.Listener {
 		tb.chains = nil
 	}
 	tb.built, tb.builtVhosts, tb.builtStreams, tb.builtValidation = tb.build(vhosts), vhosts, maps.Clone(tb.streams), tb.validation
-	tb.builtListeners = slices.Clone(tb.listeners)
+	tb.builtListeners, tb.builtFallback = slices.Clone(tb.listeners), tb.fallback
 	return tb.built
 }
 
@@ -374,8 +400,14 @@ func (tb *table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chai
 			if hl.hostname != "" {
 				vhs = append(vhs, misdirected("*"))
 			}
+			certs := hl.certs
+			if hl.hostname == "" && tb.fallback != "" {
+				// Envoy presents the first certificate to a client
+				// without a server name: the fallback.
+				certs = append([]string{tb.fallback}, slices.DeleteFunc(slices.Clone(certs), func(c string) bool { return c == tb.fallback })...)
+			}
 			c := &ir.Chain{
-				Certificates:     hl.certs,
+				Certificates:     certs,
 				HTTP:             &ir.RouteTable{Name: prefix + "/" + orAnyHost(hl.hostname), VirtualHosts: vhs},
 				ClientValidation: tb.validation,
 			}

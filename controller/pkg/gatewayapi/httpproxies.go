@@ -11,6 +11,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/ingressclass"
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
@@ -49,6 +50,7 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 		DisablePermitInsecure:     t.proxySettings.DisablePermitInsecure,
 		EnableExternalNameService: t.proxySettings.EnableExternalNameService,
 		FallbackChain:             shape.HTTPS != nil && shape.HTTPS.Hostname == nil,
+		FallbackCertificate:       fallbackOf(t.proxySettings),
 		Serves:                    func(p *contourv1.HTTPProxy) bool { return served[p] },
 	}
 	if shape.HTTPS != nil {
@@ -216,4 +218,12 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 // proxyStatus records the status of an HTTPProxy the Gateway serves.
 func (t *gatewayTranslator) proxyStatus(k types.NamespacedName, s *httpproxy.Status) {
 	t.status.HTTPProxies[k] = &HTTPProxyStatus{Gateway: key(t.gw.Namespace, t.gw.Name), Status: s.HTTPProxyStatus()}
+}
+
+// fallbackOf is the profile's fallback certificate for HTTPProxies.
+func fallbackOf(s v1alpha1.HTTPProxySettings) *types.NamespacedName {
+	if s.FallbackCertificate == nil {
+		return nil
+	}
+	return &types.NamespacedName{Namespace: s.FallbackCertificate.Namespace, Name: s.FallbackCertificate.Name}
 }

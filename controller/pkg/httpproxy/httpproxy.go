@@ -26,10 +26,13 @@ type Options struct {
 	// virtual host, whatever a route's permitInsecure says
 	// (httpproxy.disablePermitInsecure).
 	DisablePermitInsecure bool
+	// FallbackCertificate is the Secret presented to clients without a
+	// server name, for the virtual hosts that enable it
+	// (httpproxy.fallbackCertificate); nil for none.
+	FallbackCertificate *types.NamespacedName
 	// FallbackChain says the Gateway's ingress-https listener has no
 	// hostname: its filter chain takes connections without a server
-	// name, with its certificate, the fallback certificate of the
-	// virtual hosts that enable it.
+	// name, and serves the virtual hosts that enable the fallback.
 	FallbackChain bool
 	// EnableExternalNameService lets services be ExternalName Services
 	// (enableExternalNameService); off, a route to one is an error.

@@ -57,12 +57,8 @@ func (w *walk) chainTLS(root *contourv1.HTTPProxy) (*ChainTLS, *problem) {
 		}
 	}
 	if tls.EnableFallbackCertificate {
-		switch {
-		case tls.ClientValidation != nil:
-			return nil, refused(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.Virtualhost.TLS fallback & client validation are incompatible")
-		case !w.opts.FallbackChain:
-			return nil, refused(contourv1.ConditionTypeTLSError, "FallbackNotPresent",
-				"Spec.Virtualhost.TLS enabled fallback but the Gateway's ingress-https listener has a hostname: no filter chain takes connections without a server name")
+		if bad := w.fallback(root); bad != nil {
+			return nil, bad
 		}
 		out.Fallback = true
 	}
@@ -120,4 +116,28 @@ func (w *walk) clientValidation(root *contourv1.HTTPProxy, cv *contourv1.Downstr
 		out.CARefs = append(out.CARefs, "Secret "+ns+"/"+name)
 	}
 	return out, nil
+}
+
+// fallback checks that a root with enableFallbackCertificate can be served
+// to clients without a server name: without client validation, with the
+// profile's fallback certificate, a Secret of the root's namespace or
+// delegated to it, on an ingress-https listener without a hostname.
+func (w *walk) fallback(root *contourv1.HTTPProxy) *problem {
+	fb := w.opts.FallbackCertificate
+	switch {
+	case root.Spec.VirtualHost.TLS.ClientValidation != nil:
+		return refused(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.Virtualhost.TLS fallback & client validation are incompatible")
+	case fb == nil:
+		return refused(contourv1.ConditionTypeTLSError, "FallbackNotPresent",
+			"Spec.Virtualhost.TLS enabled fallback but the fallback certificate Secret is not configured in the profile (httpproxy.fallbackCertificate)")
+	case !w.opts.FallbackChain:
+		return refused(contourv1.ConditionTypeTLSError, "FallbackNotPresent",
+			"Spec.Virtualhost.TLS enabled fallback but the Gateway's ingress-https listener has a hostname: no filter chain takes connections without a server name")
+	case !w.e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: root.Namespace}, fb.Namespace, refgrant.To{Kind: "Secret", Name: fb.Name}):
+		return refused(contourv1.ConditionTypeTLSError, "FallbackNotDelegated", fmt.Sprintf("Spec.VirtualHost.TLS Secret %q is not configured for certificate delegation", fb.String()))
+	}
+	if _, ok := w.e.Secret(fb.Namespace, fb.Name); !ok {
+		return refused(contourv1.ConditionTypeTLSError, "FallbackNotValid", fmt.Sprintf("Spec.Virtualhost.TLS Secret %q fallback certificate is invalid: Secret not found", fb.String()))
+	}
+	return nil
 }

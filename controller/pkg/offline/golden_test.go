@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"isobar.dev/api/certrefs"
 	"isobar.dev/controller/pkg/resources"
@@ -116,8 +117,13 @@ func translateAndRender(t *testing.T, res *resources.Resources) (out, envoy *byt
 func onlyReferenced(res *resources.Resources) *resources.Resources {
 	want := map[certrefs.Ref]bool{}
 	for _, gw := range res.Gateways {
+		fallback := ""
+		if fb := proxySettings(res)(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}).FallbackCertificate; fb != nil {
+			fallback = fb.Namespace + "/" + fb.Name
+		}
 		for _, r := range certrefs.Of(certrefs.Input{
-			Gateway: gw, ControllerName: DefaultControllerName, ListenerSets: res.ListenerSets,
+			FallbackCertificate: fallback,
+			Gateway:             gw, ControllerName: DefaultControllerName, ListenerSets: res.ListenerSets,
 			Namespaces: res.Namespaces,
 			Ingresses:  res.Ingresses, IngressClasses: res.IngressClasses, HTTPProxies: res.HTTPProxies, TLSCertificateDelegations: res.TLSCertificateDelegations,
 			ReferenceGrants: res.ReferenceGrants, BackendTLSPolicies: res.BackendTLSPolicies,

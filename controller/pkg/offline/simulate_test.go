@@ -35,6 +35,9 @@ type request struct {
 	Location string            `json:"location,omitempty"` // the redirect's location
 	Upstream map[string]string `json:"upstream,omitempty"` // headers (name -> value, "" for absent) or :path / :authority
 	Mirrors  []string          `json:"mirrors,omitempty"`
+	// Certificate is the SDS secret of the certificate Envoy presents
+	// first (to a client without a server name, the one it gets).
+	Certificate string `json:"certificate,omitempty"`
 	// TCP says the connection is forwarded as it comes (a tcp_proxy, no
 	// request), and Terminated whether Envoy terminates its TLS first.
 	TCP        bool  `json:"tcp,omitempty"`
@@ -129,6 +132,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	if err != nil {
 		t.Errorf("%s: %v", what, err)
 		return
+	}
+	if r.Certificate != "" && (len(a.DownstreamTLS) == 0 || a.DownstreamTLS[0] != r.Certificate) {
+		t.Errorf("%s: Envoy presents %v, want %s first", what, a.DownstreamTLS, r.Certificate)
 	}
 	if r.Route != "" && a.Route != r.Route {
 		t.Errorf("%s: route %q, want %q", what, a.Route, r.Route)

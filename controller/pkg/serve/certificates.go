@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"isobar.dev/api/certrefs"
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -34,6 +35,7 @@ func (r *reconciler) readCertificates(ctx context.Context, res *resources.Resour
 			Ingresses:                 res.Ingresses,
 			HTTPProxies:               res.HTTPProxies,
 			TLSCertificateDelegations: res.TLSCertificateDelegations,
+			FallbackCertificate:       fallbackOf(r.opts.HTTPProxy),
 			IngressClasses:            res.IngressClasses,
 			ReferenceGrants:           res.ReferenceGrants,
 			BackendTLSPolicies:        res.BackendTLSPolicies,
@@ -45,4 +47,13 @@ func (r *reconciler) readCertificates(ctx context.Context, res *resources.Resour
 		ctrl.LoggerFrom(ctx).Info("a referenced object cannot be read yet", "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name, "reason", err.Error())
 	}
 	res.Secrets, res.ConfigMaps = r.certificates.Secrets(), r.certificates.ConfigMaps()
+}
+
+// fallbackOf is the fallback certificate of HTTPProxy settings as certrefs
+// names it, "" for none.
+func fallbackOf(s v1alpha1.HTTPProxySettings) string {
+	if s.FallbackCertificate == nil {
+		return ""
+	}
+	return s.FallbackCertificate.Namespace + "/" + s.FallbackCertificate.Name
 }

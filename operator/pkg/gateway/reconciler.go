@@ -102,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	refs, err := provision.CertificateRefs(ctx, r.Client, gw, r.ControllerName, r.Served)
+	refs, err := provision.CertificateRefs(ctx, r.Client, gw, r.ControllerName, p.Spec.RuntimeSettings, r.Served)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"isobar.dev/api/certrefs"
 	"isobar.dev/api/served"
+	"isobar.dev/api/v1alpha1"
 )
 
 // Optional kinds whose objects name certificates: a cluster may not serve
@@ -31,9 +32,12 @@ var (
 
 // CertificateRefs reads what certrefs decides from and returns the Secrets
 // and ConfigMaps the controller serving gw (of a class with
-// controllerName) may read.
-func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway, controllerName string, have served.Set) ([]certrefs.Ref, error) {
+// controllerName, and a profile with runtime settings rs) may read.
+func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway, controllerName string, rs v1alpha1.RuntimeSettings, have served.Set) ([]certrefs.Ref, error) {
 	in := certrefs.Input{Gateway: gw, ControllerName: controllerName}
+	if hp := rs.HTTPProxy; hp != nil && hp.FallbackCertificate != nil {
+		in.FallbackCertificate = hp.FallbackCertificate.Namespace + "/" + hp.FallbackCertificate.Name
+	}
 	var namespaces corev1.NamespaceList
 	var ingresses networkingv1.IngressList
 	var classes networkingv1.IngressClassList

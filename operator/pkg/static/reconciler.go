@@ -119,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var refs []certrefs.Ref
 	if served != nil {
-		if refs, err = provision.CertificateRefs(ctx, r.Client, served, cd.Spec.Gateway.ControllerName, r.Served); err != nil {
+		if refs, err = provision.CertificateRefs(ctx, r.Client, served, cd.Spec.Gateway.ControllerName, cd.Spec.RuntimeSettings, r.Served); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
