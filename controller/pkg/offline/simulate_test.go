@@ -50,6 +50,9 @@ type request struct {
 	Verified     *bool    `json:"verified,omitempty"`
 	SubjectNames []string `json:"subjectNames,omitempty"`
 	UpstreamSNI  string   `json:"upstreamSNI,omitempty"`
+	// UpstreamClientCertificate is the SDS secret of the certificate
+	// Envoy presents to a TLS backend.
+	UpstreamClientCertificate string `json:"upstreamClientCertificate,omitempty"`
 	// BackendStatus is the answer Envoy gives for the picked backend
 	// itself: 500 for an unresolved backendRef's share.
 	BackendStatus int `json:"backendStatus,omitempty"`
@@ -224,12 +227,15 @@ func checkTransport(t *testing.T, what string, r request, b *envoysim.Backend) {
 			t.Errorf("%s: Envoy speaks %s to %s, want %s", what, got, b.Cluster, r.Protocol)
 		}
 	}
-	if r.Verified == nil && r.UpstreamSNI == "" {
+	if r.Verified == nil && r.UpstreamSNI == "" && r.UpstreamClientCertificate == "" {
 		return
 	}
 	if b.TLS == nil {
 		t.Errorf("%s: no TLS to %s", what, b.Cluster)
 		return
+	}
+	if r.UpstreamClientCertificate != "" && b.TLS.ClientCertificate != r.UpstreamClientCertificate {
+		t.Errorf("%s: Envoy presents %q to the backend, want %q", what, b.TLS.ClientCertificate, r.UpstreamClientCertificate)
 	}
 	if r.UpstreamSNI != b.TLS.SNI {
 		t.Errorf("%s: SNI %q, want %q", what, b.TLS.SNI, r.UpstreamSNI)
