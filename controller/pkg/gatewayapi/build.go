@@ -71,8 +71,15 @@ type httpsListener struct {
 	tls *httpproxy.ChainTLS
 }
 
+// tableKey is a table's port and transport: a UDP listener shares its
+// port number with no other protocol's, as Envoy binds them apart.
+type tableKey struct {
+	port gatewayv1.PortNumber
+	udp  bool
+}
+
 func (t *gatewayTranslator) table(l *listener) *table {
-	k := l.spec.Port
+	k := tableKey{l.spec.Port, l.family == familyUDP}
 	tb, ok := t.tables[k]
 	if !ok {
 		tb = &table{family: l.family, port: int32(l.spec.Port), cport: l.containerPort, hosts: map[string]*vhost{}, streams: map[string]*stream{}}
@@ -178,7 +185,7 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 	}
 	if t.ingressShape != nil {
 		for _, l := range t.gw.Spec.Listeners {
-			if tb, ok := t.tables[l.Port]; ok {
+			if tb, ok := t.tables[tableKey{port: l.Port}]; ok {
 				tb.ingressNames = true
 			}
 		}

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/api/addresses"
 )
 
 // writeGatewayStatus records the Gateway's conditions and its listeners'.
@@ -27,7 +29,12 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 	usable, invalid, conflicted := classify(own)
 	c := gatewayConditions{Generation: t.gw.Generation}
 	accepted := gatewayv1.GatewayConditionAccepted
+	_, unsupported := addresses.Of(t.gw)
 	switch {
+	case unsupported != nil:
+		// The operator provisions no fleet for it, so the live system
+		// says this (offline translation says the same).
+		c.Set(accepted, false, gatewayv1.GatewayReasonUnsupportedAddress, unsupported.Error())
 	case len(own) > 0 && len(usable) == 0:
 		c.Set(accepted, false, gatewayv1.GatewayReasonListenersNotValid, "no listener is valid: "+listenerSummary(usable, invalid, conflicted))
 	case len(invalid)+len(conflicted) > 0:

@@ -221,9 +221,11 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 }
 
 // checkConflicts applies the Gateway API's rules for distinct listeners:
-// on one port, listeners must be of one protocol family (HTTP; HTTPS and
-// TLS, which select by SNI; TCP; UDP), and within it have distinct
-// hostnames (TCP and UDP, which have none, one listener per port).
+// on one port, listeners of TCP-based protocols must be of one family
+// (HTTP; HTTPS and TLS, which select by SNI; TCP), and within it have
+// distinct hostnames (TCP, which has none: one listener per port); a UDP
+// listener shares its port with those, as Envoy binds UDP apart, but with
+// no other UDP listener.
 // Listeners are taken owner by owner in precedence order (the Gateway's
 // own, then each ListenerSet's): a listener that conflicts with one an
 // earlier owner kept is Conflicted, and the earlier one keeps working, as
@@ -266,7 +268,7 @@ func checkConflicts(ls []*listener) {
 // port with, or nil.
 func conflictWith(l *listener, kept []*listener) *listener {
 	for _, k := range kept {
-		if k.spec.Port == l.spec.Port && (k.family != l.family || k.hostname == l.hostname) {
+		if k.spec.Port == l.spec.Port && (k.family == familyUDP) == (l.family == familyUDP) && (k.family != l.family || k.hostname == l.hostname) {
 			return k
 		}
 	}
@@ -289,16 +291,17 @@ func describe(l *listener) string {
 
 // checkOwnConflicts applies the rules among the listeners of one owner.
 func checkOwnConflicts(ls []*listener) {
-	byPort := map[gatewayv1.PortNumber][]*listener{}
-	var ports []gatewayv1.PortNumber
+	byPort := map[tableKey][]*listener{}
+	var ports []tableKey
 	for _, l := range ls {
-		if byPort[l.spec.Port] == nil {
-			ports = append(ports, l.spec.Port)
+		k := tableKey{l.spec.Port, l.family == familyUDP}
+		if byPort[k] == nil {
+			ports = append(ports, k)
 		}
-		byPort[l.spec.Port] = append(byPort[l.spec.Port], l)
+		byPort[k] = append(byPort[k], l)
 	}
-	for _, port := range ports {
-		on := byPort[port]
+	for _, k := range ports {
+		on, port := byPort[k], k.port
 		var protocols []string
 		for _, l := range on {
 			if p := string(l.spec.Protocol); !slices.Contains(protocols, p) {
@@ -330,11 +333,12 @@ func checkOwnConflicts(ls []*listener) {
 }
 
 // markConflicted marks a listener Conflicted, and so neither accepted nor
-// programmed, for the same reason.
+// programmed, for the same reason; Programmed with Invalid, the reason its
+// godoc asks controllers to prefer.
 func markConflicted(l *listener, reason gatewayv1.ListenerConditionReason, msg string) {
 	l.conds.Set(gatewayv1.ListenerConditionConflicted, true, reason, msg)
 	l.conds.Set(gatewayv1.ListenerConditionAccepted, false, reason, msg)
-	l.conds.Set(gatewayv1.ListenerConditionProgrammed, false, reason, msg)
+	l.conds.Set(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonInvalid, msg)
 }
 
 func names(ls []*listener) string {

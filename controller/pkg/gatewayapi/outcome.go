@@ -103,7 +103,7 @@ type gatewayState struct {
 	// its metadata (the same for both kinds).
 	applied  map[*metav1.ObjectMeta]*outcome
 	attached []int32 // per listener
-	tables   map[gatewayv1.PortNumber]*table
+	tables   map[tableKey]*table
 	clusters map[routerule.ClusterSpec]int // by the number of outcomes using them
 	routes   map[RouteKey][]gatewayv1.RouteParentStatus
 	// readers are the routes whose outcome read each dep: built when a
@@ -123,7 +123,7 @@ func newGatewayState(ctx gatewayContext, listeners, routes int) *gatewayState {
 		ctx:      ctx,
 		applied:  make(map[*metav1.ObjectMeta]*outcome, routes),
 		attached: make([]int32, listeners),
-		tables:   map[gatewayv1.PortNumber]*table{},
+		tables:   map[tableKey]*table{},
 		clusters: map[routerule.ClusterSpec]int{},
 		routes:   make(map[RouteKey][]gatewayv1.RouteParentStatus, routes),
 		shared:   map[string]*sharedCluster{},

@@ -201,7 +201,7 @@ type gatewayTranslator struct {
 	backendCert    string
 	backendCertErr *gatewayProblem
 	// tables are the state's, per port.
-	tables map[gatewayv1.PortNumber]*table
+	tables map[tableKey]*table
 }
 
 // translate translates the Gateway, starting from its previous state when

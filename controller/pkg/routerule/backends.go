@@ -15,6 +15,11 @@ import (
 	"isobar.dev/controller/pkg/ir"
 )
 
+// ReasonBackendTLSPolicyNotMet is the route's ResolvedRefs reason for a
+// backend whose BackendTLSPolicy cannot be met (its CA missing, say): the
+// Gateway API lists no reason for it, and lets implementations add one.
+const ReasonBackendTLSPolicyNotMet gatewayv1.RouteConditionReason = "BackendTLSPolicyNotMet"
+
 // backendRef is what weighting needs of an HTTP or gRPC backendRef.
 type backendRef struct {
 	ref      gatewayv1.BackendObjectReference
@@ -64,8 +69,7 @@ func httpBackends(ev *eval, fromNS, fromKind string, refs []backendRef) *ir.Dest
 // IR on first use, or false when the backend cannot be used. What it reads,
 // the cluster it uses and why a reference does not resolve (its message
 // prefixed with what, as "mirror: ") go to ev. A backend whose
-// BackendTLSPolicy is unusable resolves to nothing, with no route problem:
-// the policy's status says why.
+// BackendTLSPolicy is unusable resolves to nothing, a route problem too.
 func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.BackendObjectReference, up Upstream) (string, bool) {
 	unresolved := func(reason gatewayv1.RouteConditionReason, msg string) (string, bool) {
 		ev.report(condition.UnresolvedRef(reason, what+msg))
@@ -128,10 +132,17 @@ func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.Backe
 	if fromKind != "UDPRoute" && up.Protocol == "" {
 		spec.TLS = backendtls.For(ev.env, types.NamespacedName{Namespace: ns, Name: string(ref.Name)}, sp.Name)
 		if spec.TLS != nil && spec.TLS.TLS == nil {
-			// Never fall back to plaintext: the backend is unusable and
-			// the policy's status says why.
+			// Never fall back to plaintext: the backend is unusable, as
+			// the route's ResolvedRefs says (the HTTPBackendRef godoc asks
+			// it), and the policy's status says why.
 			spec.Rejected = true
 			ev.cluster(spec)
+			why := "it is not accepted"
+			if c := spec.TLS.Conditions.Get(gatewayv1.PolicyConditionAccepted); c != nil && c.Message != "" {
+				why = c.Message
+			}
+			ev.report(condition.UnresolvedRef(ReasonBackendTLSPolicyNotMet, fmt.Sprintf("%sbackendRef %s: Service %s/%s cannot be reached as its BackendTLSPolicy %s asks: %s",
+				what, ref.Name, ns, ref.Name, spec.TLS.Object.Name, why)))
 			return "", false
 		}
 	}

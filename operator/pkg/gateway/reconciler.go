@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"isobar.dev/api/addresses"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,7 +110,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	f, err := render.Render(render.Input{Gateway: gw, Listeners: listeners, ControllerName: r.ControllerName, Spec: p.Spec, Images: r.Images, Autoscaled: scaled, NodePortRange: r.NodePortRange, CertificateRefs: refs})
 	if errors.Is(err, render.ErrUnsupportedAddress) {
-		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonUnsupportedAddress), err.Error())
+		// The message is the address's own, which offline translation
+		// reports too.
+		var u *addresses.Unsupported
+		msg := err.Error()
+		if errors.As(err, &u) {
+			msg = u.Error()
+		}
+		return ctrl.Result{}, r.refuse(ctx, gw, string(gatewayv1.GatewayReasonUnsupportedAddress), msg)
 	}
 	if err != nil {
 		return ctrl.Result{}, r.notApplied(ctx, gw, render.NamesOf(gw), gatewayv1.GatewayReasonInvalidParameters, fmt.Sprintf("the fleet cannot be rendered from %s: %v", from(p.Sources), err))
