@@ -240,7 +240,8 @@ func refuse[T any](served ...string) func(v *T) string {
 // The fields of each part of an HTTPProxy that are not served yet.
 var (
 	refuseSpec        = refuse[contourv1.HTTPProxySpec]("virtualhost", "routes", "includes", "ingressClassName", "tcpproxy")
-	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls")
+	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls", "corsPolicy")
+	refuseCORS        = refuse[contourv1.CORSPolicy]("allowCredentials", "allowOrigin", "allowMethods", "allowHeaders", "exposeHeaders", "maxAge")
 	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough",
 		"enableFallbackCertificate")
 	refuseTCPProxy         = refuse[contourv1.TCPProxy]("services", "include", "includes")

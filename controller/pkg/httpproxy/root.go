@@ -71,6 +71,11 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		st.Valid.AddErrorf(contourv1.ConditionTypeVirtualHostError, "NotSupported", "virtualhost.%s is not supported yet", f)
 		return w.tree
 	}
+	cors, bad := corsPolicy(vh.CORSPolicy)
+	if bad != nil {
+		st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
+		return w.tree
+	}
 	tls := vh.TLS != nil
 	if tls && !w.virtualHostTLS(root, httpsPort) {
 		return w.tree
@@ -90,6 +95,14 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		}
 		w.tree.TLS.TCP = dest
 	}
+	// The virtual host's CORS policy is each route's, redirects too.
+	defer func() {
+		if cors != nil {
+			for _, r := range slices.Concat(w.tree.HTTP, w.tree.HTTPS) {
+				r.CORS = cors
+			}
+		}
+	}()
 	for _, r := range w.routes(nil, root, nil, nil) {
 		// With a tcpproxy the TLS virtual host forwards connections, not
 		// requests.

@@ -191,6 +191,12 @@ type CORS struct {
 	ExposeHeaders    []string `json:"exposeHeaders,omitempty"`
 	AllowCredentials bool     `json:"allowCredentials,omitempty"`
 	MaxAgeSeconds    int32    `json:"maxAgeSeconds,omitempty"`
+	// AllowOriginRegexes are origins allowed by a whole-value RE2 match
+	// (HTTPProxy's corsPolicy takes them).
+	AllowOriginRegexes []string `json:"allowOriginRegexes,omitempty"`
+	// MaxAgeZero answers preflights with Access-Control-Max-Age: 0, so
+	// that browsers do not cache them (MaxAgeSeconds is then 0).
+	MaxAgeZero bool `json:"maxAgeZero,omitempty"`
 }
 
 // Mirror is a cluster that gets a copy of Percent per cent of the requests.

@@ -35,6 +35,9 @@ type request struct {
 	Location string            `json:"location,omitempty"` // the redirect's location
 	Upstream map[string]string `json:"upstream,omitempty"` // headers (name -> value, "" for absent) or :path / :authority
 	Mirrors  []string          `json:"mirrors,omitempty"`
+	// ResponseHeaders are headers of Envoy's own answer (name -> value,
+	// "" for absent), with Status.
+	ResponseHeaders map[string]string `json:"responseHeaders,omitempty"`
 	// Certificate is the SDS secret of the certificate Envoy presents
 	// first (to a client without a server name, the one it gets).
 	Certificate string `json:"certificate,omitempty"`
@@ -148,6 +151,19 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		}
 		if r.Location != "" && (a.Response == nil || !slices.Contains(a.Response.Headers, envoysim.Header{Name: "location", Value: r.Location})) {
 			t.Errorf("%s: response %+v, want location %s", what, a.Response, r.Location)
+		}
+		for name, want := range r.ResponseHeaders {
+			got := ""
+			if a.Response != nil {
+				for _, h := range a.Response.Headers {
+					if h.Name == name {
+						got = h.Value
+					}
+				}
+			}
+			if got != want {
+				t.Errorf("%s: response header %s = %q, want %q", what, name, got, want)
+			}
 		}
 		return
 	}

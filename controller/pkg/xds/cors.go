@@ -29,8 +29,13 @@ func corsPolicy(c *ir.CORS) *corsv3.CorsPolicy {
 	if c.AllowCredentials {
 		p.AllowCredentials = wrapperspb.Bool(true)
 	}
-	if c.MaxAgeSeconds > 0 {
+	if c.MaxAgeSeconds > 0 || c.MaxAgeZero {
 		p.MaxAge = strconv.Itoa(int(c.MaxAgeSeconds))
+	}
+	for _, re := range c.AllowOriginRegexes {
+		p.AllowOriginStringMatch = append(p.AllowOriginStringMatch, &matcherv3.StringMatcher{
+			MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: re}},
+		})
 	}
 	for _, o := range c.AllowOrigins {
 		if !strings.Contains(o, "*") {
