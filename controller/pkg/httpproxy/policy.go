@@ -181,8 +181,9 @@ func timeouts(r *ir.Route, tp *contourv1.TimeoutPolicy) (time.Duration, *problem
 	return conn, nil
 }
 
-// parseTimeout parses a timeout of a timeout policy: 0 when unset,
-// negative for "infinity" (or a zero duration), which turns it off.
+// parseTimeout parses a timeout of a timeout policy as Contour does: 0
+// when unset or zero (Envoy's default then), negative for "infinity",
+// which turns it off.
 func parseTimeout(s string) (time.Duration, error) {
 	switch s {
 	case "":
@@ -191,11 +192,8 @@ func parseTimeout(s string) (time.Duration, error) {
 		return -1, nil
 	}
 	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil || d < 0:
+	if err != nil || d < 0 {
 		return 0, fmt.Errorf("%q is not a duration", s)
-	case d == 0:
-		return -1, nil
 	}
 	return d, nil
 }
