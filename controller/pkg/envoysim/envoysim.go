@@ -167,6 +167,8 @@ type Backend struct {
 	Localities []Locality   `json:"localities,omitempty"`
 	TLS        *UpstreamTLS `json:"tls,omitempty"`
 	HTTP2      bool         `json:"http2,omitempty"`
+	// LoadBalancer is the cluster's lb_policy (ROUND_ROBIN by default).
+	LoadBalancer string `json:"loadBalancer,omitempty"`
 	// ConnectionIdle is how long Envoy keeps an idle connection to the
 	// backend open (its default when 0).
 	ConnectionIdle time.Duration `json:"connectionIdle,omitempty"`

@@ -35,6 +35,13 @@ func (s *Simulator) upstream(b *Backend, notFound int) error {
 	if err := understand(c, clusterFieldsKnown...); err != nil {
 		return err
 	}
+	switch c.GetLbPolicy() {
+	case clusterv3.Cluster_ROUND_ROBIN, clusterv3.Cluster_LEAST_REQUEST, clusterv3.Cluster_RANDOM:
+		// Any endpoint may get the request; which is the policy's.
+		b.LoadBalancer = c.GetLbPolicy().String()
+	default:
+		return errUnsupportedf("cluster %s: lb_policy %v", c.GetName(), c.GetLbPolicy())
+	}
 	var cla *endpointv3.ClusterLoadAssignment
 	switch c.GetType() {
 	case clusterv3.Cluster_EDS:

@@ -370,3 +370,28 @@ func mirror(d *ir.Destination, weight int64) ir.Mirror {
 	}
 	return m
 }
+
+// loadBalancer is a route's load balancing strategy, as Contour reads it:
+// RoundRobin (the default), WeightedLeastRequest or Random. Cookie and
+// RequestHash are not served yet; a strategy Contour does not know is
+// round robin there, and warned about here.
+func loadBalancer(p *contourv1.LoadBalancerPolicy) (ir.LoadBalancer, string, *problem) {
+	if p == nil {
+		return "", "", nil
+	}
+	var warning string
+	if len(p.RequestHashPolicies) > 0 && p.Strategy != "RequestHash" {
+		warning = "loadBalancerPolicy.requestHashPolicies take effect only with strategy RequestHash"
+	}
+	switch p.Strategy {
+	case "", "RoundRobin":
+		return "", warning, nil
+	case "WeightedLeastRequest":
+		return ir.LeastRequest, warning, nil
+	case "Random":
+		return ir.Random, warning, nil
+	case "Cookie", "RequestHash":
+		return "", "", refused(contourv1.ConditionTypeRouteError, "NotSupported", fmt.Sprintf("loadBalancerPolicy.strategy %s is not supported yet", p.Strategy))
+	}
+	return "", fmt.Sprintf("loadBalancerPolicy.strategy %q is not a strategy: RoundRobin", p.Strategy), nil
+}

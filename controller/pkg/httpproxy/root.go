@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -387,6 +386,13 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	if reason, message := retries(out, r.RetryPolicy); reason != "" {
 		w.warn(p, i, reason, message)
 	}
+	lb, lbWarning, bad := loadBalancer(r.LoadBalancerPolicy)
+	if bad != nil {
+		return route{}, bad
+	}
+	if lbWarning != "" {
+		w.warn(p, i, "LoadBalancerPolicyIgnored", lbWarning)
+	}
 	replacement, bad := prefixReplacement(r.PathRewritePolicy, m)
 	if bad != nil {
 		return route{}, bad
@@ -398,8 +404,8 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		}
 		out.Rewrite.PrefixPath, out.Rewrite.HasPath = replacement, true
 	}
-	if len(r.Services) == 0 && (r.RetryPolicy != nil || r.TimeoutPolicy != nil || r.PathRewritePolicy != nil || r.EnableWebsockets) {
-		w.warn(p, i, "PolicyHasNoEffect", "retryPolicy, timeoutPolicy, pathRewritePolicy and enableWebsockets take effect only on a route with services")
+	if len(r.Services) == 0 && (r.RetryPolicy != nil || r.TimeoutPolicy != nil || r.PathRewritePolicy != nil || r.EnableWebsockets || r.LoadBalancerPolicy != nil) {
+		w.warn(p, i, "PolicyHasNoEffect", "retryPolicy, timeoutPolicy, pathRewritePolicy, loadBalancerPolicy and enableWebsockets take effect only on a route with services")
 	}
 	switch {
 	case r.DirectResponsePolicy != nil:
@@ -413,15 +419,17 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 			return route{}, bad
 		}
 	default:
-		if bad := w.services(p, i, r, out, idleConnection); bad != nil {
+		if bad := w.services(p, i, r, out, routerule.Upstream{IdleConnection: idleConnection, LoadBalancer: lb}); bad != nil {
 			return route{}, bad
 		}
 	}
 	return route{route: out, insecure: r.PermitInsecure, proxy: p, index: i}, nil
 }
 
-// services resolves route i's services into out's destination.
-func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *ir.Route, idleConnection time.Duration) *problem {
+// services resolves route i's services into out's destination; cluster
+// holds what the route asks of its services' clusters (their idle
+// connection timeout and load balancer).
+func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *ir.Route, cluster routerule.Upstream) *problem {
 	// Services without weights share the requests equally; with weights,
 	// a service of weight 0 gets none.
 	weighted := slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return s.Weight > 0 && !s.Mirror })
@@ -460,7 +468,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		if bad != nil {
 			return bad
 		}
-		up.IdleConnection = idleConnection
+		up.IdleConnection, up.LoadBalancer = cluster.IdleConnection, cluster.LoadBalancer
 		weight := int32(1)
 		if weighted {
 			weight = int32(min(s.Weight, 1000000))
@@ -476,7 +484,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		if bad != nil {
 			return bad
 		}
-		up.IdleConnection = idleConnection
+		up.IdleConnection, up.LoadBalancer = cluster.IdleConnection, cluster.LoadBalancer
 		ref := routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
 			Name: gatewayv1.ObjectName(mirrored.Name), Port: ptr(gatewayv1.PortNumber(mirrored.Port)),
 		}}}, Upstream: up}

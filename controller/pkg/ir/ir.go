@@ -123,6 +123,15 @@ func (v *ClientValidation) Equal(o *ClientValidation) bool {
 		v.Requested == o.Requested && v.Unverified == o.Unverified && bytes.Equal(v.CRL, o.CRL) && v.CRLLeafOnly == o.CRLLeafOnly
 }
 
+// LoadBalancer is a cluster's load balancing policy.
+type LoadBalancer string
+
+// The load balancing policies a cluster may have besides round robin.
+const (
+	LeastRequest LoadBalancer = "LeastRequest"
+	Random       LoadBalancer = "Random"
+)
+
 // ForwardClientCert names the details of a client's certificate that go
 // upstream in x-forwarded-client-cert, beside its hash.
 type ForwardClientCert struct {
@@ -329,6 +338,9 @@ type Cluster struct {
 	// (HTTPProxy's timeoutPolicy.idleConnection); 0 is Envoy's default,
 	// negative never closes one.
 	IdleTimeout time.Duration `json:"idleTimeout,omitempty"`
+	// LoadBalancer is how Envoy spreads requests over the endpoints:
+	// "" (round robin, Envoy's default), LeastRequest or Random.
+	LoadBalancer LoadBalancer `json:"loadBalancer,omitempty"`
 	// DNS says the Endpoints are host names Envoy resolves (an
 	// ExternalName Service's), rather than addresses EDS sends.
 	DNS       bool       `json:"dns,omitempty"`

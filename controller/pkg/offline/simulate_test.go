@@ -38,6 +38,8 @@ type request struct {
 	// ResponseHeaders are headers of Envoy's own answer (name -> value,
 	// "" for absent), with Status.
 	ResponseHeaders map[string]string `json:"responseHeaders,omitempty"`
+	// LoadBalancer is the picked cluster's lb_policy.
+	LoadBalancer string `json:"loadBalancer,omitempty"`
 	// Certificate is the SDS secret of the certificate Envoy presents
 	// first (to a client without a server name, the one it gets).
 	Certificate string `json:"certificate,omitempty"`
@@ -181,6 +183,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		t.Errorf("%s: cluster %s, want %s", what, a.Upstream.Cluster, r.Cluster)
 	}
 	checkTransport(t, what, r, a.Upstream)
+	if r.LoadBalancer != "" && a.Upstream.LoadBalancer != r.LoadBalancer {
+		t.Errorf("%s: cluster %s balances %s, want %s", what, a.Upstream.Cluster, a.Upstream.LoadBalancer, r.LoadBalancer)
+	}
 	if tcp := a.Filter == "envoy.filters.network.tcp_proxy"; tcp != r.TCP {
 		t.Errorf("%s: filter %s, want a tcp_proxy: %t", what, a.Filter, r.TCP)
 	}

@@ -42,6 +42,8 @@ type Upstream struct {
 	// ExternalName is the host of an ExternalName Service, which Envoy
 	// resolves, where the route may use one.
 	ExternalName string
+	// LoadBalancer is the cluster's load balancing policy.
+	LoadBalancer ir.LoadBalancer
 }
 
 // suffix sets the cluster of an Upstream apart from the Service port's
@@ -63,6 +65,9 @@ func (u Upstream) suffix() string {
 	if u.ExternalName != "" {
 		s += "/dns=" + u.ExternalName
 	}
+	if u.LoadBalancer != "" {
+		s += "/lb=" + string(u.LoadBalancer)
+	}
 	return s
 }
 
@@ -70,7 +75,7 @@ func (u Upstream) suffix() string {
 // over u's TLS, with u's connection idle timeout; for an ExternalName
 // Service, to its external name on that port.
 func (u Upstream) Apply(c *ir.Cluster, port int32) {
-	c.IdleTimeout = u.IdleConnection
+	c.IdleTimeout, c.LoadBalancer = u.IdleConnection, u.LoadBalancer
 	if u.ExternalName != "" {
 		c.DNS, c.Endpoints = true, []ir.Endpoint{{Address: u.ExternalName, Port: uint32(port)}}
 	}

@@ -26,6 +26,12 @@ func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 		EdsClusterConfig:     &clusterv3.Cluster_EdsClusterConfig{EdsConfig: ads(), ServiceName: c.Name},
 		ConnectTimeout:       duration(s.UpstreamConnectTimeout),
 	}
+	switch c.LoadBalancer {
+	case ir.LeastRequest:
+		out.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
+	case ir.Random:
+		out.LbPolicy = clusterv3.Cluster_RANDOM
+	}
 	if c.DNS {
 		// Envoy resolves the names itself, and keeps every address.
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
