@@ -333,12 +333,14 @@ func checkOwnConflicts(ls []*listener) {
 }
 
 // markConflicted marks a listener Conflicted, and so neither accepted nor
-// programmed, for the same reason; Programmed with Invalid, the reason its
-// godoc asks controllers to prefer.
+// programmed, for the same reason. Programmed's godoc prefers Invalid, but
+// v1.6.3's conformance suite (ListenerSetProtocolConflict,
+// ListenerSetHostnameConflict) requires the conflict's reason there too,
+// and the suite decides.
 func markConflicted(l *listener, reason gatewayv1.ListenerConditionReason, msg string) {
 	l.conds.Set(gatewayv1.ListenerConditionConflicted, true, reason, msg)
 	l.conds.Set(gatewayv1.ListenerConditionAccepted, false, reason, msg)
-	l.conds.Set(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonInvalid, msg)
+	l.conds.Set(gatewayv1.ListenerConditionProgrammed, false, reason, msg)
 }
 
 func names(ls []*listener) string {
