@@ -9,6 +9,7 @@ import (
 	"testing"
 	"weak"
 
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -512,5 +513,56 @@ spec:
 	replace(0, func(r *gatewayv1.TLSRoute) { r.Generation++ })
 	if after := outcomes(); after[0] == before[0] || after[1] == before[1] {
 		t.Errorf("a TLSRoute's new generation did not attach the routes of its server name again")
+	}
+}
+
+// A root HTTPProxy's status write (a new object at the same generation)
+// keeps its tree's outcome, as an HTTPRoute's does: our own status writes
+// after every change must not translate every tree again.
+func TestProxyStatusWriteKeepsOutcome(t *testing.T) {
+	const in = depsClass + `---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec: {gatewayClassName: isobar, listeners: [{name: ingress-http, protocol: HTTP, port: 80, allowedRoutes: {namespaces: {from: All}}}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: isobar, annotations: {ingressclass.kubernetes.io/is-default-class: "true"}}
+spec:
+  controller: isobar.dev/gateway-controller
+  parameters: {apiGroup: gateway.networking.k8s.io, kind: Gateway, name: gw, namespace: infra, scope: Namespace}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: root, namespace: app, uid: root-uid, generation: 1}
+spec:
+  virtualhost: {fqdn: app.example.com}
+  routes: [{services: [{name: app, port: 80}]}]
+`
+	res := &resources.Resources{}
+	if _, err := res.Load("proxy", strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
+	gw := k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}
+	tr.Translate(res)
+	for _, tc := range []struct {
+		what string
+		edit func(*contourv1.HTTPProxy)
+		kept bool
+	}{
+		{"a status write", func(p *contourv1.HTTPProxy) { p.Status.CurrentStatus = "valid" }, true},
+		{"a new generation", func(p *contourv1.HTTPProxy) { p.Generation++ }, false},
+	} {
+		before := tr.states[gw].applied[&res.HTTPProxies[0].ObjectMeta]
+		c := res.HTTPProxies[0].DeepCopy()
+		tc.edit(c)
+		res.HTTPProxies = []*contourv1.HTTPProxy{c}
+		tr.Translate(res)
+		after := tr.states[gw].applied[&c.ObjectMeta]
+		if before == nil || after == nil || (after == before) != tc.kept {
+			t.Errorf("%s: the tree's outcome kept: %t, want %t", tc.what, after == before, tc.kept)
+		}
 	}
 }

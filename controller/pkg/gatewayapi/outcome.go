@@ -167,8 +167,9 @@ func sameSpec(a, b *gatewayv1.Gateway) bool {
 // when any of them needs it: which of them holds a listener or a server
 // name depends on the others (the oldest keeps it). A new object of one at
 // the same generation (a status write) is no such need: it keeps its
-// outcome, as an HTTPRoute does (rekey). An Ingress is never rekeyed: its
-// routes change with its annotations, at the same generation.
+// outcome, as an HTTPRoute does (rekey), and so does a root HTTPProxy,
+// whose tree is its spec's and what it read. An Ingress is never rekeyed:
+// its routes change with its annotations, at the same generation.
 func (t *gatewayTranslator) update() {
 	s := t.state
 	s.epoch++
@@ -192,7 +193,7 @@ func (t *gatewayTranslator) update() {
 	newRoots, seenRoots := unseen(s, stale, t.roots, func(p *contourv1.HTTPProxy) *metav1.ObjectMeta { return &p.ObjectMeta })
 	tookBackStream := false
 	if seenHTTP+seenGRPC+seenStreams+seenIngresses+seenRoots < len(s.applied) {
-		replaced := replacements(stale, newHTTP, newGRPC, newStreams)
+		replaced := replacements(stale, newHTTP, newGRPC, newStreams, newRoots)
 		for m, o := range s.applied {
 			if o.epoch == s.epoch {
 				continue
@@ -209,6 +210,7 @@ func (t *gatewayTranslator) update() {
 			newHTTP = notApplied(s, newHTTP, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 			newGRPC = notApplied(s, newGRPC, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 			newStreams = notApplied(s, newStreams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
+			newRoots = notApplied(s, newRoots, func(p *contourv1.HTTPProxy) *metav1.ObjectMeta { return &p.ObjectMeta })
 		}
 	}
 	// A stream route whose object was only replaced keeps its outcome, and
@@ -338,11 +340,12 @@ func unseen[T any](s *gatewayState, stale map[*metav1.ObjectMeta]bool, routes []
 // replacements are the new objects of routes that may be replacing an
 // object of the same route in the state, by route: those whose deps did
 // not change.
-func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute, grpc []*gatewayv1.GRPCRoute, streams []*streamRoute) map[RouteKey]*metav1.ObjectMeta {
-	if len(http)+len(grpc)+len(streams) == 0 {
+func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute, grpc []*gatewayv1.GRPCRoute, streams []*streamRoute, roots []*contourv1.HTTPProxy) map[RouteKey]*metav1.ObjectMeta {
+	n := len(http) + len(grpc) + len(streams) + len(roots)
+	if n == 0 {
 		return nil
 	}
-	out := make(map[RouteKey]*metav1.ObjectMeta, len(http)+len(grpc)+len(streams))
+	out := make(map[RouteKey]*metav1.ObjectMeta, n)
 	add := func(kind gatewayv1.Kind, m *metav1.ObjectMeta) {
 		if !stale[m] {
 			out[routeKey(string(kind), m)] = m
@@ -356,6 +359,9 @@ func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute
 	}
 	for _, r := range streams {
 		add(r.kind, r.meta)
+	}
+	for _, r := range roots {
+		add("HTTPProxy", &r.ObjectMeta)
 	}
 	return out
 }

@@ -75,6 +75,7 @@ func randomChanges(t *testing.T, base *resources.Resources, seed uint64, steps i
 	snap.TLSRoutes = withUIDs(base.TLSRoutes)
 	snap.TCPRoutes = withUIDs(base.TCPRoutes)
 	snap.UDPRoutes = withUIDs(base.UDPRoutes)
+	snap.HTTPProxies = withUIDs(base.HTTPProxies)
 	var aside []*gatewayv1.HTTPRoute
 	inc := newIncremental()
 	inc.check(t, "first", &snap)
