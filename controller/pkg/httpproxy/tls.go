@@ -11,8 +11,9 @@ import (
 )
 
 // ChainTLS is what a root's TLS virtual host asks of its filter chain
-// beyond its certificate: TLS versions ("" for the fleet's) and the
-// validation of clients' certificates.
+// beyond its certificate: TLS versions ("" for the fleet's), the
+// validation of clients' certificates and what of them goes upstream, a
+// tcpproxy instead of routes, and the fallback certificate's chain.
 type ChainTLS struct {
 	MinTLS, MaxTLS string
 	Validation     *ir.ClientValidation
@@ -140,4 +141,57 @@ func (w *walk) fallback(root *contourv1.HTTPProxy) *problem {
 		return refused(contourv1.ConditionTypeTLSError, "FallbackNotValid", fmt.Sprintf("Spec.Virtualhost.TLS Secret %q fallback certificate is invalid: Secret not found", fb.String()))
 	}
 	return nil
+}
+
+// virtualHostTLS checks a root's virtualhost.tls, and reads what its
+// filter chain asks beyond its certificate into the tree; false, with the
+// root's error, when the virtual host cannot be served. A passthrough
+// virtual host has no certificate: its connections go to the tcpproxy
+// as they come.
+func (w *walk) virtualHostTLS(root *contourv1.HTTPProxy, httpsPort int32) bool {
+	st, vh := w.status(root), root.Spec.VirtualHost
+	fail := func(typ, reason, format string, args ...any) bool {
+		st.Valid.AddErrorf(typ, reason, format, args...)
+		return false
+	}
+	if f := refuseTLS(vh.TLS); f != "" {
+		return fail(contourv1.ConditionTypeTLSError, "NotSupported", "virtualhost.tls.%s is not supported yet", f)
+	}
+	if httpsPort == 0 {
+		return fail(contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", "the Gateway has no ingress-https listener to serve TLS on")
+	}
+	if vh.TLS.Passthrough {
+		switch {
+		case vh.TLS.SecretName != "":
+			return fail(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", "Spec.VirtualHost.TLS: both Passthrough and SecretName were specified")
+		case vh.TLS.ClientValidation != nil:
+			return fail(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.VirtualHost.TLS passthrough cannot be combined with tls.clientValidation")
+		case vh.TLS.EnableFallbackCertificate:
+			return fail(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.VirtualHost.TLS: both Passthrough and enableFallbackCertificate were specified")
+		case vh.TLS.MinimumProtocolVersion != "" || vh.TLS.MaximumProtocolVersion != "":
+			// Envoy does not terminate the connection to bound its versions.
+			return fail(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.VirtualHost.TLS passthrough cannot be combined with protocol versions")
+		case root.Spec.TCPProxy == nil:
+			return fail(contourv1.ConditionTypeTCPProxyError, "NothingDefined", "Spec.VirtualHost.TLS passthrough needs a Spec.TCPProxy to pass the connections to")
+		}
+		return true
+	}
+	if vh.TLS.SecretName == "" {
+		return fail(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", "Spec.VirtualHost.TLS: neither Passthrough nor SecretName were specified")
+	}
+	ns, name, err := TLSSecret(root)
+	if err != nil {
+		return fail(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", "%v", err)
+	}
+	if !w.e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: root.Namespace}, ns, refgrant.To{Kind: "Secret", Name: name}) {
+		return fail(contourv1.ConditionTypeTLSError, "DelegationNotPermitted", "Spec.VirtualHost.TLS Secret %q certificate delegation not permitted", vh.TLS.SecretName)
+	}
+	if _, ok := w.e.Secret(ns, name); !ok {
+		return fail(contourv1.ConditionTypeTLSError, "SecretNotValid", "Spec.VirtualHost.TLS Secret %q is invalid: Secret not found", vh.TLS.SecretName)
+	}
+	var bad *problem
+	if w.tree.TLS, bad = w.chainTLS(root); bad != nil {
+		return fail(bad.Type, bad.Reason, "%s", bad.Message)
+	}
+	return true
 }

@@ -1,0 +1,105 @@
+package httpproxy
+
+import (
+	"fmt"
+	"slices"
+
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/routerule"
+)
+
+// services resolves route i's services into out's destination; cluster
+// holds what the route asks of its services' clusters (their idle
+// connection timeout and load balancer).
+func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *ir.Route, cluster routerule.Upstream) *problem {
+	// Services without weights share the requests equally; with weights,
+	// a service of weight 0 gets none.
+	weighted := slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return s.Weight > 0 && !s.Mirror })
+	var buf [4]routerule.Backend
+	refs := buf[:0]
+	host := ""
+	if out.Rewrite != nil {
+		host = out.Rewrite.Hostname
+	}
+	var mirrored *contourv1.Service
+	mirroredAt := 0
+	for j := range r.Services {
+		s := &r.Services[j]
+		if f := refuseService(s); f != "" {
+			return refused(contourv1.ConditionTypeServiceError, "NotSupported", fmt.Sprintf("routes[%d].services[%d].%s is not supported yet", i, j, f))
+		}
+		if s.Port < 1 || s.Port > 65535 {
+			return refused(contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name))
+		}
+		if s.Mirror {
+			if mirrored != nil {
+				return refused(contourv1.ConditionTypeServiceError, "OnlyOneMirror", "only one service per route may be nominated as mirror")
+			}
+			if s.RequestHeadersPolicy != nil || s.ResponseHeadersPolicy != nil {
+				// Envoy sends a mirror the request as the route forwards it.
+				w.status(p).Valid.AddWarningf(contourv1.ConditionTypeServiceError, "MirrorHeadersPolicy", "routes[%d].services[%d]: the headers policies of a mirror service take no effect", i, j)
+			}
+			mirrored, mirroredAt = s, j
+			continue
+		}
+		reqHeaders, respHeaders, bad := serviceHeaders(p, s, i, j)
+		if bad != nil {
+			return bad
+		}
+		up, bad := w.upstream(p, i, j, s, host)
+		if bad != nil {
+			return bad
+		}
+		up.IdleConnection, up.LoadBalancer = cluster.IdleConnection, cluster.LoadBalancer
+		weight := int32(1)
+		if weighted {
+			weight = int32(min(s.Weight, 1000000))
+		}
+		refs = append(refs, routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
+			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
+			Weight:                 &weight,
+		}}, Upstream: up, RequestHeaders: reqHeaders, ResponseHeaders: respHeaders})
+	}
+	out.Destination = w.backends(p, refs)
+	if mirrored != nil {
+		up, bad := w.upstream(p, i, mirroredAt, mirrored, host)
+		if bad != nil {
+			return bad
+		}
+		up.IdleConnection, up.LoadBalancer = cluster.IdleConnection, cluster.LoadBalancer
+		ref := routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+			Name: gatewayv1.ObjectName(mirrored.Name), Port: ptr(gatewayv1.PortNumber(mirrored.Port)),
+		}}}, Upstream: up}
+		if m := w.backends(p, []routerule.Backend{ref}); !routerule.AllInvalid(m) {
+			out.Mirrors = []ir.Mirror{mirror(m, mirrored.Weight)}
+		}
+	}
+	if routerule.AllInvalid(out.Destination) {
+		// No service to send to: Envoy's answer is 503.
+		out.Destination, out.DirectResponse = nil, &ir.DirectResponse{Status: 503}
+	}
+	return nil
+}
+
+// warn adds a warning about route i of proxy p to its status.
+func (w *walk) warn(p *contourv1.HTTPProxy, i int, reason, message string) {
+	w.status(p).Valid.AddWarningf(contourv1.ConditionTypeRouteError, reason, "routes[%d]: %s", i, message)
+}
+
+// backends resolves the backendRefs written for proxy p, with the
+// clusters they need; a reference that does not resolve is an error on
+// p's status, and its share of requests is answered as the Gateway API
+// answers it.
+func (w *walk) backends(p *contourv1.HTTPProxy, refs []routerule.Backend) *ir.Destination {
+	b := routerule.HTTPBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs)
+	w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)
+	if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
+		w.status(p).Valid.AddErrorf(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", "Spec.Routes unresolved service reference: %s", c.Message)
+	}
+	return b.Destination
+}
+
+func ptr[T any](v T) *T { return &v }
