@@ -41,6 +41,7 @@ import (
 	"isobar.dev/api/ingressclass"
 	"isobar.dev/api/listenerset"
 	"isobar.dev/api/refgrant"
+	"isobar.dev/api/v1alpha1"
 )
 
 // Kinds of the objects a Ref names.
@@ -69,8 +70,8 @@ type Input struct {
 	// of other namespaces.
 	TLSCertificateDelegations []*contourv1.TLSCertificateDelegation
 	// FallbackCertificate is the profile's httpproxy.fallbackCertificate,
-	// "namespace/name", which the roots that enable it use.
-	FallbackCertificate string
+	// which the roots that enable it use; nil for none.
+	FallbackCertificate *v1alpha1.SecretReference
 	IngressClasses      []*networkingv1.IngressClass
 	ReferenceGrants     []*gatewayv1beta1.ReferenceGrant
 	BackendTLSPolicies  []*gatewayv1.BackendTLSPolicy
@@ -135,8 +136,8 @@ func Of(in Input) []Ref {
 			if vh.TLS.SecretName != "" {
 				proxySecret(vh.TLS.SecretName)
 			}
-			if vh.TLS.EnableFallbackCertificate && in.FallbackCertificate != "" {
-				proxySecret(in.FallbackCertificate)
+			if fb := in.FallbackCertificate; vh.TLS.EnableFallbackCertificate && fb != nil && refgrant.Delegated(in.TLSCertificateDelegations, fb.Namespace, fb.Name, p.Namespace) {
+				c.add(Secret, fb.Namespace, fb.Name)
 			}
 			if cv := vh.TLS.ClientValidation; cv != nil {
 				for _, name := range []string{cv.CACertificate, cv.CertificateRevocationList} {

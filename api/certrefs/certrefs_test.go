@@ -1,9 +1,12 @@
 package certrefs
 
 import (
-	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	"slices"
 	"testing"
+
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+
+	"isobar.dev/api/v1alpha1"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,7 +76,7 @@ func TestOf(t *testing.T) {
 				Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: "app", Port: 443, UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "backend-ca", SubjectName: "app"}}}}}}},
 		},
 		TLSCertificateDelegations: []*contourv1.TLSCertificateDelegation{delegation},
-		FallbackCertificate:       "shop/fallback-cert",
+		FallbackCertificate:       &v1alpha1.SecretReference{Namespace: "shop", Name: "fallback-cert"},
 		Gateway:                   gw, ControllerName: "isobar.dev/gateway-controller",
 		ListenerSets:       []*gatewayv1.ListenerSet{set("gw", "set-tls"), set("elsewhere", "foreign-set-tls")},
 		Ingresses:          []*networkingv1.Ingress{ingress("apps", "isobar", "ing-tls"), ingress("apps2", "other", "other-tls")},

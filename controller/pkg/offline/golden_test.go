@@ -117,12 +117,8 @@ func translateAndRender(t *testing.T, res *resources.Resources) (out, envoy *byt
 func onlyReferenced(res *resources.Resources) *resources.Resources {
 	want := map[certrefs.Ref]bool{}
 	for _, gw := range res.Gateways {
-		fallback := ""
-		if fb := proxySettings(res)(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}).FallbackCertificate; fb != nil {
-			fallback = fb.Namespace + "/" + fb.Name
-		}
 		for _, r := range certrefs.Of(certrefs.Input{
-			FallbackCertificate: fallback,
+			FallbackCertificate: proxySettings(res)(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}).FallbackCertificate,
 			Gateway:             gw, ControllerName: DefaultControllerName, ListenerSets: res.ListenerSets,
 			Namespaces: res.Namespaces,
 			Ingresses:  res.Ingresses, IngressClasses: res.IngressClasses, HTTPProxies: res.HTTPProxies, TLSCertificateDelegations: res.TLSCertificateDelegations,

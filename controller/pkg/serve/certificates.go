@@ -8,7 +8,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"isobar.dev/api/certrefs"
-	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -35,7 +34,7 @@ func (r *reconciler) readCertificates(ctx context.Context, res *resources.Resour
 			Ingresses:                 res.Ingresses,
 			HTTPProxies:               res.HTTPProxies,
 			TLSCertificateDelegations: res.TLSCertificateDelegations,
-			FallbackCertificate:       fallbackOf(r.opts.HTTPProxy),
+			FallbackCertificate:       r.opts.HTTPProxy.FallbackCertificate,
 			IngressClasses:            res.IngressClasses,
 			ReferenceGrants:           res.ReferenceGrants,
 			BackendTLSPolicies:        res.BackendTLSPolicies,
@@ -47,13 +46,4 @@ func (r *reconciler) readCertificates(ctx context.Context, res *resources.Resour
 		ctrl.LoggerFrom(ctx).Info("a referenced object cannot be read yet", "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name, "reason", err.Error())
 	}
 	res.Secrets, res.ConfigMaps = r.certificates.Secrets(), r.certificates.ConfigMaps()
-}
-
-// fallbackOf is the fallback certificate of HTTPProxy settings as certrefs
-// names it, "" for none.
-func fallbackOf(s v1alpha1.HTTPProxySettings) string {
-	if s.FallbackCertificate == nil {
-		return ""
-	}
-	return s.FallbackCertificate.Namespace + "/" + s.FallbackCertificate.Name
 }

@@ -35,8 +35,8 @@ var (
 // controllerName, and a profile with runtime settings rs) may read.
 func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway, controllerName string, rs v1alpha1.RuntimeSettings, have served.Set) ([]certrefs.Ref, error) {
 	in := certrefs.Input{Gateway: gw, ControllerName: controllerName}
-	if hp := rs.HTTPProxy; hp != nil && hp.FallbackCertificate != nil {
-		in.FallbackCertificate = hp.FallbackCertificate.Namespace + "/" + hp.FallbackCertificate.Name
+	if hp := rs.HTTPProxy; hp != nil {
+		in.FallbackCertificate = hp.FallbackCertificate
 	}
 	var namespaces corev1.NamespaceList
 	var ingresses networkingv1.IngressList
