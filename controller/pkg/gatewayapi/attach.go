@@ -9,6 +9,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/condition"
+	"isobar.dev/controller/pkg/hostname"
 	"isobar.dev/controller/pkg/validate"
 )
 
@@ -229,7 +230,7 @@ func (t *gatewayTranslator) routeHosts(l *listener, hostnames []gatewayv1.Hostna
 		if len(hostnames) > 0 {
 			h = string(hostnames[i])
 		}
-		host, ok := intersect(h, l.hostname)
+		host, ok := hostname.Intersect(h, l.hostname)
 		if !ok {
 			continue
 		}
@@ -258,7 +259,7 @@ func (t *gatewayTranslator) claimedElsewhere(l *listener, host string) bool {
 		if o == l || o.spec.Port != l.spec.Port || o.family != l.family {
 			continue
 		}
-		if matches(o.hostname, host) && moreSpecific(o.hostname, l.hostname) {
+		if hostname.Matches(o.hostname, host) && hostname.MoreSpecific(o.hostname, l.hostname) {
 			return true
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/controller/pkg/httpproxy"
+	"isobar.dev/controller/pkg/hostname"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 )
@@ -68,7 +68,7 @@ type httpsListener struct {
 	hostname string // "" for any
 	certs    []string
 	// tls is what a root HTTPProxy's TLS virtual host asks of its chain.
-	tls *httpproxy.ChainTLS
+	tls *ir.ChainTLS
 }
 
 // tableKey is a table's port and transport: a UDP listener shares its
@@ -228,7 +228,7 @@ func (t *gatewayTranslator) fallbackCertificate(l *listener) string {
 
 // proxyChainTLS is what the root HTTPProxy of l, a TLS virtual host's
 // listener, asks of its chain, as its attached tree found it.
-func (t *gatewayTranslator) proxyChainTLS(l *listener) *httpproxy.ChainTLS {
+func (t *gatewayTranslator) proxyChainTLS(l *listener) *ir.ChainTLS {
 	if l.set == nil || l.set.proxy == nil {
 		return nil
 	}
@@ -451,10 +451,10 @@ func listenerOf(domain string, listeners []httpsListener) (string, bool) {
 	}
 	best, found := "", false
 	for _, hl := range listeners {
-		if !matches(hl.hostname, domain) {
+		if !hostname.Matches(hl.hostname, domain) {
 			continue
 		}
-		if !found || moreSpecific(hl.hostname, best) {
+		if !found || hostname.MoreSpecific(hl.hostname, best) {
 			best, found = hl.hostname, true
 		}
 	}

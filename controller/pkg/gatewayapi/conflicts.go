@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/hostname"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -75,7 +76,7 @@ func (t *gatewayTranslator) kindConflicts(res *resources.Resources) map[*metav1.
 				if w.listener != c.listener || w.kind == c.kind {
 					continue
 				}
-				if _, ok := intersect(c.host, w.host); ok {
+				if _, ok := hostname.Intersect(c.host, w.host); ok {
 					losing[c.listener] = w
 				}
 			}
@@ -132,7 +133,7 @@ func mayMeet(hostnames []gatewayv1.Hostname, grpc []kindClaim) bool {
 	}
 	for _, h := range hostnames {
 		for _, g := range grpc {
-			if _, ok := intersect(string(h), g.host); ok {
+			if _, ok := hostname.Intersect(string(h), g.host); ok {
 				return true
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"isobar.dev/api/ports"
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/condition"
+	"isobar.dev/controller/pkg/hostname"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/validate"
 )
@@ -446,7 +447,7 @@ func checkOverlappingTLS(ls []*listener) {
 			if a.spec.Port != b.spec.Port || !a.terminatesTLS() || !b.terminatesTLS() || a.hostname == b.hostname {
 				continue
 			}
-			if matches(a.hostname, b.hostname) || matches(b.hostname, a.hostname) {
+			if hostname.Matches(a.hostname, b.hostname) || hostname.Matches(b.hostname, a.hostname) {
 				for _, l := range []*listener{a, b} {
 					l.conds.Problem(gatewayv1.ListenerConditionOverlappingTLSConfig, true, gatewayv1.ListenerReasonOverlappingHostnames,
 						fmt.Sprintf("hostname %q overlaps another TLS listener's on port %d", l.hostname, l.spec.Port))

@@ -48,7 +48,7 @@ type outcome struct {
 	proxyStatuses []httpproxy.ProxyStatus
 	// chainTLS is what a root HTTPProxy's TLS virtual host asks of its
 	// filter chain.
-	chainTLS *httpproxy.ChainTLS
+	chainTLS *ir.ChainTLS
 	// epoch is the last translation whose snapshot held the route.
 	epoch uint64
 	// rank is the route's place among the routes attached with it.

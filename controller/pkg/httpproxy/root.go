@@ -34,7 +34,7 @@ type Tree struct {
 	Statuses []ProxyStatus
 	// TLS is what the virtual host's filter chain asks beyond its
 	// certificate; nil for nothing.
-	TLS *ChainTLS
+	TLS *ir.ChainTLS
 }
 
 // ProxyStatus is the status of one proxy of a tree.
@@ -90,7 +90,7 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 			return w.tree
 		}
 		if w.tree.TLS == nil {
-			w.tree.TLS = &ChainTLS{}
+			w.tree.TLS = &ir.ChainTLS{}
 		}
 		w.tree.TLS.TCP = dest
 	}

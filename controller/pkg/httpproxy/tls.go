@@ -10,29 +10,11 @@ import (
 	"isobar.dev/controller/pkg/routerule"
 )
 
-// ChainTLS is what a root's TLS virtual host asks of its filter chain
-// beyond its certificate: TLS versions ("" for the fleet's), the
-// validation of clients' certificates and what of them goes upstream, a
-// tcpproxy instead of routes, and the fallback certificate's chain.
-type ChainTLS struct {
-	MinTLS, MaxTLS string
-	Validation     *ir.ClientValidation
-	// TCP is where the tcpproxy sends the virtual host's connections,
-	// instead of routing their requests.
-	TCP *ir.Destination
-	// Fallback serves the virtual host to clients without a server name
-	// too, on the chain that takes them (enableFallbackCertificate).
-	Fallback bool
-	// Forward sends the details of clients' certificates upstream
-	// (clientValidation.forwardClientCertificate).
-	Forward *ir.ForwardClientCert
-}
-
 // chainTLS reads a root's virtualhost.tls versions and client validation;
 // nil when it asks nothing beyond its certificate.
-func (w *walk) chainTLS(root *contourv1.HTTPProxy) (*ChainTLS, *problem) {
+func (w *walk) chainTLS(root *contourv1.HTTPProxy) (*ir.ChainTLS, *problem) {
 	tls := root.Spec.VirtualHost.TLS
-	out := &ChainTLS{}
+	out := &ir.ChainTLS{}
 	for _, v := range []struct {
 		field string
 		value string

@@ -409,3 +409,21 @@ type SubjectAltName struct {
 	Type  string `json:"type"` // "DNS" or "URI"
 	Value string `json:"value"`
 }
+
+// ChainTLS is what an HTTPProxy root's TLS virtual host asks of its filter chain
+// beyond its certificate: TLS versions ("" for the fleet's), the
+// validation of clients' certificates and what of them goes upstream, a
+// tcpproxy instead of routes, and the fallback certificate's chain.
+type ChainTLS struct {
+	MinTLS, MaxTLS string
+	Validation     *ClientValidation
+	// TCP is where the tcpproxy sends the virtual host's connections,
+	// instead of routing their requests.
+	TCP *Destination
+	// Fallback serves the virtual host to clients without a server name
+	// too, on the chain that takes them (enableFallbackCertificate).
+	Fallback bool
+	// Forward sends the details of clients' certificates upstream
+	// (clientValidation.forwardClientCertificate).
+	Forward *ForwardClientCert
+}

@@ -1,4 +1,4 @@
-package gatewayapi
+package hostname
 
 import "testing"
 
@@ -24,9 +24,9 @@ func TestIntersect(t *testing.T) {
 		{"*.xample.com", "*.example.com", "", false},
 		{"fooexample.com", "*.example.com", "", false},
 	} {
-		got, ok := intersect(tc.route, tc.listener)
+		got, ok := Intersect(tc.route, tc.listener)
 		if got != tc.want || ok != tc.ok {
-			t.Errorf("intersect(%q, %q) = %q, %v; want %q, %v", tc.route, tc.listener, got, ok, tc.want, tc.ok)
+			t.Errorf("Intersect(%q, %q) = %q, %v; want %q, %v", tc.route, tc.listener, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -43,8 +43,8 @@ func TestMoreSpecific(t *testing.T) {
 		{"", "*.example.com", false},
 		{"a.com", "a.com", false},
 	} {
-		if got := moreSpecific(tc.a, tc.b); got != tc.want {
-			t.Errorf("moreSpecific(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		if got := MoreSpecific(tc.a, tc.b); got != tc.want {
+			t.Errorf("MoreSpecific(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
 }

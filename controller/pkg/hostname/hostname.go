@@ -1,16 +1,15 @@
-package gatewayapi
+// Package hostname matches hostnames as the Gateway API defines them: a
+// name is exact ("foo.example.com") or a wildcard ("*.example.com", which
+// matches one or more labels in front of "example.com" but not
+// "example.com" itself); an empty hostname matches everything.
+package hostname
 
 import "strings"
 
-// Hostnames follow the Gateway API: a name is exact ("foo.example.com") or a
-// wildcard ("*.example.com", which matches one or more labels in front of
-// "example.com" but not "example.com" itself); an empty hostname matches
-// everything.
-
-// intersect is the set of hosts that both a route hostname and a listener
+// Intersect is the set of hosts that both a route hostname and a listener
 // hostname match, expressed as one hostname, or "" and false when they are
 // disjoint. The empty listener hostname matches all, so it keeps the route's.
-func intersect(route, listener string) (string, bool) {
+func Intersect(route, listener string) (string, bool) {
 	switch {
 	case listener == "":
 		return route, true
@@ -58,9 +57,9 @@ func wildcardMatches(wildcard, host string) bool {
 	return strings.HasSuffix(host, suffix) && len(host) > len(suffix)
 }
 
-// matches reports whether a listener hostname matches host (an exact or
+// Matches reports whether a listener hostname matches host (an exact or
 // wildcard hostname, "" for any).
-func matches(listener, host string) bool {
+func Matches(listener, host string) bool {
 	switch {
 	case listener == "":
 		return true
@@ -75,10 +74,10 @@ func matches(listener, host string) bool {
 	}
 }
 
-// moreSpecific reports whether listener hostname a is more specific than b:
+// MoreSpecific reports whether listener hostname a is more specific than b:
 // an exact name beats a wildcard, a longer wildcard beats a shorter one, and
 // anything beats no hostname.
-func moreSpecific(a, b string) bool {
+func MoreSpecific(a, b string) bool {
 	switch {
 	case a == b:
 		return false
