@@ -22,7 +22,7 @@ var rulePackages = []string{
 // name either; nothing they import, directly or not, is a Kubernetes
 // client. (Package env itself imports the snapshot, to index it.)
 var (
-	forbiddenImports     = []string{"isobar.dev/controller/pkg/resources", "isobar.dev/controller/pkg/gatewayapi"}
+	forbiddenImports     = []string{"isobar.dev/controller/pkg/resources", "isobar.dev/controller/pkg/gatewayapi", "isobar.dev/controller/pkg/engine"}
 	forbiddenTransitives = []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"}
 )
 
@@ -72,6 +72,39 @@ func TestRulePackagesReadOnlyThroughEnv(t *testing.T) {
 		}
 		if !usesEnv {
 			t.Errorf("%s uses nothing of package env: the test no longer looks where the package reads", p.PkgPath)
+		}
+	}
+}
+
+// The engine applies what the processors decide: it reads no snapshot (it
+// imports package env for the types of recorded reads alone) and knows no
+// processor, so that the rules of a routing API live in its processor.
+func TestEngineKnowsNoProcessor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the packages with go list")
+	}
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps, Dir: "."}
+	pkgs, err := packages.Load(cfg, "isobar.dev/controller/pkg/engine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if packages.PrintErrors(pkgs) > 0 || len(pkgs) != 1 {
+		t.Fatal("the engine did not load")
+	}
+	processors := []string{"isobar.dev/controller/pkg/gatewayapi", "isobar.dev/controller/pkg/ingress", "isobar.dev/controller/pkg/httpproxy"}
+	for path := range pkgs[0].Imports {
+		if path == "isobar.dev/controller/pkg/resources" {
+			t.Errorf("the engine imports %s", path)
+		}
+	}
+	for _, path := range importPaths(pkgs[0]) {
+		if slices.Contains(processors, path) {
+			t.Errorf("the engine imports %s", path)
+		}
+		for _, bad := range forbiddenTransitives {
+			if path == bad || strings.HasPrefix(path, bad+"/") {
+				t.Errorf("the engine imports %s: it has no Kubernetes client", path)
+			}
 		}
 	}
 }

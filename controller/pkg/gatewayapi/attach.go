@@ -43,7 +43,7 @@ func (t *gatewayTranslator) countAccepted(o *outcome, a *attachment) {
 		return
 	}
 	for _, l := range a.attached {
-		o.counted = append(o.counted, slices.Index(t.listeners, l))
+		o.Counted = append(o.Counted, slices.Index(t.listeners, l))
 	}
 }
 

@@ -94,7 +94,7 @@ func (t *gatewayTranslator) kindConflicts(res *resources.Resources) map[*metav1.
 				lost[r.meta] = map[int]string{}
 			}
 			lost[r.meta][l] = fmt.Sprintf("%s %s/%s, older, serves hostname %s on listener %q; an HTTPRoute and a GRPCRoute cannot share a hostname",
-				w.kind, w.meta.Namespace, w.meta.Name, orAnyHost(w.host), t.listeners[l].spec.Name)
+				w.kind, w.meta.Namespace, w.meta.Name, hostname.OrAny(w.host), t.listeners[l].spec.Name)
 		}
 	}
 	return lost
@@ -147,11 +147,4 @@ func routeOlder(a, b *metav1.ObjectMeta) bool {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
 	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-}
-
-func orAnyHost(h string) string {
-	if h == "" {
-		return "*"
-	}
-	return h
 }

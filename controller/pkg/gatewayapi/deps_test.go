@@ -15,6 +15,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -97,16 +98,16 @@ func TestDepsRetranslateOnlyReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
-	rules := func() map[string]*cachedRules {
+	rules := func() map[string]*engine.Rules {
 		tr.Translate(res)
 		s := tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}]
-		out := map[string]*cachedRules{}
+		out := map[string]*engine.Rules{}
 		for _, r := range res.HTTPRoutes {
-			o := s.applied[&r.ObjectMeta]
-			if o == nil || o.rules == nil {
+			o := s.Applied(&r.ObjectMeta)
+			if o == nil || o.Rules == nil {
 				t.Fatalf("route %s has no translated rules", r.Name)
 			}
-			out[r.Name] = o.rules
+			out[r.Name] = o.Rules
 		}
 		return out
 	}
@@ -230,7 +231,7 @@ func TestDepsReattachOnlyReaders(t *testing.T) {
 		s := tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}]
 		out := map[string]*outcome{}
 		for _, r := range res.HTTPRoutes {
-			if out[r.Name] = s.applied[&r.ObjectMeta]; out[r.Name] == nil {
+			if out[r.Name] = s.Applied(&r.ObjectMeta); out[r.Name] == nil {
 				t.Fatalf("route %s has no outcome", r.Name)
 			}
 		}
@@ -311,7 +312,7 @@ metadata: {name: tcp-stub, namespace: b}
 	tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
 	state := func() map[*metav1.ObjectMeta]*outcome {
 		tr.Translate(res)
-		return maps.Clone(tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}].applied)
+		return maps.Collect(tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}].Outcomes())
 	}
 	before := state()
 	if len(before) != 3 {
@@ -372,7 +373,7 @@ func TestStatusWriteKeepsOutcome(t *testing.T) {
 	tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
 	outcomeOf := func(r *gatewayv1.HTTPRoute) *outcome {
 		tr.Translate(res)
-		return tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}].applied[&r.ObjectMeta]
+		return tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}].Applied(&r.ObjectMeta)
 	}
 	replace := func(edit func(*gatewayv1.HTTPRoute)) *gatewayv1.HTTPRoute {
 		res.HTTPRoutes = slices.Clone(res.HTTPRoutes)
@@ -492,8 +493,8 @@ spec:
 		if len(g.Status.Routes) != 3 {
 			t.Fatalf("%d routes have status, want 3", len(g.Status.Routes))
 		}
-		applied := tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}].applied
-		return []*outcome{applied[&res.TLSRoutes[0].ObjectMeta], applied[&res.TLSRoutes[1].ObjectMeta], applied[&res.TCPRoutes[0].ObjectMeta]}
+		applied := tr.states[k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}].Applied
+		return []*outcome{applied(&res.TLSRoutes[0].ObjectMeta), applied(&res.TLSRoutes[1].ObjectMeta), applied(&res.TCPRoutes[0].ObjectMeta)}
 	}
 	replace := func(i int, edit func(*gatewayv1.TLSRoute)) {
 		res.TLSRoutes = slices.Clone(res.TLSRoutes)
@@ -555,12 +556,12 @@ spec:
 		{"a status write", func(p *contourv1.HTTPProxy) { p.Status.CurrentStatus = "valid" }, true},
 		{"a new generation", func(p *contourv1.HTTPProxy) { p.Generation++ }, false},
 	} {
-		before := tr.states[gw].applied[&res.HTTPProxies[0].ObjectMeta]
+		before := tr.states[gw].Applied(&res.HTTPProxies[0].ObjectMeta)
 		c := res.HTTPProxies[0].DeepCopy()
 		tc.edit(c)
 		res.HTTPProxies = []*contourv1.HTTPProxy{c}
 		tr.Translate(res)
-		after := tr.states[gw].applied[&c.ObjectMeta]
+		after := tr.states[gw].Applied(&c.ObjectMeta)
 		if before == nil || after == nil || (after == before) != tc.kept {
 			t.Errorf("%s: the tree's outcome kept: %t, want %t", tc.what, after == before, tc.kept)
 		}

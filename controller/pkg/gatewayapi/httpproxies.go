@@ -12,6 +12,7 @@ import (
 
 	"isobar.dev/api/ingressclass"
 	"isobar.dev/api/v1alpha1"
+	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
@@ -63,7 +64,7 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 		}
 	}
 	// Roots oldest first: their TLS listeners come in that order.
-	slices.SortFunc(t.roots, func(a, b *contourv1.HTTPProxy) int { return compareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
+	slices.SortFunc(t.roots, func(a, b *contourv1.HTTPProxy) int { return engine.CompareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
 	var sets []*listenerSet
 	for _, r := range t.roots {
 		if r.Spec.VirtualHost.TLS == nil || shape.HTTPS == nil || validate.Hostname(r.Spec.VirtualHost.Fqdn, true) != nil {
@@ -99,12 +100,12 @@ func (t *gatewayTranslator) attachHTTPProxy(root *contourv1.HTTPProxy, rank int3
 	if o == nil {
 		return
 	}
-	defer t.apply(o)
-	tree := httpproxy.Root(t.newEnv(&o.reads), &t.cache.names, root, t.proxyOptions, t.httpsPort)
-	o.clusters, o.proxyStatuses, o.chainTLS = tree.Clusters, tree.Statuses, tree.TLS
+	defer t.state.Apply(o)
+	tree := httpproxy.Root(t.newEnv(&o.Reads), &t.cache.names, root, t.proxyOptions, t.httpsPort)
+	o.Clusters, o.Detail = tree.Clusters, &detail{proxyStatuses: tree.Statuses, chainTLS: tree.TLS}
 	add := func(l *listener, routes []*ir.Route) {
 		if len(routes) > 0 && !t.addHost(o, l, tree.FQDN, [][]*ir.Route{routes}) {
-			o.problems = append(o.problems, fmt.Sprintf("listener %s of Gateway %s/%s does not serve %s", l.spec.Name, t.gw.Namespace, t.gw.Name, tree.FQDN))
+			o.Detail.problems = append(o.Detail.problems, fmt.Sprintf("listener %s of Gateway %s/%s does not serve %s", l.spec.Name, t.gw.Namespace, t.gw.Name, tree.FQDN))
 		}
 	}
 	add(t.listeners[0], tree.HTTP)
@@ -152,15 +153,16 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 		}
 	}
 	for _, r := range t.roots {
-		o := t.state.applied[&r.ObjectMeta]
+		o := t.state.Applied(&r.ObjectMeta)
 		if o == nil {
 			continue
 		}
-		for _, ps := range o.proxyStatuses {
+		d := o.Detail // every root's outcome has one
+		for _, ps := range d.proxyStatuses {
 			merge(ps.Proxy, ps.Status)
 		}
 		rk := key(r.Namespace, r.Name)
-		for _, p := range o.problems {
+		for _, p := range d.problems {
 			own(rk).Valid.AddError(contourv1.ConditionTypeListenerError, "ErrorIdentifyingListener", p)
 		}
 		for _, l := range t.listeners {
@@ -182,16 +184,9 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 				}
 			}
 		}
-		for _, a := range o.added {
-			tb := t.table(t.listeners[a.listener])
-			for _, h := range a.hosts {
-				for _, r := range a.routes[0] {
-					if w, ok := tb.hosts[h].winner(r); ok && w.meta != o.meta {
-						own(rk).Valid.AddWarningf(contourv1.ConditionTypeRouteError, "RouteShadowed", "host %s, path %s: %s has the same match and takes precedence", h, r.Match.Path, t.describeOwner(w.meta))
-					}
-				}
-			}
-		}
+		t.state.Shadowed(o, func(h string, r *ir.Route, by *metav1.ObjectMeta) {
+			own(rk).Valid.AddWarningf(contourv1.ConditionTypeRouteError, "RouteShadowed", "host %s, path %s: %s has the same match and takes precedence", h, r.Match.Path, t.describeOwner(by))
+		})
 	}
 	for _, p := range t.proxies {
 		k := key(p.Namespace, p.Name)

@@ -5,6 +5,7 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/routerule"
 )
@@ -25,7 +26,7 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rank int32, translate fu
 	if o == nil {
 		return
 	}
-	defer t.apply(o)
+	defer t.state.Apply(o)
 	atts := t.attach(o, r)
 	if len(atts) == 0 {
 		return
@@ -40,11 +41,11 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rank int32, translate fu
 		t.countAccepted(o, a)
 		if a.conds.IsTrue(gatewayv1.RouteConditionAccepted) {
 			for i, l := range a.listeners {
-				o.added = append(o.added, addition{listener: slices.Index(t.listeners, l), hosts: a.hosts[i], routes: redirectsFor(l, rr.Routes)})
+				o.Added = append(o.Added, engine.Addition{Listener: slices.Index(t.listeners, l), Hosts: a.hosts[i], Routes: redirectsFor(l, rr.Routes)})
 			}
 		}
 		setResolvedRefs(&a.conds, &rr.Resolved)
-		o.statuses = append(o.statuses, gatewayv1.RouteParentStatus{
+		o.Statuses = append(o.Statuses, gatewayv1.RouteParentStatus{
 			ParentRef:      a.ref,
 			ControllerName: t.controller,
 			Conditions:     a.conds.Sorted(),
@@ -52,35 +53,28 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rank int32, translate fu
 	}
 }
 
-// cachedRules is a route's translated rules and what translating them
-// read: while none of that changes, the rules stay as they are.
-type cachedRules struct {
-	rules *routerule.Rules
-	reads env.Reads
-}
-
 // cachedRules returns the translated rules of the route whose outcome o
 // records, translating them with translate unless another Gateway did in
 // this translation or this Gateway's previous state holds them and none of
 // their deps changed.
 func (t *gatewayTranslator) cachedRules(o *outcome, translate func(env.Env) *routerule.Rules) *routerule.Rules {
-	c, meta := t.cache, o.meta
+	c, meta := t.cache, o.Meta
 	hit, ok := c.fresh[meta]
 	if !ok && t.prev != nil {
-		if o := t.prev.applied[meta]; o != nil && o.rules != nil && !o.rules.reads.AnyIn(c.changed) {
-			hit, ok = o.rules, true
+		if o := t.prev.Applied(meta); o != nil && o.Rules != nil && !o.Rules.Reads.AnyIn(c.changed) {
+			hit, ok = o.Rules, true
 			c.fresh[meta] = hit
 		}
 	}
 	if !ok {
-		hit = &cachedRules{}
-		hit.rules = translate(t.newEnv(&hit.reads))
+		hit = &engine.Rules{}
+		hit.Rules = translate(t.newEnv(&hit.Reads))
 		c.fresh[meta] = hit
 	}
-	o.rules = hit
+	o.Rules = hit
 	// Shared and clipped: an outcome never changes its clusters.
-	cs := hit.rules.Clusters
-	o.clusters = cs[:len(cs):len(cs)]
+	cs := hit.Rules.Clusters
+	o.Clusters = cs[:len(cs):len(cs)]
 	// Shared: callers only read it.
-	return hit.rules
+	return hit.Rules
 }

@@ -10,6 +10,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/ingressclass"
+	"isobar.dev/controller/pkg/engine"
+	"isobar.dev/controller/pkg/hostname"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
@@ -65,17 +67,17 @@ func (t *gatewayTranslator) attachIngress(ing *networkingv1.Ingress, rank int32)
 	if o == nil {
 		return
 	}
-	defer t.apply(o)
+	defer t.state.Apply(o)
 	// ingress-http's allowedRoutes say which namespaces' Ingresses it
 	// serves, as for HTTPRoutes; the TLS hosts' listeners are the
 	// Ingress's own.
 	http := t.listeners[0]
 	if msg := t.allows(o, http, route{kind: "HTTPRoute", meta: &ing.ObjectMeta}); msg != "" {
-		o.problems = []string{msg}
+		o.Detail = &detail{problems: []string{msg}}
 		return
 	}
-	rules := ingress.Translate(t.newEnv(&o.reads), &t.cache.names, ing, t.gw, *t.ingressShape)
-	o.clusters, o.problems = rules.Clusters, rules.Problems
+	rules := ingress.Translate(t.newEnv(&o.Reads), &t.cache.names, ing, t.gw, *t.ingressShape)
+	o.Clusters, o.Detail = rules.Clusters, &detail{problems: rules.Problems}
 	for i, h := range rules.Hosts {
 		add := func(l *listener, routes []*ir.Route) {
 			// Each host's routes are the Ingress's rule of the host's
@@ -84,7 +86,7 @@ func (t *gatewayTranslator) attachIngress(ing *networkingv1.Ingress, rank int32)
 			byHost := make([][]*ir.Route, len(rules.Hosts))
 			byHost[i] = routes
 			if !t.addHost(o, l, h.Name, byHost) {
-				o.problems = append(o.problems, fmt.Sprintf("host %s: listener %s of Gateway %s/%s does not serve it", orAnyHost(h.Name), l.spec.Name, t.gw.Namespace, t.gw.Name))
+				o.Detail.problems = append(o.Detail.problems, fmt.Sprintf("host %s: listener %s of Gateway %s/%s does not serve it", hostname.OrAny(h.Name), l.spec.Name, t.gw.Namespace, t.gw.Name))
 			}
 		}
 		if h.Redirect != nil {
@@ -114,7 +116,7 @@ func (t *gatewayTranslator) addHost(o *outcome, l *listener, host string, rules 
 	if len(hosts) == 0 {
 		return false
 	}
-	o.added = append(o.added, addition{listener: slices.Index(t.listeners, l), hosts: hosts, routes: redirectsFor(l, rules)})
+	o.Added = append(o.Added, engine.Addition{Listener: slices.Index(t.listeners, l), Hosts: hosts, Routes: redirectsFor(l, rules)})
 	return true
 }
 
@@ -135,35 +137,28 @@ func (t *gatewayTranslator) tlsHostListener(ing *networkingv1.Ingress, host stri
 func (t *gatewayTranslator) reportIngresses() {
 	for _, ing := range t.ingresses {
 		is := t.status.Ingresses[key(ing.Namespace, ing.Name)]
-		o := t.state.applied[&ing.ObjectMeta]
+		o := t.state.Applied(&ing.ObjectMeta)
 		if o == nil || is == nil {
 			continue
 		}
-		for _, p := range o.problems {
-			is.problem(p)
-		}
-		for _, a := range o.added {
-			tb := t.table(t.listeners[a.listener])
-			for _, h := range a.hosts {
-				for _, rs := range a.routes {
-					for _, r := range rs {
-						// An Ingress's own path "/" before its default
-						// backend is what the default backend is for.
-						if w, ok := tb.hosts[h].winner(r); ok && w.meta != o.meta {
-							is.problem(fmt.Sprintf("host %s, path %s: %s has the same match and takes precedence", h, r.Match.Path, t.describeOwner(w.meta)))
-						}
-					}
-				}
+		if o.Detail != nil {
+			for _, p := range o.Detail.problems {
+				is.problem(p)
 			}
 		}
+		// An Ingress's own path "/" before its default backend is what the
+		// default backend is for: only another object's route shadows.
+		t.state.Shadowed(o, func(h string, r *ir.Route, by *metav1.ObjectMeta) {
+			is.problem(fmt.Sprintf("host %s, path %s: %s has the same match and takes precedence", h, r.Match.Path, t.describeOwner(by)))
+		})
 	}
 }
 
 // describeOwner names the route or Ingress an entry of the state is of.
 func (t *gatewayTranslator) describeOwner(meta *metav1.ObjectMeta) string {
 	kind := "route"
-	if o := t.state.applied[meta]; o != nil {
-		kind = o.kind
+	if o := t.state.Applied(meta); o != nil {
+		kind = o.Kind
 	}
 	return fmt.Sprintf("%s %s/%s", kind, meta.Namespace, meta.Name)
 }

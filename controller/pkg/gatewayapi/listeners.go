@@ -14,6 +14,7 @@ import (
 	"isobar.dev/api/ports"
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/condition"
+	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/hostname"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/validate"
@@ -26,7 +27,7 @@ type listener struct {
 	set           *listenerSet // nil for the Gateway's own
 	hostname      string       // "" for any
 	containerPort int32
-	family        family
+	family        engine.Family
 	kinds         []gatewayv1.RouteGroupKind // supported and allowed
 	certificates  []string                   // ir.Secret names
 	// clientValidation checks clients' certificates (HTTPS only).
@@ -53,24 +54,12 @@ func (l *listener) terminatesTLS() bool {
 		l.spec.Protocol == gatewayv1.TLSProtocolType && l.spec.TLS != nil && (l.spec.TLS.Mode == nil || *l.spec.TLS.Mode == gatewayv1.TLSModeTerminate)
 }
 
-// family groups protocols that can share an Envoy listener: HTTPS and TLS
-// both select a filter chain by SNI.
-type family int
-
-const (
-	familyNone family = iota
-	familyHTTP
-	familyTLS
-	familyTCP
-	familyUDP
-)
-
-var protocolFamilies = map[gatewayv1.ProtocolType]family{
-	gatewayv1.HTTPProtocolType:  familyHTTP,
-	gatewayv1.HTTPSProtocolType: familyTLS,
-	gatewayv1.TLSProtocolType:   familyTLS,
-	gatewayv1.TCPProtocolType:   familyTCP,
-	gatewayv1.UDPProtocolType:   familyUDP,
+var protocolFamilies = map[gatewayv1.ProtocolType]engine.Family{
+	gatewayv1.HTTPProtocolType:  engine.FamilyHTTP,
+	gatewayv1.HTTPSProtocolType: engine.FamilyTLS,
+	gatewayv1.TLSProtocolType:   engine.FamilyTLS,
+	gatewayv1.TCPProtocolType:   engine.FamilyTCP,
+	gatewayv1.UDPProtocolType:   engine.FamilyUDP,
 }
 
 // routeKinds are the route kinds each protocol supports, in the order they
@@ -242,11 +231,11 @@ func checkConflicts(ls []*listener) {
 		}
 		var own []*listener
 		for _, l := range ls[start:end] {
-			if l.family == familyNone {
+			if l.family == engine.FamilyNone {
 				continue
 			}
 			if w := conflictWith(l, kept); w != nil {
-				reason, msg := gatewayv1.ListenerReasonHostnameConflict, fmt.Sprintf("%s, which takes precedence, has hostname %q on port %d too", describe(w), orAnyHost(w.hostname), l.spec.Port)
+				reason, msg := gatewayv1.ListenerReasonHostnameConflict, fmt.Sprintf("%s, which takes precedence, has hostname %q on port %d too", describe(w), hostname.OrAny(w.hostname), l.spec.Port)
 				if w.family != l.family {
 					reason, msg = gatewayv1.ListenerReasonProtocolConflict, fmt.Sprintf("%s, which takes precedence, serves port %d with protocol %s", describe(w), l.spec.Port, w.spec.Protocol)
 				}
@@ -269,7 +258,7 @@ func checkConflicts(ls []*listener) {
 // port with, or nil.
 func conflictWith(l *listener, kept []*listener) *listener {
 	for _, k := range kept {
-		if k.spec.Port == l.spec.Port && (k.family == familyUDP) == (l.family == familyUDP) && (k.family != l.family || k.hostname == l.hostname) {
+		if k.spec.Port == l.spec.Port && (k.family == engine.FamilyUDP) == (l.family == engine.FamilyUDP) && (k.family != l.family || k.hostname == l.hostname) {
 			return k
 		}
 	}
@@ -292,17 +281,17 @@ func describe(l *listener) string {
 
 // checkOwnConflicts applies the rules among the listeners of one owner.
 func checkOwnConflicts(ls []*listener) {
-	byPort := map[tableKey][]*listener{}
-	var ports []tableKey
+	byPort := map[engine.TableKey][]*listener{}
+	var ports []engine.TableKey
 	for _, l := range ls {
-		k := tableKey{l.spec.Port, l.family == familyUDP}
+		k := engine.TableKey{Port: l.spec.Port, UDP: l.family == engine.FamilyUDP}
 		if byPort[k] == nil {
 			ports = append(ports, k)
 		}
 		byPort[k] = append(byPort[k], l)
 	}
 	for _, k := range ports {
-		on, port := byPort[k], k.port
+		on, port := byPort[k], k.Port
 		var protocols []string
 		for _, l := range on {
 			if p := string(l.spec.Protocol); !slices.Contains(protocols, p) {

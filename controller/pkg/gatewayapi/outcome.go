@@ -1,10 +1,8 @@
 package gatewayapi
 
 import (
-	"cmp"
 	"maps"
 	"slices"
-	"strings"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -12,53 +10,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ir"
-	"isobar.dev/controller/pkg/routerule"
 )
 
-// An outcome is everything attaching one route to one Gateway did: its
-// parent statuses, the listeners it counted on, the routes it added to
-// virtual hosts (HTTPRoute, GRPCRoute) and the clusters it uses. A Gateway's
-// state is the sum of its routes' outcomes, so that a route that changes is
-// a subtraction and an addition instead of a translation of every route.
-// TLS, TCP and UDP routes have outcomes too; what they claim of a listener
-// is kept in its table (see update).
-type outcome struct {
-	statuses []gatewayv1.RouteParentStatus
-	counted  []int // indexes of listeners whose attachedRoutes it adds to
-	added    []addition
-	clusters []routerule.ClusterSpec
-	kind     string
-	source   source
-	meta     *metav1.ObjectMeta
-	// reads are what attaching the route read (namespace labels), and
-	// for a TLS, TCP or UDP route what resolving its backends read.
-	reads env.Reads
-	// rules are the route's translated rules, reused when the Gateway's
-	// context changes but none of the rules' deps does.
-	rules *cachedRules
-	// shared is the cluster a UDPRoute's weighted backends make.
-	shared *sharedCluster
-	// problems are an Ingress's, for its Events, or what attaching a root
-	// HTTPProxy found; proxyStatuses are the statuses of the proxies of a
-	// root HTTPProxy's tree.
+// An outcome is what attaching one route object to this Gateway did (see
+// engine.Outcome), with what the processor of its kind keeps beside.
+type outcome = engine.Outcome[*detail]
+
+// detail is what an Ingress's or a root HTTPProxy's outcome keeps beside
+// the engine's: problems are an Ingress's, for its Events, or what
+// attaching a root HTTPProxy found; proxyStatuses are the statuses of the
+// proxies of a root's tree, and chainTLS what its TLS virtual host asks of
+// its filter chain.
+type detail struct {
 	problems      []string
 	proxyStatuses []httpproxy.ProxyStatus
-	// chainTLS is what a root HTTPProxy's TLS virtual host asks of its
-	// filter chain.
-	chainTLS *ir.ChainTLS
-	// epoch is the last translation whose snapshot held the route.
-	epoch uint64
-	// rank is the route's place among the routes attached with it.
-	rank int32
-}
-
-type addition struct {
-	listener int
-	hosts    []string
-	routes   [][]*ir.Route
+	chainTLS      *ir.ChainTLS
 }
 
 // envFor returns the Env attaching a route reads through: recording in its
@@ -68,12 +38,7 @@ func (t *gatewayTranslator) envFor(o *outcome) env.Env {
 	if o == nil {
 		return t.env
 	}
-	return t.newEnv(&o.reads)
-}
-
-// isStream says the outcome is a TLS, TCP or UDP route's.
-func (o *outcome) isStream() bool {
-	return o.kind == "TLSRoute" || o.kind == "TCPRoute" || o.kind == "UDPRoute"
+	return t.newEnv(&o.Reads)
 }
 
 // gatewayContext is what every route's attachment depends on: the
@@ -94,40 +59,18 @@ type gatewayContext struct {
 }
 
 // gatewayState is what the routes of one Gateway add up to in one
-// context: kept between translations and brought up to date by the routes
-// that came, went or changed.
+// context (the engine's state), and the kind conflicts its outcomes were
+// attached with.
 type gatewayState struct {
-	ctx   gatewayContext
-	epoch uint64
-	// applied holds the outcome of every route object in the state, by
-	// its metadata (the same for both kinds).
-	applied  map[*metav1.ObjectMeta]*outcome
-	attached []int32 // per listener
-	tables   map[tableKey]*table
-	clusters map[routerule.ClusterSpec]int // by the number of outcomes using them
-	routes   map[RouteKey][]gatewayv1.RouteParentStatus
-	// readers are the routes whose outcome read each dep: built when a
-	// dep first changes (a full translation does not pay for it), then
-	// kept.
-	readers map[env.Dep]map[*metav1.ObjectMeta]bool
-	// lost are the kind conflicts the outcomes were attached with.
+	ctx gatewayContext
+	*engine.State[*detail]
 	lost map[*metav1.ObjectMeta]map[int]string
-	// shared are the UDPRoutes' clusters of weighted backends, by name.
-	shared map[string]*sharedCluster
 }
 
 // newGatewayState returns an empty state sized for the given number of
 // routes.
 func newGatewayState(ctx gatewayContext, listeners, routes int) *gatewayState {
-	return &gatewayState{
-		ctx:      ctx,
-		applied:  make(map[*metav1.ObjectMeta]*outcome, routes),
-		attached: make([]int32, listeners),
-		tables:   map[tableKey]*table{},
-		clusters: map[routerule.ClusterSpec]int{},
-		routes:   make(map[RouteKey][]gatewayv1.RouteParentStatus, routes),
-		shared:   map[string]*sharedCluster{},
-	}
+	return &gatewayState{ctx: ctx, State: engine.NewState[*detail](listeners, routes)}
 }
 
 func (t *gatewayTranslator) context(prev *gatewayState) gatewayContext {
@@ -172,8 +115,8 @@ func sameSpec(a, b *gatewayv1.Gateway) bool {
 // its routes change with its annotations, at the same generation.
 func (t *gatewayTranslator) update() {
 	s := t.state
-	s.epoch++
-	stale := s.stale(t.cache.changed)
+	s.Begin(t.slots)
+	stale := s.Stale(t.cache.changed)
 	// A route that wins or loses a hostname to the other kind is stale.
 	for _, lost := range []map[*metav1.ObjectMeta]map[int]string{s.lost, t.lost} {
 		for m := range lost {
@@ -186,57 +129,38 @@ func (t *gatewayTranslator) update() {
 		}
 	}
 	s.lost = t.lost
-	newHTTP, seenHTTP := unseen(s, stale, t.httpRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
-	newGRPC, seenGRPC := unseen(s, stale, t.grpcRoutes, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
-	newStreams, seenStreams := unseen(s, stale, t.streams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
-	newIngresses, seenIngresses := unseen(s, stale, t.ingresses, func(i *networkingv1.Ingress) *metav1.ObjectMeta { return &i.ObjectMeta })
-	newRoots, seenRoots := unseen(s, stale, t.roots, func(p *contourv1.HTTPProxy) *metav1.ObjectMeta { return &p.ObjectMeta })
+	newHTTP, seenHTTP := engine.Unseen(s.State, stale, t.httpRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+	newGRPC, seenGRPC := engine.Unseen(s.State, stale, t.grpcRoutes, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+	newStreams, seenStreams := engine.Unseen(s.State, stale, t.streams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
+	newIngresses, seenIngresses := engine.Unseen(s.State, stale, t.ingresses, func(i *networkingv1.Ingress) *metav1.ObjectMeta { return &i.ObjectMeta })
+	newRoots, seenRoots := engine.Unseen(s.State, stale, t.roots, func(p *contourv1.HTTPProxy) *metav1.ObjectMeta { return &p.ObjectMeta })
 	tookBackStream := false
-	if seenHTTP+seenGRPC+seenStreams+seenIngresses+seenRoots < len(s.applied) {
+	if seenHTTP+seenGRPC+seenStreams+seenIngresses+seenRoots < s.Len() {
 		replaced := replacements(stale, newHTTP, newGRPC, newStreams, newRoots)
-		for m, o := range s.applied {
-			if o.epoch == s.epoch {
-				continue
-			}
-			if n := replaced[routeKey(o.kind, m)]; n != nil && !stale[m] && sameGeneration(m, n) {
-				t.rekey(o, n)
-				continue
-			}
-			tookBackStream = tookBackStream || o.isStream()
-			t.takeBack(o)
-			delete(s.applied, m)
-		}
+		tookBackStream = s.Sweep(stale, replaced)
 		if len(replaced) > 0 {
-			newHTTP = notApplied(s, newHTTP, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
-			newGRPC = notApplied(s, newGRPC, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
-			newStreams = notApplied(s, newStreams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
-			newRoots = notApplied(s, newRoots, func(p *contourv1.HTTPProxy) *metav1.ObjectMeta { return &p.ObjectMeta })
+			newHTTP = engine.NotApplied(s.State, newHTTP, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+			newGRPC = engine.NotApplied(s.State, newGRPC, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
+			newStreams = engine.NotApplied(s.State, newStreams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
+			newRoots = engine.NotApplied(s.State, newRoots, func(p *contourv1.HTTPProxy) *metav1.ObjectMeta { return &p.ObjectMeta })
 		}
 	}
 	// A stream route whose object was only replaced keeps its outcome, and
 	// so does every other: what each holds depends on the others alone.
 	streamsChanged := tookBackStream || len(newStreams) > 0
 	if streamsChanged {
-		for m, o := range s.applied {
-			if o.isStream() {
-				t.takeBack(o)
-				delete(s.applied, m)
-			}
-		}
-		for _, tb := range s.tables {
-			clear(tb.streams)
-		}
+		s.TakeBackStreams()
 	}
 	// Oldest first, so that the routes' entries reach their virtual
-	// hosts in route order (see sortBulk).
+	// hosts in route order.
 	fresh := make([]newRoute, 0, len(newHTTP)+len(newGRPC))
 	for _, r := range newHTTP {
-		fresh = append(fresh, newRoute{age: ageOf(&r.ObjectMeta), http: r})
+		fresh = append(fresh, newRoute{age: engine.AgeOf(&r.ObjectMeta), http: r})
 	}
 	for _, r := range newGRPC {
-		fresh = append(fresh, newRoute{age: ageOf(&r.ObjectMeta), grpc: r})
+		fresh = append(fresh, newRoute{age: engine.AgeOf(&r.ObjectMeta), grpc: r})
 	}
-	slices.SortFunc(fresh, func(a, b newRoute) int { return compareAges(a.age, b.age) })
+	slices.SortFunc(fresh, func(a, b newRoute) int { return engine.CompareAges(a.age, b.age) })
 	for i, r := range fresh {
 		if r.http != nil {
 			t.attachHTTPRoute(r.http, int32(i))
@@ -244,15 +168,15 @@ func (t *gatewayTranslator) update() {
 			t.attachGRPCRoute(r.grpc, int32(i))
 		}
 	}
-	// Then the routing APIs of lower precedence (see source): the root
-	// HTTPProxies, then the Ingresses, each oldest first.
+	// Then the routing APIs of lower precedence (see engine.Source): the
+	// root HTTPProxies, then the Ingresses, each oldest first.
 	rank := int32(len(fresh))
-	slices.SortFunc(newRoots, func(a, b *contourv1.HTTPProxy) int { return compareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
+	slices.SortFunc(newRoots, func(a, b *contourv1.HTTPProxy) int { return engine.CompareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
 	for _, p := range newRoots {
 		t.attachHTTPProxy(p, rank)
 		rank++
 	}
-	slices.SortFunc(newIngresses, func(a, b *networkingv1.Ingress) int { return compareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
+	slices.SortFunc(newIngresses, func(a, b *networkingv1.Ingress) int { return engine.CompareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
 	for _, ing := range newIngresses {
 		t.attachIngress(ing, rank)
 		rank++
@@ -289,66 +213,23 @@ func withParents[T any](routes []*T, parentRefs func(*T) []gatewayv1.ParentRefer
 // newRoute is a route to attach, with its age copied out of its metadata:
 // sorting thousands compares these without chasing pointers.
 type newRoute struct {
-	age  age
+	age  engine.Age
 	http *gatewayv1.HTTPRoute
 	grpc *gatewayv1.GRPCRoute
-}
-
-// age is what orders routes of one source among equal matches: the older
-// first, then by namespace and name.
-type age struct {
-	created         int64
-	nanos           int32
-	namespace, name string
-}
-
-func ageOf(meta *metav1.ObjectMeta) age {
-	t := meta.CreationTimestamp.Time
-	return age{created: t.Unix(), nanos: int32(t.Nanosecond()), namespace: meta.Namespace, name: meta.Name}
-}
-
-func compareAges(a, b age) int {
-	return cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.nanos, b.nanos),
-		strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
-}
-
-// compareRoutes is compareAges for route objects.
-func compareRoutes(a, b *metav1.ObjectMeta) int {
-	if a == b {
-		return 0
-	}
-	return compareAges(ageOf(a), ageOf(b))
-}
-
-// unseen marks the routes the state holds as seen in this translation, and
-// returns the others and how many it marked. A stale route is not marked:
-// its outcome is taken back and it is attached again.
-func unseen[T any](s *gatewayState, stale map[*metav1.ObjectMeta]bool, routes []*T, meta func(*T) *metav1.ObjectMeta) ([]*T, int) {
-	var out []*T
-	seen := 0
-	for _, r := range routes {
-		if o, ok := s.applied[meta(r)]; !ok || stale[meta(r)] {
-			out = append(out, r)
-		} else if o.epoch != s.epoch {
-			o.epoch = s.epoch
-			seen++
-		}
-	}
-	return out, seen
 }
 
 // replacements are the new objects of routes that may be replacing an
 // object of the same route in the state, by route: those whose deps did
 // not change.
-func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute, grpc []*gatewayv1.GRPCRoute, streams []*streamRoute, roots []*contourv1.HTTPProxy) map[RouteKey]*metav1.ObjectMeta {
+func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute, grpc []*gatewayv1.GRPCRoute, streams []*streamRoute, roots []*contourv1.HTTPProxy) map[engine.RouteKey]*metav1.ObjectMeta {
 	n := len(http) + len(grpc) + len(streams) + len(roots)
 	if n == 0 {
 		return nil
 	}
-	out := make(map[RouteKey]*metav1.ObjectMeta, n)
+	out := make(map[engine.RouteKey]*metav1.ObjectMeta, n)
 	add := func(kind gatewayv1.Kind, m *metav1.ObjectMeta) {
 		if !stale[m] {
-			out[routeKey(string(kind), m)] = m
+			out[engine.KeyOf(string(kind), m)] = m
 		}
 	}
 	for _, r := range http {
@@ -366,104 +247,10 @@ func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute
 	return out
 }
 
-// sameGeneration reports whether two objects are the same object at the
-// same generation: one replaced the other without a change to its spec
-// (a status write, ours after every change, or another controller's).
-// Attaching routes reads nothing else of a route's metadata but its
-// identity and age, and the API server moves the generation on when it
-// sets the deletion timestamp.
-func sameGeneration(old, now *metav1.ObjectMeta) bool {
-	return old.UID != "" && old.UID == now.UID && old.Generation == now.Generation
-}
-
-// rekey moves an outcome to a new object of its route at the same
-// generation, which would attach exactly as it did: attaching it again
-// costs as much as a new route, and after the status writes that follow a
-// start, the first change would attach every route again. Nothing may
-// keep the old object: the state's readers
-// and the virtual hosts' entries move to the new one.
-func (t *gatewayTranslator) rekey(o *outcome, meta *metav1.ObjectMeta) {
-	s := t.state
-	s.removeReader(o)
-	for _, a := range o.added {
-		tb := t.table(t.listeners[a.listener])
-		for _, h := range a.hosts {
-			tb.hosts[h].rekey(o.meta, meta, a.routes)
-		}
-	}
-	delete(s.applied, o.meta)
-	o.meta, o.epoch = meta, s.epoch
-	s.applied[meta] = o
-	s.addReader(o)
-}
-
-// notApplied returns the routes whose objects the state does not hold.
-func notApplied[T any](s *gatewayState, routes []*T, meta func(*T) *metav1.ObjectMeta) []*T {
-	out := routes[:0:0]
-	for _, r := range routes {
-		if _, ok := s.applied[meta(r)]; !ok {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // record starts the outcome of attaching a route, whose place among the
 // routes attached with it is rank; it returns nil when the route's object
 // is already in the state (a snapshot that lists it twice).
 func (t *gatewayTranslator) record(kind gatewayv1.Kind, meta *metav1.ObjectMeta, rank int32) *outcome {
-	if _, done := t.state.applied[meta]; done {
-		return nil
-	}
-	return &outcome{kind: string(kind), source: sourceOf(kind), meta: meta, epoch: t.state.epoch, rank: rank}
-}
-
-// apply adds a recorded outcome to the state.
-func (t *gatewayTranslator) apply(o *outcome) {
-	s := t.state
-	s.applied[o.meta] = o
-	for _, i := range o.counted {
-		s.attached[i]++
-	}
-	for _, c := range o.clusters {
-		s.clusters[c]++
-	}
-	if o.shared != nil {
-		s.shared[o.shared.name] = o.shared
-	}
-	s.addReader(o)
-
-	for _, a := range o.added {
-		t.addRoutes(t.listeners[a.listener], a.hosts, o, a.routes)
-	}
-	if len(o.statuses) > 0 {
-		// Clipped, so that a later append copies instead of writing into
-		// the outcome.
-		s.routes[routeKey(o.kind, o.meta)] = o.statuses[:len(o.statuses):len(o.statuses)]
-	}
-}
-
-// takeBack subtracts an outcome from the state. A TLS, TCP or UDP route's
-// claims on its listeners go with all the others' (see update).
-func (t *gatewayTranslator) takeBack(o *outcome) {
-	s := t.state
-	for _, i := range o.counted {
-		s.attached[i]--
-	}
-	for _, c := range o.clusters {
-		if s.clusters[c]--; s.clusters[c] <= 0 {
-			delete(s.clusters, c)
-		}
-	}
-	if o.shared != nil {
-		delete(s.shared, o.shared.name)
-	}
-	s.removeReader(o)
-
-	for _, a := range o.added {
-		t.removeRoutes(t.listeners[a.listener], a.hosts, o, a.routes)
-	}
-	if len(o.statuses) > 0 {
-		delete(s.routes, routeKey(o.kind, o.meta))
-	}
+	stream := kind == "TLSRoute" || kind == "TCPRoute" || kind == "UDPRoute"
+	return t.state.Record(string(kind), sourceOf(kind), stream, meta, rank)
 }

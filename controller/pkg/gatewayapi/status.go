@@ -11,6 +11,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/condition"
+	"isobar.dev/controller/pkg/engine"
 )
 
 // Status is what the controller writes: the Gateways' status, and for each
@@ -44,11 +45,7 @@ type HTTPProxyStatus struct {
 }
 
 // RouteKey names a route of any kind.
-type RouteKey struct {
-	Kind      string // HTTPRoute, TLSRoute, TCPRoute, UDPRoute
-	Namespace string
-	Name      string
-}
+type RouteKey = engine.RouteKey
 
 func newStatus() *Status {
 	return &Status{
@@ -60,10 +57,6 @@ func newStatus() *Status {
 		Ingresses:          map[types.NamespacedName]*IngressStatus{},
 		HTTPProxies:        map[types.NamespacedName]*HTTPProxyStatus{},
 	}
-}
-
-func routeKey(kind string, meta *metav1.ObjectMeta) RouteKey {
-	return RouteKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
 }
 
 // addGatewayRoutes adds the route parent statuses of one Gateway's state.

@@ -8,6 +8,7 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
 	"isobar.dev/controller/pkg/routerule"
@@ -18,14 +19,6 @@ import (
 type streamRoute struct {
 	route
 	backendRefs []gatewayv1.BackendRef
-}
-
-// stream is where one Envoy filter chain (TLS, by server name) or listener
-// (TCP, UDP) forwards connections, and the route that said so.
-type stream struct {
-	certs []string
-	owner string // "namespace/name" of the route
-	dest  *ir.Destination
 }
 
 // streamRoutes collects the TLS, TCP and UDP routes, oldest first: when two
@@ -79,15 +72,15 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 	if o == nil {
 		return
 	}
-	defer t.apply(o)
+	defer t.state.Apply(o)
 	atts := t.attach(o, r.route)
 	if len(atts) == 0 {
 		return
 	}
 	// References are resolved whether or not a listener accepts the
 	// route: ResolvedRefs reports them either way.
-	b := routerule.StreamBackends(t.newEnv(&o.reads), &t.cache.names, string(r.kind), r.meta.Namespace, r.meta.Generation, r.backendRefs)
-	o.clusters = b.Clusters
+	b := routerule.StreamBackends(t.newEnv(&o.Reads), &t.cache.names, string(r.kind), r.meta.Namespace, r.meta.Generation, r.backendRefs)
+	o.Clusters = b.Clusters
 	dest := sharedUDP(o, r, b.Destination)
 	owner := r.meta.Namespace + "/" + r.meta.Name
 	for _, a := range atts {
@@ -107,36 +100,28 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 			}
 		}
 		setResolvedRefs(&a.conds, &b.Resolved)
-		o.statuses = append(o.statuses, gatewayv1.RouteParentStatus{
+		o.Statuses = append(o.Statuses, gatewayv1.RouteParentStatus{
 			ParentRef: a.ref, ControllerName: t.controller, Conditions: a.conds.Sorted(),
 		})
 	}
 }
 
 // sharedUDP makes the weighted backends of a UDPRoute one cluster (see
-// sharedCluster), recorded in the route's outcome.
+// engine.SharedCluster), recorded in the route's outcome.
 func sharedUDP(o *outcome, r *streamRoute, d *ir.Destination) *ir.Destination {
 	if r.kind != "UDPRoute" || len(d.Backends) <= 1 {
 		return d
 	}
 	// ":" cannot be in a namespace, so the name is no Service port's.
-	o.shared = &sharedCluster{name: "udproute:" + r.meta.Namespace + "/" + r.meta.Name, members: d.Backends}
-	return &ir.Destination{Backends: []ir.WeightedCluster{{Cluster: o.shared.name, Weight: 1}}}
-}
-
-// sharedCluster is a UDPRoute's weighted backends as one cluster whose
-// localities are the backends, weighted: Envoy's UDP proxy sends a session
-// to one cluster, and picks a locality by weight.
-type sharedCluster struct {
-	name    string
-	members []ir.WeightedCluster
+	o.Shared = &engine.SharedCluster{Name: "udproute:" + r.meta.Namespace + "/" + r.meta.Name, Members: d.Backends}
+	return &ir.Destination{Backends: []ir.WeightedCluster{{Cluster: o.Shared.Name, Weight: 1}}}
 }
 
 // buildShared builds a shared cluster from its members' clusters, which
 // are built first.
-func (t *gatewayTranslator) buildShared(s *sharedCluster) {
-	c := &ir.Cluster{Name: s.name, UDP: true}
-	for _, b := range s.members {
+func (t *gatewayTranslator) buildShared(s *engine.SharedCluster) {
+	c := &ir.Cluster{Name: s.Name, UDP: true}
+	for _, b := range s.Members {
 		member := t.clusters[b.Cluster]
 		c.Shares = append(c.Shares, ir.Share{Cluster: b.Cluster, Weight: b.Weight, Endpoints: member.Endpoints, Source: member.Source})
 	}
@@ -147,19 +132,17 @@ func (t *gatewayTranslator) buildShared(s *sharedCluster) {
 // UDP) for a route, and returns what an older route had already claimed.
 func (t *gatewayTranslator) addStream(l *listener, hosts []string, owner string, dest *ir.Destination) []string {
 	tb := t.table(l)
-	if l.family != familyTLS {
+	if l.family != engine.FamilyTLS {
 		hosts = []string{""}
 	}
 	var taken []string
 	for _, h := range hosts {
-		if s, ok := tb.streams[h]; ok && s.owner != owner {
+		if !tb.ClaimStream(h, owner, l.certificates, dest) {
 			if h == "" {
 				h = fmt.Sprintf("port %d", l.spec.Port)
 			}
 			taken = append(taken, h)
-			continue
 		}
-		tb.streams[h] = &stream{certs: l.certificates, owner: owner, dest: dest}
 	}
 	return taken
 }

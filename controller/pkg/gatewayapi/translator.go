@@ -26,6 +26,7 @@ import (
 	"isobar.dev/api/supported"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/backendtls"
+	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ingress"
@@ -93,7 +94,7 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	if len(tr.states) > 0 {
 		changed = env.Changed(tr.prev, idx)
 	}
-	c := &cache{fresh: map[*metav1.ObjectMeta]*cachedRules{}, changed: changed}
+	c := &cache{fresh: map[*metav1.ObjectMeta]*engine.Rules{}, changed: changed}
 	states := map[types.NamespacedName]*gatewayState{}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
@@ -123,7 +124,7 @@ func (tr *Translator) acceptClasses(res *resources.Resources, st *Status) {
 
 // cache shares translated rules between the Gateways of one translation.
 type cache struct {
-	fresh map[*metav1.ObjectMeta]*cachedRules
+	fresh map[*metav1.ObjectMeta]*engine.Rules
 	// changed are the deps this snapshot changed since the last.
 	changed map[env.Dep]bool
 	// names are the cluster names the rules of this translation built.
@@ -196,12 +197,12 @@ type gatewayTranslator struct {
 	lost     map[*metav1.ObjectMeta]map[int]string
 	clusters map[string]*ir.Cluster
 	secrets  map[string]*ir.Secret
+	// slots are the listeners as the engine's state knows them.
+	slots []engine.Listener
 	// backendCert is the Secret Envoy presents to TLS backends (the
 	// Gateway's spec.tls.backend), backendCertErr why there is none.
 	backendCert    string
 	backendCertErr *gatewayProblem
-	// tables are the state's, per port.
-	tables map[tableKey]*table
 }
 
 // translate translates the Gateway, starting from its previous state when
@@ -210,7 +211,7 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	t.translateListeners(res)
 	t.attachRoutes(res, prev)
 	t.buildClusters()
-	t.status.addGatewayRoutes(t.state.routes)
+	t.status.addGatewayRoutes(t.state.Routes())
 	g := t.build()
 	t.writeGatewayStatus()
 	return g
@@ -244,10 +245,13 @@ func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gateway
 	} else {
 		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(t.httpRoutes)+len(t.grpcRoutes)+len(t.streams)+len(t.ingresses)+len(t.roots)), prev
 	}
-	t.tables = t.state.tables
+	t.slots = make([]engine.Listener, len(t.listeners))
+	for i, l := range t.listeners {
+		t.slots[i] = slotOf(l)
+	}
 	t.update()
 	for i, l := range t.listeners {
-		l.attached = t.state.attached[i]
+		l.attached = t.state.Attached()[i]
 	}
 	t.prev = nil
 	t.reportIngresses()
@@ -257,10 +261,10 @@ func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gateway
 // buildClusters builds the clusters the state's routes use, on every
 // translation, from this snapshot's endpoints.
 func (t *gatewayTranslator) buildClusters() {
-	for spec := range t.state.clusters {
+	for spec := range t.state.Clusters() {
 		t.ensureCluster(spec)
 	}
-	for _, s := range t.state.shared {
+	for s := range t.state.SharedClusters() {
 		t.buildShared(s)
 	}
 }

@@ -93,3 +93,12 @@ func MoreSpecific(a, b string) bool {
 		return len(a) > len(b)
 	}
 }
+
+// OrAny is a hostname as Envoy's domains and messages write it: "*" for
+// none, which matches every host.
+func OrAny(h string) string {
+	if h == "" {
+		return "*"
+	}
+	return h
+}

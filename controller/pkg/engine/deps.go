@@ -1,4 +1,4 @@
-package gatewayapi
+package engine
 
 import (
 	"iter"
@@ -8,8 +8,8 @@ import (
 	"isobar.dev/controller/pkg/env"
 )
 
-// stale returns the routes of a state whose outcome read a changed dep.
-func (s *gatewayState) stale(changed map[env.Dep]bool) map[*metav1.ObjectMeta]bool {
+// Stale returns the routes of a state whose outcome read a changed dep.
+func (s *State[D]) Stale(changed map[env.Dep]bool) map[*metav1.ObjectMeta]bool {
 	if len(changed) == 0 {
 		return nil
 	}
@@ -32,41 +32,41 @@ func (s *gatewayState) stale(changed map[env.Dep]bool) map[*metav1.ObjectMeta]bo
 }
 
 // addReader indexes an outcome's deps, once the state keeps an index.
-func (s *gatewayState) addReader(o *outcome) {
+func (s *State[D]) addReader(o *Outcome[D]) {
 	if s.readers == nil {
 		return
 	}
-	for d := range o.allDeps() {
+	for d := range o.deps() {
 		if s.readers[d] == nil {
 			s.readers[d] = map[*metav1.ObjectMeta]bool{}
 		}
-		s.readers[d][o.meta] = true
+		s.readers[d][o.Meta] = true
 	}
 }
 
-func (s *gatewayState) removeReader(o *outcome) {
+func (s *State[D]) removeReader(o *Outcome[D]) {
 	if s.readers == nil {
 		return
 	}
-	for d := range o.allDeps() {
-		if delete(s.readers[d], o.meta); len(s.readers[d]) == 0 {
+	for d := range o.deps() {
+		if delete(s.readers[d], o.Meta); len(s.readers[d]) == 0 {
 			delete(s.readers, d)
 		}
 	}
 }
 
-// allDeps are what attaching the route read and what its rules read.
-func (o *outcome) allDeps() iter.Seq[env.Dep] {
+// deps are what attaching the route read and what its rules read.
+func (o *Outcome[D]) deps() iter.Seq[env.Dep] {
 	return func(yield func(env.Dep) bool) {
-		for _, d := range o.reads.Deps() {
+		for _, d := range o.Reads.Deps() {
 			if !yield(d) {
 				return
 			}
 		}
-		if o.rules == nil {
+		if o.Rules == nil {
 			return
 		}
-		for _, d := range o.rules.reads.Deps() {
+		for _, d := range o.Rules.Reads.Deps() {
 			if !yield(d) {
 				return
 			}

@@ -1,4 +1,4 @@
-package gatewayapi
+package engine
 
 import (
 	"cmp"
@@ -31,14 +31,14 @@ type vhost struct {
 type entry struct {
 	route       *ir.Route
 	meta        *metav1.ObjectMeta
-	source      source
+	source      Source
 	rule, match int32
 	// rank orders the entry's route among the routes added in one
 	// translation.
 	rank int32
 }
 
-func newEntry(r *ir.Route, meta *metav1.ObjectMeta, src source, rule, match int) entry {
+func newEntry(r *ir.Route, meta *metav1.ObjectMeta, src Source, rule, match int) entry {
 	return entry{route: r, meta: meta, source: src, rule: int32(rule), match: int32(match)}
 }
 
@@ -63,7 +63,7 @@ func shape(m *ir.Match) uint64 {
 // one translation (which attaches new routes oldest first), so the entries
 // of one translation settle without comparing routes; entries of an
 // earlier translation still waiting are settled first.
-func (v *vhost) add(meta *metav1.ObjectMeta, src source, rank int32, epoch uint64, rules [][]*ir.Route) {
+func (v *vhost) add(meta *metav1.ObjectMeta, src Source, rank int32, epoch uint64, rules [][]*ir.Route) {
 	if len(v.added) > 0 && v.addedEpoch != epoch {
 		v.settle()
 	}
@@ -74,7 +74,7 @@ func (v *vhost) add(meta *metav1.ObjectMeta, src source, rank int32, epoch uint6
 }
 
 // remove takes back an add and reports whether the host is now empty.
-func (v *vhost) remove(meta *metav1.ObjectMeta, src source, rules [][]*ir.Route) bool {
+func (v *vhost) remove(meta *metav1.ObjectMeta, src Source, rules [][]*ir.Route) bool {
 	v.adds--
 	v.removed = appendEntries(v.removed, meta, src, 0, rules)
 	v.built = nil
@@ -93,7 +93,7 @@ func (v *vhost) rekey(old, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
 	}
 	for i, rs := range rules {
 		for j, r := range rs {
-			probe := newEntry(r, old, fromGatewayAPI, i, j)
+			probe := newEntry(r, old, FromGatewayAPI, i, j)
 			k, _ := slices.BinarySearchFunc(v.entries, probe, precedence)
 			for ; k < len(v.entries) && precedence(v.entries[k], probe) == 0; k++ {
 				if v.entries[k].route == r && v.entries[k].meta == old {
@@ -105,7 +105,7 @@ func (v *vhost) rekey(old, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
 	}
 }
 
-func appendEntries(list []entry, meta *metav1.ObjectMeta, src source, rank int32, rules [][]*ir.Route) []entry {
+func appendEntries(list []entry, meta *metav1.ObjectMeta, src Source, rank int32, rules [][]*ir.Route) []entry {
 	for i, rs := range rules {
 		for j, r := range rs {
 			e := newEntry(r, meta, src, i, j)
@@ -252,12 +252,12 @@ func byRank(a, b entry) int {
 }
 
 // precedence orders routes as the Gateway API says (HTTPRouteRule): by the
-// shape of their match, then the route's source (see source), then the
+// shape of their match, then the route's source (see Source), then the
 // older route, then by namespace and name,
 // then rule order, then match order. Entries of one route object, rule and
 // match compare equal.
 func precedence(a, b entry) int {
-	return cmp.Or(cmp.Compare(shape(&a.route.Match), shape(&b.route.Match)), cmp.Compare(a.source, b.source), compareRoutes(a.meta, b.meta), cmp.Compare(a.rule, b.rule), cmp.Compare(a.match, b.match))
+	return cmp.Or(cmp.Compare(shape(&a.route.Match), shape(&b.route.Match)), cmp.Compare(a.source, b.source), CompareRoutes(a.meta, b.meta), cmp.Compare(a.rule, b.rule), cmp.Compare(a.match, b.match))
 }
 
 func pathRank(p ir.PathMatchType) int {
