@@ -144,7 +144,10 @@ func (s *State[D]) SharedClusters() iter.Seq[*SharedCluster] {
 
 // Record starts the outcome of attaching a route object, whose place
 // among the routes attached with it is rank; it returns nil when the
-// object is already in the state (a snapshot that lists it twice).
+// object is already in the state (a snapshot that lists it twice). The
+// routes of one translation are ranked in precedence order (by Source,
+// then oldest first), which lets their entries settle on a host without
+// comparing routes.
 func (s *State[D]) Record(kind string, src Source, stream bool, meta *metav1.ObjectMeta, rank int32) *Outcome[D] {
 	if _, done := s.applied[meta]; done {
 		return nil

@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+var http80 = Listener{Key: TableKey{Port: 80}, Family: FamilyHTTP, ContainerPort: 8080}
+
+func meta(name string, created int64) *metav1.ObjectMeta {
+	return &metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Generation: 1, CreationTimestamp: metav1.Unix(created, 0)}
+}
+
+func prefix(name, path string) *ir.Route {
+	return &ir.Route{Name: name, Match: ir.Match{PathType: ir.PathPrefix, Path: path}}
+}
+
+// apply records and applies an outcome adding routes to host h of the
+// state's only listener.
+func apply(s *State[struct{}], kind string, src Source, m *metav1.ObjectMeta, rank int32, h string, routes ...*ir.Route) *Outcome[struct{}] {
+	o := s.Record(kind, src, false, m, rank)
+	o.Added = []Addition{{Listener: 0, Hosts: []string{h}, Routes: [][]*ir.Route{routes}}}
+	s.Apply(o)
+	return o
+}
+
+func routeNames(l *ir.Listener) []string {
+	var out []string
+	for _, vh := range l.HTTP.VirtualHosts {
+		for _, r := range vh.Routes {
+			out = append(out, vh.Name+" "+r.Name)
+		}
+	}
+	return out
+}
+
+func sameNames(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// On one host, routes of one match are ordered by source before age: a
+// newer HTTPRoute takes an older Ingress's path, which is told it is
+// shadowed; more specific matches come first whatever their source. The
+// Ingress comes in a later translation, so that its entries are merged
+// into the host's rather than sorted with the others.
+func TestPrecedenceAcrossSources(t *testing.T) {
+	s := NewState[struct{}](1, 4)
+	s.Begin([]Listener{http80})
+	route := apply(s, "HTTPRoute", FromGatewayAPI, meta("new-route", 2), 0, "h", prefix("route-cart", "/cart"))
+	proxy := apply(s, "HTTPProxy", FromHTTPProxy, meta("proxy", 1), 1, "h", prefix("proxy-cart", "/cart"))
+	s.Prepare()
+	s.Build()
+	s.Begin([]Listener{http80})
+	ing := apply(s, "Ingress", FromIngress, meta("old-ingress", 0), 0, "h", prefix("ingress-cart", "/cart"), prefix("ingress-cart-long", "/cart/items"))
+	s.Prepare()
+	ls := s.Build()
+	if len(ls) != 1 {
+		t.Fatalf("built %d listeners, want 1", len(ls))
+	}
+	want := []string{"h ingress-cart-long", "h route-cart", "h proxy-cart", "h ingress-cart"}
+	if got := routeNames(ls[0]); !sameNames(got, want) {
+		t.Errorf("routes %v, want %v", got, want)
+	}
+	for _, tc := range []struct {
+		o    *Outcome[struct{}]
+		want string
+	}{{ing, "new-route"}, {proxy, "new-route"}, {route, ""}} {
+		var by []string
+		s.Shadowed(tc.o, func(_ string, _ *ir.Route, m *metav1.ObjectMeta) { by = append(by, m.Name) })
+		switch {
+		case tc.want == "" && len(by) > 0:
+			t.Errorf("%s shadowed by %v, want by none", tc.o.Meta.Name, by)
+		case tc.want != "" && (len(by) != 1 || by[0] != tc.want):
+			t.Errorf("%s shadowed by %v, want by %s", tc.o.Meta.Name, by, tc.want)
+		}
+	}
+}
+
+// A route object no longer in the snapshot is taken back, a new object of
+// a route at the same generation keeps its outcome, an unchanged listener
+// is the same IR object, and a host without routes goes.
+func TestSweepRekeyAndTakeBack(t *testing.T) {
+	s := NewState[struct{}](1, 2)
+	s.Begin([]Listener{http80})
+	a, b := meta("a", 1), meta("b", 2)
+	oa := apply(s, "HTTPRoute", FromGatewayAPI, a, 0, "a.example", prefix("a", "/"))
+	apply(s, "HTTPRoute", FromGatewayAPI, b, 1, "b.example", prefix("b", "/"))
+	s.Prepare()
+	first := s.Build()[0]
+
+	// Nothing changed: the same listener.
+	s.Begin([]Listener{http80})
+	all := []*metav1.ObjectMeta{a, b}
+	id := func(m *metav1.ObjectMeta) *metav1.ObjectMeta { return m }
+	if fresh, seen := Unseen(s, nil, all, id); len(fresh) != 0 || seen != 2 {
+		t.Fatalf("Unseen = %d new, %d seen; want 0, 2", len(fresh), seen)
+	}
+	s.Prepare()
+	if again := s.Build()[0]; again != first {
+		t.Error("an unchanged table built a new listener")
+	}
+
+	// a's status is written (a new object, same generation) and b goes.
+	a2 := a.DeepCopy()
+	a2.ResourceVersion = "2"
+	s.Begin([]Listener{http80})
+	fresh, _ := Unseen(s, nil, []*metav1.ObjectMeta{a2}, id)
+	s.Sweep(nil, map[RouteKey]*metav1.ObjectMeta{KeyOf("HTTPRoute", a2): a2})
+	if got := s.Applied(a2); got != oa {
+		t.Errorf("the new object of a has outcome %v, want its old one", got)
+	}
+	if s.Applied(a) != nil || s.Applied(b) != nil || s.Len() != 1 {
+		t.Errorf("the state holds %d outcomes, the old object of a or b among them", s.Len())
+	}
+	if fresh = NotApplied(s, fresh, id); len(fresh) != 0 {
+		t.Errorf("%d routes left to attach after the rekey, want 0", len(fresh))
+	}
+	s.Prepare()
+	l := s.Build()[0]
+	if l == first {
+		t.Error("the listener is the same object after a host went")
+	}
+	if got, want := routeNames(l), []string{"a.example a"}; !sameNames(got, want) {
+		t.Errorf("routes %v, want %v", got, want)
+	}
+	var shadowedBy []string
+	s.Shadowed(oa, func(_ string, _ *ir.Route, m *metav1.ObjectMeta) { shadowedBy = append(shadowedBy, m.Name) })
+	if len(shadowedBy) > 0 {
+		t.Errorf("a is shadowed by %v after its rekey: an entry kept the old object", shadowedBy)
+	}
+
+	// a goes too: no listener is left.
+	s.Begin([]Listener{http80})
+	s.Sweep(nil, nil)
+	s.Prepare()
+	if ls := s.Build(); len(ls) != 0 {
+		t.Errorf("built %d listeners without routes, want 0", len(ls))
+	}
+}
+
+// The oldest claim of a server name keeps it.
+func TestClaimStream(t *testing.T) {
+	s := NewState[struct{}](1, 2)
+	tls := Listener{Key: TableKey{Port: 443}, Family: FamilyTLS}
+	tb := s.Table(tls)
+	dest := &ir.Destination{}
+	if !tb.ClaimStream("db.example", "ns/old", nil, dest) {
+		t.Fatal("the first claim was refused")
+	}
+	if !tb.ClaimStream("db.example", "ns/old", nil, dest) {
+		t.Error("a route's claim of its own name again was refused")
+	}
+	if tb.ClaimStream("db.example", "ns/new", nil, dest) {
+		t.Error("a second route took a claimed server name")
+	}
+	if s.Prepare(); len(s.Build()) != 1 {
+		t.Error("a table with a stream built no listener")
+	}
+}
