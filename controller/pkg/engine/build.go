@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"slices"
+	"sync/atomic"
 
 	"isobar.dev/controller/pkg/ir"
 )
@@ -22,16 +23,27 @@ func (s *State[D]) Prepare() {
 // Tables are the state's tables, by port.
 func (s *State[D]) Tables() map[TableKey]*Table { return s.tables }
 
-// Build returns the IR listeners of the tables, ordered by port. The
-// state keeps tables its routes have left, and those of stream routes
-// that are gone: those have none.
-func (s *State[D]) Build() []*ir.Listener {
-	var out []*ir.Listener
+// serials number the IR that states build, in the whole process, so that
+// a second stage never takes changes to an IR for changes to another
+// state's.
+var serials atomic.Uint64
+
+// Build sets g's listeners, those of the tables ordered by port, its
+// serial, and what changed since the state's previous build (none the
+// first time). The state keeps tables its routes have left, and those of
+// stream routes that are gone: those have none.
+func (s *State[D]) Build(g *ir.Gateway) {
+	ch := &ir.Changes{Base: s.serial, Listeners: map[string]bool{}, RouteTables: map[string]map[string]bool{}, Chains: map[string]bool{}}
+	g.Listeners = nil
 	for _, tb := range s.tables {
 		if len(tb.hosts) > 0 || len(tb.streams) > 0 {
-			out = append(out, tb.listener())
+			g.Listeners = append(g.Listeners, tb.listener(ch))
 		}
 	}
-	slices.SortFunc(out, func(a, b *ir.Listener) int { return cmp.Compare(a.Port, b.Port) })
-	return out
+	slices.SortFunc(g.Listeners, func(a, b *ir.Listener) int { return cmp.Compare(a.Port, b.Port) })
+	s.serial = serials.Add(1)
+	g.Serial, g.Changes = s.serial, nil
+	if ch.Base != 0 {
+		g.Changes = ch
+	}
 }

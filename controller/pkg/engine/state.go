@@ -66,6 +66,8 @@ type Rules struct {
 // brought up to date by the routes that came, went or changed.
 type State[D any] struct {
 	epoch uint64
+	// serial is the IR's the state built last, 0 before the first.
+	serial uint64
 	// applied holds the outcome of every route object in the state, by
 	// its metadata.
 	applied   map[*metav1.ObjectMeta]*Outcome[D]

@@ -29,6 +29,12 @@ func apply(s *State[struct{}], kind string, src Source, m *metav1.ObjectMeta, ra
 	return o
 }
 
+func build(s *State[struct{}]) *ir.Gateway {
+	g := &ir.Gateway{}
+	s.Build(g)
+	return g
+}
+
 func routeNames(l *ir.Listener) []string {
 	var out []string
 	for _, vh := range l.HTTP.VirtualHosts {
@@ -62,11 +68,11 @@ func TestPrecedenceAcrossSources(t *testing.T) {
 	route := apply(s, "HTTPRoute", FromGatewayAPI, meta("new-route", 2), 0, "h", prefix("route-cart", "/cart"))
 	proxy := apply(s, "HTTPProxy", FromHTTPProxy, meta("proxy", 1), 1, "h", prefix("proxy-cart", "/cart"))
 	s.Prepare()
-	s.Build()
+	build(s)
 	s.Begin([]Listener{http80})
 	ing := apply(s, "Ingress", FromIngress, meta("old-ingress", 0), 0, "h", prefix("ingress-cart", "/cart"), prefix("ingress-cart-long", "/cart/items"))
 	s.Prepare()
-	ls := s.Build()
+	ls := build(s).Listeners
 	if len(ls) != 1 {
 		t.Fatalf("built %d listeners, want 1", len(ls))
 	}
@@ -99,7 +105,7 @@ func TestSweepRekeyAndTakeBack(t *testing.T) {
 	oa := apply(s, "HTTPRoute", FromGatewayAPI, a, 0, "a.example", prefix("a", "/"))
 	apply(s, "HTTPRoute", FromGatewayAPI, b, 1, "b.example", prefix("b", "/"))
 	s.Prepare()
-	first := s.Build()[0]
+	first := build(s).Listeners[0]
 
 	// Nothing changed: the same listener.
 	s.Begin([]Listener{http80})
@@ -109,7 +115,7 @@ func TestSweepRekeyAndTakeBack(t *testing.T) {
 		t.Fatalf("Unseen = %d new, %d seen; want 0, 2", len(fresh), seen)
 	}
 	s.Prepare()
-	if again := s.Build()[0]; again != first {
+	if again := build(s).Listeners[0]; again != first {
 		t.Error("an unchanged table built a new listener")
 	}
 
@@ -129,7 +135,7 @@ func TestSweepRekeyAndTakeBack(t *testing.T) {
 		t.Errorf("%d routes left to attach after the rekey, want 0", len(fresh))
 	}
 	s.Prepare()
-	l := s.Build()[0]
+	l := build(s).Listeners[0]
 	if l == first {
 		t.Error("the listener is the same object after a host went")
 	}
@@ -146,7 +152,7 @@ func TestSweepRekeyAndTakeBack(t *testing.T) {
 	s.Begin([]Listener{http80})
 	s.Sweep(nil, nil)
 	s.Prepare()
-	if ls := s.Build(); len(ls) != 0 {
+	if ls := build(s).Listeners; len(ls) != 0 {
 		t.Errorf("built %d listeners without routes, want 0", len(ls))
 	}
 }
@@ -166,7 +172,57 @@ func TestClaimStream(t *testing.T) {
 	if tb.ClaimStream("db.example", "ns/new", nil, dest) {
 		t.Error("a second route took a claimed server name")
 	}
-	if s.Prepare(); len(s.Build()) != 1 {
+	if s.Prepare(); len(build(s).Listeners) != 1 {
 		t.Error("a table with a stream built no listener")
+	}
+}
+
+// Each build says what it built again since the previous one: the
+// listeners, their route tables and, in those, the virtual hosts.
+func TestChanges(t *testing.T) {
+	s := NewState[struct{}](1, 3)
+	s.Begin([]Listener{http80})
+	apply(s, "HTTPRoute", FromGatewayAPI, meta("a", 1), 0, "a.example", prefix("a", "/"))
+	apply(s, "HTTPRoute", FromGatewayAPI, meta("b", 2), 1, "b.example", prefix("b", "/"))
+	s.Prepare()
+	first := build(s)
+	if first.Changes != nil || first.Serial == 0 {
+		t.Fatalf("the first build has serial %d and changes %v, want a serial and no changes", first.Serial, first.Changes)
+	}
+	for _, step := range []struct {
+		name   string
+		change func()
+		// listeners built again, and the virtual hosts built again of
+		// http_80 (nil when the table is not built again).
+		listeners []string
+		vhosts    []string
+	}{
+		{"nothing", func() {}, nil, nil},
+		{"a route on a new host", func() {
+			apply(s, "HTTPRoute", FromGatewayAPI, meta("c", 3), 0, "c.example", prefix("c", "/"))
+		}, []string{"http_80"}, []string{"c.example"}},
+		{"a route on a host of another", func() {
+			apply(s, "HTTPRoute", FromGatewayAPI, meta("d", 4), 0, "b.example", prefix("d", "/d"))
+		}, []string{"http_80"}, []string{"b.example"}},
+	} {
+		before := first.Serial
+		s.Begin([]Listener{http80})
+		step.change()
+		s.Prepare()
+		g := build(s)
+		first = g
+		if g.Changes == nil || g.Changes.Base != before {
+			t.Fatalf("%s: changes %v, want changes to serial %d", step.name, g.Changes, before)
+		}
+		if got := sortedKeys(g.Changes.Listeners); !sameNames(got, step.listeners) {
+			t.Errorf("%s: listeners built again %v, want %v", step.name, got, step.listeners)
+		}
+		vhosts, ok := g.Changes.RouteTables["http_80"]
+		if ok != (step.vhosts != nil) {
+			t.Errorf("%s: route table http_80 built again: %t, want %t", step.name, ok, step.vhosts != nil)
+		}
+		if got := sortedKeys(vhosts); !sameNames(got, step.vhosts) {
+			t.Errorf("%s: virtual hosts built again %v, want %v", step.name, got, step.vhosts)
+		}
 	}
 }

@@ -154,14 +154,15 @@ func (tb *Table) prune() {
 
 // listener is the table's IR listener: the one built last time while its
 // virtual hosts and streams are the same, so that a listener of thousands
-// of server names is not rebuilt for a change to one's routes.
-func (tb *Table) listener() *ir.Listener {
-	vhosts := tb.virtualHosts()
+// of server names is not rebuilt for a change to one's routes. What it
+// builds again it records in ch.
+func (tb *Table) listener(ch *ir.Changes) *ir.Listener {
+	vhosts, rebuilt := tb.virtualHosts()
 	sameListeners := slices.EqualFunc(tb.Listeners, tb.builtListeners, func(a, b HTTPSListener) bool {
 		return a.Hostname == b.Hostname && slices.Equal(a.Certs, b.Certs) && a.TLS == b.TLS
 	})
 	sameListeners = sameListeners && tb.Fallback == tb.builtFallback
-	if tb.built != nil && slices.Equal(vhosts, tb.builtVhosts) && sameStreams(tb.streams, tb.builtStreams) && tb.Validation.Equal(tb.builtValidation) && sameListeners {
+	if tb.built != nil && len(rebuilt) == 0 && slices.Equal(vhosts, tb.builtVhosts) && sameStreams(tb.streams, tb.builtStreams) && tb.Validation.Equal(tb.builtValidation) && sameListeners {
 		return tb.built
 	}
 	if !tb.Validation.Equal(tb.builtValidation) || !sameListeners {
@@ -169,8 +170,9 @@ func (tb *Table) listener() *ir.Listener {
 		// listeners' hostnames.
 		tb.chains = nil
 	}
-	tb.built, tb.builtVhosts, tb.builtStreams, tb.builtValidation = tb.build(vhosts), vhosts, maps.Clone(tb.streams), tb.Validation
+	tb.built, tb.builtVhosts, tb.builtStreams, tb.builtValidation = tb.build(vhosts, rebuilt, ch), vhosts, maps.Clone(tb.streams), tb.Validation
 	tb.builtListeners, tb.builtFallback = slices.Clone(tb.Listeners), tb.Fallback
+	ch.Listeners[tb.built.Name] = true
 	return tb.built
 }
 
@@ -184,30 +186,42 @@ func (tb *Table) touch(domains []string) {
 	}
 }
 
-// virtualHosts returns the table's IR virtual hosts in domain order. While
-// no host came or went, the ones built last keep their places and only the
-// touched are built again: a change to one route of a listener of 100,000
-// hostnames looks up one host, not all of them.
-func (tb *Table) virtualHosts() []*ir.VirtualHost {
+// virtualHosts returns the table's IR virtual hosts in domain order, and
+// the domains of those built again. While no host came or went, the ones
+// built last keep their places and only the touched are built again: a
+// change to one route of a listener of 100,000 hostnames looks up one
+// host, not all of them.
+func (tb *Table) virtualHosts() ([]*ir.VirtualHost, map[string]bool) {
 	touched := tb.touched
 	tb.touched = nil
+	var rebuilt map[string]bool
+	get := func(d string) *ir.VirtualHost {
+		v := tb.hosts[d]
+		if v.built == nil {
+			if rebuilt == nil {
+				rebuilt = map[string]bool{}
+			}
+			rebuilt[d] = true
+		}
+		return v.virtualHost()
+	}
 	if tb.built != nil && tb.domains != nil && len(tb.builtVhosts) == len(tb.domains) {
 		if len(touched) == 0 {
-			return tb.builtVhosts
+			return tb.builtVhosts, nil
 		}
 		vhosts := slices.Clone(tb.builtVhosts)
 		for _, d := range touched {
 			if i, ok := slices.BinarySearch(tb.domains, d); ok {
-				vhosts[i] = tb.hosts[d].virtualHost()
+				vhosts[i] = get(d)
 			}
 		}
-		return vhosts
+		return vhosts, rebuilt
 	}
 	vhosts := make([]*ir.VirtualHost, 0, len(tb.hosts))
 	for _, d := range tb.sortedDomains() {
-		vhosts = append(vhosts, tb.hosts[d].virtualHost())
+		vhosts = append(vhosts, get(d))
 	}
-	return vhosts
+	return vhosts, rebuilt
 }
 
 func sameStreams(a, b map[string]*stream) bool {
@@ -217,8 +231,8 @@ func sameStreams(a, b map[string]*stream) bool {
 }
 
 // build makes the IR listener of the table with its virtual hosts in
-// domain order.
-func (tb *Table) build(vhosts []*ir.VirtualHost) *ir.Listener {
+// domain order, of which those named in rebuilt were built again.
+func (tb *Table) build(vhosts []*ir.VirtualHost, rebuilt map[string]bool, ch *ir.Changes) *ir.Listener {
 	switch tb.family {
 	case FamilyHTTP:
 		name := fmt.Sprintf("http_%d", tb.port)
@@ -226,6 +240,7 @@ func (tb *Table) build(vhosts []*ir.VirtualHost) *ir.Listener {
 			name = tb.Names.Listener
 		}
 		rt := &ir.RouteTable{Name: name, VirtualHosts: vhosts}
+		ch.RouteTables[name] = rebuilt
 		return &ir.Listener{Name: name, Protocol: ir.HTTP, Port: tb.port, ContainerPort: tb.cport, HTTP: rt}
 	case FamilyTCP, FamilyUDP:
 		dest := &ir.Destination{}
@@ -248,7 +263,7 @@ func (tb *Table) build(vhosts []*ir.VirtualHost) *ir.Listener {
 		name, routes = tb.Names.Listener, tb.Names.Routes
 	}
 	l := &ir.Listener{Name: name, Protocol: proto, Port: tb.port, ContainerPort: tb.cport}
-	l.Chains = tb.httpsChains(routes, vhosts)
+	l.Chains = tb.httpsChains(routes, vhosts, rebuilt, ch)
 	for _, d := range sortedKeys(tb.streams) {
 		if tb.servesName(d) {
 			continue
@@ -283,7 +298,7 @@ func (tb *Table) servesName(d string) bool {
 // was not served with. A Host of no listener's gets 404 from the
 // listener without a hostname, 421 from the others. A chain whose virtual
 // hosts are unchanged is the same object, which the second stage keeps.
-func (tb *Table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chain {
+func (tb *Table) httpsChains(prefix string, vhosts []*ir.VirtualHost, rebuilt map[string]bool, ch *ir.Changes) []*ir.Chain {
 	if len(tb.Listeners) == 0 {
 		return nil
 	}
@@ -347,6 +362,12 @@ func (tb *Table) httpsChains(prefix string, vhosts []*ir.VirtualHost) []*ir.Chai
 				c.ServerNames = []string{hl.Hostname}
 			}
 			b = builtChain{chain: c, own: own}
+			if c.HTTP != nil {
+				// The misdirected hosts are alike while they have
+				// their names.
+				ch.RouteTables[c.HTTP.Name] = rebuilt
+			}
+			ch.Chains[prefix+"/"+hostname.OrAny(hl.Hostname)] = true
 		}
 		chains[hl.Hostname] = b
 		out = append(out, b.chain)

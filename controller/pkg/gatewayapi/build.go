@@ -58,7 +58,8 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 			}
 		}
 	}
-	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name, Listeners: t.state.Build()}
+	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name}
+	t.state.Build(g)
 	for _, c := range t.clusters {
 		g.Clusters = append(g.Clusters, c)
 	}

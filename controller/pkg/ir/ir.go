@@ -33,7 +33,56 @@ type Gateway struct {
 	Clusters []*Cluster `json:"clusters,omitempty"` // ordered by name
 	// Secrets are the TLS certificates the listeners serve, by name.
 	Secrets []*Secret `json:"secrets,omitempty"` // ordered by name
+	// Serial tells this IR from every other its process built; Changes,
+	// when set, say what differs from the IR of serial Changes.Base.
+	Serial  uint64   `json:"-"`
+	Changes *Changes `json:"-"`
 }
+
+// Changes say which parts of a Gateway's IR the first stage built again
+// since the IR it built before (Base): a second stage that translated
+// Base last builds these parts again and keeps what it built of every
+// other, which is as it was. Nil Changes, or a Base it did not translate
+// last, mean everything is new to it. Names are those of the IR, unique
+// within a Gateway.
+type Changes struct {
+	Base uint64
+	// Listeners are the listeners built again (added or changed); a
+	// listener gone is not in Gateway.Listeners.
+	Listeners map[string]bool
+	// RouteTables are the route tables built again, by name, each with
+	// the names of its virtual hosts built again (added or changed); a
+	// virtual host of the table that is not named is as it was in Base's
+	// table of that name. Only listeners built again have tables here.
+	RouteTables map[string]map[string]bool
+	// Chains are the HTTPS filter chains built again, by the name of
+	// their route table.
+	Chains map[string]bool
+}
+
+// KeepsListener reports whether the listener of this name is as it was
+// in Base; never with nil Changes.
+func (c *Changes) KeepsListener(name string) bool { return c != nil && !c.Listeners[name] }
+
+// KeepsRouteTable reports whether the route table of this name is as it
+// was in Base.
+func (c *Changes) KeepsRouteTable(name string) bool {
+	if c == nil {
+		return false
+	}
+	_, changed := c.RouteTables[name]
+	return !changed
+}
+
+// KeepsVirtualHost reports whether the virtual host of this name, in a
+// route table built again, is as it was in Base's table.
+func (c *Changes) KeepsVirtualHost(table, name string) bool {
+	return c != nil && !c.RouteTables[table][name]
+}
+
+// KeepsChain reports whether the HTTPS filter chain of this route table
+// is as it was in Base.
+func (c *Changes) KeepsChain(table string) bool { return c != nil && !c.Chains[table] }
 
 // Protocol is what an Envoy listener speaks.
 type Protocol string

@@ -190,3 +190,48 @@ func TestIncrementalKindConflicts(t *testing.T) {
 		}
 	}
 }
+
+// A root HTTPProxy's TLS virtual host is a filter chain of its own, which
+// the second stage keeps while the changes do not name it: when what the
+// root read changes (its client CA goes, or comes back), the chains of
+// the port are built again, within the same state.
+func TestIncrementalProxyChains(t *testing.T) {
+	base, _, err := LoadFiles([]string{"testdata/httpproxy-tls.in.yaml"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ca *corev1.Secret
+	for _, s := range base.Secrets {
+		if s.Name == "clients-ca" {
+			ca = s
+		}
+	}
+	if ca == nil {
+		t.Fatal("the input has no Secret clients-ca")
+	}
+	withoutCA := func(r *resources.Resources) {
+		r.Secrets = slices.DeleteFunc(slices.Clone(r.Secrets), func(s *corev1.Secret) bool { return s == ca })
+	}
+	steps := []struct {
+		name   string
+		change func(r *resources.Resources)
+	}{
+		{"first", func(*resources.Resources) {}},
+		{"unchanged", func(*resources.Resources) {}},
+		{"client CA deleted", withoutCA},
+		{"client CA back", func(r *resources.Resources) { r.Secrets = append(slices.Clone(r.Secrets), ca) }},
+		{"client CA rotated", func(r *resources.Resources) {
+			withoutCA(r)
+			c := ca.DeepCopy()
+			c.Data = map[string][]byte{"ca.crt": []byte("not a certificate")}
+			r.Secrets = append(r.Secrets, c)
+		}},
+	}
+	snapshot := *base
+	inc := newIncremental()
+	for _, step := range steps {
+		step.change(&snapshot)
+		res := snapshot
+		inc.check(t, step.name, &res)
+	}
+}

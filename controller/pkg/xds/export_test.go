@@ -24,8 +24,10 @@ func PlainRouteConfiguration(t *ir.RouteTable) *routev3.RouteConfiguration {
 // Encoded are the encodings of the virtual hosts of the route
 // configuration the Translator built last under name.
 func (x *Translator) Encoded(name string) [][]byte {
-	if b := x.routeConfigs[name]; b != nil {
-		return b.encoded
+	for _, l := range x.listeners {
+		if b := l.routeConfigs[name]; b != nil {
+			return b.encoded
+		}
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
@@ -28,7 +27,14 @@ func ads() *corev3.ConfigSource {
 	}
 }
 
-func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
+// translateListener builds an IR listener, taking from before, what was
+// built of the listener of its name last, the route configurations and
+// filter chains the IR's changes do not name.
+func (x *Translator) translateListener(l *ir.Listener, s Settings, before *builtListener) (*builtListener, error) {
+	if before == nil {
+		before = &builtListener{}
+	}
+	b := &builtListener{routeConfigs: map[string]*builtRouteConfig{}, chains: map[string]*listenerv3.FilterChain{}}
 	out := &listenerv3.Listener{
 		Name: l.Name,
 		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
@@ -40,14 +46,11 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 		// headers and uploads stream through it.
 		PerConnectionBufferLimitBytes: wrapperspb.UInt32(32768),
 	}
-	var routes []*routev3.RouteConfiguration
 	switch l.Protocol {
 	case ir.HTTP:
-		rc, err := x.routeConfiguration(l.HTTP)
-		if err != nil {
-			return nil, nil, err
+		if err := x.routeConfiguration(l.HTTP, before, b); err != nil {
+			return nil, err
 		}
-		routes = append(routes, rc)
 		out.FilterChains = []*listenerv3.FilterChain{{
 			Filters: []*listenerv3.Filter{httpConnectionManager(l.Name, l.HTTP.Name, s, nil)},
 		}}
@@ -58,12 +61,10 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 		}}
 		for _, c := range l.Chains {
 			if c.HTTP != nil {
-				rc, err := x.routeConfiguration(c.HTTP)
-				if err != nil {
-					return nil, nil, err
+				if err := x.routeConfiguration(c.HTTP, before, b); err != nil {
+					return nil, err
 				}
-				routes = append(routes, rc)
-				out.FilterChains = append(out.FilterChains, x.httpsChain(l.Name, c, s))
+				out.FilterChains = append(out.FilterChains, x.httpsChain(l.Name, c, s, before, b))
 				continue
 			}
 			fc := &listenerv3.FilterChain{}
@@ -74,7 +75,7 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 					fc.TransportSocket = downstreamTLS(c, nil, s)
 				}
 			default:
-				return nil, nil, fmt.Errorf("listener %s: a filter chain without HTTP or TCP", l.Name)
+				return nil, fmt.Errorf("listener %s: a filter chain without HTTP or TCP", l.Name)
 			}
 			if len(c.ServerNames) > 0 {
 				fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: c.ServerNames}
@@ -88,19 +89,20 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings) (*listenerv3.
 		out.PerConnectionBufferLimitBytes = nil
 		out.ListenerFilters = []*listenerv3.ListenerFilter{udpProxy(l.Name, l.UDP, s)}
 	default:
-		return nil, nil, fmt.Errorf("listener %s: protocol %s is not supported so far", l.Name, l.Protocol)
+		return nil, fmt.Errorf("listener %s: protocol %s is not supported so far", l.Name, l.Protocol)
 	}
-	return out, routes, nil
+	b.listener = out
+	return b, nil
 }
 
 // httpsChain is the filter chain of an HTTPS server name. It names its
-// route configuration rather than holding it, so it is kept for as long as
-// the first stage hands out the same IR chain: a listener of thousands of
-// server names is not rebuilt (and compared, and pushed) for a change to
-// one's routes.
-func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings) *listenerv3.FilterChain {
-	fc, ok := x.chains[c]
-	if !ok {
+// route configuration rather than holding it, so it is kept while the IR's
+// changes do not name it: a listener of thousands of server names does not
+// build (and compare, and push) them all again for a change to one's
+// routes.
+func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings, before, b *builtListener) *listenerv3.FilterChain {
+	fc, ok := before.chains[c.HTTP.Name]
+	if !ok || !x.changes.KeepsChain(c.HTTP.Name) {
 		fc = &listenerv3.FilterChain{
 			Filters:         []*listenerv3.Filter{httpConnectionManager(listener, c.HTTP.Name, s, c.ForwardClientCert)},
 			TransportSocket: downstreamTLS(c, []string{"h2", "http/1.1"}, s),
@@ -109,10 +111,7 @@ func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings) *liste
 			fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: c.ServerNames}
 		}
 	}
-	x.freshChains[c] = fc
-	if x.chainKeys != nil {
-		*x.chainKeys = append(*x.chainKeys, c)
-	}
+	b.chains[c.HTTP.Name] = fc
 	return fc
 }
 

@@ -34,33 +34,32 @@ type builtRouteConfig struct {
 	encoded [][]byte
 }
 
-// routeConfiguration translates a route table into a route configuration
-// whose virtual hosts are already encoded: they are the message's unknown
-// fields, which marshal as they are and which Envoy reads as the
-// virtual_hosts they are on the wire. Envoy messages for the routes exist
-// only while a virtual host is encoded: an unchanged virtual host keeps its
-// bytes, and a changed one takes its unchanged routes' bytes from its
-// previous encoding, so a change to one route of 20,000 costs that route
-// and a copy. Keeping the messages as well would hold every route twice
-// (the messages and their bytes).
+// routeConfiguration translates a route table, adding it to b, into a
+// route configuration whose virtual hosts are already encoded: they are
+// the message's unknown fields, which marshal as they are and which Envoy
+// reads as the virtual_hosts they are on the wire. Envoy messages for the
+// routes exist only while a virtual host is encoded: a virtual host the
+// IR's changes do not name keeps its bytes, and one they name takes its
+// unchanged routes' bytes from its previous encoding, so a change to one
+// route of 20,000 costs that route and a copy. Keeping the messages as
+// well would hold every route twice (the messages and their bytes).
 //
-// A table of the same virtual hosts as last time gives the same message,
-// so that comparing it with what is served is a pointer check.
-func (x *Translator) routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfiguration, error) {
-	old := x.routeConfigs[t.Name]
+// A table the changes do not name gives the message built before, so
+// that comparing it with what is served is a pointer check.
+func (x *Translator) routeConfiguration(t *ir.RouteTable, before, b *builtListener) error {
+	old := before.routeConfigs[t.Name]
+	if old != nil && x.changes.KeepsRouteTable(t.Name) {
+		b.routeConfigs[t.Name], b.routes = old, append(b.routes, old.rc)
+		return nil
+	}
 	if old == nil {
 		old = &builtRouteConfig{}
 	}
-	if old.rc != nil && slices.Equal(old.vhosts, t.VirtualHosts) {
-		x.freshRouteConfigs[t.Name] = old
-		return old.rc, nil
-	}
 	encoded := make([][]byte, len(t.VirtualHosts))
-	// The first stage hands out an unchanged virtual host again, in its
-	// place unless one was added or removed before it: a virtual host is
-	// looked up by position, and by a map only when it moved (with
-	// 100,000 of them, a map rebuilt on every change cost more than the
-	// rest of the change).
+	// A virtual host is in its place unless one was added or removed
+	// before it: it is looked up by position, and by a map only when it
+	// moved (with 100,000 of them, a map rebuilt on every change cost
+	// more than the rest of the change).
 	var byName map[string]int
 	previous := func(i int, name string) int {
 		if i < len(old.vhosts) && old.vhosts[i].Name == name {
@@ -82,13 +81,13 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfigu
 		switch j := previous(i, v.Name); {
 		case j < 0:
 			encoded[i], err = x.virtualHost(v, nil, nil)
-		case old.vhosts[j] == v:
+		case x.changes.KeepsVirtualHost(t.Name, v.Name):
 			encoded[i] = old.encoded[j]
 		default:
 			encoded[i], err = x.virtualHost(v, old.vhosts[j], old.encoded[j])
 		}
 		if err != nil {
-			return nil, fmt.Errorf("route configuration %s: %w", t.Name, err)
+			return fmt.Errorf("route configuration %s: %w", t.Name, err)
 		}
 	}
 	rc := &routev3.RouteConfiguration{
@@ -115,8 +114,8 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable) (*routev3.RouteConfigu
 		encoded[i] = raw[start:len(raw):len(raw)]
 	}
 	rc.ProtoReflect().SetUnknown(raw)
-	x.freshRouteConfigs[t.Name] = &builtRouteConfig{vhosts: t.VirtualHosts, rc: rc, encoded: encoded}
-	return rc, nil
+	b.routeConfigs[t.Name], b.routes = &builtRouteConfig{vhosts: t.VirtualHosts, rc: rc, encoded: encoded}, append(b.routes, rc)
+	return nil
 }
 
 // virtualHost encodes v. The same virtual host in the table of another

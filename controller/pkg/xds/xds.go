@@ -50,13 +50,16 @@ func Translate(g *ir.Gateway, s Settings) (*Resources, error) {
 	return Decoded(r)
 }
 
-// Translator builds the Envoy resources of one Gateway again and again,
-// reusing the encoding of every IR virtual host of a route configuration
-// that is unchanged (the first stage hands out the same *ir.VirtualHost
-// while its routes are), and in one that changed, of every IR route that
-// is (the same *ir.Route). The route configurations it returns are in the
-// form they are served in: their virtual hosts encoded, as the message's
-// unknown fields. Use one per Gateway.
+// Translator builds the Envoy resources of one Gateway again and again.
+// When the IR comes with the changes since the IR it translated last (see
+// ir.Changes), it builds again only what they name: a listener not named
+// is what it built last, and in a route table built again, a virtual host
+// not named keeps its encoding. In a virtual host built again, a route
+// that was in it before keeps its bytes: the first stage hands out the
+// same *ir.Route, immutable, while the route's rules are unchanged. The
+// route configurations it returns are in the form they are served in:
+// their virtual hosts encoded, as the message's unknown fields. Use one
+// per Gateway.
 type Translator struct {
 	settings Settings
 	// actions are the shared actions of routes to a single cluster, and
@@ -71,46 +74,22 @@ type Translator struct {
 	// way.
 	messages  routeMessages
 	encodings []byte
-	// chains are HTTPS filter chains, by IR chain.
-	chains, freshChains map[*ir.Chain]*listenerv3.FilterChain
-	// routeConfigs are by name, with the virtual hosts they were built of.
-	routeConfigs, freshRouteConfigs map[string]*builtRouteConfig
-	// listeners are by IR listener, which the first stage hands out again
-	// while nothing in it changed.
-	listeners, freshListeners map[*ir.Listener]*builtListener
-	// chainKeys collects the HTTPS chains of the listener being
-	// translated.
-	chainKeys *[]*ir.Chain
+	// serial is the IR translated last, and listeners what was built of
+	// it, by name; changes are the IR's under way when they are to that
+	// IR, nil when everything is to be built.
+	serial    uint64
+	listeners map[string]*builtListener
+	changes   *ir.Changes
 }
 
+// builtListener is a listener as built last, with the route
+// configurations and HTTPS filter chains it was built with, by name (a
+// chain by its route configuration's).
 type builtListener struct {
-	listener  *listenerv3.Listener
-	routes    []*routev3.RouteConfiguration
-	chainKeys []*ir.Chain
-}
-
-// listener translates an IR listener, or returns what it built of the same
-// IR last time, keeping the parts in the caches.
-func (x *Translator) listener(l *ir.Listener, s Settings) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
-	if b, ok := x.listeners[l]; ok {
-		for _, rc := range b.routes {
-			x.freshRouteConfigs[rc.Name] = x.routeConfigs[rc.Name]
-		}
-		for _, k := range b.chainKeys {
-			x.freshChains[k] = x.chains[k]
-		}
-		x.freshListeners[l] = b
-		return b.listener, b.routes, nil
-	}
-	b := &builtListener{}
-	x.chainKeys = &b.chainKeys
-	defer func() { x.chainKeys = nil }()
-	var err error
-	if b.listener, b.routes, err = x.translateListener(l, s); err != nil {
-		return nil, nil, err
-	}
-	x.freshListeners[l] = b
-	return b.listener, b.routes, nil
+	listener     *listenerv3.Listener
+	routes       []*routev3.RouteConfiguration
+	routeConfigs map[string]*builtRouteConfig
+	chains       map[string]*listenerv3.FilterChain
 }
 
 // NewTranslator returns a Translator with an empty cache.
@@ -121,27 +100,31 @@ func NewTranslator(s Settings) *Translator {
 // Translate builds the Envoy resources of g.
 func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	x.actions, x.encodedVhosts = map[string]*routev3.Route_Route{}, map[string][]encodedVirtualHost{}
-	x.freshChains = make(map[*ir.Chain]*listenerv3.FilterChain, len(x.chains))
-	x.freshRouteConfigs = make(map[string]*builtRouteConfig, len(x.routeConfigs))
-	x.freshListeners = make(map[*ir.Listener]*builtListener, len(x.listeners))
-	defer func() {
-		x.listeners, x.freshListeners = x.freshListeners, nil
-		x.routeConfigs, x.freshRouteConfigs = x.freshRouteConfigs, nil
-		x.chains, x.freshChains = x.freshChains, nil
-		x.actions, x.encodedVhosts, x.encodings = nil, nil, nil
-	}()
+	x.changes = nil
+	if g.Changes != nil && x.serial != 0 && g.Changes.Base == x.serial {
+		x.changes = g.Changes
+	}
+	// A translation that fails leaves nothing to build on.
+	x.serial = 0
+	defer func() { x.actions, x.encodedVhosts, x.encodings, x.changes = nil, nil, nil, nil }()
 	s := x.settings
 	out := &Resources{}
 	invalidUsed := false
+	built := make(map[string]*builtListener, len(g.Listeners))
 	for _, l := range g.Listeners {
-		listener, routes, err := x.listener(l, s)
-		if err != nil {
-			return nil, err
+		b := x.listeners[l.Name]
+		if b == nil || !x.changes.KeepsListener(l.Name) {
+			var err error
+			if b, err = x.translateListener(l, s, b); err != nil {
+				return nil, err
+			}
 		}
+		built[l.Name] = b
 		invalidUsed = invalidUsed || needsNoBackend(l)
-		out.Listeners = append(out.Listeners, listener)
-		out.Routes = append(out.Routes, routes...)
+		out.Listeners = append(out.Listeners, b.listener)
+		out.Routes = append(out.Routes, b.routes...)
 	}
+	x.listeners, x.serial = built, g.Serial
 	for _, c := range g.Clusters {
 		out.Clusters = append(out.Clusters, cluster(c, s))
 		if !c.DNS {
