@@ -33,7 +33,11 @@ var serials atomic.Uint64
 // first time). The state keeps tables its routes have left, and those of
 // stream routes that are gone: those have none.
 func (s *State[D]) Build(g *ir.Gateway) {
-	ch := &ir.Changes{Base: s.serial, Listeners: map[string]bool{}, RouteTables: map[string]map[string]bool{}, Chains: map[string]bool{}}
+	// The first build has nothing to change: it records nothing.
+	var ch *ir.Changes
+	if s.serial != 0 {
+		ch = &ir.Changes{Base: s.serial, Listeners: map[string]bool{}, RouteTables: map[string]map[string]bool{}, Chains: map[string]bool{}}
+	}
 	g.Listeners = nil
 	for _, tb := range s.tables {
 		if len(tb.hosts) > 0 || len(tb.streams) > 0 {
@@ -42,8 +46,5 @@ func (s *State[D]) Build(g *ir.Gateway) {
 	}
 	slices.SortFunc(g.Listeners, func(a, b *ir.Listener) int { return cmp.Compare(a.Port, b.Port) })
 	s.serial = serials.Add(1)
-	g.Serial, g.Changes = s.serial, nil
-	if ch.Base != 0 {
-		g.Changes = ch
-	}
+	g.Serial, g.Changes = s.serial, ch
 }

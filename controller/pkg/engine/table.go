@@ -155,9 +155,9 @@ func (tb *Table) prune() {
 // listener is the table's IR listener: the one built last time while its
 // virtual hosts and streams are the same, so that a listener of thousands
 // of server names is not rebuilt for a change to one's routes. What it
-// builds again it records in ch.
+// builds again it records in ch, unless ch is nil.
 func (tb *Table) listener(ch *ir.Changes) *ir.Listener {
-	vhosts, rebuilt := tb.virtualHosts()
+	vhosts, rebuilt := tb.virtualHosts(ch != nil)
 	sameListeners := slices.EqualFunc(tb.Listeners, tb.builtListeners, func(a, b HTTPSListener) bool {
 		return a.Hostname == b.Hostname && slices.Equal(a.Certs, b.Certs) && a.TLS == b.TLS
 	})
@@ -172,7 +172,9 @@ func (tb *Table) listener(ch *ir.Changes) *ir.Listener {
 	}
 	tb.built, tb.builtVhosts, tb.builtStreams, tb.builtValidation = tb.build(vhosts, rebuilt, ch), vhosts, maps.Clone(tb.streams), tb.Validation
 	tb.builtListeners, tb.builtFallback = slices.Clone(tb.Listeners), tb.Fallback
-	ch.Listeners[tb.built.Name] = true
+	if ch != nil {
+		ch.Listeners[tb.built.Name] = true
+	}
 	return tb.built
 }
 
@@ -187,17 +189,17 @@ func (tb *Table) touch(domains []string) {
 }
 
 // virtualHosts returns the table's IR virtual hosts in domain order, and
-// the domains of those built again. While no host came or went, the ones
+// when track is set the domains of those built again. While no host came or went, the ones
 // built last keep their places and only the touched are built again: a
 // change to one route of a listener of 100,000 hostnames looks up one
 // host, not all of them.
-func (tb *Table) virtualHosts() ([]*ir.VirtualHost, map[string]bool) {
+func (tb *Table) virtualHosts(track bool) ([]*ir.VirtualHost, map[string]bool) {
 	touched := tb.touched
 	tb.touched = nil
 	var rebuilt map[string]bool
 	get := func(d string) *ir.VirtualHost {
 		v := tb.hosts[d]
-		if v.built == nil {
+		if track && v.built == nil {
 			if rebuilt == nil {
 				rebuilt = map[string]bool{}
 			}
@@ -240,7 +242,9 @@ func (tb *Table) build(vhosts []*ir.VirtualHost, rebuilt map[string]bool, ch *ir
 			name = tb.Names.Listener
 		}
 		rt := &ir.RouteTable{Name: name, VirtualHosts: vhosts}
-		ch.RouteTables[name] = rebuilt
+		if ch != nil {
+			ch.RouteTables[name] = rebuilt
+		}
 		return &ir.Listener{Name: name, Protocol: ir.HTTP, Port: tb.port, ContainerPort: tb.cport, HTTP: rt}
 	case FamilyTCP, FamilyUDP:
 		dest := &ir.Destination{}
@@ -362,12 +366,14 @@ func (tb *Table) httpsChains(prefix string, vhosts []*ir.VirtualHost, rebuilt ma
 				c.ServerNames = []string{hl.Hostname}
 			}
 			b = builtChain{chain: c, own: own}
-			if c.HTTP != nil {
+			if ch != nil && c.HTTP != nil {
 				// The misdirected hosts are alike while they have
-				// their names.
+				// their names. A tcpproxy's chain has no table: the
+				// second stage builds it on every build of its
+				// listener.
 				ch.RouteTables[c.HTTP.Name] = rebuilt
+				ch.Chains[c.HTTP.Name] = true
 			}
-			ch.Chains[prefix+"/"+hostname.OrAny(hl.Hostname)] = true
 		}
 		chains[hl.Hostname] = b
 		out = append(out, b.chain)
