@@ -11,5 +11,5 @@ import (
 // the same virtual hosts as HTTPRoutes (see routerule.GRPCRoute).
 func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute, rank int32) {
 	r := route{kind: "GRPCRoute", meta: &gr.ObjectMeta, parentRefs: gr.Spec.ParentRefs, hostnames: gr.Spec.Hostnames}
-	t.attachRequestRoute(r, rank, func(e env.Env) *routerule.Rules { return routerule.GRPCRoute(e, &t.cache.names, gr) })
+	t.attachRequestRoute(r, rank, func(e env.Env) *routerule.Rules { return routerule.GRPCRoute(e, &t.cache.Names, gr) })
 }

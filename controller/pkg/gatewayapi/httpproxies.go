@@ -101,7 +101,7 @@ func (t *gatewayTranslator) attachHTTPProxy(root *contourv1.HTTPProxy, rank int3
 		return
 	}
 	defer t.state.Apply(o)
-	tree := httpproxy.Root(t.newEnv(&o.Reads), &t.cache.names, root, t.proxyOptions, t.httpsPort)
+	tree := httpproxy.Root(t.newEnv(&o.Reads), &t.cache.Names, root, t.proxyOptions, t.httpsPort)
 	o.Clusters, o.Detail = tree.Clusters, &detail{proxyStatuses: tree.Statuses, chainTLS: tree.TLS}
 	add := func(l *listener, routes []*ir.Route) {
 		if len(routes) > 0 && !t.addHost(o, l, tree.FQDN, [][]*ir.Route{routes}) {

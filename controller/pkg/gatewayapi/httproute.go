@@ -14,7 +14,7 @@ import (
 // translates its rules into the route tables and records its status.
 func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute, rank int32) {
 	r := route{kind: "HTTPRoute", meta: &hr.ObjectMeta, parentRefs: hr.Spec.ParentRefs, hostnames: hr.Spec.Hostnames}
-	t.attachRequestRoute(r, rank, func(e env.Env) *routerule.Rules { return routerule.HTTPRoute(e, &t.cache.names, hr) })
+	t.attachRequestRoute(r, rank, func(e env.Env) *routerule.Rules { return routerule.HTTPRoute(e, &t.cache.Names, hr) })
 }
 
 // attachRequestRoute attaches an HTTPRoute or GRPCRoute, whose rules become
@@ -58,19 +58,11 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rank int32, translate fu
 // this translation or this Gateway's previous state holds them and none of
 // their deps changed.
 func (t *gatewayTranslator) cachedRules(o *outcome, translate func(env.Env) *routerule.Rules) *routerule.Rules {
-	c, meta := t.cache, o.Meta
-	hit, ok := c.fresh[meta]
-	if !ok && t.prev != nil {
-		if o := t.prev.Applied(meta); o != nil && o.Rules != nil && !o.Rules.Reads.AnyIn(c.changed) {
-			hit, ok = o.Rules, true
-			c.fresh[meta] = hit
-		}
+	var prev *engine.State[*detail]
+	if t.prev != nil {
+		prev = t.prev.State
 	}
-	if !ok {
-		hit = &engine.Rules{}
-		hit.Rules = translate(t.newEnv(&hit.Reads))
-		c.fresh[meta] = hit
-	}
+	hit := engine.CachedRules(t.cache, prev, o.Meta, func(r *env.Reads) *routerule.Rules { return translate(t.newEnv(r)) })
 	o.Rules = hit
 	// Shared and clipped: an outcome never changes its clusters.
 	cs := hit.Rules.Clusters

@@ -76,7 +76,7 @@ func (t *gatewayTranslator) attachIngress(ing *networkingv1.Ingress, rank int32)
 		o.Detail = &detail{problems: []string{msg}}
 		return
 	}
-	rules := ingress.Translate(t.newEnv(&o.Reads), &t.cache.names, ing, t.gw, *t.ingressShape)
+	rules := ingress.Translate(t.newEnv(&o.Reads), &t.cache.Names, ing, t.gw, *t.ingressShape)
 	o.Clusters, o.Detail = rules.Clusters, &detail{problems: rules.Problems}
 	for i, h := range rules.Hosts {
 		add := func(l *listener, routes []*ir.Route) {

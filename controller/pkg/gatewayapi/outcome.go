@@ -116,7 +116,7 @@ func sameSpec(a, b *gatewayv1.Gateway) bool {
 func (t *gatewayTranslator) update() {
 	s := t.state
 	s.Begin(t.slots)
-	stale := s.Stale(t.cache.changed)
+	stale := s.Stale(t.cache.Changed())
 	// A route that wins or loses a hostname to the other kind is stale.
 	for _, lost := range []map[*metav1.ObjectMeta]map[int]string{s.lost, t.lost} {
 		for m := range lost {

@@ -32,7 +32,6 @@ import (
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
-	"isobar.dev/controller/pkg/routerule"
 )
 
 // Options select what to translate.
@@ -90,11 +89,11 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	streams := streamRoutes(res)
 	httpRoutes := withParents(res.HTTPRoutes, func(r *gatewayv1.HTTPRoute) []gatewayv1.ParentReference { return r.Spec.ParentRefs })
 	grpcRoutes := withParents(res.GRPCRoutes, func(r *gatewayv1.GRPCRoute) []gatewayv1.ParentReference { return r.Spec.ParentRefs })
-	var changed map[env.Dep]bool
-	if len(tr.states) > 0 {
-		changed = env.Changed(tr.prev, idx)
+	prev := tr.prev
+	if len(tr.states) == 0 {
+		prev = nil
 	}
-	c := &cache{fresh: map[*metav1.ObjectMeta]*engine.Rules{}, changed: changed}
+	c := engine.NewCache(prev, idx)
 	states := map[types.NamespacedName]*gatewayState{}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
@@ -120,15 +119,6 @@ func (tr *Translator) acceptClasses(res *resources.Resources, st *Status) {
 			st.GatewayClasses[class.Name] = &cs
 		}
 	}
-}
-
-// cache shares translated rules between the Gateways of one translation.
-type cache struct {
-	fresh map[*metav1.ObjectMeta]*engine.Rules
-	// changed are the deps this snapshot changed since the last.
-	changed map[env.Dep]bool
-	// names are the cluster names the rules of this translation built.
-	names routerule.Names
 }
 
 // selectGateways returns the Gateways to translate, ordered by namespace and
@@ -168,7 +158,7 @@ type gatewayTranslator struct {
 	httpRoutes []*gatewayv1.HTTPRoute
 	grpcRoutes []*gatewayv1.GRPCRoute
 	streams    []*streamRoute // TLS, TCP and UDP routes with parentRefs, oldest first
-	cache      *cache
+	cache      *engine.Cache
 	// state is what the Gateway's routes add up to; prev is the state of
 	// the previous translation when its context was not this one's, whose
 	// translated rules cachedRules reuses.
