@@ -29,8 +29,8 @@ func TestServeUpdateLatency(t *testing.T) {
 	routes, samples := envInt("ISOBAR_LATENCY_ROUTES", 1000), envInt("ISOBAR_LATENCY_SAMPLES", 20)
 	unrelated, others := envInt("ISOBAR_LATENCY_UNRELATED", 0), envInt("ISOBAR_LATENCY_OTHER_ROUTES", 0)
 	ns := namespace(t)
-	// Creating the routes takes about 5 ms each here: the one-minute
-	// context of other tests is too short for 10,000.
+	// Each route is an API request of its own: the one-minute context of
+	// other tests is too short for 10,000.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+time.Duration(2*routes+2*unrelated+others)*20*time.Millisecond)
 	defer cancel()
 	if unrelated > 0 {

@@ -124,9 +124,9 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable, before, b *builtListen
 // before (the same virtual host's previous IR, encoded as was), or with
 // another listener's virtual host of its name, take their bytes from that
 // encoding. The other routes are built and marshalled one at a time
-// (encodeVirtualHost). Sharing by virtual host needs no lookup per route: a map of
-// every route encoded, which it replaced, cost a sixth of the second
-// stage at 100,000 routes.
+// (encodeVirtualHost). Sharing by virtual host needs no lookup per
+// route, where a map of every route encoded would be built and probed on
+// every translation.
 func (x *Translator) virtualHost(v, before *ir.VirtualHost, was []byte) ([]byte, error) {
 	var other *encodedVirtualHost
 	for i, e := range x.encodedVhosts[v.Name] {
