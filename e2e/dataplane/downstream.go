@@ -27,6 +27,8 @@ const handshakeTimeout = 10 * time.Second
 // chain is chosen.
 type downstream struct {
 	port uint32
+	// client is the address the connection comes from.
+	client string
 	// hello is the client's ClientHello, nil for plain text.
 	hello *tls.ClientHelloInfo
 	// tls is set when Envoy terminated TLS.
@@ -36,7 +38,7 @@ type downstream struct {
 // request is the envoysim request of an HTTP request on this connection,
 // without the HTTP part.
 func (d *downstream) request() envoysim.Request {
-	r := envoysim.Request{Port: d.port, Seed: rand.Uint64()}
+	r := envoysim.Request{Port: d.port, Seed: rand.Uint64(), ClientAddress: d.client}
 	if d.hello != nil {
 		r.TLS, r.SNI, r.ALPN = true, d.hello.ServerName, d.hello.SupportedProtos
 	}
@@ -62,6 +64,9 @@ func (p *proxy) serveConn(ctx context.Context, c net.Conn, port uint32) {
 		return
 	}
 	d := &downstream{port: port}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		d.client = a.IP.String()
+	}
 	conn := c
 	if inspect, err := sim.InspectsTLS(port); err != nil {
 		c.Close()

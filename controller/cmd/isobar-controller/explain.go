@@ -29,6 +29,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	controllerName := fs.String("controller-name", offline.DefaultControllerName, "the GatewayClass controllerName to translate for")
 	namespace := fs.String("namespace", "default", "the namespace of namespaced objects that name none, as kubectl's")
 	seed := fs.Uint64("seed", 0, "picks one of weighted backends deterministically")
+	client := fs.String("client-address", "192.0.2.1", "the IP address the request's connection comes from, which IP filters read")
 	format := fs.String("o", "text", "output format: text, yaml or json")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: isobar-controller explain -f FILE... --request '[METHOD] URL' [-H 'Name: value']... [flags]\n\n"+
@@ -48,7 +49,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "explain:", err)
 		return 2
 	}
-	req.Seed = *seed
+	req.Seed, req.ClientAddress = *seed, *client
 	var gateways []string
 	if *gateway != "" {
 		gateways = []string{*gateway}

@@ -116,6 +116,10 @@ type Request struct {
 	BackendResponseHeaders []Header `json:"backendResponseHeaders,omitempty"`
 	// Seed picks one of weighted backends deterministically.
 	Seed uint64 `json:"seed,omitempty"`
+	// ClientAddress is the IP address the connection comes from, which
+	// IP filters read (with X-Forwarded-For, as the connection manager
+	// trusts it).
+	ClientAddress string `json:"clientAddress,omitempty"`
 }
 
 // Answer is what Envoy does with a Request.

@@ -36,7 +36,7 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 	if act := hcm.GetPathWithEscapedSlashesAction(); act != hcmv3.HttpConnectionManager_IMPLEMENTATION_SPECIFIC_DEFAULT && act != hcmv3.HttpConnectionManager_KEEP_UNCHANGED {
 		return errUnsupportedf("path_with_escaped_slashes_action %v", act)
 	}
-	cors := false
+	var filters httpFilters
 	for i, hf := range hcm.GetHttpFilters() {
 		switch hf.GetName() {
 		case "envoy.filters.http.router":
@@ -44,7 +44,12 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 				return fmt.Errorf("the router is not the last HTTP filter: Envoy rejects the listener")
 			}
 		case "envoy.filters.http.cors":
-			cors = true
+			filters.cors = true
+		case rbacFilterName:
+			if err := rbacFilter(hf); err != nil {
+				return err
+			}
+			filters.rbac = true
 		default:
 			return errUnsupportedf("HTTP filter %s", hf.GetName())
 		}
@@ -56,6 +61,7 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 	}
 	r := newHTTPRequest(req)
 	r.headers = withoutHopByHop(r.headers)
+	r.client = clientAddressesOf(hcm, req, r.headers)
 	if r.authority == "" {
 		return fmt.Errorf("the request has no host: Envoy answers 400")
 	}
@@ -96,7 +102,13 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 		return errUnsupportedf("HTTP connection manager without rds or route_config")
 	}
 	a.RouteConfiguration = rc.GetName()
-	return s.route(rc, r, req, cors, a)
+	return s.route(rc, r, req, filters, a)
+}
+
+// httpFilters are the HTTP filters of a connection manager that routes
+// configure, besides the router.
+type httpFilters struct {
+	cors, rbac bool
 }
 
 // stripPort removes a trailing :port from a host (and keeps IPv6 brackets).

@@ -16,6 +16,8 @@ import (
 type httpRequest struct {
 	method, scheme, authority, path string
 	headers                         []Header
+	// client are the addresses IP filters read.
+	client clientAddresses
 }
 
 func newHTTPRequest(r Request) *httpRequest {

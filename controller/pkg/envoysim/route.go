@@ -10,7 +10,7 @@ import (
 
 // route picks the virtual host and the first matching route, and carries
 // out its action.
-func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Request, cors bool, a *Answer) error {
+func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Request, filters httpFilters, a *Answer) error {
 	if err := understand(rc, "name", "virtual_hosts", "request_headers_to_add", "request_headers_to_remove",
 		"response_headers_to_add", "response_headers_to_remove", "most_specific_header_mutations_wins",
 		"ignore_port_in_host_matching", "validate_clusters", "max_direct_response_body_size_bytes"); err != nil {
@@ -50,7 +50,7 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 		}
 		a.Route, a.RouteIndex = rt.GetName(), i
 		var corsHeaders []Header
-		if cors {
+		if filters.cors {
 			ps, err := corsPoliciesOf(vh, rt)
 			if err != nil {
 				return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
@@ -65,6 +65,19 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 				return nil
 			}
 			corsHeaders = hs
+		}
+		// RBAC comes after CORS: a preflight is answered before it.
+		if _, ok := rt.GetTypedPerFilterConfig()[rbacFilterName]; ok && !filters.rbac {
+			return fmt.Errorf("virtual host %s, route %d (%s): IP rules for an RBAC filter the connection manager does not have: Envoy would ignore them", vh.GetName(), i, rt.GetName())
+		}
+		if filters.rbac {
+			allowed, err := rbacAllows(vh, rt, r.client)
+			if err != nil {
+				return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
+			}
+			if !allowed {
+				return s.localReply(a, 403, "RBAC: access denied")
+			}
 		}
 		lv := levels{
 			route:        mutation{rt.GetRequestHeadersToRemove(), rt.GetRequestHeadersToAdd()},

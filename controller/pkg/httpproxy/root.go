@@ -75,6 +75,11 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
 		return w.tree
 	}
+	ips, bad := ipFilter(vh.IPAllowFilterPolicy, vh.IPDenyFilterPolicy, "Spec.VirtualHost")
+	if bad != nil {
+		st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
+		return w.tree
+	}
 	tls := vh.TLS != nil
 	if tls && !w.virtualHostTLS(root, httpsPort) {
 		return w.tree
@@ -94,11 +99,16 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		}
 		w.tree.TLS.TCP = dest
 	}
-	// The virtual host's CORS policy is each route's, redirects too.
+	// The virtual host's CORS policy is each route's, redirects too, and
+	// so is its IP filter where a route has none of its own (Envoy takes
+	// a route's over its virtual host's).
 	defer func() {
-		if cors != nil {
-			for _, r := range slices.Concat(w.tree.HTTP, w.tree.HTTPS) {
+		for _, r := range slices.Concat(w.tree.HTTP, w.tree.HTTPS) {
+			if cors != nil {
 				r.CORS = cors
+			}
+			if r.IPFilter == nil {
+				r.IPFilter = ips
 			}
 		}
 	}()
@@ -120,6 +130,7 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 			Name:     routerule.RouteName("httpproxy", r.proxy.Namespace, r.proxy.Name, r.index, &section, r.match),
 			Match:    r.route.Match,
 			Redirect: &ir.Redirect{Scheme: "https", Port: uint32(httpsPort), StatusCode: 301},
+			IPFilter: r.route.IPFilter,
 		})
 	}
 	return w.tree
@@ -316,6 +327,9 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	out := &ir.Route{Name: routerule.RouteName("httpproxy", p.Namespace, p.Name, i, nil, 0), Match: m, WebsocketsDisabled: !r.EnableWebsockets}
 	var host string
 	var bad *problem
+	if out.IPFilter, bad = ipFilter(r.IPAllowFilterPolicy, r.IPDenyFilterPolicy, fmt.Sprintf("routes[%d]", i)); bad != nil {
+		return route{}, bad
+	}
 	vars := contourVars{namespace: p.Namespace}
 	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", true, vars); bad != nil {
 		return route{}, bad

@@ -238,6 +238,26 @@ type Route struct {
 	// every listener otherwise allows: an HTTPProxy route allows them only
 	// with enableWebsockets.
 	WebsocketsDisabled bool `json:"websocketsDisabled,omitempty"`
+	// IPFilter lets in or keeps out requests by the client's address.
+	IPFilter *IPFilter `json:"ipFilter,omitempty"`
+}
+
+// IPFilter lets in only the requests whose client address a rule matches
+// (Allow), or keeps those out; Envoy answers the others 403.
+type IPFilter struct {
+	Allow bool     `json:"allow,omitempty"`
+	Rules []IPRule `json:"rules"`
+}
+
+// IPRule matches client addresses in a range.
+type IPRule struct {
+	// CIDR is the range, its address masked ("10.0.0.0/8"; a single
+	// address is a /32 or /128).
+	CIDR string `json:"cidr"`
+	// Remote matches the client's address as the connection manager
+	// trusts it (the X-Forwarded-For address xff_num_trusted_hops
+	// points at), not the connection's peer.
+	Remote bool `json:"remote,omitempty"`
 }
 
 // CORS answers preflight requests and adds CORS headers. Origins are exact

@@ -162,8 +162,8 @@ func simulate(t *testing.T, result *Result) {
 		for _, l := range x.Listeners {
 			port := l.GetAddress().GetSocketAddress().GetPortValue()
 			for _, req := range []envoysim.Request{
-				{Port: port, Method: "GET", Authority: "app.example.com", Path: "/api/x?debug=1", Headers: []envoysim.Header{{Name: "x-version", Value: "2"}}},
-				{Port: port, TLS: true, SNI: "app.example.com", ALPN: []string{"h2"}, Method: "POST", Authority: "app.example.com", Path: "/"},
+				{Port: port, Method: "GET", Authority: "app.example.com", Path: "/api/x?debug=1", Headers: []envoysim.Header{{Name: "x-version", Value: "2"}}, ClientAddress: "192.0.2.1"},
+				{Port: port, TLS: true, SNI: "app.example.com", ALPN: []string{"h2"}, Method: "POST", Authority: "app.example.com", Path: "/", ClientAddress: "2001:db8::1"},
 				{Port: port, UDP: true},
 			} {
 				if _, err := sim.Simulate(req); err != nil && strings.Contains(err.Error(), "does not interpret") {

@@ -28,11 +28,15 @@ type request struct {
 	NoSNI   bool              `json:"noSNI,omitempty"` // a TLS client that sends no server name
 	Headers []envoysim.Header `json:"headers,omitempty"`
 	Seed    uint64            `json:"seed,omitempty"`
+	// ClientAddress is the address the connection comes from; default
+	// 192.0.2.1.
+	ClientAddress string `json:"clientAddress,omitempty"`
 
 	Route    string            `json:"route,omitempty"`    // the matched route's name
 	Status   int               `json:"status,omitempty"`   // Envoy's own answer: direct response, redirect, 404
 	Cluster  string            `json:"cluster,omitempty"`  // the picked backend
 	Location string            `json:"location,omitempty"` // the redirect's location
+	Body     string            `json:"body,omitempty"`     // the body of Envoy's own answer
 	Upstream map[string]string `json:"upstream,omitempty"` // headers (name -> value, "" for absent) or :path / :authority
 	Mirrors  []string          `json:"mirrors,omitempty"`
 	// ResponseHeaders are headers of Envoy's own answer (name -> value,
@@ -124,7 +128,8 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		}
 		host, port = h, int32(n)
 	}
-	req := envoysim.Request{Method: r.Method, Scheme: scheme, Authority: host, Path: "/" + path, Headers: r.Headers, Seed: r.Seed}
+	req := envoysim.Request{Method: r.Method, Scheme: scheme, Authority: host, Path: "/" + path, Headers: r.Headers, Seed: r.Seed,
+		ClientAddress: cmp.Or(r.ClientAddress, "192.0.2.1")}
 	if scheme == "https" {
 		if port == 80 {
 			port = 443
@@ -153,6 +158,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		}
 		if r.Location != "" && (a.Response == nil || !slices.Contains(a.Response.Headers, envoysim.Header{Name: "location", Value: r.Location})) {
 			t.Errorf("%s: response %+v, want location %s", what, a.Response, r.Location)
+		}
+		if r.Body != "" && (a.Response == nil || a.Response.Body != r.Body) {
+			t.Errorf("%s: response %+v, want body %q", what, a.Response, r.Body)
 		}
 		for name, want := range r.ResponseHeaders {
 			got := ""

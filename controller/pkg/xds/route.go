@@ -23,7 +23,11 @@ func (x *Translator) route(r *ir.Route, in *routeMessages) *routev3.Route {
 	case r.Redirect != nil:
 		out.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect, &r.Match)}
 	case r.DirectResponse != nil:
-		out.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: r.DirectResponse.Status}}
+		d := &routev3.DirectResponseAction{Status: r.DirectResponse.Status}
+		if r.DirectResponse.Body != "" {
+			d.Body = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: r.DirectResponse.Body}}
+		}
+		out.Action = &routev3.Route_DirectResponse{DirectResponse: d}
 	case r.Destination != nil:
 		out.Action = x.action(r, in)
 	default:
@@ -39,6 +43,12 @@ func (x *Translator) route(r *ir.Route, in *routeMessages) *routev3.Route {
 	}
 	if r.CORS != nil {
 		out.TypedPerFilterConfig = map[string]*anypb.Any{corsFilter: typed(corsPolicy(r.CORS))}
+	}
+	if r.IPFilter != nil {
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[rbacFilter] = typed(ipFilter(r.IPFilter))
 	}
 	return out
 }
