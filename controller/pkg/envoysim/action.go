@@ -148,6 +148,19 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 		b.Request = one.export()
 		a.Backends = append(a.Backends, b)
 	}
+	hash, setCookie, err := requestHash(ra.GetHashPolicy(), r)
+	if err != nil {
+		return err
+	}
+	for i := range a.Backends {
+		b := &a.Backends[i]
+		if b.LoadBalancer == "RING_HASH" {
+			b.Hash = hash
+		}
+		if setCookie != nil {
+			b.ResponseHeaders = append(b.ResponseHeaders, *setCookie)
+		}
+	}
 	a.Upstream = pick(a.Backends, req.Seed)
 	for i := range a.Mirrors {
 		a.Mirrors[i].Request = shadow(a.Upstream.Request)

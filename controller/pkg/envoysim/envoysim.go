@@ -173,6 +173,9 @@ type Backend struct {
 	HTTP2      bool         `json:"http2,omitempty"`
 	// LoadBalancer is the cluster's lb_policy (ROUND_ROBIN by default).
 	LoadBalancer string `json:"loadBalancer,omitempty"`
+	// Hash is the request's hash when the cluster is a ring hash and the
+	// route's hash policies gave one: it picks the endpoint (see Pick).
+	Hash *uint64 `json:"hash,omitempty"`
 	// ConnectionIdle is how long Envoy keeps an idle connection to the
 	// backend open (its default when 0).
 	ConnectionIdle time.Duration `json:"connectionIdle,omitempty"`
@@ -193,11 +196,15 @@ type Locality struct {
 	Endpoints []string `json:"endpoints"`
 }
 
-// Pick is the endpoint a connection or request goes to, chosen with seed:
-// a locality by weight when the cluster weights them, then an endpoint in
-// it; otherwise any endpoint alike. "" when there is none.
+// Pick is the endpoint a connection or request goes to: the ring's for
+// the request's hash, when it has one; otherwise chosen with seed, a
+// locality by weight when the cluster weights them, then an endpoint in
+// it, or any endpoint alike. "" when there is none.
 func (b *Backend) Pick(seed uint64) string {
 	eps := b.Endpoints
+	if b.Hash != nil && len(b.Localities) == 0 {
+		return ringPick(eps, *b.Hash)
+	}
 	if len(b.Localities) > 0 {
 		var total uint64
 		for _, l := range b.Localities {

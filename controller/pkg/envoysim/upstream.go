@@ -19,7 +19,7 @@ import (
 var clusterFieldsKnown = []string{
 	"name", "type", "eds_cluster_config", "load_assignment", "transport_socket", "typed_extension_protocol_options",
 	"connect_timeout", "lb_policy", "circuit_breakers", "common_lb_config", "health_checks", "outlier_detection",
-	"per_connection_buffer_limit_bytes", "dns_lookup_family", "upstream_connection_options",
+	"per_connection_buffer_limit_bytes", "dns_lookup_family", "ring_hash_lb_config", "upstream_connection_options",
 	"ignore_health_on_host_removal", "close_connections_on_host_health_failure", "alt_stat_name", "metadata",
 }
 
@@ -38,6 +38,14 @@ func (s *Simulator) upstream(b *Backend, notFound int) error {
 	switch c.GetLbPolicy() {
 	case clusterv3.Cluster_ROUND_ROBIN, clusterv3.Cluster_LEAST_REQUEST, clusterv3.Cluster_RANDOM:
 		// Any endpoint may get the request; which is the policy's.
+		b.LoadBalancer = c.GetLbPolicy().String()
+	case clusterv3.Cluster_RING_HASH:
+		// The request's hash picks the endpoint (see Pick).
+		if cfg := c.GetRingHashLbConfig(); cfg != nil {
+			if err := understand(cfg); err != nil {
+				return err
+			}
+		}
 		b.LoadBalancer = c.GetLbPolicy().String()
 	default:
 		return errUnsupportedf("cluster %s: lb_policy %v", c.GetName(), c.GetLbPolicy())

@@ -371,27 +371,88 @@ func mirror(d *ir.Destination, weight int64) ir.Mirror {
 	return m
 }
 
-// loadBalancer is a route's load balancing strategy, as Contour reads it:
-// RoundRobin (the default), WeightedLeastRequest or Random. Cookie and
-// RequestHash are not served yet; a strategy Contour does not know is
-// round robin there, and warned about here.
-func loadBalancer(p *contourv1.LoadBalancerPolicy) (ir.LoadBalancer, string, *problem) {
+// contourAffinityCookie is the cookie Contour's Cookie strategy pins a
+// client to an endpoint with.
+const contourAffinityCookie = "X-Contour-Session-Affinity"
+
+// loadBalancer reads a route's loadBalancerPolicy as Contour does: the
+// policy of its services' clusters, the hash a ring hash picks an endpoint
+// by (Cookie: Contour's session cookie; RequestHash: the request hash
+// policies, each naming exactly one of a header, a query parameter or
+// the source IP), and warnings for what it ignores, as Contour does.
+func loadBalancer(p *contourv1.LoadBalancerPolicy) (ir.LoadBalancer, []ir.HashPolicy, []string) {
 	if p == nil {
-		return "", "", nil
+		return "", nil, nil
 	}
-	var warning string
+	var warnings []string
 	if len(p.RequestHashPolicies) > 0 && p.Strategy != "RequestHash" {
-		warning = "loadBalancerPolicy.requestHashPolicies take effect only with strategy RequestHash"
+		warnings = append(warnings, "loadBalancerPolicy.requestHashPolicies take effect only with strategy RequestHash")
 	}
 	switch p.Strategy {
 	case "", "RoundRobin":
-		return "", warning, nil
+		return "", nil, warnings
 	case "WeightedLeastRequest":
-		return ir.LeastRequest, warning, nil
+		return ir.LeastRequest, nil, warnings
 	case "Random":
-		return ir.Random, warning, nil
-	case "Cookie", "RequestHash":
-		return "", "", refused(contourv1.ConditionTypeRouteError, "NotSupported", fmt.Sprintf("loadBalancerPolicy.strategy %s is not supported yet", p.Strategy))
+		return ir.Random, nil, warnings
+	case "Cookie":
+		return ir.RingHash, []ir.HashPolicy{{Cookie: &ir.CookieHash{Name: contourAffinityCookie, Path: "/"}}}, warnings
+	case "RequestHash":
+		hashes, ignored := requestHashes(p.RequestHashPolicies)
+		warnings = append(warnings, ignored...)
+		if len(hashes) == 0 {
+			return "", nil, append(warnings, "no valid request hash policy: strategy RoundRobin")
+		}
+		return ir.RingHash, hashes, warnings
 	}
-	return "", fmt.Sprintf("loadBalancerPolicy.strategy %q is not a strategy: RoundRobin", p.Strategy), nil
+	return "", nil, append(warnings, fmt.Sprintf("loadBalancerPolicy.strategy %q is not a strategy: RoundRobin", p.Strategy))
+}
+
+// requestHashes are the valid request hash policies, and why each other
+// is ignored: one naming none or several inputs, the source IP twice, a
+// header or query parameter twice or with an invalid name.
+func requestHashes(policies []contourv1.RequestHashPolicy) ([]ir.HashPolicy, []string) {
+	var out []ir.HashPolicy
+	var ignored []string
+	seen := map[string]bool{}
+	for i, hp := range policies {
+		n := 0
+		for _, set := range []bool{hp.HashSourceIP, hp.HeaderHashOptions != nil, hp.QueryParameterHashOptions != nil} {
+			if set {
+				n++
+			}
+		}
+		h := ir.HashPolicy{Terminal: hp.Terminal}
+		var key string
+		switch {
+		case n != 1:
+			ignored = append(ignored, fmt.Sprintf("requestHashPolicies[%d] ignored: it must set exactly one of hashSourceIP, headerHashOptions or queryParameterHashOptions", i))
+			continue
+		case hp.HashSourceIP:
+			h.SourceIP, key = true, "source IP"
+		case hp.HeaderHashOptions != nil:
+			name := strings.ToLower(hp.HeaderHashOptions.HeaderName)
+			if validate.Token(name) != nil {
+				ignored = append(ignored, fmt.Sprintf("requestHashPolicies[%d] ignored: %q is not a header name", i, hp.HeaderHashOptions.HeaderName))
+				continue
+			}
+			h.Header, key = name, "header "+name
+		default:
+			// Query parameter names are compared in lower case, as
+			// Contour does.
+			name := strings.ToLower(hp.QueryParameterHashOptions.ParameterName)
+			if name == "" {
+				ignored = append(ignored, fmt.Sprintf("requestHashPolicies[%d] ignored: the query parameter name is empty", i))
+				continue
+			}
+			h.QueryParameter, key = name, "query parameter "+name
+		}
+		if seen[key] {
+			ignored = append(ignored, fmt.Sprintf("requestHashPolicies[%d] ignored: %s is hashed already", i, key))
+			continue
+		}
+		seen[key] = true
+		out = append(out, h)
+	}
+	return out, ignored
 }

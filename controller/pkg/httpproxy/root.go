@@ -347,13 +347,11 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	if reason, message := retries(out, r.RetryPolicy); reason != "" {
 		w.warn(p, i, reason, message)
 	}
-	lb, lbWarning, bad := loadBalancer(r.LoadBalancerPolicy)
-	if bad != nil {
-		return route{}, bad
+	lb, hashes, lbWarnings := loadBalancer(r.LoadBalancerPolicy)
+	for _, msg := range lbWarnings {
+		w.warn(p, i, "LoadBalancerPolicyIgnored", msg)
 	}
-	if lbWarning != "" {
-		w.warn(p, i, "LoadBalancerPolicyIgnored", lbWarning)
-	}
+	out.HashPolicies = hashes
 	replacement, bad := prefixReplacement(r.PathRewritePolicy, m)
 	if bad != nil {
 		return route{}, bad

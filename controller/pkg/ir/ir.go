@@ -179,6 +179,9 @@ type LoadBalancer string
 const (
 	LeastRequest LoadBalancer = "LeastRequest"
 	Random       LoadBalancer = "Random"
+	// RingHash sends the requests of one hash (see HashPolicy) to one
+	// endpoint while the endpoints stay, and few others when they change.
+	RingHash LoadBalancer = "RingHash"
 )
 
 // ForwardClientCert names the details of a client's certificate that go
@@ -240,6 +243,28 @@ type Route struct {
 	WebsocketsDisabled bool `json:"websocketsDisabled,omitempty"`
 	// IPFilter lets in or keeps out requests by the client's address.
 	IPFilter *IPFilter `json:"ipFilter,omitempty"`
+	// HashPolicies make the hash of a request that a RingHash cluster
+	// picks its endpoint by.
+	HashPolicies []HashPolicy `json:"hashPolicies,omitempty"`
+}
+
+// HashPolicy is one input of a request's hash: a header, a query
+// parameter, the client's address or a cookie, when the request has it.
+// The inputs a request has are combined in order, up to a Terminal one.
+type HashPolicy struct {
+	Header         string `json:"header,omitempty"` // lower case
+	QueryParameter string `json:"queryParameter,omitempty"`
+	SourceIP       bool   `json:"sourceIP,omitempty"`
+	// Cookie hashes a cookie, which Envoy sets for the session (on the
+	// response) when the request has none.
+	Cookie   *CookieHash `json:"cookie,omitempty"`
+	Terminal bool        `json:"terminal,omitempty"`
+}
+
+// CookieHash is the cookie a request is hashed by.
+type CookieHash struct {
+	Name string `json:"name"`
+	Path string `json:"path,omitempty"`
 }
 
 // IPFilter lets in only the requests whose client address a rule matches

@@ -40,8 +40,12 @@ type request struct {
 	Upstream map[string]string `json:"upstream,omitempty"` // headers (name -> value, "" for absent) or :path / :authority
 	Mirrors  []string          `json:"mirrors,omitempty"`
 	// ResponseHeaders are headers of Envoy's own answer (name -> value,
-	// "" for absent), with Status.
+	// "" for absent), with Status; else of the backend's answer as the
+	// client gets it.
 	ResponseHeaders map[string]string `json:"responseHeaders,omitempty"`
+	// Endpoint is the picked backend's endpoint for the request (its
+	// hash's, on a ring hash; else by Seed).
+	Endpoint string `json:"endpoint,omitempty"`
 	// LoadBalancer is the picked cluster's lb_policy.
 	LoadBalancer string `json:"loadBalancer,omitempty"`
 	// Certificate is the SDS secret of the certificate Envoy presents
@@ -162,19 +166,11 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		if r.Body != "" && (a.Response == nil || a.Response.Body != r.Body) {
 			t.Errorf("%s: response %+v, want body %q", what, a.Response, r.Body)
 		}
-		for name, want := range r.ResponseHeaders {
-			got := ""
-			if a.Response != nil {
-				for _, h := range a.Response.Headers {
-					if h.Name == name {
-						got = h.Value
-					}
-				}
-			}
-			if got != want {
-				t.Errorf("%s: response header %s = %q, want %q", what, name, got, want)
-			}
+		var headers []envoysim.Header
+		if a.Response != nil {
+			headers = a.Response.Headers
 		}
+		checkResponseHeaders(t, what, r.ResponseHeaders, headers)
 		return
 	}
 	if a.Upstream == nil {
@@ -190,6 +186,10 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	if r.Cluster != "" && a.Upstream.Cluster != r.Cluster {
 		t.Errorf("%s: cluster %s, want %s", what, a.Upstream.Cluster, r.Cluster)
 	}
+	if got := a.Upstream.Pick(r.Seed); r.Endpoint != "" && got != r.Endpoint {
+		t.Errorf("%s: endpoint %s, want %s", what, got, r.Endpoint)
+	}
+	checkResponseHeaders(t, what, r.ResponseHeaders, a.Upstream.ResponseHeaders)
 	checkTransport(t, what, r, a.Upstream)
 	if r.LoadBalancer != "" && a.Upstream.LoadBalancer != r.LoadBalancer {
 		t.Errorf("%s: cluster %s balances %s, want %s", what, a.Upstream.Cluster, a.Upstream.LoadBalancer, r.LoadBalancer)
@@ -236,6 +236,23 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	}
 	if r.Mirrors != nil && !slices.Equal(mirrors, r.Mirrors) {
 		t.Errorf("%s: mirrors %v, want %v", what, mirrors, r.Mirrors)
+	}
+}
+
+// checkResponseHeaders checks headers the client gets (name -> value, ""
+// for absent).
+func checkResponseHeaders(t *testing.T, what string, want map[string]string, headers []envoysim.Header) {
+	t.Helper()
+	for name, v := range want {
+		got := ""
+		for _, h := range headers {
+			if h.Name == name {
+				got = h.Value
+			}
+		}
+		if got != v {
+			t.Errorf("%s: response header %s = %q, want %q", what, name, got, v)
+		}
 	}
 }
 

@@ -31,6 +31,8 @@ func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 		out.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
 	case ir.Random:
 		out.LbPolicy = clusterv3.Cluster_RANDOM
+	case ir.RingHash:
+		out.LbPolicy = clusterv3.Cluster_RING_HASH
 	}
 	if c.DNS {
 		// Envoy resolves the names itself, and keeps every address.

@@ -79,7 +79,7 @@ func (x *Translator) action(r *ir.Route, in *routeMessages) *routev3.Route_Route
 // name (and whether websockets are off), and which.
 func plainCluster(r *ir.Route) (string, bool) {
 	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 ||
-		r.IdleTimeout > 0 || r.IdleTimeoutDisabled {
+		r.IdleTimeout > 0 || r.IdleTimeoutDisabled || len(r.HashPolicies) > 0 {
 		return "", false
 	}
 	cluster, live := "", 0
@@ -129,6 +129,9 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 			wc.Clusters = append(wc.Clusters, cw)
 		}
 		a.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
+	}
+	for _, h := range r.HashPolicies {
+		a.HashPolicy = append(a.HashPolicy, hashPolicy(h))
 	}
 	if rw := r.Rewrite; rw != nil {
 		if rw.Hostname != "" {
@@ -305,4 +308,24 @@ func percent(p float64) *corev3.RuntimeFractionalPercent {
 		Numerator:   uint32(p * 10000),
 		Denominator: typev3.FractionalPercent_MILLION,
 	}}
+}
+
+// hashPolicy is one input of the hash a ring hash cluster picks an
+// endpoint by. A cookie with a TTL, zero here, is one Envoy sets when the
+// request has none: for the session.
+func hashPolicy(h ir.HashPolicy) *routev3.RouteAction_HashPolicy {
+	out := &routev3.RouteAction_HashPolicy{Terminal: h.Terminal}
+	switch {
+	case h.Header != "":
+		out.PolicySpecifier = &routev3.RouteAction_HashPolicy_Header_{Header: &routev3.RouteAction_HashPolicy_Header{HeaderName: h.Header}}
+	case h.QueryParameter != "":
+		out.PolicySpecifier = &routev3.RouteAction_HashPolicy_QueryParameter_{QueryParameter: &routev3.RouteAction_HashPolicy_QueryParameter{Name: h.QueryParameter}}
+	case h.SourceIP:
+		out.PolicySpecifier = &routev3.RouteAction_HashPolicy_ConnectionProperties_{ConnectionProperties: &routev3.RouteAction_HashPolicy_ConnectionProperties{SourceIp: true}}
+	case h.Cookie != nil:
+		out.PolicySpecifier = &routev3.RouteAction_HashPolicy_Cookie_{Cookie: &routev3.RouteAction_HashPolicy_Cookie{
+			Name: h.Cookie.Name, Path: h.Cookie.Path, Ttl: durationpb.New(0),
+		}}
+	}
+	return out
 }
