@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +26,9 @@ import (
 // HTTPProxy's edge features through a provisioned fleet, with real
 // clients, real connections and the suite's echo backends: a Cookie
 // load balancer pins a client to one of three Pods with the cookie Envoy
-// sets, and IP filters read the address the connection really comes
-// from.
+// sets, IP filters read the address the connection really comes from, and
+// a local rate limit lets two requests an hour through the fleet's Envoy
+// (one per node: the rig has one).
 func TestHTTPProxyThroughFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
@@ -68,6 +70,8 @@ func TestHTTPProxyThroughFleet(t *testing.T) {
 				IPDenyFilterPolicy: []contourv1.IPFilterPolicy{{Source: contourv1.IPFilterSourcePeer, CIDR: "0.0.0.0/0"}, {Source: contourv1.IPFilterSourcePeer, CIDR: "::/0"}}},
 			{Conditions: []contourv1.MatchCondition{{Prefix: "/anybody"}}, Services: echo(),
 				IPAllowFilterPolicy: []contourv1.IPFilterPolicy{{Source: contourv1.IPFilterSourcePeer, CIDR: "0.0.0.0/0"}, {Source: contourv1.IPFilterSourcePeer, CIDR: "::/0"}}},
+			{Conditions: []contourv1.MatchCondition{{Prefix: "/limited"}}, Services: echo(),
+				RateLimitPolicy: &contourv1.RateLimitPolicy{Local: &contourv1.LocalRateLimitPolicy{Requests: 2, Unit: "hour"}}},
 		}),
 	}
 	for _, o := range objects {
@@ -132,6 +136,18 @@ func TestHTTPProxyThroughFleet(t *testing.T) {
 	}
 	if status, _, _ := get("/anybody", ""); status != http.StatusOK {
 		t.Errorf("GET /anybody (every address allowed): status %d, want 200", status)
+	}
+
+	var statuses []int
+	for range 3 {
+		status, _, header := get("/limited", "")
+		statuses = append(statuses, status)
+		if status == http.StatusTooManyRequests && header.Get("X-Envoy-Ratelimited") != "true" {
+			t.Errorf("GET /limited answered 429 without x-envoy-ratelimited: %v", header)
+		}
+	}
+	if want := []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests}; !slices.Equal(statuses, want) {
+		t.Errorf("three GET /limited (two an hour): %v, want %v", statuses, want)
 	}
 }
 

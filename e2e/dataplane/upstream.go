@@ -277,7 +277,9 @@ func (p *proxy) respond(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 	}
 	headers := headerList(resp.Header)
 	in.BackendResponseHeaders = headers
-	// The same seed picks the same backend, whose changes apply.
+	// The same seed picks the same backend, whose changes apply; the
+	// request was counted (a rate limit's token) the first time.
+	in.Replay = true
 	if a, err := sim.Simulate(in); err == nil && a.Upstream != nil {
 		headers = a.Upstream.ResponseHeaders
 	}

@@ -52,6 +52,8 @@ type Addition struct {
 	Listener int
 	Hosts    []string
 	Routes   [][]*ir.Route
+	// Policy, when set, is the hosts' own: the outcome owns them.
+	Policy *ir.VirtualHostPolicy
 }
 
 // Rules are a route's translated rules and what translating them read:
@@ -173,7 +175,7 @@ func (s *State[D]) Apply(o *Outcome[D]) {
 
 	for _, a := range o.Added {
 		l := s.listeners[a.Listener]
-		s.Table(l).addRoutes(a.Hosts, l.Certificates, o.Meta, o.Source, o.Rank, s.epoch, a.Routes)
+		s.Table(l).addRoutes(a.Hosts, l.Certificates, o.Meta, o.Source, o.Rank, s.epoch, a.Routes, a.Policy)
 	}
 	if len(o.Statuses) > 0 {
 		// Clipped, so that a later append copies instead of writing into

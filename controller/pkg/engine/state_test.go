@@ -226,3 +226,51 @@ func TestChanges(t *testing.T) {
 		}
 	}
 }
+
+// A host's policy is its owner's: it stays while another object's routes
+// on the host come and go, follows its owner to a new object of it, and
+// goes with its owner.
+func TestHostPolicy(t *testing.T) {
+	s := NewState[struct{}](1, 2)
+	policy := &ir.VirtualHostPolicy{LocalRateLimit: &ir.LocalRateLimit{Max: 1, PerFill: 1}}
+	root, route := meta("root", 1), meta("route", 2)
+	hostPolicy := func() *ir.VirtualHostPolicy {
+		s.Prepare()
+		for _, vh := range build(s).Listeners[0].HTTP.VirtualHosts {
+			if vh.Name == "shop.example" {
+				return vh.Policy
+			}
+		}
+		return nil
+	}
+	s.Begin([]Listener{http80})
+	o := s.Record("HTTPProxy", FromHTTPProxy, false, root, 0)
+	o.Added = []Addition{{Listener: 0, Hosts: []string{"shop.example"}, Routes: [][]*ir.Route{{prefix("proxy", "/")}}, Policy: policy}}
+	s.Apply(o)
+	apply(s, "HTTPRoute", FromGatewayAPI, route, 1, "shop.example", prefix("route", "/api"))
+	if got := hostPolicy(); got != policy {
+		t.Fatalf("host policy %v, want the root's", got)
+	}
+	id := func(m *metav1.ObjectMeta) *metav1.ObjectMeta { return m }
+
+	// The HTTPRoute goes; the root's status is written.
+	root2 := root.DeepCopy()
+	s.Begin([]Listener{http80})
+	Unseen(s, nil, []*metav1.ObjectMeta{root2}, id)
+	s.Sweep(nil, map[RouteKey]*metav1.ObjectMeta{KeyOf("HTTPProxy", root2): root2})
+	if got := hostPolicy(); got != policy {
+		t.Errorf("after the HTTPRoute went and the root's rekey: host policy %v, want the root's", got)
+	}
+
+	// Another route comes, and the root goes: the host stays, without
+	// the policy.
+	s.Begin([]Listener{http80})
+	Unseen(s, nil, []*metav1.ObjectMeta{root2}, id)
+	apply(s, "HTTPRoute", FromGatewayAPI, meta("other", 3), 0, "shop.example", prefix("other", "/other"))
+	s.Begin([]Listener{http80})
+	s.Sweep(nil, nil)
+	apply(s, "HTTPRoute", FromGatewayAPI, meta("other", 3), 0, "shop.example", prefix("other", "/other"))
+	if got := hostPolicy(); got != nil {
+		t.Errorf("after the root went: host policy %v, want none", got)
+	}
+}

@@ -122,9 +122,13 @@ func (tb *Table) sortedDomains() []string {
 
 // addRoutes adds a route's translated rules to the virtual hosts of its
 // hostnames.
-func (tb *Table) addRoutes(hosts, certs []string, meta *metav1.ObjectMeta, src Source, rank int32, epoch uint64, rules [][]*ir.Route) {
+func (tb *Table) addRoutes(hosts, certs []string, meta *metav1.ObjectMeta, src Source, rank int32, epoch uint64, rules [][]*ir.Route, policy *ir.VirtualHostPolicy) {
 	for _, h := range hosts {
-		tb.host(h, certs).add(meta, src, rank, epoch, rules)
+		v := tb.host(h, certs)
+		v.add(meta, src, rank, epoch, rules)
+		if policy != nil {
+			v.policy, v.policyOwner = policy, meta
+		}
 	}
 	tb.touch(hosts)
 }

@@ -25,6 +25,10 @@ type vhost struct {
 	addedEpoch     uint64
 	// built is the IR of the entries, nil after a change.
 	built *ir.VirtualHost
+	// policy is the host's own, from the object that owns the host
+	// (policyOwner), an HTTPProxy root.
+	policy      *ir.VirtualHostPolicy
+	policyOwner *metav1.ObjectMeta
 }
 
 // entry is a route with what orders it among its virtual host's routes.
@@ -75,6 +79,9 @@ func (v *vhost) add(meta *metav1.ObjectMeta, src Source, rank int32, epoch uint6
 
 // remove takes back an add and reports whether the host is now empty.
 func (v *vhost) remove(meta *metav1.ObjectMeta, src Source, rules [][]*ir.Route) bool {
+	if v.policyOwner == meta {
+		v.policy, v.policyOwner = nil, nil
+	}
 	v.adds--
 	v.removed = appendEntries(v.removed, meta, src, 0, rules)
 	v.built = nil
@@ -84,6 +91,9 @@ func (v *vhost) remove(meta *metav1.ObjectMeta, src Source, rules [][]*ir.Route)
 // rekey points a route's entries at a new object of it, of the same
 // route at the same generation, which orders them the same.
 func (v *vhost) rekey(old, meta *metav1.ObjectMeta, rules [][]*ir.Route) {
+	if v.policyOwner == old {
+		v.policyOwner = meta
+	}
 	for _, list := range [][]entry{v.added, v.removed} {
 		for i := range list {
 			if list[i].meta == old {
@@ -126,7 +136,7 @@ func (v *vhost) virtualHost() *ir.VirtualHost {
 		return v.built
 	}
 	v.settle()
-	vh := &ir.VirtualHost{Name: v.domain, Domains: []string{v.domain}, Routes: make([]*ir.Route, len(v.entries))}
+	vh := &ir.VirtualHost{Name: v.domain, Domains: []string{v.domain}, Routes: make([]*ir.Route, len(v.entries)), Policy: v.policy}
 	for i, e := range v.entries {
 		vh.Routes[i] = e.route
 	}

@@ -12,6 +12,7 @@ package envoysim
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -19,6 +20,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"isobar.dev/controller/pkg/envoyrules"
 )
@@ -30,6 +32,12 @@ type Simulator struct {
 	clusters  map[string]*clusterv3.Cluster
 	endpoints map[string]*endpointv3.ClusterLoadAssignment
 	secrets   map[string]*tlsv3.Secret
+
+	// buckets are the local rate limits' token buckets, by their
+	// configuration: they last as long as the Simulator, as Envoy's last
+	// as long as the route configuration.
+	mu      sync.Mutex
+	buckets map[*anypb.Any]*bucket
 }
 
 // New indexes a configuration. Duplicate names are an error, as they are to
@@ -42,6 +50,7 @@ func New(listeners []*listenerv3.Listener, routes []*routev3.RouteConfiguration,
 		clusters:  map[string]*clusterv3.Cluster{},
 		endpoints: map[string]*endpointv3.ClusterLoadAssignment{},
 		secrets:   map[string]*tlsv3.Secret{},
+		buckets:   map[*anypb.Any]*bucket{},
 	}
 	// What Envoy would refuse on load, the simulator refuses too.
 	seen := map[string]bool{}
@@ -120,6 +129,10 @@ type Request struct {
 	// IP filters read (with X-Forwarded-For, as the connection manager
 	// trusts it).
 	ClientAddress string `json:"clientAddress,omitempty"`
+	// Replay says the request was simulated before (to learn what its
+	// answer's headers become): it changes no state, such as a rate
+	// limit's tokens.
+	Replay bool `json:"-"`
 }
 
 // Answer is what Envoy does with a Request.

@@ -50,6 +50,11 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 				return err
 			}
 			filters.rbac = true
+		case localRateLimitFilterName:
+			if err := localRateLimitFilter(hf); err != nil {
+				return err
+			}
+			filters.localRateLimit = true
 		default:
 			return errUnsupportedf("HTTP filter %s", hf.GetName())
 		}
@@ -108,7 +113,7 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 // httpFilters are the HTTP filters of a connection manager that routes
 // configure, besides the router.
 type httpFilters struct {
-	cors, rbac bool
+	cors, localRateLimit, rbac bool
 }
 
 // stripPort removes a trailing :port from a host (and keeps IPv6 brackets).

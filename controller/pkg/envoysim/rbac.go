@@ -10,7 +10,6 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	"google.golang.org/protobuf/types/known/anypb"
 )
 
 const rbacFilterName = "envoy.filters.http.rbac"
@@ -77,13 +76,7 @@ func clientAddressesOf(hcm *hcmv3.HttpConnectionManager, req Request, headers []
 // of its virtual host (Envoy takes the most specific), to a request; none
 // lets it in.
 func rbacAllows(vh *routev3.VirtualHost, rt *routev3.Route, c clientAddresses) (bool, error) {
-	var cfg *anypb.Any
-	for _, m := range []map[string]*anypb.Any{rt.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig()} {
-		if a, ok := m[rbacFilterName]; ok {
-			cfg = a
-			break
-		}
-	}
+	cfg := perFilterConfig(vh, rt, rbacFilterName)
 	if cfg == nil {
 		return true, nil
 	}

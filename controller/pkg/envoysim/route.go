@@ -66,7 +66,18 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 			}
 			corsHeaders = hs
 		}
-		// RBAC comes after CORS: a preflight is answered before it.
+		// The local rate limit and then RBAC come after CORS: a
+		// preflight is answered before them.
+		if filters.localRateLimit {
+			resp, err := s.rateLimited(vh, rt, req.Replay)
+			if err != nil {
+				return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
+			}
+			if resp != nil {
+				a.Response = resp
+				return nil
+			}
+		}
 		if _, ok := rt.GetTypedPerFilterConfig()[rbacFilterName]; ok && !filters.rbac {
 			return fmt.Errorf("virtual host %s, route %d (%s): IP rules for an RBAC filter the connection manager does not have: Envoy would ignore them", vh.GetName(), i, rt.GetName())
 		}

@@ -104,7 +104,7 @@ func (t *gatewayTranslator) attachHTTPProxy(root *contourv1.HTTPProxy, rank int3
 	tree := httpproxy.Root(t.newEnv(&o.Reads), &t.cache.Names, root, t.proxyOptions, t.httpsPort)
 	o.Clusters, o.Detail = tree.Clusters, &detail{proxyStatuses: tree.Statuses, chainTLS: tree.TLS}
 	add := func(l *listener, routes []*ir.Route) {
-		if len(routes) > 0 && !t.addHost(o, l, tree.FQDN, [][]*ir.Route{routes}) {
+		if len(routes) > 0 && !t.addHost(o, l, tree.FQDN, [][]*ir.Route{routes}, tree.Policy) {
 			o.Detail.problems = append(o.Detail.problems, fmt.Sprintf("listener %s of Gateway %s/%s does not serve %s", l.spec.Name, t.gw.Namespace, t.gw.Name, tree.FQDN))
 		}
 	}

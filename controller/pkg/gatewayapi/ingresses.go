@@ -85,7 +85,7 @@ func (t *gatewayTranslator) attachIngress(ing *networkingv1.Ingress, rank int32)
 			// stay apart.
 			byHost := make([][]*ir.Route, len(rules.Hosts))
 			byHost[i] = routes
-			if !t.addHost(o, l, h.Name, byHost) {
+			if !t.addHost(o, l, h.Name, byHost, nil) {
 				o.Detail.problems = append(o.Detail.problems, fmt.Sprintf("host %s: listener %s of Gateway %s/%s does not serve it", hostname.OrAny(h.Name), l.spec.Name, t.gw.Namespace, t.gw.Name))
 			}
 		}
@@ -101,10 +101,11 @@ func (t *gatewayTranslator) attachIngress(ing *networkingv1.Ingress, rank int32)
 }
 
 // addHost adds routes to the virtual host of a hostname ("" for every
-// host) on listener l, as part of outcome o. It reports false when l does
+// host) on listener l, as part of outcome o, with the host's own policy
+// when o owns the host. It reports false when l does
 // not serve the hostname; an unusable listener (nil for none) takes
 // nothing, and its own status says why.
-func (t *gatewayTranslator) addHost(o *outcome, l *listener, host string, rules [][]*ir.Route) bool {
+func (t *gatewayTranslator) addHost(o *outcome, l *listener, host string, rules [][]*ir.Route, policy *ir.VirtualHostPolicy) bool {
 	if l == nil || !l.usable() {
 		return true
 	}
@@ -116,7 +117,7 @@ func (t *gatewayTranslator) addHost(o *outcome, l *listener, host string, rules 
 	if len(hosts) == 0 {
 		return false
 	}
-	o.Added = append(o.Added, engine.Addition{Listener: slices.Index(t.listeners, l), Hosts: hosts, Routes: redirectsFor(l, rules)})
+	o.Added = append(o.Added, engine.Addition{Listener: slices.Index(t.listeners, l), Hosts: hosts, Routes: redirectsFor(l, rules), Policy: policy})
 	return true
 }
 

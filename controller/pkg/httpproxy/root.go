@@ -35,6 +35,9 @@ type Tree struct {
 	// TLS is what the virtual host's filter chain asks beyond its
 	// certificate; nil for nothing.
 	TLS *ir.ChainTLS
+	// Policy is what the virtual host asks of all its routes; nil for
+	// nothing.
+	Policy *ir.VirtualHostPolicy
 }
 
 // ProxyStatus is the status of one proxy of a tree.
@@ -79,6 +82,14 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 	if bad != nil {
 		st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
 		return w.tree
+	}
+	limit, bad := localRateLimit(vh.RateLimitPolicy, contourv1.ConditionTypeVirtualHostError, "Spec.VirtualHost", contourVars{namespace: root.Namespace})
+	if bad != nil {
+		st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
+		return w.tree
+	}
+	if limit != nil {
+		w.tree.Policy = &ir.VirtualHostPolicy{LocalRateLimit: limit}
 	}
 	tls := vh.TLS != nil
 	if tls && !w.virtualHostTLS(root, httpsPort) {
@@ -331,6 +342,9 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		return route{}, bad
 	}
 	vars := contourVars{namespace: p.Namespace}
+	if out.LocalRateLimit, bad = localRateLimit(r.RateLimitPolicy, contourv1.ConditionTypeRouteError, fmt.Sprintf("routes[%d]", i), vars); bad != nil {
+		return route{}, bad
+	}
 	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", true, vars); bad != nil {
 		return route{}, bad
 	}

@@ -205,6 +205,27 @@ type VirtualHost struct {
 	Name    string   `json:"name"`
 	Domains []string `json:"domains"`
 	Routes  []*Route `json:"routes,omitempty"`
+	// Policy is what applies to every route of the host, unless a route
+	// has its own.
+	Policy *VirtualHostPolicy `json:"policy,omitempty"`
+}
+
+// VirtualHostPolicy is what a virtual host's owner (an HTTPProxy root)
+// asks of all its routes.
+type VirtualHostPolicy struct {
+	LocalRateLimit *LocalRateLimit `json:"localRateLimit,omitempty"`
+}
+
+// LocalRateLimit is a token bucket each Envoy keeps for the requests of a
+// route or virtual host: full at first with Max tokens, it gains PerFill
+// every FillInterval, up to Max; a request that finds no token is answered
+// Status (429 when zero), with ResponseHeaders.
+type LocalRateLimit struct {
+	Max             uint32        `json:"max"`
+	PerFill         uint32        `json:"perFill"`
+	FillInterval    time.Duration `json:"fillInterval"`
+	Status          uint32        `json:"status,omitempty"`
+	ResponseHeaders []Header      `json:"responseHeaders,omitempty"`
 }
 
 // Route is one match and what to do with requests that match it.
@@ -246,6 +267,9 @@ type Route struct {
 	// HashPolicies make the hash of a request that a RingHash cluster
 	// picks its endpoint by.
 	HashPolicies []HashPolicy `json:"hashPolicies,omitempty"`
+	// LocalRateLimit is the route's own; its virtual host's applies to a
+	// route without.
+	LocalRateLimit *LocalRateLimit `json:"localRateLimit,omitempty"`
 }
 
 // HashPolicy is one input of a request's hash: a header, a query

@@ -12,7 +12,7 @@ import (
 func PlainRouteConfiguration(t *ir.RouteTable) *routev3.RouteConfiguration {
 	rc := &routev3.RouteConfiguration{Name: t.Name, ValidateClusters: wrapperspb.Bool(false), IgnorePortInHostMatching: true}
 	for _, v := range t.VirtualHosts {
-		vh := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains}
+		vh := virtualHostHead(v)
 		for _, r := range v.Routes {
 			vh.Routes = append(vh.Routes, (&Translator{actions: map[string]*routev3.Route_Route{}}).route(r, &routeMessages{}))
 		}

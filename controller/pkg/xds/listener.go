@@ -8,6 +8,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	localratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
@@ -130,12 +131,16 @@ func httpConnectionManager(listener, routeConfig string, s Settings, fwd *ir.For
 			RouteConfigName: routeConfig,
 			ConfigSource:    ads(),
 		}},
-		// CORS and RBAC do nothing for routes without a CORS policy or
-		// an IP filter. A CORS preflight is answered before RBAC, as
-		// Contour orders them.
+		// CORS, the local rate limit and RBAC do nothing for routes
+		// without a CORS policy, a local rate limit or an IP filter. A
+		// CORS preflight is answered first, and a limited request is not
+		// checked further, as Contour orders them.
 		HttpFilters: []*hcmv3.HttpFilter{{
 			Name:       corsFilter,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&corsv3.Cors{})},
+		}, {
+			Name:       localRateLimitFilter,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&localratelimitv3.LocalRateLimit{StatPrefix: "http"})},
 		}, {
 			Name:       rbacFilter,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&rbacv3.RBAC{})},

@@ -50,6 +50,12 @@ func (x *Translator) route(r *ir.Route, in *routeMessages) *routev3.Route {
 		}
 		out.TypedPerFilterConfig[rbacFilter] = typed(ipFilter(r.IPFilter))
 	}
+	if r.LocalRateLimit != nil {
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[localRateLimitFilter] = typed(localRateLimit(r.LocalRateLimit, "route."+r.Name))
+	}
 	return out
 }
 

@@ -175,7 +175,7 @@ func (x *Translator) encodeVirtualHost(v *ir.VirtualHost, known map[*ir.Route][]
 	if other != nil {
 		shared = routesOf(other.vhost, other.bytes)
 	}
-	head := &routev3.VirtualHost{Name: v.Name, Domains: v.Domains}
+	head := virtualHostHead(v)
 	size := sized.Size(head)
 	parts := make([][]byte, len(v.Routes))
 	encodings := x.encodings[:0]
