@@ -28,7 +28,8 @@ import (
 // load balancer pins a client to one of three Pods with the cookie Envoy
 // sets, IP filters read the address the connection really comes from, and
 // a local rate limit lets two requests an hour through the fleet's Envoy
-// (one per node: the rig has one).
+// (one per node: the rig has one), and health checks of the real Pods
+// keep requests from endpoints that fail them.
 func TestHTTPProxyThroughFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
@@ -72,6 +73,14 @@ func TestHTTPProxyThroughFleet(t *testing.T) {
 				IPAllowFilterPolicy: []contourv1.IPFilterPolicy{{Source: contourv1.IPFilterSourcePeer, CIDR: "0.0.0.0/0"}, {Source: contourv1.IPFilterSourcePeer, CIDR: "::/0"}}},
 			{Conditions: []contourv1.MatchCondition{{Prefix: "/limited"}}, Services: echo(),
 				RateLimitPolicy: &contourv1.RateLimitPolicy{Local: &contourv1.LocalRateLimitPolicy{Requests: 2, Unit: "hour"}}},
+			// echo-basic answers /health 200 and /status/503 503.
+			{Conditions: []contourv1.MatchCondition{{Prefix: "/well"}}, Services: echo(),
+				HealthCheckPolicy: &contourv1.HTTPHealthCheckPolicy{Path: "/health", IntervalSeconds: 1}},
+			{Conditions: []contourv1.MatchCondition{{Prefix: "/sick"}}, Services: echo(),
+				HealthCheckPolicy: &contourv1.HTTPHealthCheckPolicy{Path: "/status/503", IntervalSeconds: 1}},
+			{Conditions: []contourv1.MatchCondition{{Prefix: "/expected"}}, Services: echo(),
+				HealthCheckPolicy: &contourv1.HTTPHealthCheckPolicy{Path: "/status/503", IntervalSeconds: 1,
+					ExpectedStatuses: []contourv1.HTTPStatusRange{{Start: 503, End: 504}}}},
 		}),
 	}
 	for _, o := range objects {
@@ -136,6 +145,15 @@ func TestHTTPProxyThroughFleet(t *testing.T) {
 	}
 	if status, _, _ := get("/anybody", ""); status != http.StatusOK {
 		t.Errorf("GET /anybody (every address allowed): status %d, want 200", status)
+	}
+
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/well", http.StatusOK}, {"/sick", http.StatusServiceUnavailable}, {"/expected", http.StatusOK}} {
+		if status, _, _ := get(tc.path, ""); status != tc.status {
+			t.Errorf("GET %s: status %d, want %d", tc.path, status, tc.status)
+		}
 	}
 
 	var statuses []int

@@ -20,6 +20,7 @@ type NetworkDialer func(ctx context.Context, network, address string) (net.Conn,
 // says, reaching backends through upstream. It stops at Stop.
 func (e *Envoy) Serve(host string, upstream NetworkDialer) {
 	p := &proxy{envoy: e, host: host, upstream: upstream, open: map[string]func(){}, http: map[uint32]*httpListener{}}
+	p.health = &health{p: p}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.mu.Lock()
 	e.stopServing = func() {
@@ -42,6 +43,8 @@ type proxy struct {
 	open map[string]func()
 	// http are the HTTP servers of the listeners, by port.
 	http map[uint32]*httpListener
+	// health checks the endpoints of the clusters that say so.
+	health *health
 }
 
 func (p *proxy) run(ctx context.Context) {
@@ -63,6 +66,7 @@ func (p *proxy) sync(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	p.health.sync(ctx, sim)
 	want := map[string]bool{}
 	for network, ports := range sim.Ports() {
 		for _, port := range ports {

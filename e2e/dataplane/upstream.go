@@ -42,7 +42,13 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 		if rt.PerTry > 0 {
 			try, cancel = context.WithTimeout(ctx, rt.PerTry)
 		}
-		resp, err := p.attempt(try, sim, upstreamOf(b), b.Pick(rand.Uint64()), body)
+		endpoint := p.health.pick(try, b, rand.Uint64())
+		if endpoint == "" {
+			cancel()
+			localReply(w, r, &envoysim.Response{Status: http.StatusServiceUnavailable, Body: "no healthy upstream"})
+			return
+		}
+		resp, err := p.attempt(try, sim, upstreamOf(b), endpoint, body)
 		var at envoysim.Attempt
 		timedOut := false
 		switch {

@@ -189,6 +189,8 @@ type Backend struct {
 	// Hash is the request's hash when the cluster is a ring hash and the
 	// route's hash policies gave one: it picks the endpoint (see Pick).
 	Hash *uint64 `json:"hash,omitempty"`
+	// HealthCheck is how Envoy checks the cluster's endpoints, if it does.
+	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
 	// ConnectionIdle is how long Envoy keeps an idle connection to the
 	// backend open (its default when 0).
 	ConnectionIdle time.Duration `json:"connectionIdle,omitempty"`

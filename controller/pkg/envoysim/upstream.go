@@ -71,8 +71,11 @@ func (s *Simulator) upstream(b *Backend, notFound int) error {
 		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
 	}
 	b.Endpoints = eps
+	if b.HealthCheck, err = healthCheckOf(c); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
+	}
 	if lb := c.GetCommonLbConfig(); lb != nil {
-		if err := understand(lb, "locality_weighted_lb_config"); err != nil {
+		if err := understand(lb, "locality_weighted_lb_config", "healthy_panic_threshold"); err != nil {
 			return err
 		}
 		if lb.GetLocalityWeightedLbConfig() != nil {

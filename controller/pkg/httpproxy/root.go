@@ -377,8 +377,8 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		}
 		out.Rewrite.PrefixPath, out.Rewrite.HasPath = replacement, true
 	}
-	if len(r.Services) == 0 && (r.RetryPolicy != nil || r.TimeoutPolicy != nil || r.PathRewritePolicy != nil || r.EnableWebsockets || r.LoadBalancerPolicy != nil) {
-		w.warn(p, i, "PolicyHasNoEffect", "retryPolicy, timeoutPolicy, pathRewritePolicy, loadBalancerPolicy and enableWebsockets take effect only on a route with services")
+	if len(r.Services) == 0 && (r.RetryPolicy != nil || r.TimeoutPolicy != nil || r.PathRewritePolicy != nil || r.EnableWebsockets || r.LoadBalancerPolicy != nil || r.HealthCheckPolicy != nil) {
+		w.warn(p, i, "PolicyHasNoEffect", "retryPolicy, timeoutPolicy, pathRewritePolicy, loadBalancerPolicy, healthCheckPolicy and enableWebsockets take effect only on a route with services")
 	}
 	switch {
 	case r.DirectResponsePolicy != nil:
@@ -392,7 +392,12 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 			return route{}, bad
 		}
 	default:
-		if bad := w.services(p, i, r, out, routerule.Upstream{IdleConnection: idleConnection, LoadBalancer: lb}); bad != nil {
+		hc, bad := healthCheck(r.HealthCheckPolicy)
+		if bad != nil {
+			return route{}, bad
+		}
+		up := routerule.Upstream{IdleConnection: idleConnection, LoadBalancer: lb, HealthCheck: w.names.HealthCheck(hc)}
+		if bad := w.services(p, i, r, out, up); bad != nil {
 			return route{}, bad
 		}
 	}

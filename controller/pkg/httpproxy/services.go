@@ -13,7 +13,7 @@ import (
 
 // services resolves route i's services into out's destination; cluster
 // holds what the route asks of its services' clusters (their idle
-// connection timeout and load balancer).
+// connection timeout, load balancer and health check).
 func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *ir.Route, cluster routerule.Upstream) *problem {
 	// Services without weights share the requests equally; with weights,
 	// a service of weight 0 gets none.
@@ -53,7 +53,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		if bad != nil {
 			return bad
 		}
-		up.IdleConnection, up.LoadBalancer = cluster.IdleConnection, cluster.LoadBalancer
+		up.IdleConnection, up.LoadBalancer, up.HealthCheck = cluster.IdleConnection, cluster.LoadBalancer, cluster.HealthCheck
 		weight := int32(1)
 		if weighted {
 			weight = int32(min(s.Weight, 1000000))
@@ -69,7 +69,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		if bad != nil {
 			return bad
 		}
-		up.IdleConnection, up.LoadBalancer = cluster.IdleConnection, cluster.LoadBalancer
+		up.IdleConnection, up.LoadBalancer, up.HealthCheck = cluster.IdleConnection, cluster.LoadBalancer, cluster.HealthCheck
 		ref := routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
 			Name: gatewayv1.ObjectName(mirrored.Name), Port: ptr(gatewayv1.PortNumber(mirrored.Port)),
 		}}}, Upstream: up}

@@ -20,6 +20,7 @@ package ir
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -459,6 +460,9 @@ type Cluster struct {
 	// LoadBalancer is how Envoy spreads requests over the endpoints:
 	// "" (round robin, Envoy's default), LeastRequest or Random.
 	LoadBalancer LoadBalancer `json:"loadBalancer,omitempty"`
+	// HealthCheck, when set, is how Envoy checks each endpoint; it sends
+	// no request to one that fails, and none at all when all fail.
+	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
 	// DNS says the Endpoints are host names Envoy resolves (an
 	// ExternalName Service's), rather than addresses EDS sends.
 	DNS       bool       `json:"dns,omitempty"`
@@ -544,4 +548,44 @@ type ChainTLS struct {
 	// Forward sends the details of clients' certificates upstream
 	// (clientValidation.forwardClientCertificate).
 	Forward *ForwardClientCert
+}
+
+// HealthCheck is how Envoy checks each endpoint of a cluster: every
+// Interval, an HTTP request (HTTP) or else a TCP connection that must
+// succeed within Timeout. Unhealthy failures in a row take a healthy
+// endpoint out, Healthy successes bring it back; a new endpoint is in
+// from its first success.
+type HealthCheck struct {
+	HTTP      *HTTPHealthCheck `json:"http,omitempty"`
+	Interval  time.Duration    `json:"interval"`
+	Timeout   time.Duration    `json:"timeout"`
+	Unhealthy uint32           `json:"unhealthy"`
+	Healthy   uint32           `json:"healthy"`
+}
+
+// HTTPHealthCheck is a health check's request: GET Path with Host; an
+// answer with a status in ExpectedStatuses ([200, 201) when none) is a
+// success.
+type HTTPHealthCheck struct {
+	Path             string        `json:"path"`
+	Host             string        `json:"host"`
+	ExpectedStatuses []StatusRange `json:"expectedStatuses,omitempty"`
+}
+
+// StatusRange is the HTTP statuses from Start up to, not including, End.
+type StatusRange struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+// Key is the health check written out: equal checks have equal keys.
+func (h *HealthCheck) Key() string {
+	k := fmt.Sprintf("%s,%s,%d,%d", h.Interval, h.Timeout, h.Unhealthy, h.Healthy)
+	if h.HTTP != nil {
+		k += ",http:" + h.HTTP.Host + h.HTTP.Path
+		for _, r := range h.HTTP.ExpectedStatuses {
+			k += fmt.Sprintf(",%d-%d", r.Start, r.End)
+		}
+	}
+	return k
 }

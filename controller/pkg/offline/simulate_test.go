@@ -2,6 +2,7 @@ package offline
 
 import (
 	"cmp"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,6 +49,9 @@ type request struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	// LoadBalancer is the picked cluster's lb_policy.
 	LoadBalancer string `json:"loadBalancer,omitempty"`
+	// HealthCheck is how Envoy checks the picked cluster's endpoints, as
+	// healthCheckSummary writes it; "none" for no health check.
+	HealthCheck string `json:"healthCheck,omitempty"`
 	// Certificate is the SDS secret of the certificate Envoy presents
 	// first (to a client without a server name, the one it gets).
 	Certificate string `json:"certificate,omitempty"`
@@ -191,6 +195,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	}
 	checkResponseHeaders(t, what, r.ResponseHeaders, a.Upstream.ResponseHeaders)
 	checkTransport(t, what, r, a.Upstream)
+	if got := healthCheckSummary(a.Upstream.HealthCheck); r.HealthCheck != "" && got != r.HealthCheck {
+		t.Errorf("%s: cluster %s health check %q, want %q", what, a.Upstream.Cluster, got, r.HealthCheck)
+	}
 	if r.LoadBalancer != "" && a.Upstream.LoadBalancer != r.LoadBalancer {
 		t.Errorf("%s: cluster %s balances %s, want %s", what, a.Upstream.Cluster, a.Upstream.LoadBalancer, r.LoadBalancer)
 	}
@@ -237,6 +244,27 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	if r.Mirrors != nil && !slices.Equal(mirrors, r.Mirrors) {
 		t.Errorf("%s: mirrors %v, want %v", what, mirrors, r.Mirrors)
 	}
+}
+
+// healthCheckSummary writes a health check as request cases expect it:
+// "GET host/path every 10s within 2s, down after 3, up after 2", with
+// the expected statuses, or "TCP every ...".
+func healthCheckSummary(h *envoysim.HealthCheck) string {
+	if h == nil {
+		return "none"
+	}
+	what := "TCP"
+	if h.HTTP {
+		what = "GET " + h.Host + h.Path
+		if h.HTTP2 {
+			what += " (HTTP/2)"
+		}
+	}
+	s := fmt.Sprintf("%s every %s within %s, down after %d, up after %d", what, h.Interval, h.Timeout, h.Unhealthy, h.Healthy)
+	for _, r := range h.ExpectedStatuses {
+		s += fmt.Sprintf(", [%d,%d)", r[0], r[1])
+	}
+	return s
 }
 
 // checkResponseHeaders checks headers the client gets (name -> value, ""

@@ -155,8 +155,26 @@ func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.Backe
 // reference costs an allocation. The zero value is ready to use; a nil
 // *Names builds every name anew.
 type Names struct {
-	m         map[string]string
-	upstreams map[Upstream]*Upstream
+	m            map[string]string
+	upstreams    map[Upstream]*Upstream
+	healthChecks map[string]*ir.HealthCheck
+}
+
+// HealthCheck interns a health check, so that Upstreams with equal
+// checks are equal.
+func (n *Names) HealthCheck(h *ir.HealthCheck) *ir.HealthCheck {
+	if n == nil || h == nil {
+		return h
+	}
+	k := h.Key()
+	if p, ok := n.healthChecks[k]; ok {
+		return p
+	}
+	if n.healthChecks == nil {
+		n.healthChecks = map[string]*ir.HealthCheck{}
+	}
+	n.healthChecks[k] = h
+	return h
 }
 
 // upstream interns u: a ClusterSpec holds a pointer, which keeps it small

@@ -44,6 +44,9 @@ type Upstream struct {
 	ExternalName string
 	// LoadBalancer is the cluster's load balancing policy.
 	LoadBalancer ir.LoadBalancer
+	// HealthCheck is how Envoy checks the endpoints; interned (see
+	// Names.HealthCheck), so that equal checks are one pointer.
+	HealthCheck *ir.HealthCheck
 }
 
 // suffix sets the cluster of an Upstream apart from the Service port's
@@ -68,6 +71,9 @@ func (u Upstream) suffix() string {
 	if u.LoadBalancer != "" {
 		s += "/lb=" + string(u.LoadBalancer)
 	}
+	if u.HealthCheck != nil {
+		s += "/hc=" + u.HealthCheck.Key()
+	}
 	return s
 }
 
@@ -75,7 +81,7 @@ func (u Upstream) suffix() string {
 // over u's TLS, with u's connection idle timeout; for an ExternalName
 // Service, to its external name on that port.
 func (u Upstream) Apply(c *ir.Cluster, port int32) {
-	c.IdleTimeout, c.LoadBalancer = u.IdleConnection, u.LoadBalancer
+	c.IdleTimeout, c.LoadBalancer, c.HealthCheck = u.IdleConnection, u.LoadBalancer, u.HealthCheck
 	if u.ExternalName != "" {
 		c.DNS, c.Endpoints = true, []ir.Endpoint{{Address: u.ExternalName, Port: uint32(port)}}
 	}

@@ -9,6 +9,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -64,7 +65,43 @@ func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 			LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{},
 		}}
 	}
+	if c.HealthCheck != nil {
+		healthChecks(out, c)
+	}
 	return out
+}
+
+// healthChecks makes Envoy check each endpoint of c as c.HealthCheck
+// says, with c's protocol (and TLS). As Contour has it, an endpoint gone
+// from EDS goes at once, whatever its health, and with every endpoint
+// failing Envoy sends nothing (no panic mode, where it would send to all).
+func healthChecks(out *clusterv3.Cluster, c *ir.Cluster) {
+	h := c.HealthCheck
+	hc := &corev3.HealthCheck{
+		Timeout:            durationpb.New(h.Timeout),
+		Interval:           durationpb.New(h.Interval),
+		UnhealthyThreshold: wrapperspb.UInt32(h.Unhealthy),
+		HealthyThreshold:   wrapperspb.UInt32(h.Healthy),
+	}
+	if h.HTTP != nil {
+		codec := typev3.CodecClientType_HTTP1
+		if c.HTTP2 {
+			codec = typev3.CodecClientType_HTTP2
+		}
+		check := &corev3.HealthCheck_HttpHealthCheck{Path: h.HTTP.Path, Host: h.HTTP.Host, CodecClientType: codec}
+		for _, r := range h.HTTP.ExpectedStatuses {
+			check.ExpectedStatuses = append(check.ExpectedStatuses, &typev3.Int64Range{Start: r.Start, End: r.End})
+		}
+		hc.HealthChecker = &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: check}
+	} else {
+		hc.HealthChecker = &corev3.HealthCheck_TcpHealthCheck_{TcpHealthCheck: &corev3.HealthCheck_TcpHealthCheck{}}
+	}
+	out.HealthChecks = []*corev3.HealthCheck{hc}
+	out.IgnoreHealthOnHostRemoval = true
+	if out.CommonLbConfig == nil {
+		out.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{}
+	}
+	out.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{Value: 0}
 }
 
 // systemCABundle is where the Envoy image keeps the system's trusted CAs.
