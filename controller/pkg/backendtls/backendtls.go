@@ -8,8 +8,6 @@ package backendtls
 import (
 	"bytes"
 	"cmp"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"reflect"
 	"slices"
@@ -127,9 +125,9 @@ func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *condition.P
 			return invalid(gatewayv1.BackendTLSPolicyReasonInvalidKind,
 				fmt.Sprintf("caCertificateRef %s/%s %s: only ConfigMaps and Secrets are supported", ref.Group, ref.Kind, ref.Name))
 		}
-		if !validCABundle([]byte(data)) {
+		if err := validate.CABundle([]byte(data)); err != nil {
 			return invalid(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef,
-				fmt.Sprintf("%s %s has no PEM certificate under ca.crt", ref.Kind, name))
+				fmt.Sprintf("%s %s: ca.crt %v", ref.Kind, name, err))
 		}
 		bundle.WriteString(strings.TrimSpace(data))
 		bundle.WriteByte('\n')
@@ -157,26 +155,6 @@ func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *condition.P
 		}
 	}
 	return t
-}
-
-// validCABundle reports whether data holds at least one PEM certificate and
-// nothing that fails to parse.
-func validCABundle(data []byte) bool {
-	found := false
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			return found
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return false
-		}
-		found = true
-	}
 }
 
 // For returns the policy that applies to a Service port, the one naming

@@ -12,12 +12,16 @@ import (
 	"regexp"
 	"strings"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"isobar.dev/controller/pkg/validate"
 )
 
 // Modifiable reports whether Envoy lets a header mutation (add, set or
@@ -74,7 +78,8 @@ func RouteConfiguration(rc *routev3.RouteConfiguration) error {
 
 // Listener checks a listener as Envoy does on load: no two filter chains
 // have the same match (Envoy refuses "multiple filter chains with the same
-// matching rules").
+// matching rules"), and the CAs and revocation lists a chain verifies
+// clients with load.
 func Listener(l *listenerv3.Listener) error {
 	var errs []error
 	chains := l.GetFilterChains()
@@ -84,8 +89,58 @@ func Listener(l *listenerv3.Listener) error {
 				errs = append(errs, fmt.Errorf("listener %s: filter chains %q and %q have the same match", l.GetName(), b.GetName(), a.GetName()))
 			}
 		}
+		if ts := a.GetTransportSocket(); ts != nil {
+			ctx := &tlsv3.DownstreamTlsContext{}
+			if ts.GetTypedConfig().MessageIs(ctx) && ts.GetTypedConfig().UnmarshalTo(ctx) == nil {
+				if err := validationLoads(ctx.GetCommonTlsContext().GetValidationContext()); err != nil {
+					errs = append(errs, fmt.Errorf("listener %s, filter chain %d: %w", l.GetName(), i, err))
+				}
+			}
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// Cluster checks a cluster as Envoy does on load: the CAs it verifies its
+// endpoints with load.
+func Cluster(c *clusterv3.Cluster) error {
+	ts := c.GetTransportSocket()
+	if ts == nil {
+		return nil
+	}
+	ctx := &tlsv3.UpstreamTlsContext{}
+	if !ts.GetTypedConfig().MessageIs(ctx) || ts.GetTypedConfig().UnmarshalTo(ctx) != nil {
+		return nil
+	}
+	if err := validationLoads(ctx.GetCommonTlsContext().GetValidationContext()); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
+	}
+	return nil
+}
+
+// validationLoads checks the inline CA and revocation lists of a
+// validation context, as Envoy loads them: a CA that does not load makes
+// Envoy refuse the resource.
+func validationLoads(vc *tlsv3.CertificateValidationContext) error {
+	if ca := vc.GetTrustedCa(); ca != nil && (len(ca.GetInlineBytes()) > 0 || ca.GetInlineString() != "") {
+		data := ca.GetInlineBytes()
+		if len(data) == 0 {
+			data = []byte(ca.GetInlineString())
+		}
+		if err := validate.CABundle(data); err != nil {
+			return fmt.Errorf("trusted_ca %v: Envoy refuses it", err)
+		}
+	}
+	if crl := vc.GetCrl(); crl != nil && (len(crl.GetInlineBytes()) > 0 || crl.GetInlineString() != "") {
+		data := crl.GetInlineBytes()
+		if len(data) == 0 {
+			data = []byte(crl.GetInlineString())
+		}
+		if err := validate.CRLs(data); err != nil {
+			return fmt.Errorf("crl %v: Envoy refuses it", err)
+		}
+	}
+	return nil
 }
 
 // regexes compiles every RE2 regular expression below m. Go's regexp

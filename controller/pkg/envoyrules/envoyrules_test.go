@@ -1,13 +1,25 @@
 package envoyrules
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"strings"
 	"testing"
+	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -64,3 +76,60 @@ func TestListener(t *testing.T) {
 		t.Errorf("error %v, want the same match refused", err)
 	}
 }
+
+// A CA or revocation list that does not load makes Envoy refuse the
+// listener or cluster that verifies with it.
+func TestCAsLoad(t *testing.T) {
+	validation := func(ca, crl string) *tlsv3.CommonTlsContext {
+		vc := &tlsv3.CertificateValidationContext{TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: ca}}}
+		if crl != "" {
+			vc.Crl = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: crl}}
+		}
+		return &tlsv3.CommonTlsContext{ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}}
+	}
+	listener := func(ctx *tlsv3.CommonTlsContext) error {
+		ts := &corev3.TransportSocket{Name: "tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(t, &tlsv3.DownstreamTlsContext{CommonTlsContext: ctx})}}
+		return Listener(&listenerv3.Listener{Name: "l", FilterChains: []*listenerv3.FilterChain{{TransportSocket: ts}}})
+	}
+	cluster := func(ctx *tlsv3.CommonTlsContext) error {
+		ts := &corev3.TransportSocket{Name: "tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: ctx})}}
+		return Cluster(&clusterv3.Cluster{Name: "c", TransportSocket: ts})
+	}
+	for _, tc := range []struct {
+		what    string
+		err     error
+		refused bool
+	}{
+		{"listener, a CA that is no certificate", listener(validation("not a certificate", "")), true},
+		{"listener, a CRL that is no list", listener(validation(testCA, "not a list")), true},
+		{"listener, a CA that loads", listener(validation(testCA, "")), false},
+		{"cluster, a CA that is no certificate", cluster(validation("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", "")), true},
+		{"cluster, a CA that loads", cluster(validation(testCA, "")), false},
+	} {
+		if (tc.err != nil) != tc.refused {
+			t.Errorf("%s: error %v, want refused: %t", tc.what, tc.err, tc.refused)
+		}
+	}
+}
+
+func mustAny(t *testing.T, m proto.Message) *anypb.Any {
+	a, err := anypb.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// testCA is a self-signed certificate, in PEM.
+var testCA = func() string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}()

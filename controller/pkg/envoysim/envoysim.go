@@ -68,6 +68,11 @@ func New(listeners []*listenerv3.Listener, routes []*routev3.RouteConfiguration,
 			return nil, err
 		}
 	}
+	for _, c := range clusters {
+		if err := envoyrules.Cluster(c); err != nil {
+			return nil, err
+		}
+	}
 	if err := index(s.routes, routes, "route configuration", (*routev3.RouteConfiguration).GetName); err != nil {
 		return nil, err
 	}

@@ -2,8 +2,6 @@ package gatewayapi
 
 import (
 	"bytes"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -11,6 +9,7 @@ import (
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/validate"
 )
 
 // caKey is the key of a CA bundle in a ConfigMap or Secret, as the Gateway
@@ -98,36 +97,10 @@ func (t *gatewayTranslator) resolveCA(ref gatewayv1.ObjectReference) (string, []
 	if !found {
 		return "", nil, condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCACertificateRef, name+" does not exist")
 	}
-	if err := checkCABundle(ca); err != nil {
+	if err := validate.CABundle(ca); err != nil {
 		return "", nil, condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCACertificateRef, fmt.Sprintf("%s: %s: %v", name, caKey, err))
 	}
 	return name, ca, nil
-}
-
-// checkCABundle requires at least one certificate and nothing else.
-func checkCABundle(data []byte) error {
-	n := 0
-	for rest := data; ; {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			if len(bytes.TrimSpace(rest)) > 0 {
-				return fmt.Errorf("holds something other than PEM certificates")
-			}
-			break
-		}
-		if b.Type != "CERTIFICATE" {
-			return fmt.Errorf("holds a PEM %s, not a CERTIFICATE", b.Type)
-		}
-		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
-			return fmt.Errorf("certificate %d: %w", n+1, err)
-		}
-		n++
-	}
-	if n == 0 {
-		return fmt.Errorf("is missing or holds no PEM certificate")
-	}
-	return nil
 }
 
 // insecureFrontend reports the ports whose client certificate validation

@@ -8,6 +8,7 @@ import (
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
+	"isobar.dev/controller/pkg/validate"
 )
 
 // chainTLS reads a root's virtualhost.tls versions and client validation;
@@ -94,6 +95,13 @@ func (w *walk) clientValidation(root *contourv1.HTTPProxy, cv *contourv1.Downstr
 			return invalid("invalid %s Secret %q: Secret not found", ref.what, ns+"/"+name)
 		case len(secret.Data[ref.key]) == 0:
 			return invalid("invalid %s Secret %q: empty %q key", ref.what, ns+"/"+name, ref.key)
+		}
+		check := validate.CABundle
+		if ref.key == CRLKey {
+			check = validate.CRLs
+		}
+		if err := check(secret.Data[ref.key]); err != nil {
+			return invalid("invalid %s Secret %q: %q %v", ref.what, ns+"/"+name, ref.key, err)
 		}
 		*ref.to = secret.Data[ref.key]
 		out.CARefs = append(out.CARefs, "Secret "+ns+"/"+name)

@@ -137,5 +137,8 @@ func (w *walk) caSecret(p *contourv1.HTTPProxy, s *contourv1.Service, v *contour
 	case len(secret.Data[routerule.CACertKey]) == 0:
 		return invalid("invalid CA Secret %q: empty %q key", ns+"/"+name, routerule.CACertKey)
 	}
+	if err := validate.CABundle(secret.Data[routerule.CACertKey]); err != nil {
+		return invalid("invalid CA Secret %q: %q %v", ns+"/"+name, routerule.CACertKey, err)
+	}
 	return secret, nil
 }

@@ -99,7 +99,7 @@ func descend(m protoreflect.Message, visit func(protoreflect.Message), errs *[]e
 
 // Resource checks one resource as Envoy does when it arrives, before it
 // looks at any other: its protoc-gen-validate rules (Validate) and, for
-// listeners and route configurations, Envoy's load-time rules. An error is
+// listeners, route configurations and clusters, Envoy's load-time rules. An error is
 // what Envoy NACKs the response with.
 func Resource(m proto.Message) error {
 	errs := []error{Validate(m)}
@@ -108,6 +108,8 @@ func Resource(m proto.Message) error {
 		errs = append(errs, envoyrules.Listener(x))
 	case *routev3.RouteConfiguration:
 		errs = append(errs, envoyrules.RouteConfiguration(x))
+	case *clusterv3.Cluster:
+		errs = append(errs, envoyrules.Cluster(x))
 	}
 	return errors.Join(errs...)
 }
