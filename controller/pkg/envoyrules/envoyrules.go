@@ -122,23 +122,27 @@ func Cluster(c *clusterv3.Cluster) error {
 // validation context, as Envoy loads them: a CA that does not load makes
 // Envoy refuse the resource.
 func validationLoads(vc *tlsv3.CertificateValidationContext) error {
-	if ca := vc.GetTrustedCa(); ca != nil && (len(ca.GetInlineBytes()) > 0 || ca.GetInlineString() != "") {
-		data := ca.GetInlineBytes()
-		if len(data) == 0 {
-			data = []byte(ca.GetInlineString())
-		}
+	if data := inline(vc.GetTrustedCa()); data != nil {
 		if err := validate.CABundle(data); err != nil {
-			return fmt.Errorf("trusted_ca %v: Envoy refuses it", err)
+			return fmt.Errorf("trusted_ca: Envoy refuses it: %w", err)
 		}
 	}
-	if crl := vc.GetCrl(); crl != nil && (len(crl.GetInlineBytes()) > 0 || crl.GetInlineString() != "") {
-		data := crl.GetInlineBytes()
-		if len(data) == 0 {
-			data = []byte(crl.GetInlineString())
-		}
+	if data := inline(vc.GetCrl()); data != nil {
 		if err := validate.CRLs(data); err != nil {
-			return fmt.Errorf("crl %v: Envoy refuses it", err)
+			return fmt.Errorf("crl: Envoy refuses it: %w", err)
 		}
+	}
+	return nil
+}
+
+// inline is a data source's inline bytes or string; nil for another
+// source.
+func inline(ds *corev3.DataSource) []byte {
+	if b := ds.GetInlineBytes(); len(b) > 0 {
+		return b
+	}
+	if s := ds.GetInlineString(); s != "" {
+		return []byte(s)
 	}
 	return nil
 }
