@@ -61,16 +61,12 @@ func dial(t *testing.T, pki *testPKI, addr string, withCert bool) *grpc.ClientCo
 
 func dialTB(t testing.TB, pki *testPKI, addr string, withCert bool) *grpc.ClientConn {
 	t.Helper()
-	caPEM, _ := os.ReadFile(pki.caCert)
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(caPEM)
-	cfg := &tls.Config{RootCAs: roots, ServerName: "xds.test", MinVersion: tls.VersionTLS13}
-	if withCert {
-		cert, err := tls.LoadX509KeyPair(pki.clientCert, pki.clientKy)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
+	cfg, err := clientTLS(pki)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !withCert {
+		cfg.Certificates = nil
 	}
 	// Route configurations of thousands of routes pass gRPC's default
 	// 4 MiB; Envoy's own gRPC client has no limit.
@@ -80,6 +76,22 @@ func dialTB(t testing.TB, pki *testPKI, addr string, withCert bool) *grpc.Client
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn
+}
+
+// clientTLS is an Envoy's TLS: it trusts the fleet's CA and presents the
+// fleet's client certificate.
+func clientTLS(pki *testPKI) (*tls.Config, error) {
+	caPEM, err := os.ReadFile(pki.caCert)
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	cert, err := tls.LoadX509KeyPair(pki.clientCert, pki.clientKy)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: roots, ServerName: "xds.test", MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}}, nil
 }
 
 func translated(t *testing.T, file string) *xds.Resources {

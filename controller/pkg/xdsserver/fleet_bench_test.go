@@ -1,0 +1,295 @@
+package xdsserver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"isobar.dev/controller/pkg/xds"
+)
+
+// BenchmarkFleet measures a fleet of Envoys on one controller, as a
+// DaemonSet fleet on a large cluster connects one Envoy per node: N
+// simulated Envoys (ISOBAR_FLEET_ENVOYS, default 100; "100,1000" for
+// several), each on its own mTLS connection with a state-of-the-world ADS
+// stream for listeners, clusters and routes, on a Gateway of 10,000 routes
+// (ISOBAR_BENCH_ROUTES). Per N it reports, per route change, the time from
+// the server's update until each Envoy holds it (p50, p99, max), the bytes
+// each Envoy receives, the heap each connected Envoy costs (both ends of
+// its connection: the clients run in this process), and the time for all N
+// to reconnect to a restarted server and hold the whole configuration.
+//
+// The simulated Envoys read only what a response says of itself (version,
+// nonce, size), not its resources, so that their work does not crowd the
+// server's on a small machine: a real Envoy decodes elsewhere.
+func BenchmarkFleet(b *testing.B) {
+	routes := 10000
+	if n, err := strconv.Atoi(os.Getenv("ISOBAR_BENCH_ROUTES")); err == nil && n > 0 {
+		routes = n
+	}
+	sizes := []int{100}
+	if v := os.Getenv("ISOBAR_FLEET_ENVOYS"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				b.Fatalf("ISOBAR_FLEET_ENVOYS=%q: want envoy counts, comma separated", v)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	// Decoded, so that a change can edit a route.
+	base, err := xds.Decoded(workloadResources(b, routes))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("envoys=%d", n), func(b *testing.B) { fleet(b, base, n) })
+	}
+}
+
+func fleet(b *testing.B, base *xds.Resources, n int) {
+	pki := newTestPKI(b)
+	s, addr := serveBench(b, pki)
+	if _, err := s.Update(base); err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	envoys := connectFleet(b, pki, addr, n)
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+
+	// The route changed is the first of the largest route configuration,
+	// which every change sends whole.
+	rc, vh := 0, 0
+	for i, c := range base.Routes {
+		if proto.Size(c) > proto.Size(base.Routes[rc]) {
+			rc = i
+		}
+	}
+	for i, v := range base.Routes[rc].VirtualHosts {
+		if len(v.Routes) > 0 {
+			vh = i
+			break
+		}
+	}
+	var latencies []time.Duration
+	var received int64
+	b.ResetTimer()
+	for i := range b.N {
+		r := *base
+		r.Routes = slices.Clone(base.Routes)
+		changed := proto.Clone(r.Routes[rc]).(*routev3.RouteConfiguration)
+		changed.VirtualHosts[vh].Routes[0].Name = fmt.Sprint("changed-", i)
+		r.Routes[rc] = changed
+		start := time.Now()
+		if _, err := s.Update(&r); err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range envoys {
+			got := <-e.routes
+			latencies = append(latencies, got.at.Sub(start))
+			received += int64(got.size)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(latencies)
+	at := func(q float64) float64 {
+		return float64(latencies[min(len(latencies)-1, int(q*float64(len(latencies))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.5), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+	b.ReportMetric(float64(latencies[len(latencies)-1].Microseconds())/1000, "max-ms")
+	b.ReportMetric(float64(received)/float64(b.N*n), "B/envoy/change")
+	b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/float64(n), "heap-B/envoy")
+	for _, e := range envoys {
+		e.close()
+	}
+
+	// A restarted controller: a new server with the configuration, and
+	// every Envoy reconnecting at once.
+	s2, addr2 := serveBench(b, pki)
+	if _, err := s2.Update(base); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	again := connectFleet(b, pki, addr2, n)
+	b.ReportMetric(float64(time.Since(start).Milliseconds()), "reconnect-ms")
+	for _, e := range again {
+		e.close()
+	}
+}
+
+// fleetEnvoy is a simulated Envoy: one ADS stream, which it acknowledges,
+// telling when each new route configuration version arrives.
+type fleetEnvoy struct {
+	conn   *grpc.ClientConn
+	cancel context.CancelFunc
+	routes chan routeArrival
+}
+
+type routeArrival struct {
+	at   time.Time
+	size int
+}
+
+// connectFleet connects n Envoys at once and returns when each holds
+// listeners, clusters and routes.
+func connectFleet(b *testing.B, pki *testPKI, addr string, n int) []*fleetEnvoy {
+	envoys := make([]*fleetEnvoy, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range envoys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := connectEnvoy(pki, addr, fmt.Sprint("envoy-", i))
+			if err != nil {
+				errs <- err
+				return
+			}
+			envoys[i] = e
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return envoys
+}
+
+func connectEnvoy(pki *testPKI, addr, id string) (*fleetEnvoy, error) {
+	cfg, err := clientTLS(pki)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(headerCodec{}), grpc.MaxCallRecvMsgSize(1<<31-1)))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		cancel()
+		conn.Close()
+		return nil, err
+	}
+	node := &corev3.Node{Id: id}
+	for _, typ := range []string{resourcev3.ClusterType, resourcev3.ListenerType, resourcev3.RouteType} {
+		if err := ads.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typ}); err != nil {
+			cancel()
+			conn.Close()
+			return nil, err
+		}
+	}
+	e := &fleetEnvoy{conn: conn, cancel: cancel, routes: make(chan routeArrival, 16)}
+	synced := make(chan error, 1)
+	go func() {
+		have := map[string]bool{}
+		for {
+			resp, err := ads.Recv()
+			if err != nil {
+				if len(have) < 3 {
+					synced <- err
+				}
+				return
+			}
+			at := time.Now()
+			if err := ads.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resp.TypeUrl, VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce}); err != nil {
+				return
+			}
+			first := !have[resp.TypeUrl]
+			have[resp.TypeUrl] = true
+			switch {
+			case first && len(have) == 3:
+				synced <- nil
+			case !first && resp.TypeUrl == resourcev3.RouteType:
+				size, _ := strconv.Atoi(resp.GetControlPlane().GetIdentifier())
+				e.routes <- routeArrival{at: at, size: size}
+			}
+		}
+	}()
+	select {
+	case err := <-synced:
+		if err != nil {
+			e.close()
+			return nil, err
+		}
+	case <-time.After(5 * time.Minute):
+		e.close()
+		return nil, fmt.Errorf("envoy %s: no configuration in five minutes", id)
+	}
+	return e, nil
+}
+
+func (e *fleetEnvoy) close() {
+	e.cancel()
+	e.conn.Close()
+}
+
+// headerCodec marshals requests as protobuf and reads of a response only
+// its version, type, nonce and size (as the control plane identifier): a
+// simulated Envoy that does not decode what it is sent.
+type headerCodec struct{}
+
+func (headerCodec) Name() string { return "proto" }
+
+func (headerCodec) Marshal(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }
+
+func (headerCodec) Unmarshal(data []byte, v any) error {
+	resp, ok := v.(*discoveryv3.DiscoveryResponse)
+	if !ok {
+		return proto.Unmarshal(data, v.(proto.Message))
+	}
+	resp.ControlPlane = &corev3.ControlPlane{Identifier: strconv.Itoa(len(data))}
+	for b := data; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ == protowire.BytesType && (num == 1 || num == 4 || num == 5) {
+			s, m := protowire.ConsumeString(b)
+			if m < 0 {
+				return protowire.ParseError(m)
+			}
+			switch num {
+			case 1:
+				resp.VersionInfo = s
+			case 4:
+				resp.TypeUrl = s
+			case 5:
+				resp.Nonce = s
+			}
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return protowire.ParseError(m)
+		}
+		b = b[m:]
+	}
+	return nil
+}
