@@ -66,12 +66,15 @@ func diff[K comparable, V any](prev, cur map[K]V, same func(a, b V) bool, change
 }
 
 // sameService reports whether rules resolve alike against two versions of
-// a Service: the same object (UID) with the same ports.
+// a Service: the same object (UID) with the same ports, type, external
+// name and annotations (Contour's, such as projectcontour.io/
+// upstream-protocol.h2c, say how an HTTPProxy speaks to it).
 func sameService(a, b *corev1.Service) bool {
 	if a == b {
 		return true
 	}
-	if a.UID != b.UID || len(a.Spec.Ports) != len(b.Spec.Ports) {
+	if a.UID != b.UID || len(a.Spec.Ports) != len(b.Spec.Ports) || a.Spec.Type != b.Spec.Type ||
+		a.Spec.ExternalName != b.Spec.ExternalName || !maps.Equal(a.Annotations, b.Annotations) {
 		return false
 	}
 	for i, p := range a.Spec.Ports {

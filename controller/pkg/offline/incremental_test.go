@@ -235,3 +235,53 @@ func TestIncrementalProxyChains(t *testing.T) {
 		inc.check(t, step.name, &res)
 	}
 }
+
+// What an HTTPProxy reads of a Service beyond its ports, its Contour
+// annotations and its external name, changes the proxy's clusters when
+// it changes.
+func TestIncrementalServiceAnnotations(t *testing.T) {
+	base, _, err := LoadFiles([]string{"testdata/httpproxy-upstreams.in.yaml"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(name string, change func(*corev1.Service)) func(*resources.Resources) {
+		return func(r *resources.Resources) {
+			r.Services = slices.Clone(r.Services)
+			for i, s := range r.Services {
+				if s.Name == name {
+					c := s.DeepCopy()
+					change(c)
+					r.Services[i] = c
+					return
+				}
+			}
+			t.Fatalf("no Service %s", name)
+		}
+	}
+	steps := []struct {
+		name   string
+		change func(r *resources.Resources)
+	}{
+		{"first", func(*resources.Resources) {}},
+		{"upstream protocol annotation removed", edit("annotated", func(s *corev1.Service) { s.Annotations = nil })},
+		{"upstream protocol annotation back, as tls", edit("annotated", func(s *corev1.Service) {
+			s.Annotations = map[string]string{"projectcontour.io/upstream-protocol.tls": "http"}
+		})},
+		{"external name changed", func(r *resources.Resources) {
+			for _, s := range r.Services {
+				if s.Spec.Type == corev1.ServiceTypeExternalName {
+					edit(s.Name, func(s *corev1.Service) { s.Spec.ExternalName = "other.example.net" })(r)
+					return
+				}
+			}
+			t.Fatal("no ExternalName Service")
+		}},
+	}
+	snapshot := *base
+	inc := newIncremental()
+	for _, step := range steps {
+		step.change(&snapshot)
+		res := snapshot
+		inc.check(t, step.name, &res)
+	}
+}
