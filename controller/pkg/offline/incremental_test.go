@@ -29,10 +29,7 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	steps := []struct {
-		name   string
-		change func(r *resources.Resources)
-	}{
+	steps := []snapshotStep{
 		{"first", func(*resources.Resources) {}},
 		{"unchanged", func(*resources.Resources) {}},
 		{"route edited", func(r *resources.Resources) {
@@ -74,13 +71,7 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 		{"TLS policy CA missing", func(r *resources.Resources) { r.ConfigMaps = nil }},
 		{"TLS policy deleted", func(r *resources.Resources) { r.BackendTLSPolicies = r.BackendTLSPolicies[1:] }},
 	}
-	snapshot := *base
-	inc := newIncremental()
-	for _, step := range steps {
-		step.change(&snapshot)
-		res := snapshot
-		inc.check(t, step.name, &res)
-	}
+	runSteps(t, base, steps)
 }
 
 // incremental is the controller's pair of translators, kept across
@@ -212,10 +203,7 @@ func TestIncrementalProxyChains(t *testing.T) {
 	withoutCA := func(r *resources.Resources) {
 		r.Secrets = slices.DeleteFunc(slices.Clone(r.Secrets), func(s *corev1.Secret) bool { return s == ca })
 	}
-	steps := []struct {
-		name   string
-		change func(r *resources.Resources)
-	}{
+	steps := []snapshotStep{
 		{"first", func(*resources.Resources) {}},
 		{"unchanged", func(*resources.Resources) {}},
 		{"client CA deleted", withoutCA},
@@ -227,13 +215,7 @@ func TestIncrementalProxyChains(t *testing.T) {
 			r.Secrets = append(r.Secrets, c)
 		}},
 	}
-	snapshot := *base
-	inc := newIncremental()
-	for _, step := range steps {
-		step.change(&snapshot)
-		res := snapshot
-		inc.check(t, step.name, &res)
-	}
+	runSteps(t, base, steps)
 }
 
 // What an HTTPProxy reads of a Service beyond its ports, its Contour
@@ -258,10 +240,7 @@ func TestIncrementalServiceAnnotations(t *testing.T) {
 			t.Fatalf("no Service %s", name)
 		}
 	}
-	steps := []struct {
-		name   string
-		change func(r *resources.Resources)
-	}{
+	steps := []snapshotStep{
 		{"first", func(*resources.Resources) {}},
 		{"upstream protocol annotation removed", edit("annotated", func(s *corev1.Service) { s.Annotations = nil })},
 		{"upstream protocol annotation back, as tls", edit("annotated", func(s *corev1.Service) {
@@ -277,11 +256,24 @@ func TestIncrementalServiceAnnotations(t *testing.T) {
 			t.Fatal("no ExternalName Service")
 		}},
 	}
+	runSteps(t, base, steps)
+}
+
+// snapshotStep is a change to a snapshot, named for messages.
+type snapshotStep struct {
+	name   string
+	change func(r *resources.Resources)
+}
+
+// runSteps applies each step to a copy of base in turn and checks that
+// a translator that has seen every step translates it as a fresh one.
+func runSteps(t *testing.T, base *resources.Resources, steps []snapshotStep) {
+	t.Helper()
 	snapshot := *base
 	inc := newIncremental()
-	for _, step := range steps {
-		step.change(&snapshot)
+	for _, st := range steps {
+		st.change(&snapshot)
 		res := snapshot
-		inc.check(t, step.name, &res)
+		inc.check(t, st.name, &res)
 	}
 }
