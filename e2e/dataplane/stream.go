@@ -43,7 +43,11 @@ func (p *proxy) serveTCPProxy(ctx context.Context, conn net.Conn, d *downstream)
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	up, err := p.upstream(cctx, "tcp", b.Pick(rand.Uint64()))
+	endpoint := p.health.pick(cctx, b, rand.Uint64())
+	if endpoint == "" {
+		return // no healthy endpoint: Envoy closes the connection
+	}
+	up, err := p.upstream(cctx, "tcp", endpoint)
 	if err != nil {
 		return
 	}
@@ -159,7 +163,12 @@ func (p *proxy) upgrade(w http.ResponseWriter, r *http.Request, sim *envoysim.Si
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), connectTimeout)
 	defer cancel()
-	up, err := p.upstream(ctx, "tcp", b.Pick(rand.Uint64()))
+	endpoint := p.health.pick(ctx, b, rand.Uint64())
+	if endpoint == "" {
+		localReply(w, r, &envoysim.Response{Status: http.StatusServiceUnavailable, Body: "no healthy upstream"})
+		return
+	}
+	up, err := p.upstream(ctx, "tcp", endpoint)
 	if err == nil && b.TLS != nil {
 		up, err = p.upstreamTLS(ctx, up, sim, b.Cluster, b.TLS, []string{"http/1.1"})
 	}

@@ -79,7 +79,7 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 	}
 	// References are resolved whether or not a listener accepts the
 	// route: ResolvedRefs reports them either way.
-	b := routerule.StreamBackends(t.newEnv(&o.Reads), &t.cache.Names, string(r.kind), r.meta.Namespace, r.meta.Generation, r.backendRefs)
+	b := routerule.StreamBackends(t.newEnv(&o.Reads), &t.cache.Names, string(r.kind), r.meta.Namespace, r.meta.Generation, r.backendRefs, routerule.Upstream{})
 	o.Clusters = b.Clusters
 	dest := sharedUDP(o, r, b.Destination)
 	owner := r.meta.Namespace + "/" + r.meta.Name

@@ -244,7 +244,7 @@ var (
 	refuseCORS        = refuse[contourv1.CORSPolicy]("allowCredentials", "allowOrigin", "allowMethods", "allowHeaders", "exposeHeaders", "maxAge")
 	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough",
 		"enableFallbackCertificate")
-	refuseTCPProxy         = refuse[contourv1.TCPProxy]("services", "include", "includes")
+	refuseTCPProxy         = refuse[contourv1.TCPProxy]("services", "include", "includes", "loadBalancerPolicy", "healthCheckPolicy")
 	refuseTCPService       = refuse[contourv1.Service]("name", "port", "weight")
 	refuseClientValidation = refuse[contourv1.DownstreamValidation]("caSecret", "optionalClientCertificate", "skipClientCertValidation",
 		"crlSecret", "crlOnlyVerifyLeafCert", "forwardClientCertificate")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -109,10 +110,54 @@ func (w *walk) tcpServices(p *contourv1.HTTPProxy) (*ir.Destination, *problem) {
 			Weight:                 &weight,
 		})
 	}
-	b := routerule.StreamBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs)
+	up, bad := w.tcpUpstream(p)
+	if bad != nil {
+		return nil, bad
+	}
+	b := routerule.StreamBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs, up)
 	if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
 		return nil, refused(contourv1.ConditionTypeTCPProxyError, "ServiceUnresolvedReference", "Spec.TCPProxy unresolved service reference: "+c.Message)
 	}
 	w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)
 	return b.Destination, nil
+}
+
+// tcpUpstream is what a tcpproxy asks of its services' clusters: a load
+// balancing strategy of those that pick a connection's endpoint without
+// a request (RoundRobin, WeightedLeastRequest, Random; the others are
+// refused), and a TCP health check with Contour's defaults.
+func (w *walk) tcpUpstream(p *contourv1.HTTPProxy) (routerule.Upstream, *problem) {
+	tp := p.Spec.TCPProxy
+	var up routerule.Upstream
+	if lb := tp.LoadBalancerPolicy; lb != nil {
+		switch lb.Strategy {
+		case "Cookie", "RequestHash":
+			return up, refused(contourv1.ConditionTypeTCPProxyError, "NotSupported", fmt.Sprintf("tcpproxy.loadBalancerPolicy.strategy %s is not supported: a connection has no request to hash", lb.Strategy))
+		}
+		strategy, _, warnings := loadBalancer(lb)
+		for _, msg := range warnings {
+			w.status(p).Valid.AddWarning(contourv1.ConditionTypeTCPProxyError, "LoadBalancerPolicyIgnored", "tcpproxy: "+msg)
+		}
+		up.LoadBalancer = strategy
+	}
+	if hc := tp.HealthCheckPolicy; hc != nil {
+		if hc.IntervalSeconds < 0 || hc.TimeoutSeconds < 0 {
+			return up, refused(contourv1.ConditionTypeTCPProxyError, "HealthCheckPolicyInvalid", "tcpproxy.healthCheckPolicy: intervals and timeouts cannot be negative")
+		}
+		h := &ir.HealthCheck{Interval: healthCheckInterval, Timeout: healthCheckTimeout, Unhealthy: healthCheckUnhealthy, Healthy: healthCheckHealthy}
+		if hc.IntervalSeconds > 0 {
+			h.Interval = time.Duration(hc.IntervalSeconds) * time.Second
+		}
+		if hc.TimeoutSeconds > 0 {
+			h.Timeout = time.Duration(hc.TimeoutSeconds) * time.Second
+		}
+		if hc.UnhealthyThresholdCount > 0 {
+			h.Unhealthy = hc.UnhealthyThresholdCount
+		}
+		if hc.HealthyThresholdCount > 0 {
+			h.Healthy = hc.HealthyThresholdCount
+		}
+		up.HealthCheck = w.names.HealthCheck(h)
+	}
+	return up, nil
 }

@@ -103,12 +103,12 @@ type Backends struct {
 // with an error the way a request can, so invalid backends are left out;
 // with none left the destination is empty and Envoy refuses the
 // connections.
-func StreamBackends(e env.Env, names *Names, kind, ns string, generation int64, refs []gatewayv1.BackendRef) *Backends {
+func StreamBackends(e env.Env, names *Names, kind, ns string, generation int64, refs []gatewayv1.BackendRef, up Upstream) *Backends {
 	ev := newEval(e, names, generation)
 	d := &ir.Destination{}
 	for _, ref := range refs {
 		weight := weightOf(ref.Weight)
-		name, ok := resolveBackend(ev, "", ns, kind, ref.BackendObjectReference, Upstream{})
+		name, ok := resolveBackend(ev, "", ns, kind, ref.BackendObjectReference, up)
 		if !ok {
 			continue
 		}
