@@ -84,7 +84,7 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 		case at.Reset:
 			localReply(w, r, outcome(envoysim.WasReset))
 		default:
-			p.respond(w, r, in, sim, resp)
+			p.respond(w, r, in, sim, endpoint, resp)
 		}
 		cancel()
 		return
@@ -275,8 +275,9 @@ var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfe
 // respond gives the client the backend's answer as Envoy passes it on:
 // the response headers as the route's and cluster's response header
 // changes leave them (envoysim, told what the backend answered), the body
-// as it streams, and the trailers.
-func (p *proxy) respond(w http.ResponseWriter, r *http.Request, in envoysim.Request, sim *envoysim.Simulator, resp *http.Response) {
+// as it streams, and the trailers. A session the request did not name
+// endpoint in is updated to it.
+func (p *proxy) respond(w http.ResponseWriter, r *http.Request, in envoysim.Request, sim *envoysim.Simulator, endpoint string, resp *http.Response) {
 	defer resp.Body.Close()
 	for _, h := range hopByHop {
 		resp.Header.Del(h)
@@ -287,7 +288,7 @@ func (p *proxy) respond(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 	// request was counted (a rate limit's token) the first time.
 	in.Replay = true
 	if a, err := sim.Simulate(in); err == nil && a.Upstream != nil {
-		headers = a.Upstream.ResponseHeaders
+		headers = a.Upstream.ClientHeaders(endpoint)
 	}
 	for _, h := range headers {
 		w.Header().Add(h.Name, h.Value)

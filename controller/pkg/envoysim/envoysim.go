@@ -194,6 +194,8 @@ type Backend struct {
 	// Hash is the request's hash when the cluster is a ring hash and the
 	// route's hash policies gave one: it picks the endpoint (see Pick).
 	Hash *uint64 `json:"hash,omitempty"`
+	// Session is the route's stateful session, if it keeps one.
+	Session *Session `json:"session,omitempty"`
 	// HealthCheck is how Envoy checks the cluster's endpoints, if it does.
 	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
 	// ConnectionIdle is how long Envoy keeps an idle connection to the
@@ -216,12 +218,16 @@ type Locality struct {
 	Endpoints []string `json:"endpoints"`
 }
 
-// Pick is the endpoint a connection or request goes to: the ring's for
-// the request's hash, when it has one; otherwise chosen with seed, a
+// Pick is the endpoint a connection or request goes to: its session's,
+// when the request names an endpoint the cluster has; the ring's for the
+// request's hash, when it has one; otherwise chosen with seed, a
 // locality by weight when the cluster weights them, then an endpoint in
 // it, or any endpoint alike. "" when there is none.
 func (b *Backend) Pick(seed uint64) string {
 	eps := b.Endpoints
+	if e := b.sessionEndpoint(eps); e != "" {
+		return e
+	}
 	if b.Hash != nil && len(b.Localities) == 0 {
 		return ringPick(eps, *b.Hash)
 	}

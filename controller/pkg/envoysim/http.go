@@ -55,6 +55,11 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 				return err
 			}
 			filters.localRateLimit = true
+		case statefulSessionFilterName:
+			if err := statefulSessionFilter(hf); err != nil {
+				return err
+			}
+			filters.session = true
 		default:
 			return errUnsupportedf("HTTP filter %s", hf.GetName())
 		}
@@ -113,7 +118,7 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 // httpFilters are the HTTP filters of a connection manager that routes
 // configure, besides the router.
 type httpFilters struct {
-	cors, localRateLimit, rbac bool
+	cors, localRateLimit, rbac, session bool
 }
 
 // stripPort removes a trailing :port from a host (and keeps IPv6 brackets).

@@ -99,9 +99,15 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 			configResp:   mutation{rc.GetResponseHeadersToRemove(), rc.GetResponseHeadersToAdd()},
 			specificWins: rc.GetMostSpecificHeaderMutationsWins(),
 		}
+		if _, ok := rt.GetTypedPerFilterConfig()[statefulSessionFilterName]; ok && !filters.session {
+			return errSessionWithoutFilter(vh, i, rt)
+		}
 		switch act := rt.GetAction().(type) {
 		case *routev3.Route_Route:
 			err = s.forward(act.Route, rt.GetMatch(), matched, r, req, lv, a)
+			if err == nil && filters.session {
+				err = keepSession(vh, rt, r, a)
+			}
 		case *routev3.Route_Redirect:
 			err = s.redirect(act.Redirect, rt.GetMatch(), matched, r, lv, a)
 		case *routev3.Route_DirectResponse:

@@ -271,6 +271,20 @@ type Route struct {
 	// LocalRateLimit is the route's own; its virtual host's applies to a
 	// route without.
 	LocalRateLimit *LocalRateLimit `json:"localRateLimit,omitempty"`
+	// Session keeps a client on the endpoint its session started on.
+	Session *Session `json:"session,omitempty"`
+}
+
+// Session is a route's session persistence: Envoy's stateful session
+// filter names the endpoint a session started on in a cookie or a header,
+// and sends the session's later requests there while it is healthy.
+type Session struct {
+	// Exactly one of Cookie and Header names where the session is kept.
+	Cookie string `json:"cookie,omitempty"`
+	Header string `json:"header,omitempty"` // lower case
+	// TTL is a permanent cookie's lifetime (Max-Age); zero makes a cookie
+	// that ends with the browser's session.
+	TTL time.Duration `json:"ttl,omitempty"`
 }
 
 // HashPolicy is one input of a request's hash: a header, a query

@@ -190,10 +190,11 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	if r.Cluster != "" && a.Upstream.Cluster != r.Cluster {
 		t.Errorf("%s: cluster %s, want %s", what, a.Upstream.Cluster, r.Cluster)
 	}
-	if got := a.Upstream.Pick(r.Seed); r.Endpoint != "" && got != r.Endpoint {
-		t.Errorf("%s: endpoint %s, want %s", what, got, r.Endpoint)
+	endpoint := a.Upstream.Pick(r.Seed)
+	if r.Endpoint != "" && endpoint != r.Endpoint {
+		t.Errorf("%s: endpoint %s, want %s", what, endpoint, r.Endpoint)
 	}
-	checkResponseHeaders(t, what, r.ResponseHeaders, a.Upstream.ResponseHeaders)
+	checkResponseHeaders(t, what, r.ResponseHeaders, a.Upstream.ClientHeaders(endpoint))
 	checkTransport(t, what, r, a.Upstream)
 	if got := healthCheckSummary(a.Upstream.HealthCheck); r.HealthCheck != "" && got != r.HealthCheck {
 		t.Errorf("%s: cluster %s health check %q, want %q", what, a.Upstream.Cluster, got, r.HealthCheck)

@@ -55,7 +55,7 @@ func HTTPRoute(e env.Env, names *Names, hr *gatewayv1.HTTPRoute) *Rules {
 		func(rule *gatewayv1.HTTPRouteRule) (*gatewayv1.SectionName, []gatewayv1.HTTPRouteMatch) {
 			return rule.Name, rule.Matches
 		},
-		func(rule *gatewayv1.HTTPRouteRule) (*ir.Route, error) { return httpAction(ev, hr, rule) },
+		func(i int, rule *gatewayv1.HTTPRouteRule) (*ir.Route, error) { return httpAction(ev, hr, i, rule) },
 		httpMatch)
 	return &Rules{Routes: routes, Problems: problems, Resolved: ev.resolved, Clusters: ev.clusters}
 }
@@ -69,7 +69,7 @@ func GRPCRoute(e env.Env, names *Names, gr *gatewayv1.GRPCRoute) *Rules {
 		func(rule *gatewayv1.GRPCRouteRule) (*gatewayv1.SectionName, []gatewayv1.GRPCRouteMatch) {
 			return rule.Name, rule.Matches
 		},
-		func(rule *gatewayv1.GRPCRouteRule) (*ir.Route, error) { return grpcAction(ev, gr, rule) },
+		func(i int, rule *gatewayv1.GRPCRouteRule) (*ir.Route, error) { return grpcAction(ev, gr, i, rule) },
 		grpcMatch)
 	return &Rules{Routes: routes, Problems: problems, Resolved: ev.resolved, Clusters: ev.clusters}
 }

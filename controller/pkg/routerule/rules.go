@@ -67,7 +67,7 @@ func (p *Problems) Report(c *condition.Route) {
 // problems and answer 500, so that their requests never fall through to a
 // less specific route.
 func translateRules[Rule, Match any](kind, namespace, name string, rules []Rule,
-	of func(*Rule) (*gatewayv1.SectionName, []Match), action func(*Rule) (*ir.Route, error), match func(*Match) (ir.Match, error),
+	of func(*Rule) (*gatewayv1.SectionName, []Match), action func(int, *Rule) (*ir.Route, error), match func(*Match) (ir.Match, error),
 ) ([][]*ir.Route, Problems) {
 	problems := Problems{rules: len(rules)}
 	out := make([][]*ir.Route, len(rules))
@@ -75,7 +75,7 @@ func translateRules[Rule, Match any](kind, namespace, name string, rules []Rule,
 		rule := &rules[i]
 		ruleName, matches := of(rule)
 		problems.named(i, ruleName)
-		act, err := action(rule)
+		act, err := action(i, rule)
 		if err != nil {
 			problems.add(i, err)
 		}
@@ -109,8 +109,15 @@ func matchRoute(action *ir.Route, last bool, name string, m ir.Match) *ir.Route 
 
 // httpAction is what a rule does, shared by its matches, and why it cannot
 // do what the rule says, if it cannot.
-func httpAction(ev *eval, hr *gatewayv1.HTTPRoute, rule *gatewayv1.HTTPRouteRule) (*ir.Route, error) {
+func httpAction(ev *eval, hr *gatewayv1.HTTPRoute, i int, rule *gatewayv1.HTTPRouteRule) (*ir.Route, error) {
 	r := &ir.Route{}
+	if rule.SessionPersistence != nil {
+		s, err := session(rule.SessionPersistence, "httproute", hr.Namespace, hr.Name, i, len(rule.BackendRefs))
+		if err != nil {
+			return failed(ev, err)
+		}
+		r.Session = s
+	}
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, f); err != nil {
 			return failed(ev, err)
@@ -187,8 +194,15 @@ func RouteName(kind, namespace, name string, rule int, ruleName *gatewayv1.Secti
 	return string(b)
 }
 
-func grpcAction(ev *eval, gr *gatewayv1.GRPCRoute, rule *gatewayv1.GRPCRouteRule) (*ir.Route, error) {
+func grpcAction(ev *eval, gr *gatewayv1.GRPCRoute, i int, rule *gatewayv1.GRPCRouteRule) (*ir.Route, error) {
 	r := &ir.Route{}
+	if rule.SessionPersistence != nil {
+		s, err := session(rule.SessionPersistence, "grpcroute", gr.Namespace, gr.Name, i, len(rule.BackendRefs))
+		if err != nil {
+			return failed(ev, err)
+		}
+		r.Session = s
+	}
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, httpFilter(f)); err != nil {
 			return failed(ev, err)

@@ -11,6 +11,7 @@ import (
 	localratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	statefulsessionv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/stateful_session/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -131,8 +132,9 @@ func httpConnectionManager(listener, routeConfig string, s Settings, fwd *ir.For
 			RouteConfigName: routeConfig,
 			ConfigSource:    ads(),
 		}},
-		// CORS, the local rate limit and RBAC do nothing for routes
-		// without a CORS policy, a local rate limit or an IP filter. A
+		// CORS, the local rate limit, RBAC and the stateful session do
+		// nothing for routes without a CORS policy, a local rate limit, an
+		// IP filter or a session. A
 		// CORS preflight is answered first, and a limited request is not
 		// checked further, as Contour orders them.
 		HttpFilters: []*hcmv3.HttpFilter{{
@@ -144,6 +146,9 @@ func httpConnectionManager(listener, routeConfig string, s Settings, fwd *ir.For
 		}, {
 			Name:       rbacFilter,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&rbacv3.RBAC{})},
+		}, {
+			Name:       statefulSessionFilter,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&statefulsessionv3.StatefulSession{})},
 		}, {
 			Name:       "envoy.filters.http.router",
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&routerv3.Router{})},

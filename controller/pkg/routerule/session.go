@@ -1,0 +1,99 @@
+package routerule
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// session is a rule's sessionPersistence as Envoy's stateful session
+// filter keeps it (GEP-1619), or why it cannot be kept as written:
+//   - A session cookie (the default lifetime) has no lifetime Envoy could
+//     enforce, and a header-based session none at all, so absoluteTimeout
+//     is refused for both; a Permanent cookie's is its Max-Age.
+//   - Envoy keeps a session within the cluster its weighted choice
+//     picked, so a rule splitting traffic among backends would move
+//     sessions between them; such a rule is refused.
+//
+// A session without a sessionName gets one unique to the route's rule, so
+// that two rules never share a session (the GEP requires it). A rule
+// without backends has no endpoint to keep, and no session.
+func session(sp *gatewayv1.SessionPersistence, kind, namespace, name string, rule, backends int) (*ir.Session, error) {
+	if backends == 0 {
+		return nil, nil
+	}
+	if backends > 1 {
+		return nil, errors.New("sessionPersistence on a rule with more than one backendRef is not supported: Envoy keeps a session only within the backend its weighted choice picked")
+	}
+	typ := gatewayv1.CookieBasedSessionPersistence
+	if sp.Type != nil {
+		typ = *sp.Type
+	}
+	sessionName := ""
+	if sp.SessionName != nil {
+		sessionName = *sp.SessionName
+	}
+	if sessionName == "" {
+		h := fnv.New32a()
+		fmt.Fprintf(h, "%s/%s/%s/%d", kind, namespace, name, rule)
+		sessionName = fmt.Sprintf("isobar-session-%08x", h.Sum32())
+	}
+	if !isToken(sessionName) {
+		return nil, fmt.Errorf("sessionPersistence.sessionName %q is not a valid %s name (letters, digits and !#$%%&'*+-.^_`|~ only)", sessionName, strings.ToLower(string(typ)))
+	}
+	out := &ir.Session{}
+	switch typ {
+	case gatewayv1.CookieBasedSessionPersistence:
+		out.Cookie = sessionName
+	case gatewayv1.HeaderBasedSessionPersistence:
+		out.Header = strings.ToLower(sessionName)
+	default:
+		return nil, fmt.Errorf("sessionPersistence.type %q is not Cookie or Header", typ)
+	}
+	permanent := sp.CookieConfig != nil && sp.CookieConfig.LifetimeType != nil && *sp.CookieConfig.LifetimeType == gatewayv1.PermanentCookieLifetimeType
+	if sp.CookieConfig != nil && typ != gatewayv1.CookieBasedSessionPersistence {
+		return nil, errors.New("sessionPersistence.cookieConfig is set for a session that is not kept in a cookie")
+	}
+	switch {
+	case sp.AbsoluteTimeout == nil && permanent:
+		return nil, errors.New("sessionPersistence with a Permanent cookie needs an absoluteTimeout, its lifetime")
+	case sp.AbsoluteTimeout == nil:
+	case typ == gatewayv1.HeaderBasedSessionPersistence:
+		return nil, errors.New("sessionPersistence.absoluteTimeout is not supported for a header-based session: Envoy cannot end one")
+	case !permanent:
+		return nil, errors.New("sessionPersistence.absoluteTimeout needs cookieConfig.lifetimeType Permanent: Envoy can end a session only through the cookie's Max-Age, which a session cookie does not have")
+	default:
+		d, err := parseDuration("sessionPersistence.absoluteTimeout", *sp.AbsoluteTimeout)
+		if err != nil {
+			return nil, err
+		}
+		if d < time.Second || d%time.Second != 0 {
+			return nil, fmt.Errorf("sessionPersistence.absoluteTimeout %s is not a whole number of seconds, which a cookie's Max-Age counts in", d)
+		}
+		out.TTL = d
+	}
+	return out, nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110), which both a
+// cookie name and a header name must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
