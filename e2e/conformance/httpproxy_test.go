@@ -38,10 +38,6 @@ func TestHTTPProxyThroughFleet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns = "proxies"
-	labels := map[string]string{"app": "echo"}
-	podEnv := func(name, path string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
-	}
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "isobar-proxies"}, Spec: networkingv1.IngressClassSpec{
@@ -52,18 +48,6 @@ func TestHTTPProxyThroughFleet(t *testing.T) {
 		&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
 			GatewayClassName: gatewayClassName,
 			Listeners:        []gatewayv1.Listener{{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
-		}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"}, Spec: corev1.ServiceSpec{
-			Selector: labels,
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(3000)}},
-		}},
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"}, Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "echo", Image: "registry.k8s.io/" + echoImage + ":v1.5.1",
-				Env: []corev1.EnvVar{podEnv("POD_NAME", "metadata.name"), podEnv("NAMESPACE", "metadata.namespace")},
-			}}}},
 		}},
 		proxy(ns, "shop", "shop.example.com", []contourv1.Route{
 			{Services: echo(), LoadBalancerPolicy: &contourv1.LoadBalancerPolicy{Strategy: "Cookie"}},
@@ -83,32 +67,18 @@ func TestHTTPProxyThroughFleet(t *testing.T) {
 					ExpectedStatuses: []contourv1.HTTPStatusRange{{Start: 503, End: 504}}}},
 		}),
 	}
-	for _, o := range objects {
+	for _, o := range append(objects, echoWorkload(ns, 3)...) {
 		if err := r.env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	address := gatewayAddress(t, ctx, r, types.NamespacedName{Namespace: ns, Name: "web"})
 	get := func(path, cookie string) (int, string, http.Header) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Host = "shop.example.com"
+		h := http.Header{}
 		if cookie != "" {
-			req.Header.Set("Cookie", cookie)
+			h.Set("Cookie", cookie)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, "", nil
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		var echoed struct {
-			Pod string `json:"pod"`
-		}
-		_ = json.Unmarshal(body, &echoed)
-		return resp.StatusCode, echoed.Pod, resp.Header
+		return echoGet(ctx, address, "shop.example.com", path, h)
 	}
 
 	// The three Pods serve, and the first answer sets the cookie.
@@ -167,6 +137,52 @@ func TestHTTPProxyThroughFleet(t *testing.T) {
 	if want := []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests}; !slices.Equal(statuses, want) {
 		t.Errorf("three GET /limited (two an hour): %v, want %v", statuses, want)
 	}
+}
+
+// echoWorkload is the suite's echo server as a Service (port 8080) and a
+// Deployment of replicas Pods labelled app=echo, which answer with their
+// name.
+func echoWorkload(ns string, replicas int32) []client.Object {
+	labels := map[string]string{"app": "echo"}
+	podEnv := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	return []client.Object{
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"}, Spec: corev1.ServiceSpec{
+			Selector: labels,
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(3000)}},
+		}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"}, Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "echo", Image: "registry.k8s.io/" + echoImage + ":v1.5.1",
+				Env: []corev1.EnvVar{podEnv("POD_NAME", "metadata.name"), podEnv("NAMESPACE", "metadata.namespace")},
+			}}}},
+		}},
+	}
+}
+
+// echoGet sends a GET to the Gateway at address for host, and returns the
+// status, the name of the echo Pod that answered ("" for another answer)
+// and the response headers; 0 when the request failed.
+func echoGet(ctx context.Context, address, host, path string, header http.Header) (int, string, http.Header) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+path, nil)
+	if err != nil {
+		return 0, "", nil
+	}
+	req.Host, req.Header = host, header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var echoed struct {
+		Pod string `json:"pod"`
+	}
+	_ = json.Unmarshal(body, &echoed)
+	return resp.StatusCode, echoed.Pod, resp.Header
 }
 
 func echo() []contourv1.Service { return []contourv1.Service{{Name: "echo", Port: 8080}} }

@@ -32,9 +32,13 @@ type rig struct {
 	agent *harness.NodeAgent
 }
 
-func startRig(t *testing.T) *rig {
+func startRig(t *testing.T) *rig { return startRigOn(t, "") }
+
+// startRigOn is startRig with the CRDs of a Gateway API channel ("" for
+// the default).
+func startRigOn(t *testing.T, channel string) *rig {
 	t.Helper()
-	e, err := harness.Start(harness.Options{ControllerManager: true, ServiceCIDR: serviceCIDR})
+	e, err := harness.Start(harness.Options{Channel: channel, ControllerManager: true, ServiceCIDR: serviceCIDR})
 	if err != nil {
 		t.Fatal(err)
 	}
