@@ -19,6 +19,8 @@ type route struct {
 	meta       *metav1.ObjectMeta
 	parentRefs []gatewayv1.ParentReference
 	hostnames  []gatewayv1.Hostname
+	// defaulted routes attach to the default Gateways too (refsOf).
+	defaulted bool
 }
 
 // attachment is a route attached through one parentRef to listeners of this
@@ -59,7 +61,7 @@ func (t *gatewayTranslator) attach(o *outcome, r route) []*attachment {
 		}
 	}
 	var out []*attachment
-	for _, ref := range r.parentRefs {
+	for _, ref := range t.refsOf(r) {
 		set, ok := t.parentOf(ref, r.meta.Namespace)
 		if !ok {
 			continue

@@ -30,7 +30,7 @@ type kindClaim struct {
 func (t *gatewayTranslator) kindConflicts(res *resources.Resources) map[*metav1.ObjectMeta]map[int]string {
 	var grpc []kindClaim
 	for _, g := range res.GRPCRoutes {
-		grpc = append(grpc, t.claims(route{kind: "GRPCRoute", meta: &g.ObjectMeta, parentRefs: g.Spec.ParentRefs, hostnames: g.Spec.Hostnames})...)
+		grpc = append(grpc, t.claims(routeOf("GRPCRoute", &g.ObjectMeta, &g.Spec.CommonRouteSpec, g.Spec.Hostnames))...)
 	}
 	if len(grpc) == 0 {
 		return nil
@@ -54,7 +54,7 @@ func (t *gatewayTranslator) kindConflicts(res *resources.Resources) map[*metav1.
 		if !mayMeet(h.Spec.Hostnames, grpc) {
 			continue
 		}
-		if cs := t.claims(route{kind: "HTTPRoute", meta: &h.ObjectMeta, parentRefs: h.Spec.ParentRefs, hostnames: h.Spec.Hostnames}); len(cs) > 0 {
+		if cs := t.claims(routeOf("HTTPRoute", &h.ObjectMeta, &h.Spec.CommonRouteSpec, h.Spec.Hostnames)); len(cs) > 0 {
 			routes = append(routes, claimant{&h.ObjectMeta, cs})
 		}
 	}
@@ -104,7 +104,7 @@ func (t *gatewayTranslator) kindConflicts(res *resources.Resources) map[*metav1.
 // Gateway, as attachment computes them, without attaching it.
 func (t *gatewayTranslator) claims(r route) []kindClaim {
 	var out []kindClaim
-	for _, ref := range r.parentRefs {
+	for _, ref := range t.refsOf(r) {
 		set, ok := t.parentOf(ref, r.meta.Namespace)
 		if !ok {
 			continue

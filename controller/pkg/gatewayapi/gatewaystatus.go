@@ -52,6 +52,7 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 		c.Set(gatewayv1.GatewayConditionInsecureFrontendValidationMode, true, gatewayv1.GatewayReasonConfigurationChanged,
 			fmt.Sprintf("client certificate validation lets in clients without a valid certificate (AllowInsecureFallback): %s", strings.Join(insecure, ", ")))
 	}
+	t.setDefaultCondition(&c)
 	st.Conditions = c.Sorted()
 	t.status.Gateways[types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name}] = st
 }

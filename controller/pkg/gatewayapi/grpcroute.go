@@ -10,6 +10,6 @@ import (
 // attachGRPCRoute attaches a GRPCRoute, whose rules become HTTP routes on
 // the same virtual hosts as HTTPRoutes (see routerule.GRPCRoute).
 func (t *gatewayTranslator) attachGRPCRoute(gr *gatewayv1.GRPCRoute, rank int32) {
-	r := route{kind: "GRPCRoute", meta: &gr.ObjectMeta, parentRefs: gr.Spec.ParentRefs, hostnames: gr.Spec.Hostnames}
+	r := routeOf("GRPCRoute", &gr.ObjectMeta, &gr.Spec.CommonRouteSpec, gr.Spec.Hostnames)
 	t.attachRequestRoute(r, rank, func(e env.Env) *routerule.Rules { return routerule.GRPCRoute(e, &t.cache.Names, gr) })
 }

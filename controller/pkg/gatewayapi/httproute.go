@@ -13,7 +13,7 @@ import (
 // attachHTTPRoute attaches an HTTPRoute to this Gateway's listeners,
 // translates its rules into the route tables and records its status.
 func (t *gatewayTranslator) attachHTTPRoute(hr *gatewayv1.HTTPRoute, rank int32) {
-	r := route{kind: "HTTPRoute", meta: &hr.ObjectMeta, parentRefs: hr.Spec.ParentRefs, hostnames: hr.Spec.Hostnames}
+	r := routeOf("HTTPRoute", &hr.ObjectMeta, &hr.Spec.CommonRouteSpec, hr.Spec.Hostnames)
 	t.attachRequestRoute(r, rank, func(e env.Env) *routerule.Rules { return routerule.HTTPRoute(e, &t.cache.Names, hr) })
 }
 

@@ -188,20 +188,20 @@ func (t *gatewayTranslator) update() {
 	}
 }
 
-// withParents returns the routes that have parentRefs, routes itself when
-// all have. A route without attaches nowhere and has no status entry of
-// ours, so it needs no outcome; and a per-Gateway controller caches the
+// withParents returns the routes that attach somewhere (parentRefs, or
+// default Gateways), routes itself when all do. A route that does not
+// attaches nowhere and has no status entry of ours, so it needs no outcome; and a per-Gateway controller caches the
 // routes of other Gateways as stubs without parentRefs, most of its
 // routes in a cluster of many Gateways, which would each hold an outcome
 // and size the state's maps.
-func withParents[T any](routes []*T, parentRefs func(*T) []gatewayv1.ParentReference) []*T {
+func withParents[T any](routes []*T, attaches func(*T) bool) []*T {
 	for i, r := range routes {
-		if len(parentRefs(r)) > 0 {
+		if attaches(r) {
 			continue
 		}
 		out := slices.Clone(routes[:i])
 		for _, r := range routes[i+1:] {
-			if len(parentRefs(r)) > 0 {
+			if attaches(r) {
 				out = append(out, r)
 			}
 		}

@@ -31,20 +31,20 @@ func streamRoutes(res *resources.Resources) []*streamRoute {
 		for _, rule := range r.Spec.Rules {
 			refs = append(refs, rule.BackendRefs...)
 		}
-		out = append(out, &streamRoute{route{kind: "TLSRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}, refs})
+		out = append(out, &streamRoute{routeOf("TLSRoute", &r.ObjectMeta, &r.Spec.CommonRouteSpec, r.Spec.Hostnames), refs})
 	}
 	for _, r := range res.TCPRoutes {
-		out = append(out, &streamRoute{route{kind: "TCPRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs}, rulesRefs(r.Spec.Rules)})
+		out = append(out, &streamRoute{routeOf("TCPRoute", &r.ObjectMeta, &r.Spec.CommonRouteSpec, nil), rulesRefs(r.Spec.Rules)})
 	}
 	for _, r := range res.UDPRoutes {
 		var refs []gatewayv1.BackendRef
 		for _, rule := range r.Spec.Rules {
 			refs = append(refs, rule.BackendRefs...)
 		}
-		out = append(out, &streamRoute{route{kind: "UDPRoute", meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs}, refs})
+		out = append(out, &streamRoute{routeOf("UDPRoute", &r.ObjectMeta, &r.Spec.CommonRouteSpec, nil), refs})
 	}
 	// A stub's new object would also attach every stream route again.
-	out = withParents(out, func(r *streamRoute) []gatewayv1.ParentReference { return r.parentRefs })
+	out = withParents(out, func(r *streamRoute) bool { return len(r.parentRefs) > 0 || r.defaulted })
 	slices.SortStableFunc(out, func(a, b *streamRoute) int {
 		return cmp.Or(
 			a.meta.CreationTimestamp.Compare(b.meta.CreationTimestamp.Time),

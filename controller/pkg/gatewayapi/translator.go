@@ -87,8 +87,8 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	out := &Result{Status: st}
 	tr.acceptClasses(res, st)
 	streams := streamRoutes(res)
-	httpRoutes := withParents(res.HTTPRoutes, func(r *gatewayv1.HTTPRoute) []gatewayv1.ParentReference { return r.Spec.ParentRefs })
-	grpcRoutes := withParents(res.GRPCRoutes, func(r *gatewayv1.GRPCRoute) []gatewayv1.ParentReference { return r.Spec.ParentRefs })
+	httpRoutes := withParents(res.HTTPRoutes, func(r *gatewayv1.HTTPRoute) bool { return mayAttach(&r.Spec.CommonRouteSpec) })
+	grpcRoutes := withParents(res.GRPCRoutes, func(r *gatewayv1.GRPCRoute) bool { return mayAttach(&r.Spec.CommonRouteSpec) })
 	prev := tr.prev
 	if len(tr.states) == 0 {
 		prev = nil

@@ -277,3 +277,51 @@ func runSteps(t *testing.T, base *resources.Resources, steps []snapshotStep) {
 		inc.check(t, st.name, &res)
 	}
 }
+
+// A Gateway that stops being a default Gateway lets go of the defaulted
+// routes, and takes them back when it is one again; a route that stops
+// asking for the default Gateways leaves them.
+func TestIncrementalDefaultGateways(t *testing.T) {
+	base, _, err := LoadFiles([]string{"testdata/default-gateways.in.yaml"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := func(name string, s gatewayv1.GatewayDefaultScope) func(*resources.Resources) {
+		return func(r *resources.Resources) {
+			r.Gateways = slices.Clone(r.Gateways)
+			for i, g := range r.Gateways {
+				if g.Name == name {
+					c := g.DeepCopy()
+					c.Spec.DefaultScope = s
+					c.Generation++
+					r.Gateways[i] = c
+					return
+				}
+			}
+			t.Fatalf("no Gateway %s", name)
+		}
+	}
+	use := func(name string, s gatewayv1.GatewayDefaultScope) func(*resources.Resources) {
+		return func(r *resources.Resources) {
+			r.HTTPRoutes = slices.Clone(r.HTTPRoutes)
+			for i, h := range r.HTTPRoutes {
+				if h.Name == name {
+					c := h.DeepCopy()
+					c.Spec.UseDefaultGateways = s
+					c.Generation++
+					r.HTTPRoutes[i] = c
+					return
+				}
+			}
+			t.Fatalf("no HTTPRoute %s", name)
+		}
+	}
+	runSteps(t, base, []snapshotStep{
+		{"first", func(*resources.Resources) {}},
+		{"edge is no default", scope("edge", "")},
+		{"edge is a default again", scope("edge", gatewayv1.GatewayDefaultScopeAll)},
+		{"web becomes a default", scope("web", gatewayv1.GatewayDefaultScopeAll)},
+		{"defaulted asks for none", use("defaulted", gatewayv1.GatewayDefaultScopeNone)},
+		{"no-default asks for all", use("no-default", gatewayv1.GatewayDefaultScopeAll)},
+	})
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // routeStubs keeps in the cache, of a route whose parentRefs name neither
-// the served Gateway nor a ListenerSet, only a stub: its name, identity and
+// the served Gateway nor a ListenerSet and that does not ask for the
+// default Gateways (which the served Gateway may become), only a stub: its name, identity and
 // versions, without spec, labels, annotations or status. Many Gateways
 // share a cluster, and a controller would otherwise hold every route of
 // every Gateway (at 50 Gateways of 200 routes each, whole routes were
@@ -30,7 +31,7 @@ func routeStubs(gw types.NamespacedName) toolscache.TransformFunc {
 			return obj, nil
 		}
 		spec := routeSpec(o)
-		if spec == nil || mayAttach(spec.parentRefs, o.GetNamespace(), gw) {
+		if spec == nil || spec.defaulted || mayAttach(spec.parentRefs, o.GetNamespace(), gw) {
 			return obj, nil
 		}
 		spec.stub()
@@ -73,24 +74,30 @@ func mayAttach(refs []gatewayv1.ParentReference, ns string, gw types.NamespacedN
 	return false
 }
 
-// routeParts is a route's parentRefs and how to make it a stub.
+// routeParts is a route's parentRefs, whether it asks for the default
+// Gateways, and how to make it a stub.
 type routeParts struct {
 	parentRefs []gatewayv1.ParentReference
+	defaulted  bool
 	stub       func()
 }
+
+// isStub reports whether the route is kept as a stub (or attaches
+// nowhere, which a stub cannot be told from).
+func (p *routeParts) isStub() bool { return len(p.parentRefs) == 0 && !p.defaulted }
 
 func routeSpec(o client.Object) *routeParts {
 	switch r := o.(type) {
 	case *gatewayv1.HTTPRoute:
-		return &routeParts{r.Spec.ParentRefs, func() { *r = gatewayv1.HTTPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
+		return &routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll, func() { *r = gatewayv1.HTTPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
 	case *gatewayv1.GRPCRoute:
-		return &routeParts{r.Spec.ParentRefs, func() { *r = gatewayv1.GRPCRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
+		return &routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll, func() { *r = gatewayv1.GRPCRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
 	case *gatewayv1.TLSRoute:
-		return &routeParts{r.Spec.ParentRefs, func() { *r = gatewayv1.TLSRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
+		return &routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll, func() { *r = gatewayv1.TLSRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
 	case *gatewayv1.TCPRoute:
-		return &routeParts{r.Spec.ParentRefs, func() { *r = gatewayv1.TCPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
+		return &routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll, func() { *r = gatewayv1.TCPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
 	case *gatewayv1.UDPRoute:
-		return &routeParts{r.Spec.ParentRefs, func() { *r = gatewayv1.UDPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
+		return &routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll, func() { *r = gatewayv1.UDPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
 	}
 	return nil
 }

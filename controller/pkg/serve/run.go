@@ -327,11 +327,11 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	// controller's, the operator's) only has the status writer check that
 	// our entries are still there.
 	// A route that cannot attach to the served Gateway, before or after
-	// its change (another Gateway's, cached as a stub), changes nothing
-	// this controller serves.
+	// its change (another Gateway's, cached as a stub, and not asking for
+	// the default Gateways), changes nothing this controller serves.
 	mine := func(o client.Object) bool {
 		p := routeSpec(o)
-		return r.opts.Gateway.Name == "" || p == nil || mayAttach(p.parentRefs, o.GetNamespace(), r.opts.Gateway)
+		return r.opts.Gateway.Name == "" || p == nil || p.defaulted || mayAttach(p.parentRefs, o.GetNamespace(), r.opts.Gateway)
 	}
 	specOrStatus := handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

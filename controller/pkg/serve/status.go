@@ -200,7 +200,7 @@ func (w *statusWriter) writeGateway(ctx context.Context, name types.NamespacedNa
 		if served {
 			// Conditions the translation sets only while their cause
 			// lasts go with it.
-			for _, typ := range []gatewayv1.GatewayConditionType{gatewayv1.GatewayConditionResolvedRefs, gatewayv1.GatewayConditionInsecureFrontendValidationMode} {
+			for _, typ := range []gatewayv1.GatewayConditionType{gatewayv1.GatewayConditionResolvedRefs, gatewayv1.GatewayConditionInsecureFrontendValidationMode, gatewayapi.ConditionDefaultGateway} {
 				if meta.FindStatusCondition(desired.Conditions, string(typ)) == nil {
 					meta.RemoveStatusCondition(&next.Conditions, string(typ))
 				}
@@ -335,7 +335,7 @@ func (w *statusWriter) writeRoute(ctx context.Context, k gatewayapi.RouteKey, pa
 		statusChecks.WithLabelValues(k.Kind).Inc()
 		key := client.ObjectKey{Namespace: k.Namespace, Name: k.Name}
 		err := reader.Get(ctx, key, obj)
-		if p := routeSpec(obj); err == nil && reader != w.live && p != nil && len(p.parentRefs) == 0 {
+		if p := routeSpec(obj); err == nil && reader != w.live && p != nil && p.isStub() {
 			// A stub (routeStubs) keeps no status: the route left us, and
 			// our entries are removed from what the API server holds.
 			err = w.live.Get(ctx, key, obj)
