@@ -17,16 +17,21 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// Session persistence (an experimental HTTPRoute field) through a
-// provisioned fleet, with the suite's echo Pods: a cookie session and a
-// header session each keep a client on one Pod, also after a Pod is
-// added, and a session whose Pod is gone moves to another, with a new
-// cookie.
-func TestSessionPersistenceThroughFleet(t *testing.T) {
+// Fields of the experimental channel beyond the suite's features, through
+// provisioned fleets with the suite's echo Pods.
+func TestExperimentalChannelThroughFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
 	r := startRigOn(t, "experimental")
+	t.Run("sessionPersistence", func(t *testing.T) { sessionPersistence(t, r) })
+	t.Run("defaultGateways", func(t *testing.T) { defaultGateways(t, r) })
+}
+
+// sessionPersistence: a cookie session and a header session each keep a
+// client on one Pod, also after a Pod is added, and a session whose Pod is
+// gone moves to another, with a new cookie.
+func sessionPersistence(t *testing.T, r *rig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns = "sessions"
