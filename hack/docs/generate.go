@@ -141,5 +141,13 @@ func featureTable() []byte {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", f.Name, level, f.Channel, mark, featureNotes[f.Name])
 	}
+	b.WriteString("\n## Experimental fields\n\nEvery field of the experimental channel's CRDs that the standard channel does not have, ")
+	b.WriteString("beyond what the features above name, and what Isobar does with it: it takes effect (yes), or a value Isobar cannot honour is ")
+	b.WriteString("refused on the status of the object that uses it (refused), or neither yet (no). `TestEveryExperimentalField` (e2e) walks the CRDs ")
+	b.WriteString("and translates an input setting each yes and refused field.\n\n")
+	b.WriteString("| kind | field | Isobar | how | shown by |\n| --- | --- | --- | --- | --- |\n")
+	for _, f := range supported.ExperimentalFields {
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", f.Kind, f.Path, f.Support, oneLine(f.Note), oneLine(f.Test))
+	}
 	return b.Bytes()
 }

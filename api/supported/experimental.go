@@ -1,0 +1,80 @@
+package supported
+
+// Support says what Isobar does with a field.
+type Support string
+
+const (
+	// Yes: the field takes effect as the Gateway API defines it.
+	Yes Support = "yes"
+	// Refused: a value Isobar cannot honour is refused on the status of the
+	// object that uses it, with a message naming it.
+	Refused Support = "refused"
+	// No: not implemented yet, and not refused either. Each is a gap to
+	// close.
+	No Support = "no"
+	// OutOfScope: a mesh field; Isobar is a Gateway.
+	OutOfScope Support = "out of scope"
+)
+
+// ExperimentalField is a field of the experimental channel's CRDs that the standard
+// channel does not have, and what Isobar does with it. Path covers the
+// leaves under it.
+type ExperimentalField struct {
+	Kind    string
+	Path    string
+	Support Support
+	// Note says how the field takes effect, or why it cannot.
+	Note string
+	// Refusal is what the refusing status message says, for Refused.
+	Refusal string
+	// Test is a test that shows it, besides TestEveryExperimentalField.
+	Test string
+}
+
+// ExperimentalFields are the fields of the experimental channel beyond the
+// standard channel's, of the Gateway API release Isobar builds against.
+// TestEveryExperimentalField (e2e) walks the CRDs: a field missing here
+// fails it, and so does a Yes that changes neither the xDS nor the status,
+// or a Refused whose status does not say so.
+var ExperimentalFields = []ExperimentalField{
+	{Kind: "Gateway", Path: "spec.defaultScope", Support: Yes,
+		Note: "All makes the Gateway a default Gateway (GEP-3793): it takes the routes with useDefaultGateways: All, under its listeners' allowedRoutes, and has a DefaultGateway condition",
+		Test: "golden default-gateways; TestIncrementalDefaultGateways; TestExperimentalChannelThroughFleet/defaultGateways"},
+	{Kind: "HTTPRoute", Path: "spec.useDefaultGateways", Support: Yes,
+		Note: "All attaches the route to every default Gateway, as if it named it; its status entry names the Gateway",
+		Test: "golden default-gateways; TestExperimentalChannelThroughFleet/defaultGateways"},
+	{Kind: "GRPCRoute", Path: "spec.useDefaultGateways", Support: Yes, Note: "as for HTTPRoute", Test: "golden default-gateways"},
+	{Kind: "TLSRoute", Path: "spec.useDefaultGateways", Support: Yes, Note: "as for HTTPRoute", Test: "golden default-gateways"},
+	{Kind: "TCPRoute", Path: "spec.useDefaultGateways", Support: Yes, Note: "as for HTTPRoute", Test: "golden default-gateways"},
+	{Kind: "UDPRoute", Path: "spec.useDefaultGateways", Support: Yes, Note: "as for HTTPRoute", Test: "golden default-gateways"},
+
+	{Kind: "HTTPRoute", Path: "spec.rules.sessionPersistence.type", Support: Yes,
+		Note: "Cookie or Header: Envoy's stateful session filter names the session's endpoint in a cookie for the rule's path, or in a header; a session follows its endpoint while the cluster has it healthy. Refused on a rule with more than one backendRef, between which Envoy would not keep a session",
+		Test: "golden session-persistence; TestExperimentalChannelThroughFleet/sessionPersistence"},
+	{Kind: "HTTPRoute", Path: "spec.rules.sessionPersistence.sessionName", Support: Yes,
+		Note: "the cookie's or header's name; without it, a name unique to the rule. A name that is not an HTTP token is refused",
+		Test: "golden session-persistence"},
+	{Kind: "HTTPRoute", Path: "spec.rules.sessionPersistence.cookieConfig.lifetimeType", Support: Yes,
+		Note: "Permanent gives the cookie a Max-Age of absoluteTimeout; Session (the default) a cookie without one",
+		Test: "golden session-persistence"},
+	{Kind: "HTTPRoute", Path: "spec.rules.sessionPersistence.absoluteTimeout", Support: Yes,
+		Note: "a Permanent cookie's Max-Age, in whole seconds. Refused for a Session cookie and a header, whose lifetime Envoy cannot enforce",
+		Test: "golden session-persistence"},
+	{Kind: "GRPCRoute", Path: "spec.rules.sessionPersistence", Support: Yes, Note: "as for HTTPRoute; a header session is gRPC metadata",
+		Test: "golden session-persistence"},
+
+	{Kind: "HTTPRoute", Path: "spec.rules.retry", Support: Yes,
+		Note: "the features HTTPRouteRetry, HTTPRouteRetryBackendTimeout and HTTPRouteRetryConnectionError",
+		Test: "the conformance suite; TestRetryOnConnectionErrorsAndBackendTimeouts"},
+
+	{Kind: "HTTPRoute", Path: "spec.rules.filters.externalAuth", Support: Refused, Refusal: "filter type ExternalAuth is not supported yet",
+		Note: "the ExternalAuth filter (GEP-1494) makes its rule invalid: the rule answers 500 and the route says why"},
+	{Kind: "HTTPRoute", Path: "spec.rules.backendRefs.filters.externalAuth", Support: Refused, Refusal: "filter ExternalAuth is not supported on a backendRef",
+		Note: "a backendRef's ExternalAuth filter leaves the backend unresolved (ResolvedRefs False), and its share of requests answers 500"},
+
+	{Kind: "XBackend", Path: "spec", Support: Refused, Refusal: "kind XBackend of group \"gateway.networking.x-k8s.io\" is not supported",
+		Note: "an XBackend is not read: a backendRef to one is not resolved (ResolvedRefs False, InvalidKind), and its share of requests answers 500"},
+	{Kind: "XBackendTrafficPolicy", Path: "spec", Support: No,
+		Note: "not read yet: retry budgets and session persistence per Service do not take effect, and the policy gets no status"},
+	{Kind: "XMesh", Path: "spec", Support: OutOfScope, Note: "mesh configuration"},
+}
