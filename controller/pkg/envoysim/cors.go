@@ -29,7 +29,7 @@ func corsPoliciesOf(vh *routev3.VirtualHost, rt *routev3.Route) (corsPolicies, e
 			return nil, err
 		}
 		if err := understand(p, "allow_origin_string_match", "allow_methods", "allow_headers", "expose_headers",
-			"max_age", "allow_credentials", "forward_not_matching_preflights"); err != nil {
+			"max_age", "allow_credentials", "forward_not_matching_preflights", "allow_private_network_access"); err != nil {
 			return nil, err
 		}
 		out = append(out, p)
@@ -122,7 +122,19 @@ func (ps corsPolicies) cors(r *httpRequest) (preflight *Response, headers []Head
 	if v := ps.first((*corsv3.CorsPolicy).GetMaxAge); v != "" {
 		pre = append(pre, Header{Name: "access-control-max-age", Value: v})
 	}
+	if ps.privateNetwork() && r.header("access-control-request-private-network") == "true" {
+		pre = append(pre, Header{Name: "access-control-allow-private-network", Value: "true"})
+	}
 	return &Response{Status: 200, Headers: withHeaders(pre, headers)}, nil, nil
+}
+
+func (ps corsPolicies) privateNetwork() bool {
+	for _, p := range ps {
+		if p.GetAllowPrivateNetworkAccess() != nil {
+			return p.GetAllowPrivateNetworkAccess().GetValue()
+		}
+	}
+	return false
 }
 
 func (ps corsPolicies) forwardNotMatching() bool {

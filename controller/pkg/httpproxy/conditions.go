@@ -241,7 +241,7 @@ func refuse[T any](served ...string) func(v *T) string {
 var (
 	refuseSpec        = refuse[contourv1.HTTPProxySpec]("virtualhost", "routes", "includes", "ingressClassName", "tcpproxy")
 	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls", "corsPolicy", "ipAllowPolicy", "ipDenyPolicy", "rateLimitPolicy")
-	refuseCORS        = refuse[contourv1.CORSPolicy]("allowCredentials", "allowOrigin", "allowMethods", "allowHeaders", "exposeHeaders", "maxAge")
+	refuseCORS        = refuse[contourv1.CORSPolicy]("allowCredentials", "allowOrigin", "allowMethods", "allowHeaders", "exposeHeaders", "maxAge", "allowPrivateNetwork")
 	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough",
 		"enableFallbackCertificate")
 	refuseTCPProxy         = refuse[contourv1.TCPProxy]("services", "include", "includes", "loadBalancerPolicy", "healthCheckPolicy")

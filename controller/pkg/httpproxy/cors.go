@@ -28,7 +28,7 @@ func corsPolicy(p *contourv1.CORSPolicy) (*ir.CORS, *problem) {
 	if len(p.AllowOrigin) == 0 {
 		return bad("invalid allowed origin configuration with length 0")
 	}
-	out := &ir.CORS{AllowCredentials: p.AllowCredentials}
+	out := &ir.CORS{AllowCredentials: p.AllowCredentials, AllowPrivateNetwork: p.AllowPrivateNetwork}
 	for _, o := range p.AllowOrigin {
 		u, err := url.Parse(o)
 		switch {

@@ -339,6 +339,10 @@ type CORS struct {
 	// MaxAgeZero answers preflights with Access-Control-Max-Age: 0, so
 	// that browsers do not cache them (MaxAgeSeconds is then 0).
 	MaxAgeZero bool `json:"maxAgeZero,omitempty"`
+	// AllowPrivateNetwork answers a preflight that asks to reach a
+	// private network (Access-Control-Request-Private-Network) with
+	// Access-Control-Allow-Private-Network: true.
+	AllowPrivateNetwork bool `json:"allowPrivateNetwork,omitempty"`
 }
 
 // Mirror is a cluster that gets a copy of Percent per cent of the requests.

@@ -29,6 +29,9 @@ func corsPolicy(c *ir.CORS) *corsv3.CorsPolicy {
 	if c.AllowCredentials {
 		p.AllowCredentials = wrapperspb.Bool(true)
 	}
+	if c.AllowPrivateNetwork {
+		p.AllowPrivateNetworkAccess = wrapperspb.Bool(true)
+	}
 	if c.MaxAgeSeconds > 0 || c.MaxAgeZero {
 		p.MaxAge = strconv.Itoa(int(c.MaxAgeSeconds))
 	}
