@@ -60,6 +60,12 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		localReply(w, r, &envoysim.Response{Status: http.StatusServiceUnavailable, Body: "simulated Envoy: " + err.Error()})
 		return
 	}
+	p.answer(w, r, in, sim, a, body)
+}
+
+// answer does what a simulated request's answer says: Envoy answers
+// itself, upgrades the connection, or forwards the request.
+func (p *proxy) answer(w http.ResponseWriter, r *http.Request, in envoysim.Request, sim *envoysim.Simulator, a *envoysim.Answer, body []byte) {
 	switch {
 	case a.Response != nil:
 		localReply(w, r, a.Response)

@@ -84,6 +84,14 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 		case at.Reset:
 			localReply(w, r, outcome(envoysim.WasReset))
 		default:
+			if next, na, ok := follow(sim, in, a, resp); ok {
+				cancel()
+				if next.Method != in.Method {
+					body = nil // a 303 becomes a GET
+				}
+				p.answer(w, r, next, sim, na, body)
+				return
+			}
 			p.respond(w, r, in, sim, endpoint, resp)
 		}
 		cancel()
@@ -330,4 +338,20 @@ func headerList(h http.Header) []envoysim.Header {
 		}
 	}
 	return out
+}
+
+// follow is Envoy following a backend's redirect itself (the route's
+// internal redirect policy): the request it routes to the Location, and
+// that request's answer. The redirect's body is discarded.
+func follow(sim *envoysim.Simulator, in envoysim.Request, a *envoysim.Answer, resp *http.Response) (envoysim.Request, *envoysim.Answer, bool) {
+	if a.InternalRedirect == nil || resp.Header.Get("Location") == "" {
+		return in, nil, false
+	}
+	next, na, ok, err := sim.Follow(in, a, resp.StatusCode, resp.Header.Get("Location"))
+	if err != nil || !ok {
+		return in, nil, false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return next, na, true
 }

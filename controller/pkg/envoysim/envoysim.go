@@ -138,6 +138,9 @@ type Request struct {
 	// answer's headers become): it changes no state, such as a rate
 	// limit's tokens.
 	Replay bool `json:"-"`
+	// Redirected are the internal redirects the request followed to get
+	// here (Follow sets them).
+	Redirected []Hop `json:"redirected,omitempty"`
 }
 
 // Answer is what Envoy does with a Request.
@@ -170,6 +173,9 @@ type Answer struct {
 	Retry    string   `json:"retry,omitempty"`
 	CORS     bool     `json:"cors,omitempty"`
 	Upgrades []string `json:"upgrades,omitempty"`
+	// InternalRedirect is which of the backend's redirects Envoy follows
+	// itself (see Follow).
+	InternalRedirect *InternalRedirect `json:"internalRedirect,omitempty"`
 
 	// retries are what a forwarded request is played against.
 	retries Retries

@@ -250,6 +250,7 @@ var (
 		"crlSecret", "crlOnlyVerifyLeafCert", "forwardClientCertificate")
 	refuseRoute = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",
 		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy",
-		"retryPolicy", "pathRewritePolicy", "loadBalancerPolicy", "ipAllowPolicy", "ipDenyPolicy", "rateLimitPolicy", "healthCheckPolicy")
+		"retryPolicy", "pathRewritePolicy", "loadBalancerPolicy", "ipAllowPolicy", "ipDenyPolicy", "rateLimitPolicy", "healthCheckPolicy",
+		"internalRedirectPolicy")
 	refuseService = refuse[contourv1.Service]("name", "port", "weight", "mirror", "protocol", "validation", "requestHeadersPolicy", "responseHeadersPolicy")
 )

@@ -456,3 +456,30 @@ func requestHashes(policies []contourv1.RequestHashPolicy) ([]ir.HashPolicy, []s
 	}
 	return out, ignored
 }
+
+// internalRedirect is a route's internalRedirectPolicy, as Contour gives
+// it to Envoy. The statuses and the cross-scheme choice are checked here
+// too: the CRD's enums do not hold offline, and Envoy would ignore a
+// status it does not follow.
+func internalRedirect(p *contourv1.HTTPInternalRedirectPolicy) (*ir.InternalRedirect, *problem) {
+	if p == nil {
+		return nil, nil
+	}
+	out := &ir.InternalRedirect{Max: p.MaxInternalRedirects, DenyRepeated: p.DenyRepeatedRouteRedirect, CrossScheme: cmp.Or(p.AllowCrossSchemeRedirect, "Never")}
+	switch out.CrossScheme {
+	case "Never", "Always", "SafeOnly":
+	default:
+		return nil, refused(contourv1.ConditionTypeRouteError, "InternalRedirectPolicyInvalid",
+			fmt.Sprintf("internalRedirectPolicy.allowCrossSchemeRedirect %q is not Always, Never or SafeOnly", p.AllowCrossSchemeRedirect))
+	}
+	for _, c := range p.RedirectResponseCodes {
+		switch c {
+		case 301, 302, 303, 307, 308:
+			out.Codes = append(out.Codes, uint32(c))
+		default:
+			return nil, refused(contourv1.ConditionTypeRouteError, "InternalRedirectPolicyInvalid",
+				fmt.Sprintf("internalRedirectPolicy.redirectResponseCodes: %d is not 301, 302, 303, 307 or 308", c))
+		}
+	}
+	return out, nil
+}

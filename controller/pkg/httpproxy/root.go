@@ -366,6 +366,9 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		w.warn(p, i, "LoadBalancerPolicyIgnored", msg)
 	}
 	out.HashPolicies = hashes
+	if out.InternalRedirect, bad = internalRedirect(r.InternalRedirectPolicy); bad != nil {
+		return route{}, bad
+	}
 	replacement, bad := prefixReplacement(r.PathRewritePolicy, m)
 	if bad != nil {
 		return route{}, bad
@@ -377,8 +380,8 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		}
 		out.Rewrite.PrefixPath, out.Rewrite.HasPath = replacement, true
 	}
-	if len(r.Services) == 0 && (r.RetryPolicy != nil || r.TimeoutPolicy != nil || r.PathRewritePolicy != nil || r.EnableWebsockets || r.LoadBalancerPolicy != nil || r.HealthCheckPolicy != nil) {
-		w.warn(p, i, "PolicyHasNoEffect", "retryPolicy, timeoutPolicy, pathRewritePolicy, loadBalancerPolicy, healthCheckPolicy and enableWebsockets take effect only on a route with services")
+	if len(r.Services) == 0 && (r.RetryPolicy != nil || r.TimeoutPolicy != nil || r.PathRewritePolicy != nil || r.EnableWebsockets || r.LoadBalancerPolicy != nil || r.HealthCheckPolicy != nil || r.InternalRedirectPolicy != nil) {
+		w.warn(p, i, "PolicyHasNoEffect", "retryPolicy, timeoutPolicy, pathRewritePolicy, loadBalancerPolicy, healthCheckPolicy, internalRedirectPolicy and enableWebsockets take effect only on a route with services")
 	}
 	switch {
 	case r.DirectResponsePolicy != nil:

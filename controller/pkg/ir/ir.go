@@ -273,6 +273,26 @@ type Route struct {
 	LocalRateLimit *LocalRateLimit `json:"localRateLimit,omitempty"`
 	// Session keeps a client on the endpoint its session started on.
 	Session *Session `json:"session,omitempty"`
+	// InternalRedirect is which redirects of its backends Envoy follows
+	// itself (HTTPProxy's internalRedirectPolicy).
+	InternalRedirect *InternalRedirect `json:"internalRedirect,omitempty"`
+}
+
+// InternalRedirect makes Envoy follow a backend's redirect itself: the
+// request is routed again to the Location, and the client gets the
+// answer from there.
+type InternalRedirect struct {
+	// Max is how many redirects one request may follow (Envoy's default,
+	// 1, when 0).
+	Max uint32 `json:"max,omitempty"`
+	// Codes are the statuses followed (302 when none).
+	Codes []uint32 `json:"codes,omitempty"`
+	// CrossScheme is Never, Always or SafeOnly (https to http, not the
+	// other way).
+	CrossScheme string `json:"crossScheme,omitempty"`
+	// DenyRepeated refuses to follow a redirect to a route a previous
+	// redirect from this route went to.
+	DenyRepeated bool `json:"denyRepeated,omitempty"`
 }
 
 // Session is a route's session persistence: Envoy's stateful session

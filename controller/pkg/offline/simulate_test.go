@@ -73,6 +73,16 @@ type request struct {
 	// BackendStatus is the answer Envoy gives for the picked backend
 	// itself: 500 for an unresolved backendRef's share.
 	BackendStatus int `json:"backendStatus,omitempty"`
+	// BackendRedirect is a redirect the picked backend answers with;
+	// Followed says whether Envoy follows it itself, and when it does, the
+	// other fields are of the request it routes to the Location.
+	BackendRedirect *backendRedirect `json:"backendRedirect,omitempty"`
+	Followed        *bool            `json:"followed,omitempty"`
+}
+
+type backendRedirect struct {
+	Status   int    `json:"status"`
+	Location string `json:"location"`
 }
 
 // TestGoldenRequests sends the requests of each testdata/NAME.requests.yaml
@@ -153,6 +163,19 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	if err != nil {
 		t.Errorf("%s: %v", what, err)
 		return
+	}
+	if br := r.BackendRedirect; br != nil {
+		_, next, followed, err := sim.Follow(req, a, br.Status, br.Location)
+		if err != nil {
+			t.Errorf("%s: following %d %s: %v", what, br.Status, br.Location, err)
+			return
+		}
+		if r.Followed != nil && followed != *r.Followed {
+			t.Errorf("%s: the backend's %d to %s followed by Envoy: %t, want %t", what, br.Status, br.Location, followed, *r.Followed)
+		}
+		if followed {
+			a, what = next, what+" -> "+br.Location
+		}
 	}
 	if r.Certificate != "" && (len(a.DownstreamTLS) == 0 || a.DownstreamTLS[0] != r.Certificate) {
 		t.Errorf("%s: Envoy presents %v, want %s first", what, a.DownstreamTLS, r.Certificate)

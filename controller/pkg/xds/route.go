@@ -91,7 +91,7 @@ func (x *Translator) action(r *ir.Route, in *routeMessages) *routev3.Route_Route
 // name (and whether websockets are off), and which.
 func plainCluster(r *ir.Route) (string, bool) {
 	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 ||
-		r.IdleTimeout > 0 || r.IdleTimeoutDisabled || len(r.HashPolicies) > 0 {
+		r.IdleTimeout > 0 || r.IdleTimeoutDisabled || len(r.HashPolicies) > 0 || r.InternalRedirect != nil {
 		return "", false
 	}
 	cluster, live := "", 0
@@ -159,6 +159,9 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 	}
 	if r.WebsocketsDisabled {
 		a.UpgradeConfigs = noWebsockets
+	}
+	if r.InternalRedirect != nil {
+		a.InternalRedirectPolicy = internalRedirect(r.InternalRedirect)
 	}
 	for _, m := range r.Mirrors {
 		a.RequestMirrorPolicies = append(a.RequestMirrorPolicies, &routev3.RouteAction_RequestMirrorPolicy{
