@@ -52,6 +52,10 @@ type Envoy struct {
 	stopServing func()
 	// sim interprets resources as they are; nil once they change.
 	sim *envoysim.Simulator
+	// added says when each endpoint of a cluster's assignment came: the
+	// zero time for those of its first assignment, which no slow start
+	// ramps up.
+	added map[string]map[string]time.Time
 }
 
 // wildcard are the types Envoy subscribes to as a whole (LDS and CDS over
@@ -264,11 +268,17 @@ func (e *Envoy) apply(resp *discoveryv3.DeltaDiscoveryResponse) error {
 		return fmt.Errorf("unexpected type %s", t)
 	}
 	for _, r := range resp.GetResources() {
+		if cla, ok := decoded[r.GetName()].(*endpointv3.ClusterLoadAssignment); ok {
+			e.endpointsCame(r.GetName(), cla)
+		}
 		e.resources[t][r.GetName()] = decoded[r.GetName()]
 		e.sim = nil
 		e.versions[t][r.GetName()] = r.GetVersion()
 	}
 	for _, n := range resp.GetRemovedResources() {
+		if t == resourcev3.EndpointType {
+			delete(e.added, n)
+		}
 		delete(e.resources[t], n)
 		delete(e.versions[t], n)
 		e.sim = nil
@@ -330,4 +340,41 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// endpointsCame records when the endpoints of a cluster's assignment came.
+// Called with e.mu held.
+func (e *Envoy) endpointsCame(cluster string, cla *endpointv3.ClusterLoadAssignment) {
+	eps, err := envoysim.EndpointsOf(cla)
+	if err != nil {
+		return
+	}
+	if e.added == nil {
+		e.added = map[string]map[string]time.Time{}
+	}
+	before, seen := e.added[cluster]
+	now := map[string]time.Time{}
+	for _, ep := range eps {
+		switch t, ok := before[ep]; {
+		case ok:
+			now[ep] = t
+		case seen:
+			now[ep] = time.Now()
+		default:
+			now[ep] = time.Time{}
+		}
+	}
+	e.added[cluster] = now
+}
+
+// EndpointAge is how long ago an endpoint came into a cluster's
+// assignment: long ago for those of the first one.
+func (e *Envoy) EndpointAge(cluster, endpoint string) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.added[cluster][endpoint]
+	if !ok || t.IsZero() {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Since(t)
 }

@@ -178,10 +178,12 @@ func (c *checkedCluster) record(endpoint string, ok bool) {
 
 // pick is the endpoint a request to backend b goes to: among the healthy
 // ones when the cluster is checked, once its first round of checks is
-// done; "" when there is none.
+// done, new ones ramped up by the cluster's slow start; "" when there is
+// none.
 func (h *health) pick(ctx context.Context, b *envoysim.Backend, seed uint64) string {
+	age := func(e string) time.Duration { return h.p.envoy.EndpointAge(b.Cluster, e) }
 	if b.HealthCheck == nil {
-		return b.Pick(seed)
+		return b.PickLive(seed, nil, age)
 	}
 	h.mu.Lock()
 	c := h.clusters[b.Cluster]
@@ -196,8 +198,8 @@ func (h *health) pick(ctx context.Context, b *envoysim.Backend, seed uint64) str
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return b.PickHealthy(seed, func(e string) bool {
+	return b.PickLive(seed, func(e string) bool {
 		hh := c.hosts[e]
 		return hh != nil && hh.healthy
-	})
+	}, age)
 }

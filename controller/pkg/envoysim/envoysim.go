@@ -202,6 +202,9 @@ type Backend struct {
 	Hash *uint64 `json:"hash,omitempty"`
 	// Session is the route's stateful session, if it keeps one.
 	Session *Session `json:"session,omitempty"`
+	// SlowStart is how Envoy ramps the cluster's new endpoints up, if it
+	// does (see PickLive).
+	SlowStart *SlowStart `json:"slowStart,omitempty"`
 	// HealthCheck is how Envoy checks the cluster's endpoints, if it does.
 	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
 	// ConnectionIdle is how long Envoy keeps an idle connection to the

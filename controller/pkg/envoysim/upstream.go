@@ -21,6 +21,7 @@ var clusterFieldsKnown = []string{
 	"connect_timeout", "lb_policy", "circuit_breakers", "common_lb_config", "health_checks", "outlier_detection",
 	"per_connection_buffer_limit_bytes", "dns_lookup_family", "ring_hash_lb_config", "upstream_connection_options",
 	"ignore_health_on_host_removal", "close_connections_on_host_health_failure", "alt_stat_name", "metadata",
+	"round_robin_lb_config", "least_request_lb_config",
 }
 
 // upstream fills in a backend's endpoints and TLS from its cluster and
@@ -50,6 +51,10 @@ func (s *Simulator) upstream(b *Backend, notFound int) error {
 	default:
 		return errUnsupportedf("cluster %s: lb_policy %v", c.GetName(), c.GetLbPolicy())
 	}
+	var err error
+	if b.SlowStart, err = slowStartOf(c); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
+	}
 	var cla *endpointv3.ClusterLoadAssignment
 	switch c.GetType() {
 	case clusterv3.Cluster_EDS:
@@ -66,7 +71,8 @@ func (s *Simulator) upstream(b *Backend, notFound int) error {
 	default:
 		return errUnsupportedf("cluster %s: type %v", c.GetName(), c.GetType())
 	}
-	eps, err := endpoints(cla)
+	var eps []string
+	eps, err = endpoints(cla)
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
 	}

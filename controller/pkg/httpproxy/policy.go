@@ -483,3 +483,34 @@ func internalRedirect(p *contourv1.HTTPInternalRedirectPolicy) (*ir.InternalRedi
 	}
 	return out, nil
 }
+
+// slowStart is a service's slowStartPolicy, as Contour reads it: a window
+// (a Go duration), an aggression (a decimal, 1 when unset) and the minimum
+// weight in per cent. Envoy ramps new endpoints up only under round robin
+// and least request, so another strategy is SlowStartInvalid, as in
+// Contour.
+func slowStart(p *contourv1.SlowStartPolicy, lb ir.LoadBalancer) (ir.SlowStart, *problem) {
+	if p == nil {
+		return ir.SlowStart{}, nil
+	}
+	bad := func(format string, args ...any) (ir.SlowStart, *problem) {
+		return ir.SlowStart{}, refused(contourv1.ConditionTypeServiceError, "SlowStartInvalid", fmt.Sprintf(format, args...))
+	}
+	if lb != "" && lb != ir.LeastRequest {
+		return bad("slow start is only supported with RoundRobin or WeightedLeastRequest load balancer strategy")
+	}
+	window, err := time.ParseDuration(p.Window)
+	if err != nil || window <= 0 {
+		return bad("error parsing window: %q is not a positive duration on slow start", p.Window)
+	}
+	out := ir.SlowStart{Window: window, Aggression: 1, MinWeightPercent: p.MinimumWeightPercent}
+	if p.Aggression != "" {
+		if out.Aggression, err = strconv.ParseFloat(p.Aggression, 64); err != nil || out.Aggression <= 0 {
+			return bad("error parsing aggression: %q is not a decimal number above 0 on slow start", p.Aggression)
+		}
+	}
+	if out.MinWeightPercent > 100 {
+		return bad("minimumWeightPercent %d is above 100 on slow start", out.MinWeightPercent)
+	}
+	return out, nil
+}

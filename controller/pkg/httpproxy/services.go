@@ -54,6 +54,9 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 			return bad
 		}
 		up.IdleConnection, up.LoadBalancer, up.HealthCheck = cluster.IdleConnection, cluster.LoadBalancer, cluster.HealthCheck
+		if up.SlowStart, bad = slowStart(s.SlowStartPolicy, cluster.LoadBalancer); bad != nil {
+			return bad
+		}
 		weight := int32(1)
 		if weighted {
 			weight = int32(min(s.Weight, 1000000))

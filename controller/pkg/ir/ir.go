@@ -173,6 +173,16 @@ func (v *ClientValidation) Equal(o *ClientValidation) bool {
 		v.Requested == o.Requested && v.Unverified == o.Unverified && bytes.Equal(v.CRL, o.CRL) && v.CRLLeafOnly == o.CRLLeafOnly
 }
 
+// SlowStart is Envoy's slow start: an endpoint added to a cluster gets a
+// share of requests that grows over Window, from MinWeightPercent, as
+// (time in window / Window)^(1/Aggression). Comparable: it is part of a
+// cluster's identity.
+type SlowStart struct {
+	Window           time.Duration `json:"window,omitempty"`
+	Aggression       float64       `json:"aggression,omitempty"`
+	MinWeightPercent uint32        `json:"minWeightPercent,omitempty"`
+}
+
 // LoadBalancer is a cluster's load balancing policy.
 type LoadBalancer string
 
@@ -498,6 +508,8 @@ type Cluster struct {
 	// LoadBalancer is how Envoy spreads requests over the endpoints:
 	// "" (round robin, Envoy's default), LeastRequest or Random.
 	LoadBalancer LoadBalancer `json:"loadBalancer,omitempty"`
+	// SlowStart ramps a new endpoint's share of requests up (zero: none).
+	SlowStart SlowStart `json:"slowStart,omitzero"`
 	// HealthCheck, when set, is how Envoy checks each endpoint; it sends
 	// no request to one that fails, and none at all when all fail.
 	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`

@@ -49,6 +49,9 @@ type request struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	// LoadBalancer is the picked cluster's lb_policy.
 	LoadBalancer string `json:"loadBalancer,omitempty"`
+	// SlowStart is the picked cluster's slow start, as slowStartSummary
+	// writes it; "none" for none.
+	SlowStart string `json:"slowStart,omitempty"`
 	// HealthCheck is how Envoy checks the picked cluster's endpoints, as
 	// healthCheckSummary writes it; "none" for no health check.
 	HealthCheck string `json:"healthCheck,omitempty"`
@@ -222,6 +225,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	if got := healthCheckSummary(a.Upstream.HealthCheck); r.HealthCheck != "" && got != r.HealthCheck {
 		t.Errorf("%s: cluster %s health check %q, want %q", what, a.Upstream.Cluster, got, r.HealthCheck)
 	}
+	if got := slowStartSummary(a.Upstream.SlowStart); r.SlowStart != "" && got != r.SlowStart {
+		t.Errorf("%s: cluster %s slow start %q, want %q", what, a.Upstream.Cluster, got, r.SlowStart)
+	}
 	if r.LoadBalancer != "" && a.Upstream.LoadBalancer != r.LoadBalancer {
 		t.Errorf("%s: cluster %s balances %s, want %s", what, a.Upstream.Cluster, a.Upstream.LoadBalancer, r.LoadBalancer)
 	}
@@ -289,6 +295,15 @@ func healthCheckSummary(h *envoysim.HealthCheck) string {
 		s += fmt.Sprintf(", [%d,%d)", r[0], r[1])
 	}
 	return s
+}
+
+// slowStartSummary writes a slow start as request cases expect it:
+// "over 30s, aggression 2, from 5%".
+func slowStartSummary(s *envoysim.SlowStart) string {
+	if s == nil {
+		return "none"
+	}
+	return fmt.Sprintf("over %s, aggression %g, from %g%%", s.Window, s.Aggression, s.MinWeightPercent)
 }
 
 // checkResponseHeaders checks headers the client gets (name -> value, ""

@@ -1,6 +1,7 @@
 package routerule
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +48,8 @@ type Upstream struct {
 	// HealthCheck is how Envoy checks the endpoints; interned (see
 	// Names.HealthCheck), so that equal checks are one pointer.
 	HealthCheck *ir.HealthCheck
+	// SlowStart ramps new endpoints up.
+	SlowStart ir.SlowStart
 }
 
 // suffix sets the cluster of an Upstream apart from the Service port's
@@ -74,6 +77,9 @@ func (u Upstream) suffix() string {
 	if u.HealthCheck != nil {
 		s += "/hc=" + u.HealthCheck.Key()
 	}
+	if u.SlowStart.Window > 0 {
+		s += "/slowstart=" + u.SlowStart.Window.String() + "," + strconv.FormatFloat(u.SlowStart.Aggression, 'g', -1, 64) + "," + strconv.Itoa(int(u.SlowStart.MinWeightPercent))
+	}
 	return s
 }
 
@@ -81,7 +87,7 @@ func (u Upstream) suffix() string {
 // over u's TLS, with u's connection idle timeout; for an ExternalName
 // Service, to its external name on that port.
 func (u Upstream) Apply(c *ir.Cluster, port int32) {
-	c.IdleTimeout, c.LoadBalancer, c.HealthCheck = u.IdleConnection, u.LoadBalancer, u.HealthCheck
+	c.IdleTimeout, c.LoadBalancer, c.HealthCheck, c.SlowStart = u.IdleConnection, u.LoadBalancer, u.HealthCheck, u.SlowStart
 	if u.ExternalName != "" {
 		c.DNS, c.Endpoints = true, []ir.Endpoint{{Address: u.ExternalName, Port: uint32(port)}}
 	}

@@ -35,6 +35,14 @@ func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 	case ir.RingHash:
 		out.LbPolicy = clusterv3.Cluster_RING_HASH
 	}
+	if c.SlowStart.Window > 0 {
+		ss := slowStart(c.SlowStart)
+		if c.LoadBalancer == ir.LeastRequest {
+			out.LbConfig = &clusterv3.Cluster_LeastRequestLbConfig_{LeastRequestLbConfig: &clusterv3.Cluster_LeastRequestLbConfig{SlowStartConfig: ss}}
+		} else {
+			out.LbConfig = &clusterv3.Cluster_RoundRobinLbConfig_{RoundRobinLbConfig: &clusterv3.Cluster_RoundRobinLbConfig{SlowStartConfig: ss}}
+		}
+	}
 	if c.DNS {
 		// Envoy resolves the names itself, and keeps every address.
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
@@ -221,4 +229,14 @@ func sortByName(r *Resources) {
 	slices.SortFunc(r.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
 		return cmp.Compare(a.GetClusterName(), b.GetClusterName())
 	})
+}
+
+// slowStart is Envoy's slow start of a round robin or least request
+// cluster. The aggression is a runtime value, whose key Envoy requires.
+func slowStart(s ir.SlowStart) *clusterv3.Cluster_SlowStartConfig {
+	return &clusterv3.Cluster_SlowStartConfig{
+		SlowStartWindow:  durationpb.New(s.Window),
+		Aggression:       &corev3.RuntimeDouble{DefaultValue: s.Aggression, RuntimeKey: "isobar.slowstart.aggression"},
+		MinWeightPercent: &typev3.Percent{Value: float64(s.MinWeightPercent)},
+	}
 }
