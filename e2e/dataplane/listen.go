@@ -45,6 +45,8 @@ type proxy struct {
 	http map[uint32]*httpListener
 	// health checks the endpoints of the clusters that say so.
 	health *health
+	// limits are the clusters' circuit breakers.
+	limits limits
 }
 
 func (p *proxy) run(ctx context.Context) {

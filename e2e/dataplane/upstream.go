@@ -30,6 +30,14 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 	}
 	rt := a.Retries()
 	p.mirror(sim, a.Mirrors, rt.Timeout, body)
+	done, ok := p.limits.request(b)
+	if !ok {
+		localReply(w, r, overflow)
+		return
+	}
+	defer done()
+	retrying := func() {}
+	defer func() { retrying() }()
 	ctx := r.Context()
 	limit, late := rt.Deadline()
 	if limit > 0 {
@@ -48,7 +56,25 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 			localReply(w, r, &envoysim.Response{Status: http.StatusServiceUnavailable, Body: "no healthy upstream"})
 			return
 		}
+		disconnect, ok := p.limits.connect(try, b, endpoint)
+		if !ok {
+			cancel()
+			if ctx.Err() != nil {
+				localReply(w, r, outcome(late))
+			} else {
+				localReply(w, r, overflow)
+			}
+			return
+		}
 		resp, err := p.attempt(try, sim, upstreamOf(b), endpoint, body)
+		if err != nil {
+			disconnect()
+		} else {
+			resp.Body = &closing{ReadCloser: resp.Body, close: disconnect}
+		}
+		// A retry counts against the cluster's retries while it goes.
+		retrying()
+		retrying = func() {}
 		var at envoysim.Attempt
 		timedOut := false
 		switch {
@@ -64,7 +90,7 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 			var op *net.OpError
 			at.Reset, at.Refused = true, errors.As(err, &op) && op.Op == "dial"
 		}
-		if n < rt.Max && rt.Retriable(at, timedOut) {
+		if n < rt.Max && rt.Retriable(at, timedOut) && p.limits.retry(b, &retrying) {
 			if resp != nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()

@@ -202,6 +202,9 @@ type Backend struct {
 	Hash *uint64 `json:"hash,omitempty"`
 	// Session is the route's stateful session, if it keeps one.
 	Session *Session `json:"session,omitempty"`
+	// CircuitBreakers are the cluster's limits (Envoy's defaults where it
+	// sets none).
+	CircuitBreakers *CircuitBreakers `json:"circuitBreakers,omitempty"`
 	// SlowStart is how Envoy ramps the cluster's new endpoints up, if it
 	// does (see PickLive).
 	SlowStart *SlowStart `json:"slowStart,omitempty"`

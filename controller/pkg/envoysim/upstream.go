@@ -52,6 +52,9 @@ func (s *Simulator) upstream(b *Backend, notFound int) error {
 		return errUnsupportedf("cluster %s: lb_policy %v", c.GetName(), c.GetLbPolicy())
 	}
 	var err error
+	if b.CircuitBreakers, err = circuitBreakersOf(c); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
+	}
 	if b.SlowStart, err = slowStartOf(c); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
 	}

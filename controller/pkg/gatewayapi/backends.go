@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
 
+	"isobar.dev/controller/pkg/circuitbreaker"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
 )
@@ -52,6 +53,7 @@ func (t *gatewayTranslator) cluster(name string, svc *corev1.Service, sp *corev1
 		c.HTTP2 = true
 	}
 	c.Source = ir.ClusterSource{Namespace: svc.Namespace, Service: svc.Name, PortName: sp.Name, Protocol: string(want)}
+	c.CircuitBreakers, _ = circuitbreaker.Of(svc)
 	c.Endpoints = Endpoints(c.Source, t.endpoints(key(svc.Namespace, svc.Name)))
 	return c
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/circuitbreaker"
 	"isobar.dev/controller/pkg/routerule"
 	"isobar.dev/controller/pkg/validate"
 )
@@ -38,6 +39,12 @@ func (w *walk) upstream(p *contourv1.HTTPProxy, route, service int, s *contourv1
 		}
 	}
 	if svc, ok := w.e.Service(p.Namespace, s.Name); ok {
+		// The limits apply to the Service's clusters (see circuitbreaker);
+		// a proxy routing to it is where a bad one is reported.
+		_, problems := circuitbreaker.Of(svc)
+		for _, m := range problems {
+			w.status(p).Valid.AddWarningf(contourv1.ConditionTypeServiceError, "CircuitBreakerAnnotationInvalid", "routes[%d].services[%d]: %s", route, service, m)
+		}
 		if s.Protocol == nil {
 			up.Protocol = declaredProtocol(svc, int32(s.Port))
 		}

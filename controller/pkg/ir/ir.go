@@ -183,6 +183,18 @@ type SlowStart struct {
 	MinWeightPercent uint32        `json:"minWeightPercent,omitempty"`
 }
 
+// CircuitBreakers are the limits of Envoy's circuit breakers on a cluster:
+// connections, requests waiting for one, requests and retries at once, and
+// connections to one endpoint; zero leaves Envoy's default. A request over
+// a limit is answered 503 at once (a retry over max retries is not made).
+type CircuitBreakers struct {
+	MaxConnections        uint32 `json:"maxConnections,omitempty"`
+	MaxPendingRequests    uint32 `json:"maxPendingRequests,omitempty"`
+	MaxRequests           uint32 `json:"maxRequests,omitempty"`
+	MaxRetries            uint32 `json:"maxRetries,omitempty"`
+	PerHostMaxConnections uint32 `json:"perHostMaxConnections,omitempty"`
+}
+
 // LoadBalancer is a cluster's load balancing policy.
 type LoadBalancer string
 
@@ -510,6 +522,8 @@ type Cluster struct {
 	LoadBalancer LoadBalancer `json:"loadBalancer,omitempty"`
 	// SlowStart ramps a new endpoint's share of requests up (zero: none).
 	SlowStart SlowStart `json:"slowStart,omitzero"`
+	// CircuitBreakers limit the traffic Envoy sends the cluster.
+	CircuitBreakers CircuitBreakers `json:"circuitBreakers,omitzero"`
 	// HealthCheck, when set, is how Envoy checks each endpoint; it sends
 	// no request to one that fails, and none at all when all fail.
 	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`

@@ -52,6 +52,9 @@ type request struct {
 	// SlowStart is the picked cluster's slow start, as slowStartSummary
 	// writes it; "none" for none.
 	SlowStart string `json:"slowStart,omitempty"`
+	// CircuitBreakers are the picked cluster's limits, as
+	// circuitBreakersSummary writes them.
+	CircuitBreakers string `json:"circuitBreakers,omitempty"`
 	// HealthCheck is how Envoy checks the picked cluster's endpoints, as
 	// healthCheckSummary writes it; "none" for no health check.
 	HealthCheck string `json:"healthCheck,omitempty"`
@@ -225,6 +228,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	if got := healthCheckSummary(a.Upstream.HealthCheck); r.HealthCheck != "" && got != r.HealthCheck {
 		t.Errorf("%s: cluster %s health check %q, want %q", what, a.Upstream.Cluster, got, r.HealthCheck)
 	}
+	if got := circuitBreakersSummary(a.Upstream.CircuitBreakers); r.CircuitBreakers != "" && got != r.CircuitBreakers {
+		t.Errorf("%s: cluster %s limits %q, want %q", what, a.Upstream.Cluster, got, r.CircuitBreakers)
+	}
 	if got := slowStartSummary(a.Upstream.SlowStart); r.SlowStart != "" && got != r.SlowStart {
 		t.Errorf("%s: cluster %s slow start %q, want %q", what, a.Upstream.Cluster, got, r.SlowStart)
 	}
@@ -304,6 +310,20 @@ func slowStartSummary(s *envoysim.SlowStart) string {
 		return "none"
 	}
 	return fmt.Sprintf("over %s, aggression %g, from %g%%", s.Window, s.Aggression, s.MinWeightPercent)
+}
+
+// circuitBreakersSummary writes a cluster's limits as request cases expect
+// them: "connections 100, pending 1024, requests 1024, retries 3", and the
+// per host connections when set.
+func circuitBreakersSummary(c *envoysim.CircuitBreakers) string {
+	if c == nil {
+		return "none"
+	}
+	s := fmt.Sprintf("connections %d, pending %d, requests %d, retries %d", c.MaxConnections, c.MaxPendingRequests, c.MaxRequests, c.MaxRetries)
+	if c.PerHostMaxConnections > 0 {
+		s += fmt.Sprintf(", per host connections %d", c.PerHostMaxConnections)
+	}
+	return s
 }
 
 // checkResponseHeaders checks headers the client gets (name -> value, ""

@@ -43,6 +43,9 @@ func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 			out.LbConfig = &clusterv3.Cluster_RoundRobinLbConfig_{RoundRobinLbConfig: &clusterv3.Cluster_RoundRobinLbConfig{SlowStartConfig: ss}}
 		}
 	}
+	if c.CircuitBreakers != (ir.CircuitBreakers{}) {
+		out.CircuitBreakers = circuitBreakers(c.CircuitBreakers)
+	}
 	if c.DNS {
 		// Envoy resolves the names itself, and keeps every address.
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
@@ -239,4 +242,23 @@ func slowStart(s ir.SlowStart) *clusterv3.Cluster_SlowStartConfig {
 		Aggression:       &corev3.RuntimeDouble{DefaultValue: s.Aggression, RuntimeKey: "isobar.slowstart.aggression"},
 		MinWeightPercent: &typev3.Percent{Value: float64(s.MinWeightPercent)},
 	}
+}
+
+// circuitBreakers are a cluster's limits, as Contour gives them to Envoy:
+// those set at the default priority, the per-host connections apart.
+func circuitBreakers(l ir.CircuitBreakers) *clusterv3.CircuitBreakers {
+	u32 := func(v uint32) *wrapperspb.UInt32Value {
+		if v == 0 {
+			return nil
+		}
+		return wrapperspb.UInt32(v)
+	}
+	out := &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{
+		MaxConnections: u32(l.MaxConnections), MaxPendingRequests: u32(l.MaxPendingRequests),
+		MaxRequests: u32(l.MaxRequests), MaxRetries: u32(l.MaxRetries), TrackRemaining: true,
+	}}}
+	if l.PerHostMaxConnections > 0 {
+		out.PerHostThresholds = []*clusterv3.CircuitBreakers_Thresholds{{MaxConnections: u32(l.PerHostMaxConnections), TrackRemaining: true}}
+	}
+	return out
 }
