@@ -173,6 +173,9 @@ type Answer struct {
 	Retry    string   `json:"retry,omitempty"`
 	CORS     bool     `json:"cors,omitempty"`
 	Upgrades []string `json:"upgrades,omitempty"`
+	// Authorization is the server Envoy asks about the request before it
+	// acts on this answer, if the route has one.
+	Authorization *Authorization `json:"authorization,omitempty"`
 	// InternalRedirect is which of the backend's redirects Envoy follows
 	// itself (see Follow).
 	InternalRedirect *InternalRedirect `json:"internalRedirect,omitempty"`

@@ -55,6 +55,11 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 				return err
 			}
 			filters.localRateLimit = true
+		case extAuthzFilterName:
+			if err := extAuthzFilter(hf); err != nil {
+				return err
+			}
+			filters.extAuthz = true
 		case statefulSessionFilterName:
 			if err := statefulSessionFilter(hf); err != nil {
 				return err
@@ -118,7 +123,7 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 // httpFilters are the HTTP filters of a connection manager that routes
 // configure, besides the router.
 type httpFilters struct {
-	cors, localRateLimit, rbac, session bool
+	cors, localRateLimit, rbac, extAuthz, session bool
 }
 
 // stripPort removes a trailing :port from a host (and keeps IPv6 brackets).

@@ -102,6 +102,16 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 		if _, ok := rt.GetTypedPerFilterConfig()[statefulSessionFilterName]; ok && !filters.session {
 			return errSessionWithoutFilter(vh, i, rt)
 		}
+		// External authorization comes after RBAC: the data plane asks
+		// the server before it acts on the answer (see Authorization).
+		if _, ok := rt.GetTypedPerFilterConfig()[extAuthzFilterName]; ok && !filters.extAuthz {
+			return fmt.Errorf("virtual host %s, route %d (%s): an authorization server for an ext_authz filter the connection manager does not have: Envoy would ignore it", vh.GetName(), i, rt.GetName())
+		}
+		if filters.extAuthz {
+			if a.Authorization, err = s.authorizationOf(vh, rt, r); err != nil {
+				return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
+			}
+		}
 		switch act := rt.GetAction().(type) {
 		case *routev3.Route_Route:
 			err = s.forward(act.Route, rt.GetMatch(), matched, r, req, lv, a)

@@ -298,6 +298,32 @@ type Route struct {
 	// InternalRedirect is which redirects of its backends Envoy follows
 	// itself (HTTPProxy's internalRedirectPolicy).
 	InternalRedirect *InternalRedirect `json:"internalRedirect,omitempty"`
+	// ExtAuth is the authorization server Envoy asks about each request
+	// before it acts on it.
+	ExtAuth *ExtAuth `json:"extAuth,omitempty"`
+}
+
+// ExtAuth is an external authorization server (Envoy's ext_authz): Envoy
+// asks it about each request of a route, over HTTP or Envoy's gRPC
+// protocol, and acts on the request only when it allows it; otherwise the
+// client gets its answer, and 403 when it cannot be asked.
+type ExtAuth struct {
+	GRPC    bool   `json:"grpc,omitempty"`
+	Cluster string `json:"cluster"`
+	// Authority is the server's host:port, which HTTP checks go to.
+	Authority string `json:"authority"`
+	// PathPrefix goes before the request's path in an HTTP check.
+	PathPrefix string `json:"pathPrefix,omitempty"`
+	// AllowedHeaders are the request headers an HTTP check carries beyond
+	// those Envoy always sends (host, method, path, content-length,
+	// authorization); lower case.
+	AllowedHeaders []string `json:"allowedHeaders,omitempty"`
+	// UpstreamHeaders are the headers of an HTTP server's allowing answer
+	// that the request carries on; none means all of them.
+	UpstreamHeaders []string `json:"upstreamHeaders,omitempty"`
+	// MaxBody is how much of the request's body the check carries (none
+	// when 0); a longer body is cut there.
+	MaxBody uint32 `json:"maxBody,omitempty"`
 }
 
 // InternalRedirect makes Envoy follow a backend's redirect itself: the

@@ -55,6 +55,12 @@ type request struct {
 	// CircuitBreakers are the picked cluster's limits, as
 	// circuitBreakersSummary writes them.
 	CircuitBreakers string `json:"circuitBreakers,omitempty"`
+	// Authorization is the server Envoy asks about the request first, as
+	// authorizationSummary writes it; "none" for none.
+	Authorization string `json:"authorization,omitempty"`
+	// AuthorizationRequest is the HTTP check the server gets (headers:
+	// name -> value, "" for absent; or :path, :authority).
+	AuthorizationRequest map[string]string `json:"authorizationRequest,omitempty"`
 	// HealthCheck is how Envoy checks the picked cluster's endpoints, as
 	// healthCheckSummary writes it; "none" for no health check.
 	HealthCheck string `json:"healthCheck,omitempty"`
@@ -189,6 +195,17 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	if r.Route != "" && a.Route != r.Route {
 		t.Errorf("%s: route %q, want %q", what, a.Route, r.Route)
 	}
+	if got := authorizationSummary(a.Authorization); r.Authorization != "" && got != r.Authorization {
+		t.Errorf("%s: authorization %q, want %q", what, got, r.Authorization)
+	}
+	if len(r.AuthorizationRequest) > 0 {
+		if a.Authorization == nil || a.Authorization.GRPC {
+			t.Errorf("%s: no HTTP authorization server is asked", what)
+		} else {
+			check, _ := a.Authorization.CheckHTTP(nil)
+			checkRequest(t, what+" (authorization check)", r.AuthorizationRequest, check)
+		}
+	}
 	if r.Status != 0 {
 		if a.Response == nil || a.Response.Status != r.Status {
 			t.Errorf("%s: Envoy answers %+v, want status %d", what, a.Response, r.Status)
@@ -252,27 +269,7 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		t.Errorf("%s: backend %s has no request", what, a.Upstream.Cluster)
 		return
 	}
-	up := a.Upstream.Request
-	for name, want := range r.Upstream {
-		var got string
-		switch name {
-		case ":path":
-			got = up.Path
-		case ":authority":
-			got = up.Authority
-		default:
-			var vals []string
-			for _, hd := range up.Headers {
-				if hd.Name == name {
-					vals = append(vals, hd.Value)
-				}
-			}
-			got = strings.Join(vals, ",")
-		}
-		if got != want {
-			t.Errorf("%s: upstream %s = %q, want %q", what, name, got, want)
-		}
-	}
+	checkRequest(t, what, r.Upstream, a.Upstream.Request)
 	var mirrors []string
 	for _, m := range a.Mirrors {
 		mirrors = append(mirrors, m.Cluster)
@@ -310,6 +307,51 @@ func slowStartSummary(s *envoysim.SlowStart) string {
 		return "none"
 	}
 	return fmt.Sprintf("over %s, aggression %g, from %g%%", s.Window, s.Aggression, s.MinWeightPercent)
+}
+
+// checkRequest checks what a server receives: headers (name -> value,
+// "" for absent, several joined by ","), :path or :authority.
+func checkRequest(t *testing.T, what string, want map[string]string, up *envoysim.HTTPRequest) {
+	t.Helper()
+	for name, want := range want {
+		var got string
+		switch name {
+		case ":path":
+			got = up.Path
+		case ":authority":
+			got = up.Authority
+		default:
+			var vals []string
+			for _, hd := range up.Headers {
+				if hd.Name == name {
+					vals = append(vals, hd.Value)
+				}
+			}
+			got = strings.Join(vals, ",")
+		}
+		if got != want {
+			t.Errorf("%s: upstream %s = %q, want %q", what, name, got, want)
+		}
+	}
+}
+
+// authorizationSummary writes an authorization server as request cases
+// expect it: "http default/auth/80 /check" or "grpc default/auth/9000/grpc",
+// with ", body up to N" when checks carry the body.
+func authorizationSummary(z *envoysim.Authorization) string {
+	if z == nil {
+		return "none"
+	}
+	s := "http " + z.Server.Cluster
+	if z.GRPC {
+		s = "grpc " + z.Server.Cluster
+	} else if z.PathPrefix != "" {
+		s += " " + z.PathPrefix
+	}
+	if z.MaxBody > 0 {
+		s += fmt.Sprintf(", body up to %d", z.MaxBody)
+	}
+	return s
 }
 
 // circuitBreakersSummary writes a cluster's limits as request cases expect

@@ -71,6 +71,12 @@ func httpBackends(ev *eval, fromNS, fromKind string, refs []backendRef) *ir.Dest
 // prefixed with what, as "mirror: ") go to ev. A backend whose
 // BackendTLSPolicy is unusable resolves to nothing, a route problem too.
 func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.BackendObjectReference, up Upstream) (string, bool) {
+	return resolve(ev, what, fromNS, fromKind, ref, up, fromKind == "GRPCRoute")
+}
+
+// resolve is resolveBackend for a backend spoken to in gRPC (HTTP/2,
+// whatever the Service says) or not.
+func resolve(ev *eval, what, fromNS, fromKind string, ref gatewayv1.BackendObjectReference, up Upstream, grpc bool) (string, bool) {
 	unresolved := func(reason gatewayv1.RouteConditionReason, msg string) (string, bool) {
 		ev.report(condition.UnresolvedRef(reason, what+msg))
 		return "", false
@@ -119,10 +125,10 @@ func resolveBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.Backe
 	if sp == nil {
 		return unresolved(gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s has no %s port %d", ns, ref.Name, want, *ref.Port))
 	}
-	if fromKind == "GRPCRoute" {
+	if grpc {
 		suffix = "/grpc" // gRPC needs HTTP/2 whatever the Service says
 	}
-	spec := ClusterSpec{Service: svc, Port: sp, Protocol: want, GRPC: fromKind == "GRPCRoute"}
+	spec := ClusterSpec{Service: svc, Port: sp, Protocol: want, GRPC: grpc}
 	if up != (Upstream{}) {
 		suffix, spec.Upstream = up.suffix(), ev.names.upstream(up)
 	}

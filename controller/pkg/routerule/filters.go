@@ -48,6 +48,9 @@ func applyFilter(r *ir.Route, f gatewayv1.HTTPRouteFilter) error {
 		if f.RequestMirror == nil {
 			return fmt.Errorf("filter RequestMirror has no requestMirror")
 		}
+	case gatewayv1.HTTPRouteFilterExternalAuth:
+		// Resolved with the backends, by externalAuth.
+		return nil
 	case gatewayv1.HTTPRouteFilterCORS:
 		if f.CORS == nil {
 			return fmt.Errorf("filter CORS has no cors")

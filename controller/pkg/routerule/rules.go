@@ -123,6 +123,23 @@ func httpAction(ev *eval, hr *gatewayv1.HTTPRoute, i int, rule *gatewayv1.HTTPRo
 			return failed(ev, err)
 		}
 	}
+	authorized := true
+	for _, f := range rule.Filters {
+		if f.Type != gatewayv1.HTTPRouteFilterExternalAuth {
+			continue
+		}
+		if r.ExtAuth != nil {
+			return failed(ev, errors.New("a rule may have one ExternalAuth filter"))
+		}
+		var err error
+		if r.ExtAuth, authorized, err = externalAuth(ev, hr.Namespace, f.ExternalAuth); err != nil {
+			return failed(ev, err)
+		}
+	}
+	if !authorized {
+		// Without its authorization server, the rule lets nothing in.
+		return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, nil
+	}
 	if r.Redirect != nil {
 		return r, nil
 	}

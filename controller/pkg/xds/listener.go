@@ -132,9 +132,10 @@ func httpConnectionManager(listener, routeConfig string, s Settings, fwd *ir.For
 			RouteConfigName: routeConfig,
 			ConfigSource:    ads(),
 		}},
-		// CORS, the local rate limit, RBAC and the stateful session do
-		// nothing for routes without a CORS policy, a local rate limit, an
-		// IP filter or a session. A
+		// CORS, the local rate limit, RBAC, external authorization and
+		// the stateful session do nothing for routes without a CORS
+		// policy, a local rate limit, an IP filter, an authorization
+		// server or a session. A
 		// CORS preflight is answered first, and a limited request is not
 		// checked further, as Contour orders them.
 		HttpFilters: []*hcmv3.HttpFilter{{
@@ -146,7 +147,7 @@ func httpConnectionManager(listener, routeConfig string, s Settings, fwd *ir.For
 		}, {
 			Name:       rbacFilter,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&rbacv3.RBAC{})},
-		}, {
+		}, extAuthzHTTPFilter(), {
 			Name:       statefulSessionFilter,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&statefulsessionv3.StatefulSession{})},
 		}, {

@@ -56,6 +56,12 @@ func (x *Translator) route(r *ir.Route, in *routeMessages) *routev3.Route {
 		}
 		out.TypedPerFilterConfig[localRateLimitFilter] = typed(localRateLimit(r.LocalRateLimit, "route."+r.Name))
 	}
+	if r.ExtAuth != nil {
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[extAuthzFilter] = typed(extAuthz(r.ExtAuth))
+	}
 	if r.Session != nil {
 		if out.TypedPerFilterConfig == nil {
 			out.TypedPerFilterConfig = map[string]*anypb.Any{}

@@ -1,0 +1,273 @@
+package envoysim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/genproto/googleapis/rpc/code"
+)
+
+const extAuthzFilterName = "envoy.filters.http.ext_authz"
+
+// extAuthzFilter checks the filter's own configuration: the simulator
+// models one that is disabled unless a route enables it with a server of
+// its own.
+func extAuthzFilter(hf *hcmv3.HttpFilter) error {
+	if !hf.GetDisabled() {
+		return errUnsupportedf("an ext_authz filter enabled for every route")
+	}
+	cfg, err := unpack[extauthzv3.ExtAuthz](hf.GetTypedConfig(), "ext_authz filter")
+	if err != nil {
+		return err
+	}
+	return understand(cfg, "http_service", "grpc_service", "transport_api_version")
+}
+
+// Authorization is the server Envoy's ext_authz filter asks about a
+// request before the route acts on it, and how.
+type Authorization struct {
+	// GRPC says the server speaks Envoy's gRPC protocol
+	// (envoy.service.auth.v3.Authorization); else HTTP.
+	GRPC bool `json:"grpc,omitempty"`
+	// Server is the server's cluster, with its endpoints.
+	Server Backend `json:"server"`
+	// Authority is where HTTP checks go (the server_uri's host).
+	Authority  string `json:"authority,omitempty"`
+	PathPrefix string `json:"pathPrefix,omitempty"`
+	// AllowedHeaders are the headers an HTTP check carries beyond host,
+	// method, path, content-length and authorization.
+	AllowedHeaders []string `json:"allowedHeaders,omitempty"`
+	// UpstreamHeaders are the matchers of the allowing answer's headers
+	// that go on with the request.
+	UpstreamHeaders []*matcherv3.StringMatcher `json:"-"`
+	// MaxBody is how much of the body a check carries.
+	MaxBody uint32        `json:"maxBody,omitempty"`
+	Timeout time.Duration `json:"timeout"`
+
+	request *httpRequest
+}
+
+// authorizationOf is the server a route's per-filter configuration names.
+func (s *Simulator) authorizationOf(vh *routev3.VirtualHost, rt *routev3.Route, r *httpRequest) (*Authorization, error) {
+	cfg := perFilterConfig(vh, rt, extAuthzFilterName)
+	if cfg == nil {
+		return nil, nil
+	}
+	fc, err := unpack[routev3.FilterConfig](cfg, "ext_authz filter config")
+	if err != nil {
+		return nil, err
+	}
+	if err := understand(fc, "config", "disabled"); err != nil {
+		return nil, err
+	}
+	if fc.GetDisabled() {
+		return nil, nil
+	}
+	pr, err := unpack[extauthzv3.ExtAuthzPerRoute](fc.GetConfig(), "ext_authz per route")
+	if err != nil {
+		return nil, err
+	}
+	if err := understand(pr, "check_settings", "disabled"); err != nil {
+		return nil, err
+	}
+	if pr.GetDisabled() {
+		return nil, nil
+	}
+	cs := pr.GetCheckSettings()
+	if err := understand(cs, "grpc_service", "http_service", "with_request_body"); err != nil {
+		return nil, err
+	}
+	out := &Authorization{request: r}
+	if b := cs.GetWithRequestBody(); b != nil {
+		if err := understand(b, "max_request_bytes", "allow_partial_message"); err != nil {
+			return nil, err
+		}
+		if !b.GetAllowPartialMessage() {
+			return nil, errUnsupportedf("ext_authz with_request_body without allow_partial_message")
+		}
+		out.MaxBody = b.GetMaxRequestBytes()
+	}
+	switch svc := cs.GetServiceOverride().(type) {
+	case *extauthzv3.CheckSettings_GrpcService:
+		g := svc.GrpcService
+		if err := understand(g, "envoy_grpc", "timeout"); err != nil {
+			return nil, err
+		}
+		if err := understand(g.GetEnvoyGrpc(), "cluster_name", "authority"); err != nil {
+			return nil, err
+		}
+		out.GRPC, out.Server.Cluster, out.Authority = true, g.GetEnvoyGrpc().GetClusterName(), g.GetEnvoyGrpc().GetAuthority()
+		out.Timeout = g.GetTimeout().AsDuration()
+	case *extauthzv3.CheckSettings_HttpService:
+		h := svc.HttpService
+		if err := understand(h, "server_uri", "path_prefix", "authorization_request", "authorization_response"); err != nil {
+			return nil, err
+		}
+		if err := understand(h.GetServerUri(), "uri", "cluster", "timeout"); err != nil {
+			return nil, err
+		}
+		out.Server.Cluster, out.PathPrefix = h.GetServerUri().GetCluster(), h.GetPathPrefix()
+		out.Authority = strings.TrimPrefix(strings.TrimPrefix(h.GetServerUri().GetUri(), "http://"), "https://")
+		out.Timeout = h.GetServerUri().GetTimeout().AsDuration()
+		if req := h.GetAuthorizationRequest(); req != nil {
+			if err := understand(req, "allowed_headers"); err != nil {
+				return nil, err
+			}
+			for _, m := range req.GetAllowedHeaders().GetPatterns() {
+				if m.GetExact() == "" {
+					return nil, errUnsupportedf("an allowed header matcher that is not exact")
+				}
+				out.AllowedHeaders = append(out.AllowedHeaders, m.GetExact())
+			}
+		}
+		if resp := h.GetAuthorizationResponse(); resp != nil {
+			if err := understand(resp, "allowed_upstream_headers"); err != nil {
+				return nil, err
+			}
+			for _, m := range resp.GetAllowedUpstreamHeaders().GetPatterns() {
+				out.UpstreamHeaders = append(out.UpstreamHeaders, m)
+			}
+		}
+	default:
+		return nil, errUnsupportedf("ext_authz check settings without a service")
+	}
+	if err := s.upstream(&out.Server, 503); err != nil {
+		return nil, err
+	}
+	if out.GRPC && !out.Server.HTTP2 {
+		return nil, fmt.Errorf("ext_authz gRPC service %s does not speak HTTP/2: Envoy's gRPC client cannot use it", out.Server.Cluster)
+	}
+	return out, nil
+}
+
+// alwaysSent are the request headers every HTTP check carries.
+var alwaysSent = []string{"authorization", "content-length"}
+
+// CheckHTTP is the request an HTTP check sends the server for body (the
+// client's, cut at MaxBody): the request's method, the path prefix and
+// path, its host and authorization, the allowed headers, and the length
+// of the body it carries.
+func (z *Authorization) CheckHTTP(body []byte) (*HTTPRequest, []byte) {
+	r := z.request
+	if uint32(len(body)) > z.MaxBody {
+		body = body[:z.MaxBody]
+	}
+	out := &HTTPRequest{Method: r.method, Scheme: "http", Authority: r.authority, Path: z.PathPrefix + r.path}
+	for _, h := range r.headers {
+		if h.Name != "content-length" && (slices.Contains(alwaysSent, h.Name) || slices.Contains(z.AllowedHeaders, h.Name)) {
+			out.Headers = append(out.Headers, h)
+		}
+	}
+	out.Headers = append(out.Headers, Header{Name: "content-length", Value: strconv.Itoa(len(body))})
+	return out, body
+}
+
+// CheckGRPC is the CheckRequest Envoy sends a gRPC server for body (cut
+// at MaxBody), with every header of the request.
+func (z *Authorization) CheckGRPC(body []byte) *authv3.CheckRequest {
+	r := z.request
+	if uint32(len(body)) > z.MaxBody {
+		body = body[:z.MaxBody]
+	}
+	headers := map[string]string{":method": r.method, ":path": r.path, ":authority": r.authority, ":scheme": r.scheme}
+	for _, h := range r.headers {
+		if v, ok := headers[h.Name]; ok {
+			headers[h.Name] = v + "," + h.Value
+		} else {
+			headers[h.Name] = h.Value
+		}
+	}
+	req := &authv3.AttributeContext_HttpRequest{Method: r.method, Path: r.path, Host: r.authority, Scheme: r.scheme, Headers: headers, Protocol: "HTTP/1.1"}
+	if len(body) > 0 {
+		req.Body = string(body)
+	}
+	attrs := &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{Http: req}}
+	if r.client.err == nil && r.client.peer.IsValid() {
+		attrs.Source = &authv3.AttributeContext_Peer{Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Address: r.client.peer.String(),
+		}}}}
+	}
+	return &authv3.CheckRequest{Attributes: attrs}
+}
+
+// Verdict is what the filter makes of the server's answer: Denied, the
+// client's answer instead of the route's; else the headers the request
+// goes on with.
+type Verdict struct {
+	Denied   *Response
+	Upstream []Header
+}
+
+// statusOnError is Envoy's answer when the server cannot be asked.
+const statusOnError = 403
+
+// Unreachable is the verdict when the server cannot be asked (no
+// endpoint, no connection, no answer in time): Envoy fails closed.
+func (z *Authorization) Unreachable() Verdict {
+	return Verdict{Denied: &Response{Status: statusOnError}}
+}
+
+// HTTPVerdict is the verdict on an HTTP server's answer: 200 allows, with
+// the answer's headers that UpstreamHeaders match (none of host); any
+// other status is the client's answer, with the server's headers and body.
+func (z *Authorization) HTTPVerdict(status int, headers []Header, body string) (Verdict, error) {
+	if status != 200 {
+		var hs []Header
+		for _, h := range headers {
+			if n := strings.ToLower(h.Name); n != "host" && n != "content-length" {
+				hs = append(hs, Header{Name: n, Value: h.Value})
+			}
+		}
+		return Verdict{Denied: &Response{Status: status, Headers: hs, Body: body}}, nil
+	}
+	var up []Header
+	for _, h := range headers {
+		n := strings.ToLower(h.Name)
+		if n == "host" || n == "content-length" {
+			continue
+		}
+		for _, m := range z.UpstreamHeaders {
+			ok, err := stringMatches(m, n)
+			if err != nil {
+				return Verdict{}, err
+			}
+			if ok {
+				up = append(up, Header{Name: n, Value: h.Value})
+				break
+			}
+		}
+	}
+	return Verdict{Upstream: up}, nil
+}
+
+// GRPCVerdict is the verdict on a gRPC server's CheckResponse: OK allows,
+// with the headers of its ok_response; anything else is denied, with the
+// denied_response's status (403 by default), headers and body.
+func (z *Authorization) GRPCVerdict(resp *authv3.CheckResponse) Verdict {
+	if resp.GetStatus().GetCode() == int32(code.Code_OK) {
+		var up []Header
+		for _, h := range resp.GetOkResponse().GetHeaders() {
+			up = append(up, Header{Name: strings.ToLower(h.GetHeader().GetKey()), Value: h.GetHeader().GetValue()})
+		}
+		return Verdict{Upstream: up}
+	}
+	d := resp.GetDeniedResponse()
+	status := int(d.GetStatus().GetCode())
+	if status == 0 {
+		status = statusOnError
+	}
+	out := &Response{Status: status, Body: d.GetBody()}
+	for _, h := range d.GetHeaders() {
+		out.Headers = append(out.Headers, Header{Name: strings.ToLower(h.GetHeader().GetKey()), Value: h.GetHeader().GetValue()})
+	}
+	return Verdict{Denied: out}
+}

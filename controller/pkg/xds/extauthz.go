@@ -1,0 +1,80 @@
+package xds
+
+import (
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"isobar.dev/controller/pkg/ir"
+)
+
+// extAuthzFilter is Envoy's external authorization filter. Every
+// connection manager has it, disabled: a route with an authorization
+// server enables it for its requests and names the server
+// (service_override), so that adding one changes the route and not the
+// listener. The filter's own service is never asked; Envoy requires one.
+const extAuthzFilter = "envoy.filters.http.ext_authz"
+
+// extAuthzTimeout bounds how long Envoy waits for an authorization
+// server's answer; then the request is denied (403).
+const extAuthzTimeout = 10 * time.Second
+
+func extAuthzHTTPFilter() *hcmv3.HttpFilter {
+	return &hcmv3.HttpFilter{
+		Name:     extAuthzFilter,
+		Disabled: true,
+		ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&extauthzv3.ExtAuthz{
+			TransportApiVersion: corev3.ApiVersion_V3,
+			Services: &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{ServerUri: &corev3.HttpUri{
+				Uri: "http://ext-authz.invalid", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "ext-authz-per-route"},
+				Timeout: durationpb.New(extAuthzTimeout),
+			}}},
+		})},
+	}
+}
+
+// extAuthz enables the filter on a route, with its server.
+func extAuthz(a *ir.ExtAuth) *routev3.FilterConfig {
+	cs := &extauthzv3.CheckSettings{}
+	if a.GRPC {
+		cs.ServiceOverride = &extauthzv3.CheckSettings_GrpcService{GrpcService: &corev3.GrpcService{
+			TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: a.Cluster, Authority: a.Authority}},
+			Timeout:         durationpb.New(extAuthzTimeout),
+		}}
+	} else {
+		hs := &extauthzv3.HttpService{
+			ServerUri: &corev3.HttpUri{Uri: "http://" + a.Authority, HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: a.Cluster}, Timeout: durationpb.New(extAuthzTimeout)},
+			PathPrefix: a.PathPrefix,
+		}
+		if len(a.AllowedHeaders) > 0 {
+			hs.AuthorizationRequest = &extauthzv3.AuthorizationRequest{AllowedHeaders: exactNames(a.AllowedHeaders)}
+		}
+		// Without a list, every header of the server's answer goes on
+		// with the request, as the Gateway API asks.
+		upstream := &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{{
+			MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: ".*"}},
+		}}}
+		if len(a.UpstreamHeaders) > 0 {
+			upstream = exactNames(a.UpstreamHeaders)
+		}
+		hs.AuthorizationResponse = &extauthzv3.AuthorizationResponse{AllowedUpstreamHeaders: upstream}
+		cs.ServiceOverride = &extauthzv3.CheckSettings_HttpService{HttpService: hs}
+	}
+	if a.MaxBody > 0 {
+		cs.WithRequestBody = &extauthzv3.BufferSettings{MaxRequestBytes: a.MaxBody, AllowPartialMessage: true}
+	}
+	return &routev3.FilterConfig{Config: typed(&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: cs}})}
+}
+
+func exactNames(names []string) *matcherv3.ListStringMatcher {
+	out := &matcherv3.ListStringMatcher{}
+	for _, n := range names {
+		out.Patterns = append(out.Patterns, exact(n))
+	}
+	return out
+}
