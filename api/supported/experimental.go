@@ -67,8 +67,16 @@ var ExperimentalFields = []ExperimentalField{
 		Note: "the features HTTPRouteRetry, HTTPRouteRetryBackendTimeout and HTTPRouteRetryConnectionError",
 		Test: "the conformance suite; TestRetryOnConnectionErrorsAndBackendTimeouts"},
 
-	{Kind: "HTTPRoute", Path: "spec.rules.filters.externalAuth", Support: Refused, Refusal: "filter type ExternalAuth is not supported yet",
-		Note: "the ExternalAuth filter (GEP-1494) makes its rule invalid: the rule answers 500 and the route says why"},
+	{Kind: "HTTPRoute", Path: "spec.rules.filters.externalAuth", Support: Yes,
+		Note: "Envoy's ext_authz asks the server about each request of the rule first, over HTTP (path prefix, allowed request headers beyond host, method, path, content-length and authorization; the allowing answer's allowed headers, all without a list, go on with the request) or Envoy's gRPC protocol (every header), with the body up to forwardBody.maxSize; a denying answer is the client's, and a server that cannot be asked denies with 403. A server that does not resolve leaves the rule answering 500; a second ExternalAuth filter on a rule is refused",
+		Test: "golden external-auth; TestExternalAuthorization (e2e/dataplane); TestExperimentalChannelThroughFleet/externalAuth"},
+	{Kind: "HTTPRoute", Path: "spec.rules.filters.externalAuth.http.path", Support: Yes, Note: "the path prefix of HTTP checks", Test: "golden external-auth"},
+	{Kind: "HTTPRoute", Path: "spec.rules.filters.externalAuth.http.allowedHeaders", Support: Yes, Note: "request headers HTTP checks carry", Test: "golden external-auth; TestExternalAuthorization"},
+	{Kind: "HTTPRoute", Path: "spec.rules.filters.externalAuth.http.allowedResponseHeaders", Support: Yes, Note: "headers of an allowing answer that go on with the request", Test: "TestExternalAuthorization"},
+	{Kind: "HTTPRoute", Path: "spec.rules.filters.externalAuth.forwardBody.maxSize", Support: Yes, Note: "checks carry the body up to this many bytes (cut there)", Test: "golden external-auth"},
+	{Kind: "HTTPRoute", Path: "spec.rules.filters.externalAuth.grpc.allowedHeaders", Support: Refused,
+		Refusal: "grpc.allowedHeaders is not supported: Envoy sends a gRPC authorization server every header of the request",
+		Note:    "Envoy's gRPC check carries every header; a list would not be honoured, so the rule is refused"},
 	{Kind: "HTTPRoute", Path: "spec.rules.backendRefs.filters.externalAuth", Support: Refused, Refusal: "filter ExternalAuth is not supported on a backendRef",
 		Note: "a backendRef's ExternalAuth filter leaves the backend unresolved (ResolvedRefs False), and its share of requests answers 500"},
 

@@ -63,9 +63,20 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.answer(w, r, in, sim, a, body)
 }
 
-// answer does what a simulated request's answer says: Envoy answers
-// itself, upgrades the connection, or forwards the request.
+// answer does what a simulated request's answer says, once the route's
+// authorization server, if it has one, allows it: Envoy answers itself,
+// upgrades the connection, or forwards the request.
 func (p *proxy) answer(w http.ResponseWriter, r *http.Request, in envoysim.Request, sim *envoysim.Simulator, a *envoysim.Answer, body []byte) {
+	if z := a.Authorization; z != nil {
+		v := p.authorize(r.Context(), sim, z, body)
+		if v.Denied != nil {
+			localReply(w, r, v.Denied)
+			return
+		}
+		for i := range a.Backends {
+			withHeaders(a.Backends[i].Request, v.Upstream)
+		}
+	}
 	switch {
 	case a.Response != nil:
 		localReply(w, r, a.Response)

@@ -1,0 +1,91 @@
+package dataplane
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"isobar.dev/controller/pkg/envoysim"
+)
+
+// authorize is Envoy's ext_authz filter asking a route's authorization
+// server about a request, over a real connection: an HTTP check, or a
+// CheckRequest over gRPC. A server that cannot be asked denies (403).
+func (p *proxy) authorize(ctx context.Context, sim *envoysim.Simulator, z *envoysim.Authorization, body []byte) envoysim.Verdict {
+	if z.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, z.Timeout)
+		defer cancel()
+	}
+	endpoint := p.health.pick(ctx, &z.Server, rand.Uint64())
+	if endpoint == "" {
+		return z.Unreachable()
+	}
+	if z.GRPC {
+		return p.authorizeGRPC(ctx, sim, z, endpoint, body)
+	}
+	check, sent := z.CheckHTTP(body)
+	resp, err := p.attempt(ctx, sim, target{cluster: z.Server.Cluster, http2: z.Server.HTTP2, tls: z.Server.TLS, request: check}, endpoint, sent)
+	if err != nil {
+		return z.Unreachable()
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return z.Unreachable()
+	}
+	v, err := z.HTTPVerdict(resp.StatusCode, headerList(resp.Header), string(answer))
+	if err != nil {
+		p.logf("authorization by %s: %v", z.Server.Cluster, err)
+		return z.Unreachable()
+	}
+	return v
+}
+
+// authorizeGRPC asks a gRPC authorization server: Envoy's gRPC client
+// speaks HTTP/2 to the endpoint, over the cluster's TLS if it has one.
+func (p *proxy) authorizeGRPC(ctx context.Context, sim *envoysim.Simulator, z *envoysim.Authorization, endpoint string, body []byte) envoysim.Verdict {
+	dial := func(ctx context.Context, addr string) (net.Conn, error) {
+		c, err := p.upstream(ctx, "tcp", addr)
+		if err != nil || z.Server.TLS == nil {
+			return c, err
+		}
+		return p.upstreamTLS(ctx, c, sim, z.Server.Cluster, z.Server.TLS, []string{"h2"})
+	}
+	conn, err := grpc.NewClient("passthrough:///"+endpoint, grpc.WithContextDialer(dial),
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority(z.Authority))
+	if err != nil {
+		return z.Unreachable()
+	}
+	defer conn.Close()
+	resp, err := authv3.NewAuthorizationClient(conn).Check(ctx, z.CheckGRPC(body))
+	if err != nil {
+		return z.Unreachable()
+	}
+	return z.GRPCVerdict(resp)
+}
+
+// withHeaders sets an allowing server's headers on the request a backend
+// gets, over any of the same name.
+func withHeaders(r *envoysim.HTTPRequest, set []envoysim.Header) {
+	if r == nil || len(set) == 0 {
+		return
+	}
+	var out []envoysim.Header
+	for _, h := range r.Headers {
+		keep := true
+		for _, s := range set {
+			keep = keep && !strings.EqualFold(h.Name, s.Name)
+		}
+		if keep {
+			out = append(out, h)
+		}
+	}
+	r.Headers = append(out, set...)
+}
