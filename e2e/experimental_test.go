@@ -80,7 +80,7 @@ spec:
 // externalAuthInput is a rule with an HTTP authorization server that
 // sets every field of its ExternalAuth filter.
 var externalAuthInput = oneRuleRoute("HTTPRoute",
-	"{backendRefs: [{name: app, port: 80}], filters: [{type: ExternalAuth, externalAuth: {protocol: HTTP, backendRef: {name: other, port: 80}, http: {path: /check, allowedHeaders: [x-a], allowedResponseHeaders: [x-b]}, forwardBody: {maxSize: 1024}}}]}")
+	"{backendRefs: [{name: app, port: 80}], filters: [{type: ExternalAuth, externalAuth: {protocol: HTTP, backendRef: {name: other, port: 80}, http: {path: /check, allowedResponseHeaders: [x-b]}, forwardBody: {maxSize: 1024}}}]}")
 
 // experimentalInputs are, by kind and path of ExperimentalFields, objects
 // that set the field (added to experimentalBase). For a Yes, the test
@@ -142,9 +142,10 @@ spec:
 		"{backendRefs: [{name: app, port: 80}], sessionPersistence: {type: Header, sessionName: grpc-session}}"),
 	"HTTPRoute spec.rules.retry": oneRuleRoute("HTTPRoute",
 		"{backendRefs: [{name: app, port: 80}], retry: {attempts: 3, backoff: 100ms, codes: [503]}}"),
-	"HTTPRoute spec.rules.filters.externalAuth":                             externalAuthInput,
-	"HTTPRoute spec.rules.filters.externalAuth.http.path":                   externalAuthInput,
-	"HTTPRoute spec.rules.filters.externalAuth.http.allowedHeaders":         externalAuthInput,
+	"HTTPRoute spec.rules.filters.externalAuth":           externalAuthInput,
+	"HTTPRoute spec.rules.filters.externalAuth.http.path": externalAuthInput,
+	"HTTPRoute spec.rules.filters.externalAuth.http.allowedHeaders": oneRuleRoute("HTTPRoute",
+		"{backendRefs: [{name: app, port: 80}], filters: [{type: ExternalAuth, externalAuth: {protocol: HTTP, backendRef: {name: other, port: 80}, http: {allowedHeaders: [x-a]}}}]}"),
 	"HTTPRoute spec.rules.filters.externalAuth.http.allowedResponseHeaders": externalAuthInput,
 	"HTTPRoute spec.rules.filters.externalAuth.forwardBody.maxSize":         externalAuthInput,
 	"HTTPRoute spec.rules.filters.externalAuth.grpc.allowedHeaders": oneRuleRoute("HTTPRoute",

@@ -34,7 +34,7 @@ type grpcAuth struct {
 }
 
 func (grpcAuth) Check(_ context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
-	if req.GetAttributes().GetRequest().GetHttp().GetHeaders()["x-user"] == "alice" {
+	if req.GetAttributes().GetRequest().GetHttp().GetHeaders()["authorization"] == "Bearer alice" {
 		return &authv3.CheckResponse{Status: &rpcstatus.Status{Code: int32(code.Code_OK)}, HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
 			Headers: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "x-auth-user", Value: "alice (grpc)"}}},
 		}}}, nil
@@ -45,7 +45,8 @@ func (grpcAuth) Check(_ context.Context, req *authv3.CheckRequest) (*authv3.Chec
 }
 
 // Envoy asks each route's authorization server over a real connection
-// before it forwards: an HTTP server sees the check under its prefix and
+// before it forwards: an HTTP server sees the check under its prefix,
+// with the request's authorization and not its other headers, and
 // allows with 200 (its allowed headers go on with the request) or denies
 // with its own answer; a gRPC server answers a CheckRequest; a server that
 // cannot be reached denies with 403.
@@ -58,7 +59,7 @@ func TestExternalAuthorization(t *testing.T) {
 			http.Error(w, "unexpected check "+r.URL.Path, http.StatusBadRequest)
 			return
 		}
-		if r.Header.Get("X-User") != "alice" {
+		if r.Header.Get("Authorization") != "Bearer alice" || r.Header.Get("X-User") != "" {
 			w.Header().Set("WWW-Authenticate", "Basic")
 			w.WriteHeader(http.StatusUnauthorized)
 			fmt.Fprint(w, "log in first")
@@ -84,8 +85,6 @@ func TestExternalAuthorization(t *testing.T) {
 		return &extauthzv3.CheckSettings{ServiceOverride: &extauthzv3.CheckSettings_HttpService{HttpService: &extauthzv3.HttpService{
 			ServerUri:  &corev3.HttpUri{Uri: "http://auth", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: cluster}, Timeout: durationpb.New(2 * time.Second)},
 			PathPrefix: "/check",
-			AuthorizationRequest: &extauthzv3.AuthorizationRequest{AllowedHeaders: &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{{
-				MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "x-user"}}}}},
 			AuthorizationResponse: &extauthzv3.AuthorizationResponse{AllowedUpstreamHeaders: &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{{
 				MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "x-auth-user"}}}}},
 		}}}
@@ -149,6 +148,7 @@ func TestExternalAuthorization(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Authorization", "Bearer "+tc.user)
 		req.Header.Set("X-User", tc.user)
 		req.Header.Set("Cookie", "session=1")
 		resp, err := http.DefaultClient.Do(req)

@@ -43,9 +43,6 @@ type Authorization struct {
 	// Authority is where HTTP checks go (the server_uri's host).
 	Authority  string `json:"authority,omitempty"`
 	PathPrefix string `json:"pathPrefix,omitempty"`
-	// AllowedHeaders are the headers an HTTP check carries beyond host,
-	// method, path, content-length and authorization.
-	AllowedHeaders []string `json:"allowedHeaders,omitempty"`
 	// UpstreamHeaders are the matchers of the allowing answer's headers
 	// that go on with the request.
 	UpstreamHeaders []*matcherv3.StringMatcher `json:"-"`
@@ -109,7 +106,7 @@ func (s *Simulator) authorizationOf(vh *routev3.VirtualHost, rt *routev3.Route, 
 		out.Timeout = g.GetTimeout().AsDuration()
 	case *extauthzv3.CheckSettings_HttpService:
 		h := svc.HttpService
-		if err := understand(h, "server_uri", "path_prefix", "authorization_request", "authorization_response"); err != nil {
+		if err := understand(h, "server_uri", "path_prefix", "authorization_response"); err != nil {
 			return nil, err
 		}
 		if err := understand(h.GetServerUri(), "uri", "cluster", "timeout"); err != nil {
@@ -118,24 +115,11 @@ func (s *Simulator) authorizationOf(vh *routev3.VirtualHost, rt *routev3.Route, 
 		out.Server.Cluster, out.PathPrefix = h.GetServerUri().GetCluster(), h.GetPathPrefix()
 		out.Authority = strings.TrimPrefix(strings.TrimPrefix(h.GetServerUri().GetUri(), "http://"), "https://")
 		out.Timeout = h.GetServerUri().GetTimeout().AsDuration()
-		if req := h.GetAuthorizationRequest(); req != nil {
-			if err := understand(req, "allowed_headers"); err != nil {
-				return nil, err
-			}
-			for _, m := range req.GetAllowedHeaders().GetPatterns() {
-				if m.GetExact() == "" {
-					return nil, errUnsupportedf("an allowed header matcher that is not exact")
-				}
-				out.AllowedHeaders = append(out.AllowedHeaders, m.GetExact())
-			}
-		}
 		if resp := h.GetAuthorizationResponse(); resp != nil {
 			if err := understand(resp, "allowed_upstream_headers"); err != nil {
 				return nil, err
 			}
-			for _, m := range resp.GetAllowedUpstreamHeaders().GetPatterns() {
-				out.UpstreamHeaders = append(out.UpstreamHeaders, m)
-			}
+			out.UpstreamHeaders = append(out.UpstreamHeaders, resp.GetAllowedUpstreamHeaders().GetPatterns()...)
 		}
 	default:
 		return nil, errUnsupportedf("ext_authz check settings without a service")
@@ -154,8 +138,8 @@ var alwaysSent = []string{"authorization", "content-length"}
 
 // CheckHTTP is the request an HTTP check sends the server for body (the
 // client's, cut at MaxBody): the request's method, the path prefix and
-// path, its host and authorization, the allowed headers, and the length
-// of the body it carries.
+// path, its host and authorization, and the length of the body it
+// carries.
 func (z *Authorization) CheckHTTP(body []byte) (*HTTPRequest, []byte) {
 	r := z.request
 	if uint32(len(body)) > z.MaxBody {
@@ -163,7 +147,7 @@ func (z *Authorization) CheckHTTP(body []byte) (*HTTPRequest, []byte) {
 	}
 	out := &HTTPRequest{Method: r.method, Scheme: "http", Authority: r.authority, Path: z.PathPrefix + r.path}
 	for _, h := range r.headers {
-		if h.Name != "content-length" && (slices.Contains(alwaysSent, h.Name) || slices.Contains(z.AllowedHeaders, h.Name)) {
+		if h.Name != "content-length" && slices.Contains(alwaysSent, h.Name) {
 			out.Headers = append(out.Headers, h)
 		}
 	}

@@ -314,10 +314,6 @@ type ExtAuth struct {
 	Authority string `json:"authority"`
 	// PathPrefix goes before the request's path in an HTTP check.
 	PathPrefix string `json:"pathPrefix,omitempty"`
-	// AllowedHeaders are the request headers an HTTP check carries beyond
-	// those Envoy always sends (host, method, path, content-length,
-	// authorization); lower case.
-	AllowedHeaders []string `json:"allowedHeaders,omitempty"`
 	// UpstreamHeaders are the headers of an HTTP server's allowing answer
 	// that the request carries on; none means all of them.
 	UpstreamHeaders []string `json:"upstreamHeaders,omitempty"`

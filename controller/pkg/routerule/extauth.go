@@ -20,7 +20,8 @@ var authPathPattern = regexp.MustCompile(`^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][
 // Envoy asks about each of the rule's requests first. A server that does
 // not resolve is reported under ResolvedRefs, and the rule answers 500:
 // its requests are never let through unchecked. Envoy sends a gRPC server
-// every header, so allowedHeaders for one is refused.
+// every header, and an HTTP server the headers its filter (not a route)
+// names, so allowedHeaders is refused for both.
 func externalAuth(ev *eval, namespace string, f *gatewayv1.HTTPExternalAuthFilter) (*ir.ExtAuth, bool, error) {
 	if f == nil {
 		return nil, false, errors.New("filter ExternalAuth has no externalAuth")
@@ -38,10 +39,10 @@ func externalAuth(ev *eval, namespace string, f *gatewayv1.HTTPExternalAuthFilte
 				}
 				out.PathPrefix = "/" + strings.Trim(c.Path, "/")
 			}
-			var err error
-			if out.AllowedHeaders, err = headerNames("http.allowedHeaders", c.AllowedRequestHeaders); err != nil {
-				return nil, false, err
+			if len(c.AllowedRequestHeaders) > 0 {
+				return nil, false, errors.New("filter ExternalAuth: http.allowedHeaders is not supported: Envoy takes the headers an HTTP check carries from its filter, not from a route's server, and sends host, method, path, content-length and authorization")
 			}
+			var err error
 			if out.UpstreamHeaders, err = headerNames("http.allowedResponseHeaders", c.AllowedResponseHeaders); err != nil {
 				return nil, false, err
 			}

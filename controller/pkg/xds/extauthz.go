@@ -48,11 +48,8 @@ func extAuthz(a *ir.ExtAuth) *routev3.FilterConfig {
 		}}
 	} else {
 		hs := &extauthzv3.HttpService{
-			ServerUri: &corev3.HttpUri{Uri: "http://" + a.Authority, HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: a.Cluster}, Timeout: durationpb.New(extAuthzTimeout)},
+			ServerUri:  &corev3.HttpUri{Uri: "http://" + a.Authority, HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: a.Cluster}, Timeout: durationpb.New(extAuthzTimeout)},
 			PathPrefix: a.PathPrefix,
-		}
-		if len(a.AllowedHeaders) > 0 {
-			hs.AuthorizationRequest = &extauthzv3.AuthorizationRequest{AllowedHeaders: exactNames(a.AllowedHeaders)}
 		}
 		// Without a list, every header of the server's answer goes on
 		// with the request, as the Gateway API asks.
