@@ -22,6 +22,21 @@ all: build
 build: ## Build both binaries into bin/.
 	go build -o bin/ isobar.dev/operator/cmd/isobar-operator isobar.dev/controller/cmd/isobar-controller
 
+# The images' registry and path, and their tag (the release the binaries
+# report). make images writes bin/images/NAME-VERSION.tar; make deploy
+# builds them and applies config/default with them.
+IMG_PREFIX ?= ghcr.io/isobar-dev
+VERSION ?= v0.1.0
+
+.PHONY: images
+images: ## Build the operator and controller images as archives in bin/images (no container daemon).
+	go run isobar.dev/hack/images -root . -prefix $(IMG_PREFIX) -version $(VERSION)
+
+.PHONY: deploy
+deploy: ## Build the images, then apply config/default with them (bin/deploy); load or push the images first (see docs/quickstart.md).
+	go run isobar.dev/hack/images -root . -prefix $(IMG_PREFIX) -version $(VERSION) -deploy
+	kubectl apply --server-side -k bin/deploy
+
 .PHONY: generate
 generate: ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object paths=./api/...

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+
+	"isobar.dev/api/release"
 )
 
 const usage = `isobar-controller: Isobar's per-Gateway control plane
@@ -22,7 +24,7 @@ Usage:
                                write an Envoy bootstrap for the fleet (run by Envoy pods' init container)
   isobar-controller drain [--listen :8004] [--admin-address 127.0.0.1:9001] [--timeout 60s]
                                serve the Envoy pod's preStop hook that drains Envoy before it stops
-  isobar-controller version    print the version and the Go modules it was built from
+  isobar-controller version    print the release and the Go modules it was built from (also --version)
 `
 
 func main() {
@@ -45,7 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return drainCmd(args[1:], stderr)
 	case "bootstrap":
 		return bootstrapCmd(args[1:], stdout, stderr)
-	case "version":
+	case "version", "--version":
 		return version(stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -59,10 +61,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 func version(w io.Writer) int {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		fmt.Fprintln(w, "isobar-controller (no build information)")
+		fmt.Fprintln(w, "isobar-controller", release.Version)
 		return 0
 	}
-	fmt.Fprintf(w, "isobar-controller %s (%s)\n", info.Main.Version, info.GoVersion)
+	fmt.Fprintf(w, "isobar-controller %s (%s)\n", release.Version, info.GoVersion)
 	for _, dep := range info.Deps {
 		fmt.Fprintf(w, "  %s %s\n", dep.Path, dep.Version)
 	}

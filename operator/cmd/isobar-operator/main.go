@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"isobar.dev/api/release"
 	"isobar.dev/operator/manager"
 )
 
@@ -15,8 +16,13 @@ func main() {
 	opts := manager.DefaultOptions()
 	fs := flag.NewFlagSet("isobar-operator", flag.ContinueOnError)
 	opts.Bind(fs)
+	version := fs.Bool("version", false, "print the release and exit")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
+	}
+	if *version {
+		fmt.Println("isobar-operator", release.Version)
+		return
 	}
 	if err := manager.Run(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "isobar-operator:", err)

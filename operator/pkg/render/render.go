@@ -19,15 +19,15 @@ import (
 
 	"isobar.dev/api/certrefs"
 	"isobar.dev/api/fleet"
+	"isobar.dev/api/release"
 	"isobar.dev/api/v1alpha1"
 )
 
-// Default images, pinned to released versions; the operator's flags
-// override them.
-const (
-	DefaultControllerImage = "ghcr.io/isobar-dev/isobar-controller:v0.1.0"
-	DefaultEnvoyImage      = "docker.io/envoyproxy/envoy:distroless-v1.40.0"
-)
+// Default images: the controller of the operator's own release, and a
+// released Envoy; the operator's flags override them.
+var DefaultControllerImage = release.Image(release.Registry, "isobar-controller")
+
+const DefaultEnvoyImage = "docker.io/envoyproxy/envoy:distroless-v1.40.0"
 
 // Paths inside the fleet's pods, under v1alpha1.ReservedMountPrefix.
 const (
