@@ -41,6 +41,8 @@ type checkedCluster struct {
 type hostHealth struct {
 	checked, healthy    bool
 	successes, failures uint32
+	// address is where checks go: the endpoint, or its health port.
+	address string
 }
 
 // sync starts the checks of the clusters there are, with their
@@ -77,6 +79,7 @@ func (h *health) sync(ctx context.Context, sim *envoysim.Simulator) {
 			if c.hosts[e] == nil {
 				c.hosts[e] = &hostHealth{}
 			}
+			c.hosts[e].address = b.HealthAddress(e)
 		}
 		for e := range c.hosts {
 			if !now[e] {
@@ -97,17 +100,17 @@ func (h *health) sync(ctx context.Context, sim *envoysim.Simulator) {
 func (h *health) run(ctx context.Context, c *checkedCluster) {
 	for first := true; ; first = false {
 		c.mu.Lock()
-		hosts := make([]string, 0, len(c.hosts))
-		for e := range c.hosts {
-			hosts = append(hosts, e)
+		hosts := make(map[string]string, len(c.hosts))
+		for e, hh := range c.hosts {
+			hosts[e] = hh.address
 		}
 		c.mu.Unlock()
 		var wg sync.WaitGroup
-		for _, e := range hosts {
+		for e, address := range hosts {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok := h.probe(ctx, c, e)
+				ok := h.probe(ctx, c, address)
 				if ctx.Err() == nil {
 					c.record(e, ok)
 				}
@@ -125,13 +128,13 @@ func (h *health) run(ctx context.Context, c *checkedCluster) {
 	}
 }
 
-// probe checks an endpoint once: an HTTP GET whose status the check
-// expects, or a TCP connection, within the check's timeout.
-func (h *health) probe(ctx context.Context, c *checkedCluster, endpoint string) bool {
+// probe checks an endpoint once, at address: an HTTP GET whose status the
+// check expects, or a TCP connection, within the check's timeout.
+func (h *health) probe(ctx context.Context, c *checkedCluster, address string) bool {
 	ctx, cancel := context.WithTimeout(ctx, c.check.Timeout)
 	defer cancel()
 	if !c.check.HTTP {
-		conn, err := h.p.upstream(ctx, "tcp", endpoint)
+		conn, err := h.p.upstream(ctx, "tcp", address)
 		if err != nil {
 			return false
 		}
@@ -142,7 +145,7 @@ func (h *health) probe(ctx context.Context, c *checkedCluster, endpoint string) 
 	if err != nil {
 		return false
 	}
-	resp, err := h.p.attempt(ctx, sim, c.target, endpoint, nil)
+	resp, err := h.p.attempt(ctx, sim, c.target, address, nil)
 	if err != nil {
 		return false
 	}

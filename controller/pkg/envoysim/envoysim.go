@@ -211,6 +211,9 @@ type Backend struct {
 	// SlowStart is how Envoy ramps the cluster's new endpoints up, if it
 	// does (see PickLive).
 	SlowStart *SlowStart `json:"slowStart,omitempty"`
+	// HealthPorts are the ports Envoy checks endpoints on, where not
+	// their own (see HealthAddress).
+	HealthPorts map[string]uint32 `json:"healthPorts,omitempty"`
 	// HealthCheck is how Envoy checks the cluster's endpoints, if it does.
 	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
 	// ConnectionIdle is how long Envoy keeps an idle connection to the

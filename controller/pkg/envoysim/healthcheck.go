@@ -1,6 +1,8 @@
 package envoysim
 
 import (
+	"net"
+	"strconv"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -121,4 +123,18 @@ func (s *Simulator) HealthChecked() []Backend {
 		out = append(out, b)
 	}
 	return out
+}
+
+// HealthAddress is where Envoy's health checks of endpoint go: the
+// endpoint, or its address at its health port.
+func (b *Backend) HealthAddress(endpoint string) string {
+	p, ok := b.HealthPorts[endpoint]
+	if !ok {
+		return endpoint
+	}
+	host, _, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		return endpoint
+	}
+	return net.JoinHostPort(host, strconv.FormatUint(uint64(p), 10))
 }

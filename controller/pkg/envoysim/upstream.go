@@ -80,6 +80,9 @@ func (s *Simulator) upstream(b *Backend, notFound int) error {
 		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
 	}
 	b.Endpoints = eps
+	if b.HealthPorts, err = healthPorts(cla); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
+	}
 	if b.HealthCheck, err = healthCheckOf(c); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
 	}
@@ -136,6 +139,33 @@ func endpoints(cla *endpointv3.ClusterLoadAssignment) ([]string, error) {
 				return nil, errUnsupportedf("an endpoint without a socket address")
 			}
 			out = append(out, net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)))
+		}
+	}
+	return out, nil
+}
+
+// healthPorts are the endpoints an assignment has Envoy check on another
+// port (health_check_config), with that port.
+func healthPorts(cla *endpointv3.ClusterLoadAssignment) (map[string]uint32, error) {
+	var out map[string]uint32
+	for _, lle := range cla.GetEndpoints() {
+		for _, e := range lle.GetLbEndpoints() {
+			ep := e.GetEndpoint()
+			if err := understand(ep, "address", "health_check_config"); err != nil {
+				return nil, err
+			}
+			hc := ep.GetHealthCheckConfig()
+			if hc == nil {
+				continue
+			}
+			if err := understand(hc, "port_value"); err != nil {
+				return nil, err
+			}
+			sa := ep.GetAddress().GetSocketAddress()
+			if out == nil {
+				out = map[string]uint32{}
+			}
+			out[net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))] = hc.GetPortValue()
 		}
 	}
 	return out, nil

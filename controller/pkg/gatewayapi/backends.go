@@ -29,6 +29,14 @@ func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
 	c.HTTP2 = c.HTTP2 || s.GRPC
 	if s.Upstream != nil {
 		s.Upstream.Apply(c, s.Port.Port)
+		if hp := s.Upstream.HealthPort; hp != 0 && hp != s.Port.Port && !c.DNS {
+			for _, p := range s.Service.Spec.Ports {
+				if p.Port == hp {
+					c.Source.HealthPortName = p.Name
+				}
+			}
+			c.Endpoints = Endpoints(c.Source, t.endpoints(key(s.Service.Namespace, s.Service.Name)))
+		}
 	}
 	if c.TLS != nil && s.TLS == nil && t.backendCert != "" {
 		c.TLS.ClientCertificate = t.backendCert
@@ -69,17 +77,24 @@ func Endpoints(src ir.ClusterSource, endpointSlices []*discoveryv1.EndpointSlice
 		if s.AddressType == discoveryv1.AddressTypeFQDN || s.Namespace != src.Namespace || s.Labels[discoveryv1.LabelServiceName] != src.Service {
 			continue
 		}
-		var port int32 = -1
+		var port, health int32 = -1, 0
 		for _, p := range s.Ports {
 			proto := ptr.Deref(p.Protocol, "")
 			if proto == "" {
 				proto = corev1.ProtocolTCP
 			}
-			if p.Port != nil && ptr.Deref(p.Name, "") == src.PortName && string(proto) == src.Protocol {
-				port = *p.Port
+			if p.Port != nil && string(proto) == src.Protocol {
+				switch ptr.Deref(p.Name, "") {
+				case src.PortName:
+					port = *p.Port
+				case src.HealthPortName:
+					health = *p.Port
+				}
 			}
 		}
-		if port < 1 || port > 65535 {
+		if port < 1 || port > 65535 || src.HealthPortName != "" && (health < 1 || health > 65535) {
+			// Without its health port an endpoint would be checked on
+			// its traffic port: left out, as Contour's endpoints are.
 			continue
 		}
 		for _, e := range s.Endpoints {
@@ -93,7 +108,7 @@ func Endpoints(src ir.ClusterSource, endpointSlices []*discoveryv1.EndpointSlice
 				if _, err := netip.ParseAddr(addr); err != nil {
 					continue
 				}
-				ep := ir.Endpoint{Address: addr, Port: uint32(port)}
+				ep := ir.Endpoint{Address: addr, Port: uint32(port), HealthPort: uint32(health)}
 				if !seen[ep] {
 					seen[ep] = true
 					out = append(out, ep)

@@ -253,5 +253,5 @@ var (
 		"retryPolicy", "pathRewritePolicy", "loadBalancerPolicy", "ipAllowPolicy", "ipDenyPolicy", "rateLimitPolicy", "healthCheckPolicy",
 		"internalRedirectPolicy")
 	refuseService = refuse[contourv1.Service]("name", "port", "weight", "mirror", "protocol", "validation", "requestHeadersPolicy", "responseHeadersPolicy",
-		"slowStartPolicy")
+		"slowStartPolicy", "healthPort")
 )

@@ -3,8 +3,10 @@ package httpproxy
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ir"
@@ -57,6 +59,9 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		if up.SlowStart, bad = slowStart(s.SlowStartPolicy, cluster.LoadBalancer); bad != nil {
 			return bad
 		}
+		if up.HealthPort, bad = w.healthPort(p, i, j, s, cluster.HealthCheck != nil); bad != nil {
+			return bad
+		}
 		weight := int32(1)
 		if weighted {
 			weight = int32(min(s.Weight, 1000000))
@@ -106,3 +111,28 @@ func (w *walk) backends(p *contourv1.HTTPProxy, refs []routerule.Backend) *ir.De
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// healthPort is the Service port a service's health checks go to, as
+// Contour has it: a port of the Service (ServiceUnresolvedReference
+// otherwise), on each endpoint at the port its EndpointSlices give that
+// Service port. Without a health check it has nothing to do, and the
+// proxy says so.
+func (w *walk) healthPort(p *contourv1.HTTPProxy, route, service int, s *contourv1.Service, checked bool) (int32, *problem) {
+	if s.HealthPort == 0 || s.HealthPort == int(s.Port) {
+		return 0, nil
+	}
+	if s.HealthPort < 1 || s.HealthPort > 65535 {
+		return 0, refused(contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: healthPort must be in the range 1-65535", s.Name))
+	}
+	svc, ok := w.e.Service(p.Namespace, s.Name)
+	if ok && !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Port == int32(s.HealthPort) }) {
+		return 0, refused(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference",
+			fmt.Sprintf("Spec.Routes unresolved service reference: port %q on service %q not matched", strconv.Itoa(s.HealthPort), p.Namespace+"/"+s.Name))
+	}
+	if !checked {
+		w.status(p).Valid.AddWarningf(contourv1.ConditionTypeServiceError, "PolicyHasNoEffect",
+			"routes[%d].services[%d]: healthPort takes effect only with a healthCheckPolicy", route, service)
+		return 0, nil
+	}
+	return int32(s.HealthPort), nil
+}

@@ -576,12 +576,17 @@ type Share struct {
 // name (which EndpointSlice ports match) and protocol.
 type ClusterSource struct {
 	Namespace, Service, PortName, Protocol string
+	// HealthPortName names the Service port health checks go to, when
+	// not PortName's.
+	HealthPortName string
 }
 
-// Endpoint is an address and port of a ready backend.
+// Endpoint is an address and port of a ready backend, and the port
+// Envoy's health checks go to when it is another (0: Port).
 type Endpoint struct {
-	Address string `json:"address"`
-	Port    uint32 `json:"port"`
+	Address    string `json:"address"`
+	Port       uint32 `json:"port"`
+	HealthPort uint32 `json:"healthPort,omitempty"`
 }
 
 // Secret is a certificate chain and its private key, in PEM.

@@ -47,6 +47,9 @@ type request struct {
 	// Endpoint is the picked backend's endpoint for the request (its
 	// hash's, on a ring hash; else by Seed).
 	Endpoint string `json:"endpoint,omitempty"`
+	// HealthEndpoint is where Envoy's health checks of the picked
+	// endpoint go.
+	HealthEndpoint string `json:"healthEndpoint,omitempty"`
 	// LoadBalancer is the picked cluster's lb_policy.
 	LoadBalancer string `json:"loadBalancer,omitempty"`
 	// SlowStart is the picked cluster's slow start, as slowStartSummary
@@ -241,6 +244,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		t.Errorf("%s: endpoint %s, want %s", what, endpoint, r.Endpoint)
 	}
 	checkResponseHeaders(t, what, r.ResponseHeaders, a.Upstream.ClientHeaders(endpoint))
+	if got := a.Upstream.HealthAddress(endpoint); r.HealthEndpoint != "" && got != r.HealthEndpoint {
+		t.Errorf("%s: health checks of %s go to %s, want %s", what, endpoint, got, r.HealthEndpoint)
+	}
 	checkTransport(t, what, r, a.Upstream)
 	if got := healthCheckSummary(a.Upstream.HealthCheck); r.HealthCheck != "" && got != r.HealthCheck {
 		t.Errorf("%s: cluster %s health check %q, want %q", what, a.Upstream.Cluster, got, r.HealthCheck)

@@ -50,6 +50,9 @@ type Upstream struct {
 	HealthCheck *ir.HealthCheck
 	// SlowStart ramps new endpoints up.
 	SlowStart ir.SlowStart
+	// HealthPort is the Service port health checks go to, when not the
+	// backend's (0).
+	HealthPort int32
 }
 
 // suffix sets the cluster of an Upstream apart from the Service port's
@@ -76,6 +79,9 @@ func (u Upstream) suffix() string {
 	}
 	if u.HealthCheck != nil {
 		s += "/hc=" + u.HealthCheck.Key()
+	}
+	if u.HealthPort != 0 {
+		s += "/healthport=" + strconv.Itoa(int(u.HealthPort))
 	}
 	if u.SlowStart.Window > 0 {
 		s += "/slowstart=" + u.SlowStart.Window.String() + "," + strconv.FormatFloat(u.SlowStart.Aggression, 'g', -1, 64) + "," + strconv.Itoa(int(u.SlowStart.MinWeightPercent))

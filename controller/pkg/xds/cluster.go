@@ -200,13 +200,17 @@ func LoadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 func localityEndpoints(eps []ir.Endpoint, proto corev3.SocketAddress_Protocol) *endpointv3.LocalityLbEndpoints {
 	lle := &endpointv3.LocalityLbEndpoints{LbEndpoints: make([]*endpointv3.LbEndpoint, len(eps))}
 	for i, e := range eps {
-		lle.LbEndpoints[i] = &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+		ep := &endpointv3.Endpoint{
 			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
 				Protocol:      proto,
 				Address:       e.Address,
 				PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: e.Port},
 			}}},
-		}}}
+		}
+		if e.HealthPort != 0 && e.HealthPort != e.Port {
+			ep.HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: e.HealthPort}
+		}
+		lle.LbEndpoints[i] = &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: ep}}
 	}
 	return lle
 }
