@@ -116,10 +116,15 @@ func fuzzResources(path, header, value, hostname, query, regex string, weight in
 						BackendObjectReference: gatewayv1.BackendObjectReference{Name: "svc", Port: &port},
 						Weight:                 &weight,
 					}}},
+					SessionPersistence: &gatewayv1.SessionPersistence{SessionName: &query},
 				},
 				{
 					Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &replace}}},
 					Filters: []gatewayv1.HTTPRouteFilter{{
+						Type: gatewayv1.HTTPRouteFilterExternalAuth,
+						ExternalAuth: &gatewayv1.HTTPExternalAuthFilter{ExternalAuthProtocol: gatewayv1.HTTPRouteExternalAuthHTTPProtocol,
+							BackendRef: gatewayv1.BackendObjectReference{Name: "svc", Port: &port}, HTTPAuthConfig: &gatewayv1.HTTPAuthConfig{Path: replace}},
+					}, {
 						Type: gatewayv1.HTTPRouteFilterRequestRedirect,
 						RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{
 							Hostname: &rh, StatusCode: &code,
@@ -162,7 +167,8 @@ func simulate(t *testing.T, result *Result) {
 		for _, l := range x.Listeners {
 			port := l.GetAddress().GetSocketAddress().GetPortValue()
 			for _, req := range []envoysim.Request{
-				{Port: port, Method: "GET", Authority: "app.example.com", Path: "/api/x?debug=1", Headers: []envoysim.Header{{Name: "x-version", Value: "2"}}, ClientAddress: "192.0.2.1"},
+				{Port: port, Method: "GET", Authority: "app.example.com", Path: "/api/x?debug=1", ClientAddress: "192.0.2.1",
+					Headers: []envoysim.Header{{Name: "x-version", Value: "2"}, {Name: "cookie", Value: "debug=MTAuMC4wLjE6ODA=; x=\"eyJhZGRyZXNzIjoiMSJ9\""}}},
 				{Port: port, TLS: true, SNI: "app.example.com", ALPN: []string{"h2"}, Method: "POST", Authority: "app.example.com", Path: "/", ClientAddress: "2001:db8::1"},
 				{Port: port, UDP: true},
 			} {

@@ -13,8 +13,10 @@
 package validate
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 )
 
@@ -141,6 +143,13 @@ func Regex(what, re string) error {
 		return fmt.Errorf("%s %q is longer than 1024 or contains NUL", what, re)
 	}
 	if _, err := regexp.Compile(re); err != nil {
+		// The parser's error quotes the expression raw, control
+		// characters and all, which a status message (and its YAML)
+		// cannot carry: the expression is quoted above instead.
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			return fmt.Errorf("%s %q: %s", what, re, se.Code)
+		}
 		return fmt.Errorf("%s %q: %w", what, re, err)
 	}
 	return nil
