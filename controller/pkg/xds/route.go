@@ -8,6 +8,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -41,32 +42,28 @@ func (x *Translator) route(r *ir.Route, in *routeMessages) *routev3.Route {
 		out.ResponseHeadersToAdd = headerOptions(h, in)
 		out.ResponseHeadersToRemove = h.Remove
 	}
+	// Each filter's own per-route configuration, for the routes that ask
+	// (the filters do nothing for the others).
+	set := func(filter string, cfg proto.Message) {
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[filter] = typed(cfg)
+	}
 	if r.CORS != nil {
-		out.TypedPerFilterConfig = map[string]*anypb.Any{corsFilter: typed(corsPolicy(r.CORS))}
+		set(corsFilter, corsPolicy(r.CORS))
 	}
 	if r.IPFilter != nil {
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
-		}
-		out.TypedPerFilterConfig[rbacFilter] = typed(ipFilter(r.IPFilter))
+		set(rbacFilter, ipFilter(r.IPFilter))
 	}
 	if r.LocalRateLimit != nil {
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
-		}
-		out.TypedPerFilterConfig[localRateLimitFilter] = typed(localRateLimit(r.LocalRateLimit, "route."+r.Name))
+		set(localRateLimitFilter, localRateLimit(r.LocalRateLimit, "route."+r.Name))
 	}
 	if r.ExtAuth != nil {
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
-		}
-		out.TypedPerFilterConfig[extAuthzFilter] = typed(extAuthz(r.ExtAuth))
+		set(extAuthzFilter, extAuthz(r.ExtAuth))
 	}
 	if r.Session != nil {
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
-		}
-		out.TypedPerFilterConfig[statefulSessionFilter] = typed(statefulSession(r.Session, &r.Match))
+		set(statefulSessionFilter, statefulSession(r.Session, &r.Match))
 	}
 	return out
 }
