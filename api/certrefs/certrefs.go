@@ -16,7 +16,10 @@
 //     their own namespace or delegated to it by a TLSCertificateDelegation,
 //     and the CA and revocation list Secrets their client validation and
 //     their services' validation name, and the profile's fallback
-//     certificate for those that enable it, likewise;
+//     certificate for those that enable it, likewise; and the CA Secret of
+//     the ExtensionService a root authorizes with (of the root's namespace,
+//     or another whose ReferenceGrant allows it), of the ExtensionService's
+//     namespace or delegated to it;
 //   - the CA references of every BackendTLSPolicy. Which policies apply
 //     depends on the Services the routes use, which the operator does not
 //     follow (a route edit would be an RBAC write); a policy names objects
@@ -32,6 +35,7 @@ import (
 	"strings"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -69,6 +73,9 @@ type Input struct {
 	// TLSCertificateDelegations let root HTTPProxies use the TLS Secrets
 	// of other namespaces.
 	TLSCertificateDelegations []*contourv1.TLSCertificateDelegation
+	// ExtensionServices are the authorization servers of root
+	// HTTPProxies.
+	ExtensionServices []*contourv1alpha1.ExtensionService
 	// FallbackCertificate is the profile's httpproxy.fallbackCertificate,
 	// which the roots that enable it use; nil for none.
 	FallbackCertificate *v1alpha1.SecretReference
@@ -126,11 +133,15 @@ func Of(in Input) []Ref {
 		}
 	}
 	for _, p := range ingressclass.SelectedProxies(gw, in.ControllerName, in.IngressClasses, in.HTTPProxies) {
-		proxySecret := func(secretName string) {
-			ns, name := refgrant.ProxySecret(p.Namespace, secretName)
-			if name != "" && !strings.Contains(name, "/") && refgrant.Delegated(in.TLSCertificateDelegations, ns, name, p.Namespace) {
+		secretOf := func(from, secretName string) {
+			ns, name := refgrant.ProxySecret(from, secretName)
+			if name != "" && !strings.Contains(name, "/") && refgrant.Delegated(in.TLSCertificateDelegations, ns, name, from) {
 				c.add(Secret, ns, name)
 			}
+		}
+		proxySecret := func(secretName string) { secretOf(p.Namespace, secretName) }
+		if x := c.extensionService(in.ExtensionServices, p); x != nil && x.Spec.UpstreamValidation != nil && x.Spec.UpstreamValidation.CACertificate != "" {
+			secretOf(x.Namespace, x.Spec.UpstreamValidation.CACertificate)
 		}
 		if vh := p.Spec.VirtualHost; vh != nil && vh.TLS != nil {
 			if vh.TLS.SecretName != "" {
@@ -175,6 +186,28 @@ type collector struct {
 
 func (c *collector) add(kind, ns, name string) {
 	c.out = append(c.out, Ref{Kind: kind, Namespace: ns, Name: name})
+}
+
+// extensionService is the ExtensionService root p authorizes with, where
+// the translator would use it: of p's namespace, or of another whose
+// ReferenceGrant allows it.
+func (c *collector) extensionService(all []*contourv1alpha1.ExtensionService, p *contourv1.HTTPProxy) *contourv1alpha1.ExtensionService {
+	vh := p.Spec.VirtualHost
+	if vh == nil || vh.Authorization == nil {
+		return nil
+	}
+	ref := vh.Authorization.ExtensionServiceRef
+	ns := cmp.Or(ref.Namespace, p.Namespace)
+	if !refgrant.Permitted(c.grants, refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: p.Namespace}, ns,
+		refgrant.To{Group: contourv1.GroupName, Kind: "ExtensionService", Name: ref.Name}) {
+		return nil
+	}
+	for _, x := range all {
+		if x.Namespace == ns && x.Name == ref.Name {
+			return x
+		}
+	}
+	return nil
 }
 
 // certificates adds certificateRefs: core Secrets, the kind's default.

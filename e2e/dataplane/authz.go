@@ -18,6 +18,9 @@ import (
 // server about a request, over a real connection: an HTTP check, or a
 // CheckRequest over gRPC. A server that cannot be asked denies (403).
 func (p *proxy) authorize(ctx context.Context, sim *envoysim.Simulator, z *envoysim.Authorization, body []byte) envoysim.Verdict {
+	if v := z.TooLong(body); v != nil {
+		return *v
+	}
 	if z.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, z.Timeout)

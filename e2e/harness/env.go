@@ -19,6 +19,7 @@ import (
 	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
@@ -175,6 +176,7 @@ func Scheme() (*runtime.Scheme, error) {
 		gatewayv1alpha3.Install,
 		isobarv1alpha1.AddToScheme,
 		contourv1.AddToScheme,
+		contourv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)

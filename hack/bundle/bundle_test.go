@@ -35,8 +35,8 @@ func TestBundleValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bundle.CSV == nil || len(bundle.V1CRDs) != 3 {
-		t.Fatalf("bundle: CSV %v, %d CRDs, want a CSV, ours and Contour's HTTPProxy and TLSCertificateDelegation", bundle.CSV != nil, len(bundle.V1CRDs))
+	if bundle.CSV == nil || len(bundle.V1CRDs) != 4 {
+		t.Fatalf("bundle: CSV %v, %d CRDs, want a CSV, ours and Contour's HTTPProxy, TLSCertificateDelegation and ExtensionService", bundle.CSV != nil, len(bundle.V1CRDs))
 	}
 	validators := validation.DefaultBundleValidators.WithValidators(
 		validation.OperatorHubV2Validator, validation.StandardCategoriesValidator, validation.StandardCapabilitiesValidator,

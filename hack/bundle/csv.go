@@ -80,6 +80,10 @@ func owned(crd *apiextensionsv1.CustomResourceDefinition) operatorsv1alpha1.CRDD
 		d.DisplayName = "TLS Certificate Delegation"
 		d.Description = "Contour's grant letting HTTPProxies of other namespaces use a namespace's TLS Secrets."
 		return d
+	case "ExtensionService":
+		d.DisplayName = "Extension Service"
+		d.Description = "Contour's gRPC service that HTTPProxies name as their external authorization server."
+		return d
 	}
 	d.DisplayName = "Contour Deployment"
 	d.Description = "A profile for the fleets the operator provisions: the controller, Envoy and runtime settings."

@@ -1,5 +1,5 @@
-// Command contourcrds copies Contour's HTTPProxy and
-// TLSCertificateDelegation CRDs, as the Contour release the workspace
+// Command contourcrds copies Contour's HTTPProxy, TLSCertificateDelegation
+// and ExtensionService CRDs, as the Contour release the workspace
 // requires publishes them, into config/crd/contour: the CRDs always match
 // the Go types the controller reads them with.
 package main
@@ -17,7 +17,7 @@ import (
 )
 
 // wanted are the CRDs Isobar serves, by name.
-var wanted = []string{"httpproxies.projectcontour.io", "tlscertificatedelegations.projectcontour.io"}
+var wanted = []string{"httpproxies.projectcontour.io", "tlscertificatedelegations.projectcontour.io", "extensionservices.projectcontour.io"}
 
 func main() {
 	root := flag.String("root", ".", "the repository's root")

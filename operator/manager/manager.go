@@ -10,6 +10,7 @@ import (
 	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -109,6 +110,7 @@ func Scheme() (*runtime.Scheme, error) {
 		gatewayv1beta1.Install,
 		isobarv1alpha1.AddToScheme,
 		contourv1.AddToScheme,
+		contourv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -42,6 +43,9 @@ func Changed(prev, cur *Index) map[Dep]bool {
 		return a == b || a.UID == b.UID && a.Generation == b.Generation && a.Generation != 0
 	}, mark(HTTPProxy))
 	diff(prev.delegations, cur.delegations, sameDelegations, byNamespace(Delegations))
+	diff(prev.extensions, cur.extensions, func(a, b *contourv1alpha1.ExtensionService) bool {
+		return a == b || a.UID == b.UID && a.Generation == b.Generation && a.Generation != 0
+	}, mark(ExtensionService))
 	if prev.unservedKinds != cur.unservedKinds {
 		mark(RouteKinds)(types.NamespacedName{})
 	}

@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,6 +46,9 @@ const (
 	HTTPProxy
 	// Delegations are the TLSCertificateDelegations of a namespace.
 	Delegations
+	// ExtensionService is an ExtensionService, by namespace and name: a
+	// proxy reads the one it authorizes with.
+	ExtensionService
 )
 
 func (k Kind) String() string {
@@ -67,6 +71,8 @@ func (k Kind) String() string {
 		return "HTTPProxy"
 	case Delegations:
 		return "TLSCertificateDelegations"
+	case ExtensionService:
+		return "ExtensionService"
 	}
 	return "Kind(?)"
 }
@@ -217,6 +223,13 @@ func (e Env) HTTPProxy(ns, name string) (*contourv1.HTTPProxy, bool) {
 	e.read(HTTPProxy, ns, name)
 	p, ok := e.idx.proxies[key(ns, name)]
 	return p, ok
+}
+
+// ExtensionService returns an ExtensionService and whether it exists.
+func (e Env) ExtensionService(ns, name string) (*contourv1alpha1.ExtensionService, bool) {
+	e.read(ExtensionService, ns, name)
+	x, ok := e.idx.extensions[key(ns, name)]
+	return x, ok
 }
 
 func key(ns, name string) types.NamespacedName {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,16 +28,17 @@ func TestEveryReadIsRecorded(t *testing.T) {
 		read func(Env)
 		want Dep
 	}{
-		"Service":         {func(e Env) { e.Service("ns", "svc") }, Dep{Service, svc}},
-		"ServicePort":     {func(e Env) { e.ServicePort("ns", "svc", "http") }, Dep{Service, svc}},
-		"Granted":         {func(e Env) { e.Granted(refgrant.From{}, "ns", refgrant.To{}) }, Dep{Grants, key("ns", "")}},
-		"NamespaceLabels": {func(e Env) { e.NamespaceLabels("ns") }, Dep{Namespace, key("ns", "")}},
-		"Secret":          {func(e Env) { e.Secret("ns", "svc") }, Dep{Secret, svc}},
-		"ConfigMap":       {func(e Env) { e.ConfigMap("ns", "svc") }, Dep{ConfigMap, svc}},
-		"Unserved":        {func(e Env) { e.Unserved("TCPRoute") }, Dep{RouteKinds, key("", "")}},
-		"UnservedKinds":   {func(e Env) { e.UnservedKinds() }, Dep{RouteKinds, key("", "")}},
-		"BackendTLS":      {func(e Env) { e.BackendTLS(svc, "http") }, Dep{BackendTLS, svc}},
-		"HTTPProxy":       {func(e Env) { e.HTTPProxy("ns", "svc") }, Dep{HTTPProxy, svc}},
+		"Service":          {func(e Env) { e.Service("ns", "svc") }, Dep{Service, svc}},
+		"ServicePort":      {func(e Env) { e.ServicePort("ns", "svc", "http") }, Dep{Service, svc}},
+		"Granted":          {func(e Env) { e.Granted(refgrant.From{}, "ns", refgrant.To{}) }, Dep{Grants, key("ns", "")}},
+		"NamespaceLabels":  {func(e Env) { e.NamespaceLabels("ns") }, Dep{Namespace, key("ns", "")}},
+		"Secret":           {func(e Env) { e.Secret("ns", "svc") }, Dep{Secret, svc}},
+		"ConfigMap":        {func(e Env) { e.ConfigMap("ns", "svc") }, Dep{ConfigMap, svc}},
+		"Unserved":         {func(e Env) { e.Unserved("TCPRoute") }, Dep{RouteKinds, key("", "")}},
+		"UnservedKinds":    {func(e Env) { e.UnservedKinds() }, Dep{RouteKinds, key("", "")}},
+		"BackendTLS":       {func(e Env) { e.BackendTLS(svc, "http") }, Dep{BackendTLS, svc}},
+		"HTTPProxy":        {func(e Env) { e.HTTPProxy("ns", "svc") }, Dep{HTTPProxy, svc}},
+		"ExtensionService": {func(e Env) { e.ExtensionService("ns", "svc") }, Dep{ExtensionService, svc}},
 		"Granted to an HTTPProxy": {func(e Env) {
 			e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: "other"}, "ns", refgrant.To{Kind: "Secret", Name: "svc"})
 		}, Dep{Delegations, key("ns", "")}},
@@ -59,7 +61,7 @@ func TestEveryReadIsRecorded(t *testing.T) {
 	for _, r := range reads {
 		kinds[r.want.Kind] = true
 	}
-	for k := Service; k <= Delegations; k++ {
+	for k := Service; k <= ExtensionService; k++ {
 		if !kinds[k] {
 			t.Errorf("no Env method records %v", k)
 		}
@@ -119,14 +121,16 @@ func TestChangedIgnoresOrder(t *testing.T) {
 	changed.HTTPProxies[10] = same
 	changed.Unserved = []gatewayv1.Kind{"TCPRoute"}
 	changed.TLSCertificateDelegations = []*contourv1.TLSCertificateDelegation{{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "d", UID: "uid-d"}}}
+	changed.ExtensionServices = []*contourv1alpha1.ExtensionService{{ObjectMeta: metav1.ObjectMeta{Namespace: "auth", Name: "x", UID: "uid-x", Generation: 1}}}
 	got := Changed(want, NewIndex(&changed, nil))
 	wantDeps := map[Dep]bool{
-		{Service, key("ns", svc.Name)}:     true,
-		{Namespace, key(ns.Name, "")}:      true,
-		{Secret, key("ns", sec.Name)}:      true,
-		{RouteKinds, key("", "")}:          true,
-		{HTTPProxy, key("ns", proxy.Name)}: true,
-		{Delegations, key("certs", "")}:    true,
+		{Service, key("ns", svc.Name)}:       true,
+		{Namespace, key(ns.Name, "")}:        true,
+		{Secret, key("ns", sec.Name)}:        true,
+		{RouteKinds, key("", "")}:            true,
+		{HTTPProxy, key("ns", proxy.Name)}:   true,
+		{Delegations, key("certs", "")}:      true,
+		{ExtensionService, key("auth", "x")}: true,
 	}
 	if !maps.Equal(got, wantDeps) {
 		t.Fatalf("a changed Service port, namespace label, Secret, HTTPProxy spec, delegation and set of served kinds: changed %v, want %v", got, wantDeps)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -29,6 +30,7 @@ type Index struct {
 	proxies    map[types.NamespacedName]*contourv1.HTTPProxy
 	// delegations are the TLSCertificateDelegations by namespace.
 	delegations map[string][]*contourv1.TLSCertificateDelegation
+	extensions  map[types.NamespacedName]*contourv1alpha1.ExtensionService
 	backendTLS  map[PolicyKey]Evaluated
 	unserved    map[gatewayv1.Kind]bool
 	// unservedKinds lists the unserved kinds.
@@ -69,6 +71,12 @@ func NewIndex(res *resources.Resources, evaluate EvaluateFunc) *Index {
 	}
 	for _, p := range res.HTTPProxies {
 		idx.proxies[key(p.Namespace, p.Name)] = p
+	}
+	for _, x := range res.ExtensionServices {
+		if idx.extensions == nil {
+			idx.extensions = map[types.NamespacedName]*contourv1alpha1.ExtensionService{}
+		}
+		idx.extensions[key(x.Namespace, x.Name)] = x
 	}
 	for _, d := range res.TLSCertificateDelegations {
 		if idx.delegations == nil {

@@ -1,6 +1,7 @@
 package envoysim
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,20 +17,35 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/code"
 )
 
-const extAuthzFilterName = "envoy.filters.http.ext_authz"
+// The ext_authz filters the simulator knows, by their names in the
+// chain: the one that fails closed and the one that fails open.
+const (
+	extAuthzFilterName         = "envoy.filters.http.ext_authz"
+	extAuthzFailOpenFilterName = "envoy.filters.http.ext_authz/fail-open"
+)
 
-// extAuthzFilter checks the filter's own configuration: the simulator
-// models one that is disabled unless a route enables it with a server of
-// its own.
-func extAuthzFilter(hf *hcmv3.HttpFilter) error {
+// extAuthzInstance is one ext_authz filter of a connection manager.
+type extAuthzInstance struct {
+	name     string
+	failOpen bool
+}
+
+// extAuthzFilter checks the filter's own configuration and returns
+// whether it lets a request through when its server cannot be asked: the
+// simulator models filters that are disabled unless a route enables them
+// with a server of its own.
+func extAuthzFilter(hf *hcmv3.HttpFilter) (bool, error) {
 	if !hf.GetDisabled() {
-		return errUnsupportedf("an ext_authz filter enabled for every route")
+		return false, errUnsupportedf("an ext_authz filter enabled for every route")
 	}
 	cfg, err := unpack[extauthzv3.ExtAuthz](hf.GetTypedConfig(), "ext_authz filter")
 	if err != nil {
-		return err
+		return false, err
 	}
-	return understand(cfg, "http_service", "grpc_service", "transport_api_version")
+	if err := understand(cfg, "http_service", "grpc_service", "transport_api_version", "failure_mode_allow"); err != nil {
+		return false, err
+	}
+	return cfg.GetFailureModeAllow(), nil
 }
 
 // Authorization is the server Envoy's ext_authz filter asks about a
@@ -46,16 +62,47 @@ type Authorization struct {
 	// UpstreamHeaders are the matchers of the allowing answer's headers
 	// that go on with the request.
 	UpstreamHeaders []*matcherv3.StringMatcher `json:"-"`
-	// MaxBody is how much of the body a check carries.
-	MaxBody uint32        `json:"maxBody,omitempty"`
-	Timeout time.Duration `json:"timeout"`
+	// MaxBody is how much of the body a check carries; a longer body is
+	// cut there, or refused (413) when WholeBody.
+	MaxBody     uint32 `json:"maxBody,omitempty"`
+	WholeBody   bool   `json:"wholeBody,omitempty"`
+	BodyAsBytes bool   `json:"bodyAsBytes,omitempty"`
+	// Context are the route's context_extensions, which gRPC checks
+	// carry.
+	Context map[string]string `json:"context,omitempty"`
+	Timeout time.Duration     `json:"timeout"`
+	// FailOpen lets the request through when the server cannot be asked
+	// (the filter's failure_mode_allow).
+	FailOpen bool `json:"failOpen,omitempty"`
 
 	request *httpRequest
 }
 
-// authorizationOf is the server a route's per-filter configuration names.
-func (s *Simulator) authorizationOf(vh *routev3.VirtualHost, rt *routev3.Route, r *httpRequest) (*Authorization, error) {
-	cfg := perFilterConfig(vh, rt, extAuthzFilterName)
+// authorizationOf is the server a route's per-filter configuration of
+// one of the connection manager's ext_authz filters names; the simulator
+// models one enabled filter per route.
+func (s *Simulator) authorizationOf(vh *routev3.VirtualHost, rt *routev3.Route, r *httpRequest, filters []extAuthzInstance) (*Authorization, error) {
+	var out *Authorization
+	for _, f := range filters {
+		z, err := s.authorizationBy(vh, rt, r, f.name)
+		if err != nil || z == nil {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if out != nil {
+			return nil, errUnsupportedf("two ext_authz filters enabled for one route")
+		}
+		out, z.FailOpen = z, f.failOpen
+	}
+	return out, nil
+}
+
+// authorizationBy is the server a route's configuration of the ext_authz
+// filter of that name names, nil when it does not enable it.
+func (s *Simulator) authorizationBy(vh *routev3.VirtualHost, rt *routev3.Route, r *httpRequest, filter string) (*Authorization, error) {
+	cfg := perFilterConfig(vh, rt, filter)
 	if cfg == nil {
 		return nil, nil
 	}
@@ -80,18 +127,15 @@ func (s *Simulator) authorizationOf(vh *routev3.VirtualHost, rt *routev3.Route, 
 		return nil, nil
 	}
 	cs := pr.GetCheckSettings()
-	if err := understand(cs, "grpc_service", "http_service", "with_request_body"); err != nil {
+	if err := understand(cs, "grpc_service", "http_service", "with_request_body", "context_extensions"); err != nil {
 		return nil, err
 	}
-	out := &Authorization{request: r}
+	out := &Authorization{request: r, Context: cs.GetContextExtensions()}
 	if b := cs.GetWithRequestBody(); b != nil {
-		if err := understand(b, "max_request_bytes", "allow_partial_message"); err != nil {
+		if err := understand(b, "max_request_bytes", "allow_partial_message", "pack_as_bytes"); err != nil {
 			return nil, err
 		}
-		if !b.GetAllowPartialMessage() {
-			return nil, errUnsupportedf("ext_authz with_request_body without allow_partial_message")
-		}
-		out.MaxBody = b.GetMaxRequestBytes()
+		out.MaxBody, out.WholeBody, out.BodyAsBytes = b.GetMaxRequestBytes(), !b.GetAllowPartialMessage(), b.GetPackAsBytes()
 	}
 	switch svc := cs.GetServiceOverride().(type) {
 	case *extauthzv3.CheckSettings_GrpcService:
@@ -102,7 +146,10 @@ func (s *Simulator) authorizationOf(vh *routev3.VirtualHost, rt *routev3.Route, 
 		if err := understand(g.GetEnvoyGrpc(), "cluster_name", "authority"); err != nil {
 			return nil, err
 		}
-		out.GRPC, out.Server.Cluster, out.Authority = true, g.GetEnvoyGrpc().GetClusterName(), g.GetEnvoyGrpc().GetAuthority()
+		// Envoy's gRPC client names the cluster as the :authority unless
+		// told otherwise.
+		out.GRPC, out.Server.Cluster = true, g.GetEnvoyGrpc().GetClusterName()
+		out.Authority = cmp.Or(g.GetEnvoyGrpc().GetAuthority(), out.Server.Cluster)
 		out.Timeout = g.GetTimeout().AsDuration()
 	case *extauthzv3.CheckSettings_HttpService:
 		h := svc.HttpService
@@ -171,10 +218,14 @@ func (z *Authorization) CheckGRPC(body []byte) *authv3.CheckRequest {
 		}
 	}
 	req := &authv3.AttributeContext_HttpRequest{Method: r.method, Path: r.path, Host: r.authority, Scheme: r.scheme, Headers: headers, Protocol: "HTTP/1.1"}
-	if len(body) > 0 {
+	switch {
+	case len(body) == 0:
+	case z.BodyAsBytes:
+		req.RawBody = body
+	default:
 		req.Body = string(body)
 	}
-	attrs := &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{Http: req}}
+	attrs := &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{Http: req}, ContextExtensions: z.Context}
 	if r.client.err == nil && r.client.peer.IsValid() {
 		attrs.Source = &authv3.AttributeContext_Peer{Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
 			Address: r.client.peer.String(),
@@ -195,9 +246,23 @@ type Verdict struct {
 const statusOnError = 403
 
 // Unreachable is the verdict when the server cannot be asked (no
-// endpoint, no connection, no answer in time): Envoy fails closed.
+// endpoint, no connection, no answer in time): Envoy fails closed unless
+// the filter fails open.
 func (z *Authorization) Unreachable() Verdict {
+	if z.FailOpen {
+		return Verdict{}
+	}
 	return Verdict{Denied: &Response{Status: statusOnError}}
+}
+
+// TooLong is the verdict on a body longer than a check may carry whole:
+// Envoy answers 413 without asking the server; nil when the check can be
+// made.
+func (z *Authorization) TooLong(body []byte) *Verdict {
+	if !z.WholeBody || uint32(len(body)) <= z.MaxBody {
+		return nil
+	}
+	return &Verdict{Denied: &Response{Status: 413, Body: "Payload Too Large"}}
 }
 
 // HTTPVerdict is the verdict on an HTTP server's answer: 200 allows, with

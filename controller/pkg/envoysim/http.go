@@ -55,11 +55,12 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 				return err
 			}
 			filters.localRateLimit = true
-		case extAuthzFilterName:
-			if err := extAuthzFilter(hf); err != nil {
+		case extAuthzFilterName, extAuthzFailOpenFilterName:
+			failOpen, err := extAuthzFilter(hf)
+			if err != nil {
 				return err
 			}
-			filters.extAuthz = true
+			filters.extAuthz = append(filters.extAuthz, extAuthzInstance{name: hf.GetName(), failOpen: failOpen})
 		case statefulSessionFilterName:
 			if err := statefulSessionFilter(hf); err != nil {
 				return err
@@ -123,7 +124,9 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 // httpFilters are the HTTP filters of a connection manager that routes
 // configure, besides the router.
 type httpFilters struct {
-	cors, localRateLimit, rbac, extAuthz, session bool
+	cors, localRateLimit, rbac, session bool
+	// extAuthz are the ext_authz filters, in the chain's order.
+	extAuthz []extAuthzInstance
 }
 
 // stripPort removes a trailing :port from a host (and keeps IPv6 brackets).

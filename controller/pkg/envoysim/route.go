@@ -1,6 +1,7 @@
 package envoysim
 
 import (
+	"slices"
 	"fmt"
 	"strconv"
 	"strings"
@@ -104,13 +105,13 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 		}
 		// External authorization comes after RBAC: the data plane asks
 		// the server before it acts on the answer (see Authorization).
-		if _, ok := rt.GetTypedPerFilterConfig()[extAuthzFilterName]; ok && !filters.extAuthz {
-			return fmt.Errorf("virtual host %s, route %d (%s): an authorization server for an ext_authz filter the connection manager does not have: Envoy would ignore it", vh.GetName(), i, rt.GetName())
-		}
-		if filters.extAuthz {
-			if a.Authorization, err = s.authorizationOf(vh, rt, r); err != nil {
-				return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
+		for _, name := range []string{extAuthzFilterName, extAuthzFailOpenFilterName} {
+			if _, ok := rt.GetTypedPerFilterConfig()[name]; ok && !slices.ContainsFunc(filters.extAuthz, func(f extAuthzInstance) bool { return f.name == name }) {
+				return fmt.Errorf("virtual host %s, route %d (%s): an authorization server for an ext_authz filter the connection manager does not have: Envoy would ignore it", vh.GetName(), i, rt.GetName())
 			}
+		}
+		if a.Authorization, err = s.authorizationOf(vh, rt, r, filters.extAuthz); err != nil {
+			return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
 		}
 		switch act := rt.GetAction().(type) {
 		case *routev3.Route_Route:

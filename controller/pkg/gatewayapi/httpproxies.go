@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/refgrant"
 	"isobar.dev/api/ingressclass"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/engine"
@@ -194,6 +196,7 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 			out[k] = httpproxy.Orphaned(p)
 		}
 	}
+	t.reportExtensionServices()
 	keys := make([]types.NamespacedName, 0, len(out))
 	statuses := make([]*httpproxy.Status, 0, len(out))
 	for k, s := range out {
@@ -207,6 +210,29 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 	for i, st := range httpproxy.Statuses(statuses) {
 		written[i] = HTTPProxyStatus{Gateway: gw, Status: st}
 		t.status.HTTPProxies[keys[i]] = &written[i]
+	}
+}
+
+// reportExtensionServices writes the status of the ExtensionServices the
+// Gateway's roots authorize with.
+func (t *gatewayTranslator) reportExtensionServices() {
+	for _, r := range t.roots {
+		vh := r.Spec.VirtualHost
+		if vh == nil || vh.Authorization == nil || vh.Authorization.ExtensionServiceRef.Name == "" {
+			continue
+		}
+		ref := vh.Authorization.ExtensionServiceRef
+		k := key(cmp.Or(ref.Namespace, r.Namespace), ref.Name)
+		if _, done := t.status.ExtensionServices[k]; done {
+			continue
+		}
+		if k.Namespace != r.Namespace && !t.env.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: r.Namespace},
+			k.Namespace, refgrant.To{Group: contourv1.GroupName, Kind: "ExtensionService", Name: k.Name}) {
+			continue // not the root's to use, nor to report on
+		}
+		if x, ok := t.env.ExtensionService(k.Namespace, k.Name); ok {
+			t.status.ExtensionServices[k] = httpproxy.ExtensionStatus(t.env, nil, x)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"maps"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +36,10 @@ type Status struct {
 	// HTTPProxies holds the status of each HTTPProxy a translated Gateway
 	// serves.
 	HTTPProxies map[types.NamespacedName]*HTTPProxyStatus
+	// ExtensionServices holds the status of each ExtensionService a
+	// served HTTPProxy authorizes with; it depends on nothing but the
+	// ExtensionService and its Service, so every Gateway writes the same.
+	ExtensionServices map[types.NamespacedName]contourv1alpha1.ExtensionServiceStatus
 }
 
 // HTTPProxyStatus is the status of an HTTPProxy the Gateway serves, but
@@ -56,6 +61,7 @@ func newStatus() *Status {
 		ListenerSets:       map[types.NamespacedName]*ListenerSetStatus{},
 		Ingresses:          map[types.NamespacedName]*IngressStatus{},
 		HTTPProxies:        map[types.NamespacedName]*HTTPProxyStatus{},
+		ExtensionServices:  map[types.NamespacedName]contourv1alpha1.ExtensionServiceStatus{},
 	}
 }
 

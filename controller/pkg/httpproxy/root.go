@@ -95,6 +95,11 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 	if tls && !w.virtualHostTLS(root, httpsPort) {
 		return w.tree
 	}
+	auth, bad := w.authorization(root)
+	if bad != nil {
+		st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
+		return w.tree
+	}
 	if root.Spec.TCPProxy != nil {
 		if !tls {
 			st.Valid.AddError(contourv1.ConditionTypeTCPProxyError, "TLSMustBeConfigured", "Spec.TCPProxy requires that either Spec.TLS.Passthrough or Spec.TLS.SecretName be set")
@@ -127,7 +132,7 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		// With a tcpproxy the TLS virtual host forwards connections, not
 		// requests.
 		if tls && root.Spec.TCPProxy == nil {
-			w.tree.HTTPS = append(w.tree.HTTPS, r.route)
+			w.tree.HTTPS = append(w.tree.HTTPS, auth.secure(r))
 		}
 		if !tls || r.insecure && !opts.DisablePermitInsecure {
 			w.tree.HTTP = append(w.tree.HTTP, r.route)
@@ -366,6 +371,9 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		w.warn(p, i, "LoadBalancerPolicyIgnored", msg)
 	}
 	out.HashPolicies = hashes
+	if r.AuthPolicy != nil && w.root.Spec.VirtualHost.Authorization == nil {
+		w.warn(p, i, "PolicyHasNoEffect", "authPolicy takes effect only under a root whose virtualhost has authorization")
+	}
 	if out.InternalRedirect, bad = internalRedirect(r.InternalRedirectPolicy); bad != nil {
 		return route{}, bad
 	}

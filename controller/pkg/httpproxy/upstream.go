@@ -65,7 +65,8 @@ func (w *walk) upstream(p *contourv1.HTTPProxy, route, service int, s *contourv1
 			w.status(p).Valid.AddWarningf(contourv1.ConditionTypeServiceError, "ValidationHasNoEffect",
 				"routes[%d].services[%d]: validation takes effect only with protocol tls or h2", route, service)
 		} else {
-			ca, bad := w.caSecret(p, s, v)
+			from := refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: p.Namespace}
+			ca, bad := w.caSecret(from, fmt.Sprintf("Service [%s:%d] ", s.Name, s.Port), v)
 			if bad != nil {
 				return up, bad
 			}
@@ -117,12 +118,13 @@ func cmpSubjectNames(v *contourv1.UpstreamValidation) []string {
 	return []string{v.SubjectName}
 }
 
-// caSecret is the CA Secret of a validation: of the proxy's namespace,
-// or of another that delegates it, holding ca.crt.
-func (w *walk) caSecret(p *contourv1.HTTPProxy, s *contourv1.Service, v *contourv1.UpstreamValidation) (*corev1.Secret, *problem) {
+// caSecret is the CA Secret of a validation: of the namespace of the
+// object that names it (from), or of another that delegates it, holding
+// ca.crt. what starts its messages.
+func (w *walk) caSecret(from refgrant.From, what string, v *contourv1.UpstreamValidation) (*corev1.Secret, *problem) {
 	invalid := func(format string, args ...any) (*corev1.Secret, *problem) {
 		return nil, refused(contourv1.ConditionTypeServiceError, "TLSUpstreamValidation",
-			fmt.Sprintf("Service [%s:%d] TLS upstream validation policy error: ", s.Name, s.Port)+fmt.Sprintf(format, args...))
+			what+"TLS upstream validation policy error: "+fmt.Sprintf(format, args...))
 	}
 	switch {
 	case v.SubjectName == "":
@@ -132,8 +134,8 @@ func (w *walk) caSecret(p *contourv1.HTTPProxy, s *contourv1.Service, v *contour
 	case slices.Contains(cmpSubjectNames(v), ""):
 		return invalid("a subject name is empty")
 	}
-	ns, name := refgrant.ProxySecret(p.Namespace, v.CACertificate)
-	if !w.e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: p.Namespace}, ns, refgrant.To{Kind: "Secret", Name: name}) {
+	ns, name := refgrant.ProxySecret(from.Namespace, v.CACertificate)
+	if !w.e.Granted(from, ns, refgrant.To{Kind: "Secret", Name: name}) {
 		return nil, refused(contourv1.ConditionTypeTLSError, "CACertificateNotDelegated",
 			fmt.Sprintf("service.UpstreamValidation.CACertificate Secret %q is not configured for certificate delegation", ns+"/"+name))
 	}

@@ -306,12 +306,26 @@ type Route struct {
 // ExtAuth is an external authorization server (Envoy's ext_authz): Envoy
 // asks it about each request of a route, over HTTP or Envoy's gRPC
 // protocol, and acts on the request only when it allows it; otherwise the
-// client gets its answer, and 403 when it cannot be asked.
+// client gets its answer, and 403 when it cannot be asked (unless
+// FailOpen).
 type ExtAuth struct {
 	GRPC    bool   `json:"grpc,omitempty"`
 	Cluster string `json:"cluster"`
-	// Authority is the server's host:port, which HTTP checks go to.
+	// Authority is the server's host:port, which HTTP checks go to; the
+	// :authority of gRPC checks, the cluster's name when empty.
 	Authority string `json:"authority"`
+	// Timeout is how long Envoy waits for the answer (10s when 0).
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// FailOpen lets a request through when the server cannot be asked or
+	// does not answer in time, instead of answering 403.
+	FailOpen bool `json:"failOpen,omitempty"`
+	// Context are the key/value pairs every check of the route carries
+	// (gRPC's context_extensions).
+	Context map[string]string `json:"context,omitempty"`
+	// WholeBody refuses (413) a body longer than MaxBody rather than
+	// cutting it there; BodyAsBytes sends it as raw bytes, not a string.
+	WholeBody   bool `json:"wholeBody,omitempty"`
+	BodyAsBytes bool `json:"bodyAsBytes,omitempty"`
 	// PathPrefix goes before the request's path in an HTTP check.
 	PathPrefix string `json:"pathPrefix,omitempty"`
 	// UpstreamHeaders are the headers of an HTTP server's allowing answer

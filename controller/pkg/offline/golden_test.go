@@ -121,7 +121,7 @@ func onlyReferenced(res *resources.Resources) *resources.Resources {
 			FallbackCertificate: proxySettings(res)(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}).FallbackCertificate,
 			Gateway:             gw, ControllerName: DefaultControllerName, ListenerSets: res.ListenerSets,
 			Namespaces: res.Namespaces,
-			Ingresses:  res.Ingresses, IngressClasses: res.IngressClasses, HTTPProxies: res.HTTPProxies, TLSCertificateDelegations: res.TLSCertificateDelegations,
+			Ingresses:  res.Ingresses, IngressClasses: res.IngressClasses, HTTPProxies: res.HTTPProxies, TLSCertificateDelegations: res.TLSCertificateDelegations, ExtensionServices: res.ExtensionServices,
 			ReferenceGrants: res.ReferenceGrants, BackendTLSPolicies: res.BackendTLSPolicies,
 		}) {
 			want[r] = true

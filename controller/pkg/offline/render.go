@@ -112,6 +112,11 @@ func statusObjects(r *Result) []object {
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
 			Status:   r.Gateways.Status.HTTPProxies[k].Status})
 	}
+	for _, k := range sortedKeys(r.Gateways.Status.ExtensionServices) {
+		out = append(out, object{APIVersion: "projectcontour.io/v1alpha1", Kind: "ExtensionService",
+			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
+			Status:   r.Gateways.Status.ExtensionServices[k]})
+	}
 	for _, k := range sortedKeys(r.Gateways.Status.BackendTLSPolicies) {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "BackendTLSPolicy",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},

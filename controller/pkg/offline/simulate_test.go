@@ -3,12 +3,14 @@ package offline
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -343,7 +345,9 @@ func checkRequest(t *testing.T, what string, want map[string]string, up *envoysi
 
 // authorizationSummary writes an authorization server as request cases
 // expect it: "http default/auth/80 /check" or "grpc default/auth/9000/grpc",
-// with ", body up to N" when checks carry the body.
+// with ", body up to N" when checks carry the body (" whole" when a
+// longer one is refused, " as bytes"), the timeout when not 10s, ", fails
+// open", and ", context k=v ..." (sorted).
 func authorizationSummary(z *envoysim.Authorization) string {
 	if z == nil {
 		return "none"
@@ -356,6 +360,24 @@ func authorizationSummary(z *envoysim.Authorization) string {
 	}
 	if z.MaxBody > 0 {
 		s += fmt.Sprintf(", body up to %d", z.MaxBody)
+		if z.WholeBody {
+			s += " whole"
+		}
+		if z.BodyAsBytes {
+			s += " as bytes"
+		}
+	}
+	if z.Timeout != 10*time.Second {
+		s += ", timeout " + z.Timeout.String()
+	}
+	if z.FailOpen {
+		s += ", fails open"
+	}
+	if len(z.Context) > 0 {
+		s += ", context"
+		for _, k := range slices.Sorted(maps.Keys(z.Context)) {
+			s += " " + k + "=" + z.Context[k]
+		}
 	}
 	return s
 }

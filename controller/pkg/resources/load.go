@@ -2,6 +2,7 @@ package resources
 
 import (
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	"isobar.dev/api/v1alpha1"
 
@@ -253,6 +254,8 @@ var decoders = map[string]decoder{
 		decodeAs(func(r *Resources) *[]*contourv1.HTTPProxy { return &r.HTTPProxies }), false},
 	"TLSCertificateDelegation.projectcontour.io": {versions("v1"),
 		decodeAs(func(r *Resources) *[]*contourv1.TLSCertificateDelegation { return &r.TLSCertificateDelegations }), false},
+	"ExtensionService.projectcontour.io": {versions("v1alpha1"),
+		decodeAs(func(r *Resources) *[]*contourv1alpha1.ExtensionService { return &r.ExtensionServices }), false},
 	"Namespace": {versions("v1"),
 		decodeAs(func(r *Resources) *[]*corev1.Namespace { return &r.Namespaces }), true},
 }

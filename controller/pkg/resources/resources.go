@@ -6,6 +6,7 @@ package resources
 
 import (
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	"isobar.dev/api/v1alpha1"
 
@@ -41,9 +42,11 @@ type Resources struct {
 	// its Gateway's from the operator.
 	ContourDeployments []*v1alpha1.ContourDeployment
 	// HTTPProxies and TLSCertificateDelegations are Contour's
-	// (projectcontour.io/v1).
+	// (projectcontour.io/v1), and so are the ExtensionServices
+	// (v1alpha1) that HTTPProxies name as authorization servers.
 	HTTPProxies               []*contourv1.HTTPProxy
 	TLSCertificateDelegations []*contourv1.TLSCertificateDelegation
+	ExtensionServices         []*contourv1alpha1.ExtensionService
 
 	// Unserved lists the route kinds the cluster does not serve at the
 	// version the controller reads (their CRD is not installed, or is too

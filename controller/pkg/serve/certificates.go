@@ -34,6 +34,7 @@ func (r *reconciler) readCertificates(ctx context.Context, res *resources.Resour
 			Ingresses:                 res.Ingresses,
 			HTTPProxies:               res.HTTPProxies,
 			TLSCertificateDelegations: res.TLSCertificateDelegations,
+			ExtensionServices:         res.ExtensionServices,
 			FallbackCertificate:       r.opts.HTTPProxy.FallbackCertificate,
 			IngressClasses:            res.IngressClasses,
 			ReferenceGrants:           res.ReferenceGrants,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,10 +29,11 @@ var gatewayKinds = []client.Object{
 	&gatewayv1beta1.ReferenceGrant{}, &gatewayv1.BackendTLSPolicy{},
 }
 
-// contourKinds are Contour's kinds translation reads (HTTPProxy). Their
-// CRDs are optional too: without them the controller serves the Gateway
-// API and Ingress, and it restarts to watch them once they are installed.
-var contourKinds = []client.Object{&contourv1.HTTPProxy{}, &contourv1.TLSCertificateDelegation{}}
+// contourKinds are Contour's kinds translation reads (HTTPProxy, and the
+// ExtensionServices proxies authorize with). Their CRDs are optional too:
+// without them the controller serves the Gateway API and Ingress, and it
+// restarts to watch them once they are installed.
+var contourKinds = []client.Object{&contourv1.HTTPProxy{}, &contourv1.TLSCertificateDelegation{}, &contourv1alpha1.ExtensionService{}}
 
 // optionalKinds are the kinds watched only when served.
 var optionalKinds = slices.Concat(gatewayKinds, contourKinds)

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,6 +50,24 @@ func (w *statusWriter) writeHTTPProxy(ctx context.Context, name types.Namespaced
 		}
 		p.Status = next
 		return w.update(ctx, p, "HTTPProxy")
+	})
+}
+
+// writeExtensionService writes an ExtensionService's status as Contour
+// does: its Valid condition.
+func (w *statusWriter) writeExtensionService(ctx context.Context, name types.NamespacedName, desired contourv1alpha1.ExtensionServiceStatus) error {
+	return w.retry(func(reader client.Reader) error {
+		x := &contourv1alpha1.ExtensionService{}
+		if err := reader.Get(ctx, name, x); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		next := desired
+		next.Conditions = mergeDetailed(x.Status.Conditions, desired.Conditions)
+		if apiequality.Semantic.DeepEqual(&next, &x.Status) {
+			return nil
+		}
+		x.Status = next
+		return w.update(ctx, x, "ExtensionService")
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -54,7 +55,7 @@ import (
 
 func scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gatewayv1.Install, gatewayv1beta1.Install, contourv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gatewayv1.Install, gatewayv1beta1.Install, contourv1.AddToScheme, contourv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}

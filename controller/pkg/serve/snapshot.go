@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -50,6 +51,7 @@ func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error
 		Namespaces:                list[corev1.Namespace](l),
 		HTTPProxies:               list[contourv1.HTTPProxy](l),
 		TLSCertificateDelegations: list[contourv1.TLSCertificateDelegation](l),
+		ExtensionServices:         list[contourv1alpha1.ExtensionService](l),
 		Unserved:                  s.served.unserved(),
 	}
 	if l.err != nil {

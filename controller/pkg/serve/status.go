@@ -79,6 +79,11 @@ func (w *statusWriter) writeGatewayStatus(ctx context.Context, work *statusWork,
 		if err := w.writeHTTPProxies(ctx, st.HTTPProxies, addresses); err != nil {
 			return err
 		}
+		for k, es := range st.ExtensionServices {
+			if err := w.writeExtensionService(ctx, k, es); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

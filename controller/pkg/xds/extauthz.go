@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"cmp"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -18,18 +19,28 @@ import (
 // server enables it for its requests and names the server
 // (service_override), so that adding one changes the route and not the
 // listener. The filter's own service is never asked; Envoy requires one.
-const extAuthzFilter = "envoy.filters.http.ext_authz"
+//
+// Whether a request goes through when the server cannot be asked
+// (failure_mode_allow) is the filter's alone, not a route's: a second
+// instance, extAuthzFailOpenFilter, allows it, and a route that fails
+// open enables that one instead. Envoy finds a route's configuration of
+// a filter by the filter's name in the chain.
+const (
+	extAuthzFilter         = "envoy.filters.http.ext_authz"
+	extAuthzFailOpenFilter = "envoy.filters.http.ext_authz/fail-open"
+)
 
 // extAuthzTimeout bounds how long Envoy waits for an authorization
 // server's answer; then the request is denied (403).
 const extAuthzTimeout = 10 * time.Second
 
-func extAuthzHTTPFilter() *hcmv3.HttpFilter {
+func extAuthzHTTPFilter(name string, failOpen bool) *hcmv3.HttpFilter {
 	return &hcmv3.HttpFilter{
-		Name:     extAuthzFilter,
+		Name:     name,
 		Disabled: true,
 		ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&extauthzv3.ExtAuthz{
 			TransportApiVersion: corev3.ApiVersion_V3,
+			FailureModeAllow:    failOpen,
 			Services: &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{ServerUri: &corev3.HttpUri{
 				Uri: "http://ext-authz.invalid", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "ext-authz-per-route"},
 				Timeout: durationpb.New(extAuthzTimeout),
@@ -38,17 +49,19 @@ func extAuthzHTTPFilter() *hcmv3.HttpFilter {
 	}
 }
 
-// extAuthz enables the filter on a route, with its server.
-func extAuthz(a *ir.ExtAuth) *routev3.FilterConfig {
-	cs := &extauthzv3.CheckSettings{}
+// extAuthz enables the filter on a route, with its server; it returns the
+// name of the filter instance to enable.
+func extAuthz(a *ir.ExtAuth) (string, *routev3.FilterConfig) {
+	cs := &extauthzv3.CheckSettings{ContextExtensions: a.Context}
+	timeout := durationpb.New(cmp.Or(a.Timeout, extAuthzTimeout))
 	if a.GRPC {
 		cs.ServiceOverride = &extauthzv3.CheckSettings_GrpcService{GrpcService: &corev3.GrpcService{
 			TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: a.Cluster, Authority: a.Authority}},
-			Timeout:         durationpb.New(extAuthzTimeout),
+			Timeout:         timeout,
 		}}
 	} else {
 		hs := &extauthzv3.HttpService{
-			ServerUri:  &corev3.HttpUri{Uri: "http://" + a.Authority, HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: a.Cluster}, Timeout: durationpb.New(extAuthzTimeout)},
+			ServerUri:  &corev3.HttpUri{Uri: "http://" + a.Authority, HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: a.Cluster}, Timeout: timeout},
 			PathPrefix: a.PathPrefix,
 		}
 		// Without a list, every header of the server's answer goes on
@@ -63,9 +76,13 @@ func extAuthz(a *ir.ExtAuth) *routev3.FilterConfig {
 		cs.ServiceOverride = &extauthzv3.CheckSettings_HttpService{HttpService: hs}
 	}
 	if a.MaxBody > 0 {
-		cs.WithRequestBody = &extauthzv3.BufferSettings{MaxRequestBytes: a.MaxBody, AllowPartialMessage: true}
+		cs.WithRequestBody = &extauthzv3.BufferSettings{MaxRequestBytes: a.MaxBody, AllowPartialMessage: !a.WholeBody, PackAsBytes: a.BodyAsBytes}
 	}
-	return &routev3.FilterConfig{Config: typed(&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: cs}})}
+	name := extAuthzFilter
+	if a.FailOpen {
+		name = extAuthzFailOpenFilter
+	}
+	return name, &routev3.FilterConfig{Config: typed(&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: cs}})}
 }
 
 func exactNames(names []string) *matcherv3.ListStringMatcher {

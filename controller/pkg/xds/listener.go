@@ -147,7 +147,7 @@ func httpConnectionManager(listener, routeConfig string, s Settings, fwd *ir.For
 		}, {
 			Name:       rbacFilter,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&rbacv3.RBAC{})},
-		}, extAuthzHTTPFilter(), {
+		}, extAuthzHTTPFilter(extAuthzFilter, false), extAuthzHTTPFilter(extAuthzFailOpenFilter, true), {
 			Name:       statefulSessionFilter,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&statefulsessionv3.StatefulSession{})},
 		}, {

@@ -60,7 +60,7 @@ func (x *Translator) route(r *ir.Route, in *routeMessages) *routev3.Route {
 		set(localRateLimitFilter, localRateLimit(r.LocalRateLimit, "route."+r.Name))
 	}
 	if r.ExtAuth != nil {
-		set(extAuthzFilter, extAuthz(r.ExtAuth))
+		set(extAuthz(r.ExtAuth))
 	}
 	if r.Session != nil {
 		set(statefulSessionFilter, statefulSession(r.Session, &r.Match))

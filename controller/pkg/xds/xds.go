@@ -144,8 +144,11 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 // typed packs a message into an Any; the messages packed here are always
 // valid, so an error is a programming mistake.
 func typed(m proto.Message) *anypb.Any {
-	a, err := anypb.New(m)
-	if err != nil {
+	// Deterministic: a message with a map (a route's authorization
+	// context) must encode to the same bytes every time, or an unchanged
+	// resource would look changed to the Envoys.
+	a := &anypb.Any{}
+	if err := anypb.MarshalFrom(a, m, proto.MarshalOptions{Deterministic: true}); err != nil {
 		panic("packing " + string(m.ProtoReflect().Descriptor().FullName()) + ": " + err.Error())
 	}
 	return a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -27,7 +28,8 @@ var (
 	BackendTLSPolicyKind = schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "BackendTLSPolicy")
 	HTTPProxyKind        = contourv1.SchemeGroupVersion.WithKind("HTTPProxy")
 	DelegationKind       = contourv1.SchemeGroupVersion.WithKind("TLSCertificateDelegation")
-	OptionalKinds        = []schema.GroupVersionKind{ListenerSetKind, ReferenceGrantKind, BackendTLSPolicyKind, HTTPProxyKind, DelegationKind}
+	ExtensionServiceKind = contourv1alpha1.GroupVersion.WithKind("ExtensionService")
+	OptionalKinds        = []schema.GroupVersionKind{ListenerSetKind, ReferenceGrantKind, BackendTLSPolicyKind, HTTPProxyKind, DelegationKind, ExtensionServiceKind}
 )
 
 // CertificateRefs reads what certrefs decides from and returns the Secrets
@@ -46,13 +48,14 @@ func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway
 	var policies gatewayv1.BackendTLSPolicyList
 	var proxies contourv1.HTTPProxyList
 	var delegations contourv1.TLSCertificateDelegationList
+	var extensions contourv1alpha1.ExtensionServiceList
 	lists := []struct {
 		list client.ObjectList
 		kind schema.GroupVersionKind
 	}{
 		{&ingresses, schema.GroupVersionKind{}}, {&classes, schema.GroupVersionKind{}},
 		{&sets, ListenerSetKind}, {&grants, ReferenceGrantKind}, {&policies, BackendTLSPolicyKind}, {&proxies, HTTPProxyKind},
-		{&delegations, DelegationKind},
+		{&delegations, DelegationKind}, {&extensions, ExtensionServiceKind},
 	}
 	for _, l := range lists {
 		if !l.kind.Empty() && !have[l.kind] {
@@ -75,6 +78,7 @@ func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway
 	in.BackendTLSPolicies = pointers(policies.Items)
 	in.HTTPProxies = pointers(proxies.Items)
 	in.TLSCertificateDelegations = pointers(delegations.Items)
+	in.ExtensionServices = pointers(extensions.Items)
 	return certrefs.Of(in), nil
 }
 
@@ -102,6 +106,9 @@ func CertificateSources(have served.Set) []client.Object {
 	}
 	if have[DelegationKind] {
 		out = append(out, &contourv1.TLSCertificateDelegation{})
+	}
+	if have[ExtensionServiceKind] {
+		out = append(out, &contourv1alpha1.ExtensionService{})
 	}
 	return out
 }

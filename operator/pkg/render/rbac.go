@@ -61,8 +61,8 @@ func (r *renderer) controllerClusterRole() (*rbacv1.ClusterRole, *rbacv1.Cluster
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses/status"}, Verbs: writeStatus},
 			// Contour's HTTPProxies of those IngressClasses are served the
 			// same way, with the status Contour writes.
-			{APIGroups: []string{"projectcontour.io"}, Resources: []string{"httpproxies", "tlscertificatedelegations"}, Verbs: readOnly},
-			{APIGroups: []string{"projectcontour.io"}, Resources: []string{"httpproxies/status"}, Verbs: writeStatus},
+			{APIGroups: []string{"projectcontour.io"}, Resources: []string{"httpproxies", "tlscertificatedelegations", "extensionservices"}, Verbs: readOnly},
+			{APIGroups: []string{"projectcontour.io"}, Resources: []string{"httpproxies/status", "extensionservices/status"}, Verbs: writeStatus},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},
 	}
