@@ -1,8 +1,8 @@
 package envoysim
 
 import (
-	"slices"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 

@@ -11,8 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/api/refgrant"
 	"isobar.dev/api/ingressclass"
+	"isobar.dev/api/refgrant"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/httpproxy"
