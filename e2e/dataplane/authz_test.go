@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	stdmaps "maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,16 +30,32 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// grpcAuth allows the requests of alice, adding who she is, and denies
-// the others with 401 and a body.
+// grpcAuth allows the requests of alice, adding who she is, the check's
+// context and what it carried of the body, and denies the others with
+// 401 and a body.
 type grpcAuth struct {
 	authv3.UnimplementedAuthorizationServer
 }
 
 func (grpcAuth) Check(_ context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
-	if req.GetAttributes().GetRequest().GetHttp().GetHeaders()["authorization"] == "Bearer alice" {
+	attrs := req.GetAttributes()
+	if h := attrs.GetRequest().GetHttp(); h.GetHeaders()["authorization"] == "Bearer alice" {
+		set := []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "x-auth-user", Value: "alice (grpc)"}}}
+		if ctx := attrs.GetContextExtensions(); len(ctx) > 0 {
+			var kv []string
+			for _, k := range slices.Sorted(stdmaps.Keys(ctx)) {
+				kv = append(kv, k+"="+ctx[k])
+			}
+			set = append(set, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x-auth-context", Value: strings.Join(kv, ",")}})
+		}
+		if body := h.GetBody(); body != "" {
+			set = append(set, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x-auth-body", Value: body + " (string)"}})
+		}
+		if raw := h.GetRawBody(); len(raw) > 0 {
+			set = append(set, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x-auth-body", Value: string(raw) + " (bytes)"}})
+		}
 		return &authv3.CheckResponse{Status: &rpcstatus.Status{Code: int32(code.Code_OK)}, HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
-			Headers: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "x-auth-user", Value: "alice (grpc)"}}},
+			Headers: set,
 		}}}, nil
 	}
 	return &authv3.CheckResponse{Status: &rpcstatus.Status{Code: int32(code.Code_PERMISSION_DENIED)}, HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
@@ -48,10 +67,14 @@ func (grpcAuth) Check(_ context.Context, req *authv3.CheckRequest) (*authv3.Chec
 // before it forwards: an HTTP server sees the check under its prefix,
 // with the request's authorization and not its other headers, and
 // allows with 200 (its allowed headers go on with the request) or denies
-// with its own answer; a gRPC server answers a CheckRequest; a server that
-// cannot be reached denies with 403.
+// with its own answer; a gRPC server answers a CheckRequest, which
+// carries the route's context and the body (whole, or refused with 413
+// when longer than the check may carry; as bytes or a string); a server
+// that cannot be reached denies with 403, unless the filter fails open.
 func TestExternalAuthorization(t *testing.T) {
 	be := backend(t, func(p *http.Protocols) { p.SetHTTP1(true) }, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Seen-Context", r.Header.Get("X-Auth-Context"))
+		w.Header().Set("Seen-Body", r.Header.Get("X-Auth-Body"))
 		fmt.Fprintf(w, "backend: %s", r.Header.Get("X-Auth-User"))
 	})
 	httpAuth := backend(t, func(p *http.Protocols) { p.SetHTTP1(true) }, func(w http.ResponseWriter, r *http.Request) {
@@ -77,9 +100,19 @@ func TestExternalAuthorization(t *testing.T) {
 	t.Cleanup(gs.Stop)
 	down := freePort(t)
 
-	perRoute := func(cs *extauthzv3.CheckSettings) map[string]*anypb.Any {
-		return map[string]*anypb.Any{"envoy.filters.http.ext_authz": typed(t, &routev3.FilterConfig{
+	const failOpen = "envoy.filters.http.ext_authz/fail-open"
+	perFilter := func(filter string, cs *extauthzv3.CheckSettings) map[string]*anypb.Any {
+		return map[string]*anypb.Any{filter: typed(t, &routev3.FilterConfig{
 			Config: typed(t, &extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: cs}})})}
+	}
+	perRoute := func(cs *extauthzv3.CheckSettings) map[string]*anypb.Any {
+		return perFilter("envoy.filters.http.ext_authz", cs)
+	}
+	grpcService := func(cluster string) *extauthzv3.CheckSettings_GrpcService {
+		return &extauthzv3.CheckSettings_GrpcService{GrpcService: &corev3.GrpcService{
+			TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: cluster}},
+			Timeout:         durationpb.New(2 * time.Second),
+		}}
 	}
 	httpService := func(cluster string) *extauthzv3.CheckSettings {
 		return &extauthzv3.CheckSettings{ServiceOverride: &extauthzv3.CheckSettings_HttpService{HttpService: &extauthzv3.HttpService{
@@ -101,16 +134,25 @@ func TestExternalAuthorization(t *testing.T) {
 			VirtualHosts: []*routev3.VirtualHost{{Name: "all", Domains: []string{"*"}, Routes: []*routev3.Route{
 				route("/http", perRoute(httpService("auth-http"))),
 				route("/down", perRoute(httpService("auth-down"))),
-				route("/grpc", perRoute(&extauthzv3.CheckSettings{ServiceOverride: &extauthzv3.CheckSettings_GrpcService{GrpcService: &corev3.GrpcService{
-					TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: "auth-grpc"}},
-					Timeout:         durationpb.New(2 * time.Second),
-				}}})),
+				route("/grpc", perRoute(&extauthzv3.CheckSettings{ServiceOverride: grpcService("auth-grpc")})),
+				route("/context", perRoute(&extauthzv3.CheckSettings{ServiceOverride: grpcService("auth-grpc"),
+					ContextExtensions: map[string]string{"tier": "admin", "team": "shop"}})),
+				route("/whole", perRoute(&extauthzv3.CheckSettings{ServiceOverride: grpcService("auth-grpc"),
+					WithRequestBody: &extauthzv3.BufferSettings{MaxRequestBytes: 8, PackAsBytes: true}})),
+				route("/partial", perRoute(&extauthzv3.CheckSettings{ServiceOverride: grpcService("auth-grpc"),
+					WithRequestBody: &extauthzv3.BufferSettings{MaxRequestBytes: 8, AllowPartialMessage: true}})),
+				route("/open", perFilter(failOpen, httpService("auth-down"))),
 				route("/", nil),
 			}}},
 		}},
 		HttpFilters: []*hcmv3.HttpFilter{{
 			Name: "envoy.filters.http.ext_authz", Disabled: true,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &extauthzv3.ExtAuthz{TransportApiVersion: corev3.ApiVersion_V3,
+				Services: &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{ServerUri: &corev3.HttpUri{
+					Uri: "http://unused", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "unused"}, Timeout: durationpb.New(time.Second)}}}})},
+		}, {
+			Name: failOpen, Disabled: true,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &extauthzv3.ExtAuthz{TransportApiVersion: corev3.ApiVersion_V3, FailureModeAllow: true,
 				Services: &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{ServerUri: &corev3.HttpUri{
 					Uri: "http://unused", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "unused"}, Timeout: durationpb.New(time.Second)}}}})},
 		}, {Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &routerv3.Router{})}}},
@@ -136,15 +178,27 @@ func TestExternalAuthorization(t *testing.T) {
 		path, user string
 		status     int
 		body       string
+		// sent is the request's body; context and seen what the server
+		// said it got of the check's context and body.
+		sent, context, seen string
 	}{
-		{"/http", "alice", 200, "backend: alice (http)"},
-		{"/http", "bob", 401, "log in first"},
-		{"/grpc", "alice", 200, "backend: alice (grpc)"},
-		{"/grpc", "bob", 401, "who are you?"},
-		{"/down", "alice", 403, ""},
-		{"/", "bob", 200, "backend: "},
+		{path: "/http", user: "alice", status: 200, body: "backend: alice (http)"},
+		{path: "/http", user: "bob", status: 401, body: "log in first"},
+		{path: "/grpc", user: "alice", status: 200, body: "backend: alice (grpc)"},
+		{path: "/grpc", user: "bob", status: 401, body: "who are you?"},
+		{path: "/down", user: "alice", status: 403},
+		{path: "/", user: "bob", status: 200, body: "backend: "},
+		{path: "/context", user: "alice", status: 200, body: "backend: alice (grpc)", context: "team=shop,tier=admin"},
+		{path: "/whole", user: "alice", status: 200, body: "backend: alice (grpc)", sent: "1234", seen: "1234 (bytes)"},
+		{path: "/whole", user: "alice", status: 413, body: "Payload Too Large", sent: "123456789"},
+		{path: "/partial", user: "alice", status: 200, body: "backend: alice (grpc)", sent: "123456789", seen: "12345678 (string)"},
+		{path: "/open", user: "bob", status: 200, body: "backend: "},
 	} {
-		req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+tc.path, nil)
+		method, sent := http.MethodGet, io.Reader(nil)
+		if tc.sent != "" {
+			method, sent = http.MethodPost, strings.NewReader(tc.sent)
+		}
+		req, err := http.NewRequest(method, "http://127.0.0.1:"+strconv.Itoa(port)+tc.path, sent)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,6 +213,12 @@ func TestExternalAuthorization(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != tc.status || string(body) != tc.body {
 			t.Errorf("%s as %s: %d %q, want %d %q", tc.path, tc.user, resp.StatusCode, body, tc.status, tc.body)
+		}
+		if got := resp.Header.Get("Seen-Context"); got != tc.context {
+			t.Errorf("%s as %s: the server got context %q, want %q", tc.path, tc.user, got, tc.context)
+		}
+		if got := resp.Header.Get("Seen-Body"); got != tc.seen {
+			t.Errorf("%s as %s: the server got body %q, want %q", tc.path, tc.user, got, tc.seen)
 		}
 		if tc.status == 401 && tc.path == "/http" && resp.Header.Get("Www-Authenticate") != "Basic" {
 			t.Errorf("%s as %s: the server's WWW-Authenticate did not reach the client: %v", tc.path, tc.user, resp.Header)
