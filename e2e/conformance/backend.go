@@ -16,25 +16,33 @@ import (
 )
 
 // echoImage is the image of the suite's echo server, which its backend
-// Pods run.
-const echoImage = "gateway-api/echo-basic"
+// Pods run; authzImage that of the authorization server of our tests
+// (cmd/authz-server).
+const (
+	echoImage  = "gateway-api/echo-basic"
+	authzImage = "isobar-e2e/authz-server"
+)
 
 // runBackend plays a Pod of the suite's backends as a kubelet runs its
-// container: echo-basic, built from the conformance module, with the
-// Pod's environment and mounts, in a network namespace of its own so that
-// it listens on exactly the ports it would in the Pod. What it prints is
-// the Pod's log. The suite's CoreDNS Pod is played by a DNS server in a
-// namespace of its own that answers every query NXDOMAIN. Any other Pod
-// runs nothing.
+// container: echo-basic, built from the conformance module (or our
+// authz-server), with the Pod's environment and mounts, in a network
+// namespace of its own so that it listens on exactly the ports it would
+// in the Pod. What it prints is the Pod's log. The suite's CoreDNS Pod is
+// played by a DNS server in a namespace of its own that answers every
+// query NXDOMAIN. Any other Pod runs nothing.
 func (f *fleet) runBackend(pod *corev1.Pod) (func(), error) {
 	if len(pod.Spec.Containers) == 0 {
 		return nil, nil
 	}
 	c := &pod.Spec.Containers[0]
+	binary := "echo-basic"
+	if strings.Contains(c.Image, authzImage) {
+		binary = "authz-server"
+	}
 	switch {
-	case strings.Contains(c.Image, echoImage):
+	case strings.Contains(c.Image, echoImage) || binary == "authz-server":
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-		p, err := f.env.RunPodProcessWith(f.ctx, f.kubeconfig, pod, c.Name, "echo-basic",
+		p, err := f.env.RunPodProcessWith(f.ctx, f.kubeconfig, pod, c.Name, binary,
 			harness.ProcessOptions{Netns: true, Output: f.logs.writer(key)})
 		if err != nil {
 			return nil, err

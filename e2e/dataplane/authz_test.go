@@ -1,13 +1,10 @@
 package dataplane
 
 import (
-	"context"
 	"fmt"
 	"io"
-	stdmaps "maps"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,46 +19,12 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
-	"google.golang.org/genproto/googleapis/rpc/code"
-	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"isobar.dev/e2e/authzserver"
 )
-
-// grpcAuth allows the requests of alice, adding who she is, the check's
-// context and what it carried of the body, and denies the others with
-// 401 and a body.
-type grpcAuth struct {
-	authv3.UnimplementedAuthorizationServer
-}
-
-func (grpcAuth) Check(_ context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
-	attrs := req.GetAttributes()
-	if h := attrs.GetRequest().GetHttp(); h.GetHeaders()["authorization"] == "Bearer alice" {
-		set := []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "x-auth-user", Value: "alice (grpc)"}}}
-		if ctx := attrs.GetContextExtensions(); len(ctx) > 0 {
-			var kv []string
-			for _, k := range slices.Sorted(stdmaps.Keys(ctx)) {
-				kv = append(kv, k+"="+ctx[k])
-			}
-			set = append(set, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x-auth-context", Value: strings.Join(kv, ",")}})
-		}
-		if body := h.GetBody(); body != "" {
-			set = append(set, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x-auth-body", Value: body + " (string)"}})
-		}
-		if raw := h.GetRawBody(); len(raw) > 0 {
-			set = append(set, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x-auth-body", Value: string(raw) + " (bytes)"}})
-		}
-		return &authv3.CheckResponse{Status: &rpcstatus.Status{Code: int32(code.Code_OK)}, HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
-			Headers: set,
-		}}}, nil
-	}
-	return &authv3.CheckResponse{Status: &rpcstatus.Status{Code: int32(code.Code_PERMISSION_DENIED)}, HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
-		Status: &typev3.HttpStatus{Code: typev3.StatusCode_Unauthorized}, Body: "who are you?",
-	}}}, nil
-}
 
 // Envoy asks each route's authorization server over a real connection
 // before it forwards: an HTTP server sees the check under its prefix,
@@ -95,7 +58,7 @@ func TestExternalAuthorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer()
-	authv3.RegisterAuthorizationServer(gs, grpcAuth{})
+	authv3.RegisterAuthorizationServer(gs, authzserver.Server{})
 	go func() { _ = gs.Serve(gl) }()
 	t.Cleanup(gs.Stop)
 	down := freePort(t)
