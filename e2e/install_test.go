@@ -45,13 +45,14 @@ func TestInstallConfigDefault(t *testing.T) {
 			_ = env.Client.Delete(context.Background(), o)
 		}
 	})
-	// Our CRD, and Contour's HTTPProxy and TLSCertificateDelegation.
-	for kind, want := range map[string]int{"CustomResourceDefinition": 3, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Deployment": 1, "Service": 1} {
+	// Our CRD, and Contour's HTTPProxy, TLSCertificateDelegation and
+	// ExtensionService.
+	for kind, want := range map[string]int{"CustomResourceDefinition": 4, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Deployment": 1, "Service": 1} {
 		if kinds[kind] != want {
 			t.Errorf("config/default has %d %s, want %d", kinds[kind], kind, want)
 		}
 	}
-	for _, crd := range []string{"contourdeployments.isobar.dev", "httpproxies.projectcontour.io", "tlscertificatedelegations.projectcontour.io"} {
+	for _, crd := range []string{"contourdeployments.isobar.dev", "httpproxies.projectcontour.io", "tlscertificatedelegations.projectcontour.io", "extensionservices.projectcontour.io"} {
 		if err := env.Client.Get(ctx, keyOf("", crd), &apiextensionsv1.CustomResourceDefinition{}); err != nil {
 			t.Fatal(err)
 		}
