@@ -179,46 +179,58 @@ func TestEveryExperimentalField(t *testing.T) {
 			}
 		}
 	}
-	slices.Sort(extra)
+	checkFields(t, "the experimental channel only", "supported.ExperimentalFields", extra, supported.ExperimentalFields, experimentalInputs,
+		func(t *testing.T, input string) translated { return translateOn(t, experimentalBase, input) })
+}
+
+// checkFields checks that fields cover every one of leaves ("Kind
+// path"), names none that is not one, and that each field Isobar serves
+// or refuses is shown to be so: translated with its input and without the
+// field, a Yes changes the xDS or the status; translated with it, a
+// Refused or NotYet has a status that says its Refusal.
+func checkFields(t *testing.T, where, list string, leaves []string, fields []supported.FieldSupport, inputs map[string]string, translate func(*testing.T, string) translated) {
+	t.Helper()
+	slices.Sort(leaves)
 	covered := map[string]bool{}
-	for _, leaf := range extra {
+	for _, leaf := range leaves {
 		ok := false
-		for _, f := range supported.ExperimentalFields {
+		for _, f := range fields {
 			k := f.Kind + " " + f.Path
 			if leaf == k || strings.HasPrefix(leaf, k+".") {
 				ok, covered[k] = true, true
 			}
 		}
 		if !ok {
-			t.Errorf("%s is in the experimental channel only and not in supported.ExperimentalFields: make it take effect or refuse it, and say which", leaf)
+			t.Errorf("%s is in %s and not in %s: make it take effect or refuse it, and say which", leaf, where, list)
 		}
 	}
-	for _, f := range supported.ExperimentalFields {
+	for _, f := range fields {
 		k := f.Kind + " " + f.Path
 		if !covered[k] {
-			t.Errorf("supported.ExperimentalFields names %s, which is no experimental-only field", k)
+			t.Errorf("%s names %s, which is no field of %s", list, k, where)
 		}
-		input, ok := experimentalInputs[k]
+		input, ok := inputs[k]
+		refused := f.Support == supported.Refused || f.Support == supported.NotYet
 		switch {
-		case f.Support != supported.Yes && f.Support != supported.Refused:
+		case f.Support != supported.Yes && !refused:
 			if ok {
 				t.Errorf("%s is %s: it needs no input", k, f.Support)
 			}
 			continue
 		case !ok:
-			t.Errorf("%s is %s, and has no input in experimentalInputs to show it", k, f.Support)
+			t.Errorf("%s is %s, and has no input to show it", k, f.Support)
 			continue
 		}
 		t.Run(k, func(t *testing.T) {
-			with := translateExperimental(t, input)
-			if f.Support == supported.Refused {
+			with := translate(t, input)
+			if refused {
 				// YAML folds long messages: compare words.
 				if !strings.Contains(strings.Join(strings.Fields(with.status), " "), f.Refusal) {
 					t.Errorf("no status says %q:\n%s", f.Refusal, with.status)
 				}
 				return
 			}
-			without := translateExperimental(t, withoutField(t, input, f.Kind, f.Path))
+			without := translate(t, withoutField(t, input, f.Kind, f.Path))
 			if with.xds == without.xds && with.status == without.status {
 				t.Errorf("%s: the xDS and the status are the same as without it", k)
 			}
@@ -230,11 +242,18 @@ type translated struct{ status, xds string }
 
 func translateExperimental(t *testing.T, input string) translated {
 	t.Helper()
+	return translateOn(t, experimentalBase, input)
+}
+
+// translateOn translates input with base, and renders the status and the
+// xDS.
+func translateOn(t *testing.T, base, input string) translated {
+	t.Helper()
 	res, _, err := offline.LoadFiles(nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := res.Load("input", strings.NewReader(experimentalBase+"\n---\n"+input)); err != nil {
+	if _, err := res.Load("input", strings.NewReader(base+"\n---\n"+input)); err != nil {
 		t.Fatal(err)
 	}
 	r, err := offline.Translate(res, offline.Options{})
@@ -309,6 +328,12 @@ func crdLeaves(t *testing.T, channel string) map[string]map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return crdLeavesIn(t, dir)
+}
+
+// crdLeavesIn are crdLeaves of the CRDs of the YAML files in dir.
+func crdLeavesIn(t *testing.T, dir string) map[string]map[string]bool {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -14,18 +14,21 @@ const (
 	No Support = "no"
 	// OutOfScope: a mesh field; Isobar is a Gateway.
 	OutOfScope Support = "out of scope"
+	// NotYet: refused on the status of the object that uses it, with a
+	// message naming it, until Isobar serves it.
+	NotYet Support = "not yet"
 )
 
-// ExperimentalField is a field of the experimental channel's CRDs that the standard
-// channel does not have, and what Isobar does with it. Path covers the
-// leaves under it.
-type ExperimentalField struct {
+// FieldSupport is a field of a CRD, and what Isobar does with it. Path covers
+// the leaves under it.
+type FieldSupport struct {
 	Kind    string
 	Path    string
 	Support Support
 	// Note says how the field takes effect, or why it cannot.
 	Note string
-	// Refusal is what the refusing status message says, for Refused.
+	// Refusal is what the refusing status message says, for Refused and
+	// NotYet.
 	Refusal string
 	// Test is a test that shows it, besides TestEveryExperimentalField.
 	Test string
@@ -36,7 +39,7 @@ type ExperimentalField struct {
 // TestEveryExperimentalField (e2e) walks the CRDs: a field missing here
 // fails it, and so does a Yes that changes neither the xDS nor the status,
 // or a Refused whose status does not say so.
-var ExperimentalFields = []ExperimentalField{
+var ExperimentalFields = []FieldSupport{
 	{Kind: "Gateway", Path: "spec.defaultScope", Support: Yes,
 		Note: "All makes the Gateway a default Gateway (GEP-3793): it takes the routes with useDefaultGateways: All, under its listeners' allowedRoutes, and has a DefaultGateway condition",
 		Test: "golden default-gateways; TestIncrementalDefaultGateways; TestExperimentalChannelThroughFleet/defaultGateways"},

@@ -149,5 +149,13 @@ func featureTable() []byte {
 	for _, f := range supported.ExperimentalFields {
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", f.Kind, f.Path, f.Support, oneLine(f.Note), oneLine(f.Test))
 	}
+	b.WriteString("\n## HTTPProxy fields\n\nEvery field of Contour's CRDs that Isobar installs (HTTPProxy, TLSCertificateDelegation, ExtensionService), ")
+	b.WriteString("and what Isobar does with it: it takes effect (yes), a value Isobar cannot honour is refused or ignored with a warning on the status ")
+	b.WriteString("(refused), or it is refused on the status, naming the field, until Isobar serves it (not yet). `TestEveryHTTPProxyField` (e2e) ")
+	b.WriteString("walks the CRDs and translates an input setting each field; [httpproxy.md](httpproxy.md) says how each works.\n\n")
+	b.WriteString("| kind | field | Isobar | how | shown by |\n| --- | --- | --- | --- | --- |\n")
+	for _, f := range supported.HTTPProxyFields {
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", f.Kind, f.Path, f.Support, oneLine(f.Note), oneLine(f.Test))
+	}
 	return b.Bytes()
 }

@@ -115,6 +115,10 @@ func (w *walk) extensionOf(x *contourv1alpha1.ExtensionService, valid *contourv1
 		return nil, refused(contourv1.ConditionTypeSpecError, "NotSupported", "spec.services: more than one service is not supported yet")
 	}
 	s := spec.Services[0]
+	if s.Weight != 0 {
+		// One service takes every check: a weight would say nothing.
+		return nil, refused(contourv1.ConditionTypeSpecError, "NotSupported", "spec.services.weight is not supported yet")
+	}
 	if s.Port < 1 || s.Port > 65535 {
 		return nil, refused(contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name))
 	}
