@@ -240,11 +240,6 @@ func checkFields(t *testing.T, where, list string, leaves []string, fields []sup
 
 type translated struct{ status, xds string }
 
-func translateExperimental(t *testing.T, input string) translated {
-	t.Helper()
-	return translateOn(t, experimentalBase, input)
-}
-
 // translateOn translates input with base, and renders the status and the
 // xDS.
 func translateOn(t *testing.T, base, input string) translated {
