@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -83,6 +84,61 @@ type HTTPProxySettings struct {
 	// proxy is invalid (FallbackNotPresent).
 	// +optional
 	FallbackCertificate *SecretReference `json:"fallbackCertificate,omitempty"`
+
+	// RateLimitService is the global rate limit service, Contour's
+	// rateLimitService: the Gateway's Envoys ask it, over Envoy's gRPC
+	// rate limit protocol (envoy.service.ratelimit.v3), about each request
+	// of an HTTPProxy virtual host or route with rateLimitPolicy.global
+	// descriptors, and answer 429 to those it limits. Unset, such
+	// descriptors take no effect, and the proxy warns.
+	// envoyproxy/ratelimit is a service that fits.
+	// +optional
+	RateLimitService *RateLimitServiceSettings `json:"rateLimitService,omitempty"`
+}
+
+// RateLimitServiceSettings are Contour's rateLimitService settings.
+type RateLimitServiceSettings struct {
+	// ExtensionService is the ExtensionService (projectcontour.io/v1alpha1)
+	// of the rate limit service.
+	ExtensionService ObjectReference `json:"extensionService"`
+
+	// Domain is the domain the service's limits are configured under.
+	// +kubebuilder:default=contour
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Domain string `json:"domain,omitempty"`
+
+	// FailOpen lets requests through when the service cannot be asked
+	// (no endpoint, no answer within the ExtensionService's response
+	// timeout); without it Envoy answers them 500.
+	// +optional
+	FailOpen bool `json:"failOpen,omitempty"`
+
+	// EnableXRateLimitHeaders adds the x-ratelimit-limit,
+	// x-ratelimit-remaining and x-ratelimit-reset headers of the IETF
+	// draft (version 03) to the responses of the requests asked about.
+	// +optional
+	EnableXRateLimitHeaders bool `json:"enableXRateLimitHeaders,omitempty"`
+
+	// EnableResourceExhaustedCode answers a limited gRPC request with
+	// RESOURCE_EXHAUSTED instead of UNAVAILABLE.
+	// +optional
+	EnableResourceExhaustedCode bool `json:"enableResourceExhaustedCode,omitempty"`
+
+	// DefaultGlobalRateLimitPolicy applies to the HTTPProxy virtual hosts
+	// without a global policy of their own, unless theirs is disabled.
+	// +optional
+	DefaultGlobalRateLimitPolicy *contourv1.GlobalRateLimitPolicy `json:"defaultGlobalRateLimitPolicy,omitempty"`
+}
+
+// ObjectReference names a namespaced object.
+type ObjectReference struct {
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:MinLength=1
+	Namespace string `json:"namespace"`
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
 }
 
 // SecretReference names a Secret.

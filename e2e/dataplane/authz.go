@@ -51,18 +51,9 @@ func (p *proxy) authorize(ctx context.Context, sim *envoysim.Simulator, z *envoy
 	return v
 }
 
-// authorizeGRPC asks a gRPC authorization server: Envoy's gRPC client
-// speaks HTTP/2 to the endpoint, over the cluster's TLS if it has one.
+// authorizeGRPC asks a gRPC authorization server.
 func (p *proxy) authorizeGRPC(ctx context.Context, sim *envoysim.Simulator, z *envoysim.Authorization, endpoint string, body []byte) envoysim.Verdict {
-	dial := func(ctx context.Context, addr string) (net.Conn, error) {
-		c, err := p.upstream(ctx, "tcp", addr)
-		if err != nil || z.Server.TLS == nil {
-			return c, err
-		}
-		return p.upstreamTLS(ctx, c, sim, z.Server.Cluster, z.Server.TLS, []string{"h2"})
-	}
-	conn, err := grpc.NewClient("passthrough:///"+endpoint, grpc.WithContextDialer(dial),
-		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority(z.Authority))
+	conn, err := p.grpcClient(sim, &z.Server, endpoint, z.Authority)
 	if err != nil {
 		return z.Unreachable()
 	}
@@ -72,6 +63,20 @@ func (p *proxy) authorizeGRPC(ctx context.Context, sim *envoysim.Simulator, z *e
 		return z.Unreachable()
 	}
 	return z.GRPCVerdict(resp)
+}
+
+// grpcClient is Envoy's gRPC client to an endpoint of a cluster: HTTP/2
+// to the endpoint, over the cluster's TLS if it has one.
+func (p *proxy) grpcClient(sim *envoysim.Simulator, server *envoysim.Backend, endpoint, authority string) (*grpc.ClientConn, error) {
+	dial := func(ctx context.Context, addr string) (net.Conn, error) {
+		c, err := p.upstream(ctx, "tcp", addr)
+		if err != nil || server.TLS == nil {
+			return c, err
+		}
+		return p.upstreamTLS(ctx, c, sim, server.Cluster, server.TLS, []string{"h2"})
+	}
+	return grpc.NewClient("passthrough:///"+endpoint, grpc.WithContextDialer(dial),
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority(authority))
 }
 
 // withHeaders sets an allowing server's headers on the request a backend

@@ -77,6 +77,17 @@ func (p *proxy) answer(w http.ResponseWriter, r *http.Request, in envoysim.Reque
 			withHeaders(a.Backends[i].Request, v.Upstream)
 		}
 	}
+	if c := a.RateLimit; c != nil {
+		v := p.rateLimit(r.Context(), sim, c)
+		if v.Limited != nil {
+			localReply(w, r, v.Limited)
+			return
+		}
+		// The filter adds them to whatever answer the request gets.
+		for _, h := range v.Response {
+			w.Header().Add(h.Name, h.Value)
+		}
+	}
 	switch {
 	case a.Response != nil:
 		localReply(w, r, a.Response)
@@ -117,7 +128,11 @@ func isGRPC(r *http.Request) bool {
 func localReply(w http.ResponseWriter, r *http.Request, res *envoysim.Response) {
 	if isGRPC(r) {
 		w.Header().Set("Content-Type", "application/grpc")
-		w.Header().Set("Grpc-Status", strconv.Itoa(int(grpcCode(res.Status))))
+		code := int(grpcCode(res.Status))
+		if res.GRPCStatus != 0 {
+			code = res.GRPCStatus
+		}
+		w.Header().Set("Grpc-Status", strconv.Itoa(code))
 		if res.Body != "" {
 			w.Header().Set("Grpc-Message", url.PathEscape(res.Body))
 		}

@@ -17,7 +17,7 @@ import (
 func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matched string, r *httpRequest, req Request, lv levels, a *Answer) error {
 	if err := understand(ra, "cluster", "weighted_clusters", "cluster_header", "prefix_rewrite", "regex_rewrite",
 		"host_rewrite_literal", "timeout", "idle_timeout", "retry_policy", "request_mirror_policies", "upgrade_configs",
-		"max_stream_duration", "hash_policy", "priority", "cluster_not_found_response_code", "internal_redirect_policy"); err != nil {
+		"max_stream_duration", "hash_policy", "priority", "cluster_not_found_response_code", "internal_redirect_policy", "rate_limits"); err != nil {
 		return err
 	}
 	var err error

@@ -176,6 +176,10 @@ type Answer struct {
 	// Authorization is the server Envoy asks about the request before it
 	// acts on this answer, if the route has one.
 	Authorization *Authorization `json:"authorization,omitempty"`
+	// RateLimit is what the rate limit service is asked about the
+	// request after the authorization server allows it, if the route
+	// describes it.
+	RateLimit *RateLimitCheck `json:"rateLimit,omitempty"`
 	// InternalRedirect is which of the backend's redirects Envoy follows
 	// itself (see Follow).
 	InternalRedirect *InternalRedirect `json:"internalRedirect,omitempty"`
@@ -304,6 +308,9 @@ type Response struct {
 	Status  int      `json:"status"`
 	Headers []Header `json:"headers,omitempty"`
 	Body    string   `json:"body,omitempty"`
+	// GRPCStatus is the gRPC status a gRPC request gets instead of the
+	// one Status maps to (0: that one).
+	GRPCStatus int `json:"grpcStatus,omitempty"`
 }
 
 // Mirror is a request_mirror_policy: a copy of the request sent to Cluster

@@ -61,6 +61,10 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 				return err
 			}
 			filters.extAuthz = append(filters.extAuthz, extAuthzInstance{name: hf.GetName(), failOpen: failOpen})
+		case globalRateLimitFilterName:
+			if filters.rateLimit, err = globalRateLimitFilter(hf); err != nil {
+				return err
+			}
 		case statefulSessionFilterName:
 			if err := statefulSessionFilter(hf); err != nil {
 				return err
@@ -127,6 +131,8 @@ type httpFilters struct {
 	cors, localRateLimit, rbac, session bool
 	// extAuthz are the ext_authz filters, in the chain's order.
 	extAuthz []extAuthzInstance
+	// rateLimit is the rate limit filter's service; nil without one.
+	rateLimit *rateLimitService
 }
 
 // stripPort removes a trailing :port from a host (and keeps IPv6 brackets).

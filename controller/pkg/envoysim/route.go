@@ -29,7 +29,7 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 		return s.localReply(a, 404, "no virtual host matches "+r.authority)
 	}
 	if err := understand(vh, "name", "domains", "routes", "request_headers_to_add", "request_headers_to_remove",
-		"response_headers_to_add", "response_headers_to_remove", "typed_per_filter_config", "require_tls"); err != nil {
+		"response_headers_to_add", "response_headers_to_remove", "typed_per_filter_config", "require_tls", "rate_limits"); err != nil {
 		return err
 	}
 	if vh.GetRequireTls() != routev3.VirtualHost_NONE {
@@ -111,6 +111,14 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 			}
 		}
 		if a.Authorization, err = s.authorizationOf(vh, rt, r, filters.extAuthz); err != nil {
+			return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
+		}
+		if _, ok := rt.GetTypedPerFilterConfig()[globalRateLimitFilterName]; ok && filters.rateLimit == nil {
+			return fmt.Errorf("virtual host %s, route %d (%s): a rate limit configuration for a filter the connection manager does not have: Envoy would ignore it", vh.GetName(), i, rt.GetName())
+		}
+		// The rate limit filter asks only about requests a route
+		// forwards (Envoy's filter skips routes without a route entry).
+		if a.RateLimit, err = s.rateLimitOf(filters.rateLimit, vh, rt, rt.GetRoute(), r); err != nil {
 			return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
 		}
 		switch act := rt.GetAction().(type) {

@@ -52,6 +52,7 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 		RootNamespaces:            t.proxySettings.RootNamespaces,
 		DisablePermitInsecure:     t.proxySettings.DisablePermitInsecure,
 		EnableExternalNameService: t.proxySettings.EnableExternalNameService,
+		RateLimitService:          t.proxySettings.RateLimitService,
 		FallbackChain:             shape.HTTPS != nil && shape.HTTPS.Hostname == nil,
 		FallbackCertificate:       fallbackOf(t.proxySettings),
 		Serves:                    func(p *contourv1.HTTPProxy) bool { return served[p] },
@@ -210,6 +211,30 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 	for i, st := range httpproxy.Statuses(statuses) {
 		written[i] = HTTPProxyStatus{Gateway: gw, Status: st}
 		t.status.HTTPProxies[keys[i]] = &written[i]
+	}
+}
+
+// rateLimitService resolves the profile's rate limit service for the
+// Gateway's connection managers, when it serves HTTPProxies: the service
+// and its cluster, one without endpoints when its ExtensionService cannot
+// be used (the proxies with descriptors say why).
+func (t *gatewayTranslator) rateLimitService() {
+	t.rateLimit = nil
+	s := t.proxyOptions.RateLimitService
+	if s == nil || len(t.proxies) == 0 {
+		return
+	}
+	svc, clusters, msg := httpproxy.RateLimitService(t.env, &t.cache.Names, s)
+	for _, c := range clusters {
+		t.ensureCluster(c)
+	}
+	if msg != "" {
+		t.clusters[svc.Cluster] = &ir.Cluster{Name: svc.Cluster, HTTP2: true}
+	}
+	t.rateLimit = svc
+	k := key(s.ExtensionService.Namespace, s.ExtensionService.Name)
+	if x, ok := t.env.ExtensionService(k.Namespace, k.Name); ok {
+		t.status.ExtensionServices[k] = httpproxy.ExtensionStatus(t.env, nil, x)
 	}
 }
 

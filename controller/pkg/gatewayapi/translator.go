@@ -193,6 +193,9 @@ type gatewayTranslator struct {
 	// Gateway's spec.tls.backend), backendCertErr why there is none.
 	backendCert    string
 	backendCertErr *gatewayProblem
+	// rateLimit is the rate limit service of every connection manager;
+	// nil for none.
+	rateLimit *ir.RateLimitService
 }
 
 // translate translates the Gateway, starting from its previous state when
@@ -201,6 +204,7 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	t.translateListeners(res)
 	t.attachRoutes(res, prev)
 	t.buildClusters()
+	t.rateLimitService()
 	t.status.addGatewayRoutes(t.state.Routes())
 	g := t.build()
 	t.writeGatewayStatus()

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	"isobar.dev/api/v1alpha1"
+
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -37,6 +39,11 @@ type Options struct {
 	// EnableExternalNameService lets services be ExternalName Services
 	// (enableExternalNameService); off, a route to one is an error.
 	EnableExternalNameService bool
+	// RateLimitService is the Gateway's rate limit service
+	// (httpproxy.rateLimitService): without one, global descriptors take
+	// no effect, and the proxy warns. Its defaultGlobalRateLimitPolicy
+	// applies to the virtual hosts without a global policy.
+	RateLimitService *v1alpha1.RateLimitServiceSettings
 	// Serves says whether the Gateway serves a proxy: its ingress class
 	// names one of the Gateway's IngressClasses. An include of a proxy it
 	// does not serve is an include of a proxy that does not exist.

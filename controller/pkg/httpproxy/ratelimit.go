@@ -13,8 +13,9 @@ import (
 	"isobar.dev/controller/pkg/validate"
 )
 
-// refuseRateLimit: global rate limits are not served yet.
-var refuseRateLimit = refuse[contourv1.RateLimitPolicy]("local")
+// refuseRateLimit refuses what a rate limit policy has beyond its local
+// and global policies.
+var refuseRateLimit = refuse[contourv1.RateLimitPolicy]("local", "global")
 
 // localRateLimit reads a rateLimitPolicy's local policy as Contour does: a
 // bucket of requests+burst tokens, filled with requests tokens every unit

@@ -88,8 +88,13 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
 		return w.tree
 	}
-	if limit != nil {
-		w.tree.Policy = &ir.VirtualHostPolicy{LocalRateLimit: limit}
+	global, bad := w.virtualHostGlobalRateLimits(root)
+	if bad != nil {
+		st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
+		return w.tree
+	}
+	if limit != nil || global != nil {
+		w.tree.Policy = &ir.VirtualHostPolicy{LocalRateLimit: limit, GlobalRateLimits: global}
 	}
 	tls := vh.TLS != nil
 	if tls && !w.virtualHostTLS(root, httpsPort) {
@@ -177,6 +182,9 @@ type walk struct {
 	// rewrites counts the routes that replace a path prefix: without
 	// any, no level of the tree needs its prefixes expanded.
 	rewrites int
+	// rateLimitChecked are the proxies whose use of the rate limit
+	// service was checked.
+	rateLimitChecked map[*contourv1.HTTPProxy]bool
 }
 
 // route is a translated route and whether it may be served over HTTP on
@@ -348,6 +356,9 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	}
 	vars := contourVars{namespace: p.Namespace}
 	if out.LocalRateLimit, bad = localRateLimit(r.RateLimitPolicy, contourv1.ConditionTypeRouteError, fmt.Sprintf("routes[%d]", i), vars); bad != nil {
+		return route{}, bad
+	}
+	if bad = w.routeGlobalRateLimits(p, i, r.RateLimitPolicy, out); bad != nil {
 		return route{}, bad
 	}
 	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", true, vars); bad != nil {

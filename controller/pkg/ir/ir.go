@@ -34,6 +34,9 @@ type Gateway struct {
 	Clusters []*Cluster `json:"clusters,omitempty"` // ordered by name
 	// Secrets are the TLS certificates the listeners serve, by name.
 	Secrets []*Secret `json:"secrets,omitempty"` // ordered by name
+	// RateLimit is the global rate limit service of every connection
+	// manager; nil for none.
+	RateLimit *RateLimitService `json:"rateLimit,omitempty"`
 	// Serial tells this IR from every other its process built; Changes,
 	// when set, say what differs from the IR of serial Changes.Base.
 	Serial  uint64   `json:"-"`
@@ -237,6 +240,58 @@ type VirtualHost struct {
 // asks of all its routes.
 type VirtualHostPolicy struct {
 	LocalRateLimit *LocalRateLimit `json:"localRateLimit,omitempty"`
+	// GlobalRateLimits are the descriptors of the virtual host's requests
+	// that the Gateway's rate limit service is asked about, for the
+	// routes without their own.
+	GlobalRateLimits []RateLimitDescriptor `json:"globalRateLimits,omitempty"`
+}
+
+// RateLimitService is the global rate limit service the Gateway's
+// connection managers ask about the requests that have descriptors
+// (Envoy's ratelimit filter).
+type RateLimitService struct {
+	Cluster string `json:"cluster"`
+	// Authority is the :authority of the checks; the cluster's name when
+	// empty.
+	Authority string `json:"authority,omitempty"`
+	Domain    string `json:"domain"`
+	// Timeout bounds the wait for an answer (Envoy's default, 20ms, when
+	// 0).
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// FailOpen lets requests through when the service cannot be asked;
+	// else they are answered 500.
+	FailOpen bool `json:"failOpen,omitempty"`
+	// XRateLimitHeaders adds the draft-03 x-ratelimit-* headers.
+	XRateLimitHeaders bool `json:"xRateLimitHeaders,omitempty"`
+	// ResourceExhausted answers limited gRPC requests RESOURCE_EXHAUSTED.
+	ResourceExhausted bool `json:"resourceExhausted,omitempty"`
+}
+
+// RateLimitDescriptor is one descriptor a request is described by, its
+// entries in order; a request that lacks what an entry needs (a header)
+// has no such descriptor.
+type RateLimitDescriptor struct {
+	Entries []RateLimitEntry `json:"entries"`
+}
+
+// RateLimitEntry is one entry of a descriptor: exactly one of a generic
+// key and value, a request header's value under a key, a value for
+// whether the request's headers match, and the client's address.
+type RateLimitEntry struct {
+	// Key and Value: a generic key ("generic_key" when Key is empty).
+	Key   string `json:"key,omitempty"`
+	Value string `json:"value,omitempty"`
+	// Header is the request header whose value is the entry's, under
+	// Key.
+	Header string `json:"header,omitempty"`
+	// Headers, with Value: the entry is ("header_match", Value) when the
+	// request's headers match all of them (ExpectMatch), or when they do
+	// not (else).
+	Headers     []StringMatch `json:"headers,omitempty"`
+	ExpectMatch bool          `json:"expectMatch,omitempty"`
+	// RemoteAddress: the entry is ("remote_address", the client's
+	// address as the connection manager trusts it).
+	RemoteAddress bool `json:"remoteAddress,omitempty"`
 }
 
 // LocalRateLimit is a token bucket each Envoy keeps for the requests of a
@@ -301,6 +356,11 @@ type Route struct {
 	// ExtAuth is the authorization server Envoy asks about each request
 	// before it acts on it.
 	ExtAuth *ExtAuth `json:"extAuth,omitempty"`
+	// GlobalRateLimits are the descriptors the rate limit service is
+	// asked about, in place of the virtual host's; IgnoreVirtualHostRateLimits
+	// asks about none of the virtual host's when the route has none.
+	GlobalRateLimits            []RateLimitDescriptor `json:"globalRateLimits,omitempty"`
+	IgnoreVirtualHostRateLimits bool                  `json:"ignoreVirtualHostRateLimits,omitempty"`
 }
 
 // ExtAuth is an external authorization server (Envoy's ext_authz): Envoy

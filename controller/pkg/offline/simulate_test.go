@@ -63,6 +63,9 @@ type request struct {
 	// Authorization is the server Envoy asks about the request first, as
 	// authorizationSummary writes it; "none" for none.
 	Authorization string `json:"authorization,omitempty"`
+	// RateLimit is what the rate limit service is asked about the
+	// request, as rateLimitSummary writes it; "none" for nothing.
+	RateLimit string `json:"rateLimit,omitempty"`
 	// AuthorizationRequest is the HTTP check the server gets (headers:
 	// name -> value, "" for absent; or :path, :authority).
 	AuthorizationRequest map[string]string `json:"authorizationRequest,omitempty"`
@@ -202,6 +205,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	}
 	if got := authorizationSummary(a.Authorization); r.Authorization != "" && got != r.Authorization {
 		t.Errorf("%s: authorization %q, want %q", what, got, r.Authorization)
+	}
+	if got := rateLimitSummary(a.RateLimit); r.RateLimit != "" && got != r.RateLimit {
+		t.Errorf("%s: rate limit %q, want %q", what, got, r.RateLimit)
 	}
 	if len(r.AuthorizationRequest) > 0 {
 		if a.Authorization == nil || a.Authorization.GRPC {
@@ -378,6 +384,34 @@ func authorizationSummary(z *envoysim.Authorization) string {
 		for _, k := range slices.Sorted(maps.Keys(z.Context)) {
 			s += " " + k + "=" + z.Context[k]
 		}
+	}
+	return s
+}
+
+// rateLimitSummary writes a rate limit check as request cases expect it:
+// "<cluster> <domain>: k=v,k=v; k=v", the descriptors in order, then
+// ", fails open", ", headers" and ", grpc status N" when not 14.
+func rateLimitSummary(c *envoysim.RateLimitCheck) string {
+	if c == nil {
+		return "none"
+	}
+	var ds []string
+	for _, d := range c.Descriptors {
+		var es []string
+		for _, e := range d {
+			es = append(es, e[0]+"="+e[1])
+		}
+		ds = append(ds, strings.Join(es, ","))
+	}
+	s := c.Server.Cluster + " " + c.Domain + ": " + strings.Join(ds, "; ")
+	if c.FailOpen {
+		s += ", fails open"
+	}
+	if c.Headers {
+		s += ", headers"
+	}
+	if c.GRPCStatus != 14 {
+		s += fmt.Sprintf(", grpc status %d", c.GRPCStatus)
 	}
 	return s
 }

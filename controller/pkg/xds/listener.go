@@ -3,6 +3,7 @@ package xds
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -132,10 +133,10 @@ func httpConnectionManager(listener, routeConfig string, s Settings, fwd *ir.For
 			RouteConfigName: routeConfig,
 			ConfigSource:    ads(),
 		}},
-		// CORS, the local rate limit, RBAC, external authorization and
-		// the stateful session do nothing for routes without a CORS
-		// policy, a local rate limit, an IP filter, an authorization
-		// server or a session. A
+		// CORS, the local rate limit, RBAC, external authorization, the
+		// global rate limit and the stateful session do nothing for
+		// routes without a CORS policy, a local rate limit, an IP filter,
+		// an authorization server, descriptors or a session. A
 		// CORS preflight is answered first, and a limited request is not
 		// checked further, as Contour orders them.
 		HttpFilters: []*hcmv3.HttpFilter{{
@@ -169,6 +170,12 @@ func httpConnectionManager(listener, routeConfig string, s Settings, fwd *ir.For
 		MaxRequestHeadersKb:        wrapperspb.UInt32(s.MaxRequestHeadersKiB),
 		ServerHeaderTransformation: serverHeader(s),
 		AccessLog:                  accessLogs(s, false),
+	}
+	if s.RateLimit != nil {
+		// After the authorization filters, before the stateful session
+		// and the router: a request that is not let in is not counted.
+		at := len(hcm.HttpFilters) - 2
+		hcm.HttpFilters = slices.Insert(hcm.HttpFilters, at, globalRateLimitHTTPFilter(s.RateLimit))
 	}
 	if fwd != nil {
 		hcm.ForwardClientCertDetails = hcmv3.HttpConnectionManager_SANITIZE_SET

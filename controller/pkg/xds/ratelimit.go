@@ -56,5 +56,8 @@ func virtualHostHead(v *ir.VirtualHost) *routev3.VirtualHost {
 	if p := v.Policy; p != nil && p.LocalRateLimit != nil {
 		head.TypedPerFilterConfig = map[string]*anypb.Any{localRateLimitFilter: typed(localRateLimit(p.LocalRateLimit, "vhost."+v.Name))}
 	}
+	if p := v.Policy; p != nil && len(p.GlobalRateLimits) > 0 {
+		head.RateLimits = rateLimits(p.GlobalRateLimits)
+	}
 	return head
 }

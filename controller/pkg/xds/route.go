@@ -62,6 +62,9 @@ func (x *Translator) route(r *ir.Route, in *routeMessages) *routev3.Route {
 	if r.ExtAuth != nil {
 		set(extAuthz(r.ExtAuth))
 	}
+	if r.IgnoreVirtualHostRateLimits && len(r.GlobalRateLimits) == 0 {
+		set(globalRateLimitFilter, ignoreVirtualHostRateLimits)
+	}
 	if r.Session != nil {
 		set(statefulSessionFilter, statefulSession(r.Session, &r.Match))
 	}
@@ -94,7 +97,7 @@ func (x *Translator) action(r *ir.Route, in *routeMessages) *routev3.Route_Route
 // name (and whether websockets are off), and which.
 func plainCluster(r *ir.Route) (string, bool) {
 	if r.Rewrite != nil || len(r.Mirrors) > 0 || r.TimeoutDisabled || r.Timeout > 0 || r.Retry != nil || r.BackendTimeout > 0 ||
-		r.IdleTimeout > 0 || r.IdleTimeoutDisabled || len(r.HashPolicies) > 0 || r.InternalRedirect != nil {
+		r.IdleTimeout > 0 || r.IdleTimeoutDisabled || len(r.HashPolicies) > 0 || r.InternalRedirect != nil || len(r.GlobalRateLimits) > 0 {
 		return "", false
 	}
 	cluster, live := "", 0
@@ -116,6 +119,9 @@ var noWebsockets = []*routev3.RouteAction_UpgradeConfig{{UpgradeType: "websocket
 
 func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 	a := &routev3.RouteAction{}
+	if len(r.GlobalRateLimits) > 0 {
+		a.RateLimits = rateLimits(r.GlobalRateLimits)
+	}
 	var live []ir.WeightedCluster
 	for _, b := range r.Destination.Backends {
 		if b.Weight > 0 {

@@ -1,6 +1,10 @@
 package xds
 
-import "time"
+import (
+	"time"
+
+	"isobar.dev/controller/pkg/ir"
+)
 
 // Settings are the parts of the Envoy configuration that come from the
 // ContourDeployment's runtimeSettings rather than from the Gateway API.
@@ -26,6 +30,10 @@ type Settings struct {
 	AccessLog     string
 	AccessLogText string
 	AccessLogJSON []string
+	// RateLimit is the Gateway's rate limit service (the IR's, set for
+	// each translation): connection managers have Envoy's rate limit
+	// filter only with one.
+	RateLimit *ir.RateLimitService
 }
 
 // DefaultSettings are the ContourDeployment's defaults.

@@ -6,6 +6,8 @@
 package xds
 
 import (
+	"reflect"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -80,6 +82,8 @@ type Translator struct {
 	serial    uint64
 	listeners map[string]*builtListener
 	changes   *ir.Changes
+	// rateLimit is the rate limit service the listeners were built with.
+	rateLimit *ir.RateLimitService
 }
 
 // builtListener is a listener as built last, with the route
@@ -101,13 +105,16 @@ func NewTranslator(s Settings) *Translator {
 func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	x.actions, x.encodedVhosts = map[string]*routev3.Route_Route{}, map[string][]encodedVirtualHost{}
 	x.changes = nil
-	if g.Changes != nil && x.serial != 0 && g.Changes.Base == x.serial {
+	// Every connection manager has the rate limit service: when it
+	// changes, every listener does.
+	if g.Changes != nil && x.serial != 0 && g.Changes.Base == x.serial && reflect.DeepEqual(g.RateLimit, x.rateLimit) {
 		x.changes = g.Changes
 	}
 	// A translation that fails leaves nothing to build on.
 	x.serial = 0
 	defer func() { x.actions, x.encodedVhosts, x.encodings, x.changes = nil, nil, nil, nil }()
 	s := x.settings
+	s.RateLimit = g.RateLimit
 	out := &Resources{}
 	invalidUsed := false
 	built := make(map[string]*builtListener, len(g.Listeners))
@@ -124,7 +131,7 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 		out.Listeners = append(out.Listeners, b.listener)
 		out.Routes = append(out.Routes, b.routes...)
 	}
-	x.listeners, x.serial = built, g.Serial
+	x.listeners, x.serial, x.rateLimit = built, g.Serial, g.RateLimit
 	for _, c := range g.Clusters {
 		out.Clusters = append(out.Clusters, cluster(c, s))
 		if !c.DNS {
