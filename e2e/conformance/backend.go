@@ -16,16 +16,18 @@ import (
 )
 
 // echoImage is the image of the suite's echo server, which its backend
-// Pods run; authzImage that of the authorization server of our tests
-// (cmd/authz-server).
+// Pods run; authzImage and rateLimitImage those of the authorization and
+// rate limit services of our tests (cmd/authz-server,
+// cmd/ratelimit-server).
 const (
-	echoImage  = "gateway-api/echo-basic"
-	authzImage = "isobar-e2e/authz-server"
+	echoImage      = "gateway-api/echo-basic"
+	authzImage     = "isobar-e2e/authz-server"
+	rateLimitImage = "isobar-e2e/ratelimit-server"
 )
 
 // runBackend plays a Pod of the suite's backends as a kubelet runs its
 // container: echo-basic, built from the conformance module (or our
-// authz-server), with the Pod's environment and mounts, in a network
+// authz-server or ratelimit-server), with the Pod's environment and mounts, in a network
 // namespace of its own so that it listens on exactly the ports it would
 // in the Pod. What it prints is the Pod's log. The suite's CoreDNS Pod is
 // played by a DNS server in a namespace of its own that answers every
@@ -36,11 +38,14 @@ func (f *fleet) runBackend(pod *corev1.Pod) (func(), error) {
 	}
 	c := &pod.Spec.Containers[0]
 	binary := "echo-basic"
-	if strings.Contains(c.Image, authzImage) {
+	switch {
+	case strings.Contains(c.Image, authzImage):
 		binary = "authz-server"
+	case strings.Contains(c.Image, rateLimitImage):
+		binary = "ratelimit-server"
 	}
 	switch {
-	case strings.Contains(c.Image, echoImage) || binary == "authz-server":
+	case strings.Contains(c.Image, echoImage) || binary != "echo-basic":
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 		p, err := f.env.RunPodProcessWith(f.ctx, f.kubeconfig, pod, c.Name, binary,
 			harness.ProcessOptions{Netns: true, Output: f.logs.writer(key)})
