@@ -105,6 +105,8 @@ type RateLimitServiceSettings struct {
 	// Domain is the domain the service's limits are configured under.
 	// +kubebuilder:default=contour
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[^\u0000-\u001f\u007f]*$`
 	// +optional
 	Domain string `json:"domain,omitempty"`
 

@@ -2,6 +2,7 @@ package httpproxy
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -11,6 +12,7 @@ import (
 
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/validate"
 )
 
 // defaultMaxRequestBytes is how much of a body a check carries when
@@ -69,6 +71,9 @@ func (w *walk) authorization(root *contourv1.HTTPProxy) (*authorization, *proble
 		return nil, refused(contourv1.ConditionTypeAuthError, "AuthResponseTimeoutInvalid",
 			"Spec.Virtualhost.Authorization.ResponseTimeout is invalid: a check needs a timeout, not infinity")
 	}
+	if msg := contextProblem(a.AuthPolicy); msg != "" {
+		return nil, refused(contourv1.ConditionTypeAuthError, "AuthPolicyInvalid", "Spec.Virtualhost.Authorization.AuthPolicy: "+msg)
+	}
 	out := &authorization{failOpen: a.FailOpen, policy: a.AuthPolicy}
 	name := types.NamespacedName{Namespace: cmp.Or(ref.Namespace, root.Namespace), Name: ref.Name}
 	ext, msg := w.extensionService(root, name)
@@ -109,6 +114,20 @@ func (w *walk) extensionService(root *contourv1.HTTPProxy, name types.Namespaced
 		return nil, fmt.Sprintf("extension service %q is not valid: %s", name, msg)
 	}
 	return ext, ""
+}
+
+// contextProblem says what is wrong with an authPolicy's context, "" for
+// nothing: its keys and values are text Envoy carries to the server.
+func contextProblem(p *contourv1.AuthorizationPolicy) string {
+	if p == nil {
+		return ""
+	}
+	for k, v := range p.Context {
+		if err := errors.Join(validate.Text(k, "context key"), validate.Text(v, "context value")); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
 }
 
 // policyFor is how route r is checked: nil when its authPolicy (or the

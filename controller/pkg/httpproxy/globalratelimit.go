@@ -161,6 +161,9 @@ func rateLimitEntry(e *contourv1.RateLimitDescriptorEntry) (ir.RateLimitEntry, e
 		if g.Value == "" {
 			return ir.RateLimitEntry{}, errors.New("genericKey needs a value")
 		}
+		if err := errors.Join(validate.Text(g.Key, "genericKey.key"), validate.Text(g.Value, "genericKey.value")); err != nil {
+			return ir.RateLimitEntry{}, err
+		}
 		return ir.RateLimitEntry{Key: g.Key, Value: g.Value}, nil
 	case e.RequestHeader != nil:
 		h := e.RequestHeader
@@ -170,6 +173,9 @@ func rateLimitEntry(e *contourv1.RateLimitDescriptorEntry) (ir.RateLimitEntry, e
 		if h.DescriptorKey == "" {
 			return ir.RateLimitEntry{}, errors.New("requestHeader needs a descriptorKey")
 		}
+		if err := validate.Text(h.DescriptorKey, "requestHeader.descriptorKey"); err != nil {
+			return ir.RateLimitEntry{}, err
+		}
 		return ir.RateLimitEntry{Key: h.DescriptorKey, Header: h.HeaderName}, nil
 	case e.RequestHeaderValueMatch != nil:
 		m := e.RequestHeaderValueMatch
@@ -178,6 +184,9 @@ func rateLimitEntry(e *contourv1.RateLimitDescriptorEntry) (ir.RateLimitEntry, e
 		}
 		if len(m.Headers) == 0 {
 			return ir.RateLimitEntry{}, errors.New("requestHeaderValueMatch needs headers to match")
+		}
+		if err := validate.Text(m.Value, "requestHeaderValueMatch.value"); err != nil {
+			return ir.RateLimitEntry{}, err
 		}
 		out := ir.RateLimitEntry{Value: m.Value, ExpectMatch: m.ExpectMatch}
 		for k := range m.Headers {

@@ -385,6 +385,9 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	if r.AuthPolicy != nil && w.root.Spec.VirtualHost.Authorization == nil {
 		w.warn(p, i, "PolicyHasNoEffect", "authPolicy takes effect only under a root whose virtualhost has authorization")
 	}
+	if msg := contextProblem(r.AuthPolicy); msg != "" {
+		return route{}, refused(contourv1.ConditionTypeAuthError, "AuthPolicyInvalid", fmt.Sprintf("routes[%d].authPolicy: %s", i, msg))
+	}
 	if out.InternalRedirect, bad = internalRedirect(r.InternalRedirectPolicy); bad != nil {
 		return route{}, bad
 	}

@@ -8,16 +8,20 @@ import (
 	kptr "k8s.io/utils/ptr"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/resources"
 )
 
 // FuzzHTTPProxy varies the user-controlled strings and numbers of a root
 // HTTPProxy and the proxy it includes (conditions, negated ones too,
-// rewrites, redirects, retries, timeouts, mirrors), which the CRD's schema would check
-// only in part: nothing may panic, what translates passes the Envoy
+// rewrites, redirects, retries, timeouts, mirrors, global rate limit
+// descriptors, authorization context), and of the ExtensionService the
+// root and the profile's rate limit service use, which the CRD's schema
+// would check only in part: nothing may panic, what translates passes the Envoy
 // checks and the simulator, and an incremental translation that sees the
 // included proxy arrive gives what a fresh one does.
 func FuzzHTTPProxy(f *testing.F) {
@@ -51,11 +55,33 @@ func proxyResources(fqdn, prefix, childPrefix, header, value, regex, query, time
 		}},
 	}}
 	redirect := path
+	// The profile's rate limit service, and the ExtensionService it and
+	// the root's authorization use.
+	res.ContourDeployments = []*v1alpha1.ContourDeployment{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "profile"},
+		Spec: v1alpha1.ContourDeploymentSpec{RuntimeSettings: v1alpha1.RuntimeSettings{HTTPProxy: &v1alpha1.HTTPProxySettings{
+			RateLimitService: &v1alpha1.RateLimitServiceSettings{ExtensionService: v1alpha1.ObjectReference{Namespace: "default", Name: "ext"}, Domain: value,
+				DefaultGlobalRateLimitPolicy: &contourv1.GlobalRateLimitPolicy{Descriptors: []contourv1.RateLimitDescriptor{{Entries: []contourv1.RateLimitDescriptorEntry{
+					{GenericKey: &contourv1.GenericKeyDescriptor{Key: header, Value: value}}}}}}},
+		}}},
+	}}
+	res.GatewayClasses[0].Spec.ParametersRef = &gatewayv1.ParametersReference{Group: "isobar.dev", Kind: "ContourDeployment", Namespace: kptr.To(gatewayv1.Namespace("default")), Name: "profile"}
+	res.ExtensionServices = []*contourv1alpha1.ExtensionService{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ext", Generation: 1},
+		Spec: contourv1alpha1.ExtensionServiceSpec{Protocol: kptr.To("h2c"), Services: []contourv1alpha1.ExtensionServiceTarget{{Name: "svc", Port: int(weight)}},
+			TimeoutPolicy: &contourv1.TimeoutPolicy{Response: timeout}},
+	}}
 	res.HTTPProxies = []*contourv1.HTTPProxy{{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "root", Generation: 1},
 		Spec: contourv1.HTTPProxySpec{
-			VirtualHost: &contourv1.VirtualHost{Fqdn: fqdn},
-			Includes:    []contourv1.Include{{Name: "child", Conditions: []contourv1.MatchCondition{{Prefix: prefix}, {Header: &contourv1.HeaderMatchCondition{Name: header, Contains: value}}}}},
+			VirtualHost: &contourv1.VirtualHost{Fqdn: fqdn,
+				Authorization: &contourv1.AuthorizationServer{ExtensionServiceRef: contourv1.ExtensionServiceReference{Name: "ext"}, ResponseTimeout: timeout,
+					AuthPolicy: &contourv1.AuthorizationPolicy{Context: map[string]string{header: value}}},
+				RateLimitPolicy: &contourv1.RateLimitPolicy{Global: &contourv1.GlobalRateLimitPolicy{Descriptors: []contourv1.RateLimitDescriptor{{Entries: []contourv1.RateLimitDescriptorEntry{
+					{RequestHeader: &contourv1.RequestHeaderDescriptor{HeaderName: header, DescriptorKey: value}},
+					{RequestHeaderValueMatch: &contourv1.RequestHeaderValueMatchDescriptor{Headers: []contourv1.HeaderMatchCondition{{Name: header, Regex: regex}}, Value: value}},
+				}}}}}},
+			Includes: []contourv1.Include{{Name: "child", Conditions: []contourv1.MatchCondition{{Prefix: prefix}, {Header: &contourv1.HeaderMatchCondition{Name: header, Contains: value}}}}},
 			Routes: []contourv1.Route{
 				{Conditions: []contourv1.MatchCondition{{Regex: regex}}, Services: []contourv1.Service{{Name: "svc", Port: 80, Weight: weight}},
 					TimeoutPolicy:        &contourv1.TimeoutPolicy{Response: timeout},
@@ -72,6 +98,10 @@ func proxyResources(fqdn, prefix, childPrefix, header, value, regex, query, time
 			PathRewritePolicy: &contourv1.PathRewritePolicy{ReplacePrefix: []contourv1.ReplacePrefix{{Prefix: prefix + childPrefix, Replacement: path}, {Replacement: childPrefix}}},
 			RetryPolicy:       &contourv1.RetryPolicy{NumRetries: weight, PerTryTimeout: timeout, RetriableStatusCodes: []uint32{uint32(status)}},
 			TimeoutPolicy:     &contourv1.TimeoutPolicy{Idle: timeout, IdleConnection: timeout},
+			RateLimitPolicy: &contourv1.RateLimitPolicy{Global: &contourv1.GlobalRateLimitPolicy{Descriptors: []contourv1.RateLimitDescriptor{{Entries: []contourv1.RateLimitDescriptorEntry{
+				{GenericKey: &contourv1.GenericKeyDescriptor{Key: query, Value: path}}, {RemoteAddress: &contourv1.RemoteAddressDescriptor{}},
+			}}}}},
+			AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: weight%2 == 0, Context: map[string]string{query: path}},
 		}, {
 			Conditions:            []contourv1.MatchCondition{{Header: &contourv1.HeaderMatchCondition{Name: header, NotExact: value, TreatMissingAsEmpty: true}}},
 			RequestRedirectPolicy: &contourv1.HTTPRequestRedirectPolicy{Prefix: &redirect},

@@ -18,6 +18,8 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // tokenChars are the characters of an HTTP token (RFC 7230), the name of a
@@ -115,6 +117,16 @@ func Token(v string, what ...string) error {
 func Value(v string, what ...string) error {
 	if len(v) > 4096 || strings.ContainsAny(v, "\x00\r\n") {
 		return fmt.Errorf("%s %q contains control characters or is longer than 4096", strings.Join(what, " "), v)
+	}
+	return nil
+}
+
+// Text allows what a string field of Envoy's configuration carries as
+// text, such as a rate limit descriptor's key or an authorization
+// context's value: UTF-8 without control characters, at most 4096 bytes.
+func Text(v string, what ...string) error {
+	if len(v) > 4096 || !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl) {
+		return fmt.Errorf("%s %q is not text: UTF-8 without control characters, at most 4096 bytes", strings.Join(what, " "), v)
 	}
 	return nil
 }

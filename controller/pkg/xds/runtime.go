@@ -56,6 +56,11 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 	if err := accesslog.Validate(rs.AccessLog); err != nil {
 		return s, err
 	}
+	if hp := rs.HTTPProxy; hp != nil && hp.RateLimitService != nil {
+		if err := hp.RateLimitService.Validate(); err != nil {
+			return s, err
+		}
+	}
 	if v := rs.AccessLog.Format; v != "" {
 		s.AccessLog = v
 	}

@@ -17,6 +17,11 @@ func validate(spec v1alpha1.ContourDeploymentSpec, nodePorts PortRange) error {
 	if err := accesslog.Validate(spec.RuntimeSettings.AccessLog); err != nil {
 		return fmt.Errorf("spec.%w", err)
 	}
+	if hp := spec.RuntimeSettings.HTTPProxy; hp != nil && hp.RateLimitService != nil {
+		if err := hp.RateLimitService.Validate(); err != nil {
+			return fmt.Errorf("spec.%w", err)
+		}
+	}
 	es := spec.Envoy
 	if heap := es.OverloadMaxHeapSize; heap != nil && es.Resources != nil {
 		if limit, ok := es.Resources.Limits[corev1.ResourceMemory]; ok && heap.Cmp(limit) >= 0 {
