@@ -300,6 +300,16 @@ func TestContourDeploymentValidation(t *testing.T) {
 			spec: "envoy: {image: 'envoyproxy/envoy: v1.36'}",
 			want: []string{"spec.envoy.image", "should match"},
 		},
+		{
+			name: "rate limit domain with a control character",
+			spec: "runtimeSettings: {httpproxy: {rateLimitService: {extensionService: {namespace: rl, name: rl}, domain: \"a\\tb\"}}}",
+			want: []string{"spec.runtimeSettings.httpproxy.rateLimitService.domain", "should match"},
+		},
+		{
+			name: "rate limit service without a name",
+			spec: "runtimeSettings: {httpproxy: {rateLimitService: {extensionService: {namespace: rl}}}}",
+			want: []string{"spec.runtimeSettings.httpproxy.rateLimitService.extensionService.name", "Required"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := createProfile(t, ns, "invalid", tc.spec)

@@ -106,7 +106,7 @@ type RateLimitServiceSettings struct {
 	// +kubebuilder:default=contour
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[^\u0000-\u001f\u007f]*$`
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
 	// +optional
 	Domain string `json:"domain,omitempty"`
 
