@@ -82,6 +82,20 @@ spec:
 var externalAuthInput = oneRuleRoute("HTTPRoute",
 	"{backendRefs: [{name: app, port: 80}], filters: [{type: ExternalAuth, externalAuth: {protocol: HTTP, backendRef: {name: other, port: 80}, http: {path: /check, allowedResponseHeaders: [x-b]}, forwardBody: {maxSize: 1024}}}]}")
 
+// backendTrafficInput is a route to Service app and an
+// XBackendTrafficPolicy for the Service with spec (YAML, after
+// targetRefs).
+func backendTrafficInput(spec string) string {
+	return oneRuleRoute("HTTPRoute", "{backendRefs: [{name: app, port: 80}]}") + `
+---
+apiVersion: gateway.networking.x-k8s.io/v1alpha1
+kind: XBackendTrafficPolicy
+metadata: {name: p, namespace: default}
+spec:
+  targetRefs: [{group: "", kind: Service, name: app}]
+  ` + spec + "\n"
+}
+
 // experimentalInputs are, by kind and path of ExperimentalFields, objects
 // that set the field (added to experimentalBase). For a Yes, the test
 // translates them as they are and without the field, and wants the xDS or
@@ -152,6 +166,9 @@ spec:
 		"{backendRefs: [{name: app, port: 80}], filters: [{type: ExternalAuth, externalAuth: {protocol: GRPC, backendRef: {name: other, port: 80}, grpc: {allowedHeaders: [x-c]}}}]}"),
 	"HTTPRoute spec.rules.backendRefs.filters.externalAuth": oneRuleRoute("HTTPRoute",
 		"{backendRefs: [{name: app, port: 80, filters: [{type: ExternalAuth, externalAuth: {protocol: GRPC, backendRef: {name: other, port: 80}, grpc: {allowedHeaders: [x-c]}}}]}]}"),
+	"XBackendTrafficPolicy spec.targetRefs":         backendTrafficInput("retryConstraint: {budget: {percent: 50}}"),
+	"XBackendTrafficPolicy spec.retryConstraint":    backendTrafficInput("retryConstraint: {budget: {percent: 50, interval: 5s}, minRetryRate: {count: 4, interval: 2s}}"),
+	"XBackendTrafficPolicy spec.sessionPersistence": backendTrafficInput("sessionPersistence: {sessionName: s}"),
 	"XBackend spec": `
 apiVersion: gateway.networking.x-k8s.io/v1alpha1
 kind: XBackend

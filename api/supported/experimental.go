@@ -87,7 +87,13 @@ var ExperimentalFields = []FieldSupport{
 
 	{Kind: "XBackend", Path: "spec", Support: Refused, Refusal: "kind XBackend of group \"gateway.networking.x-k8s.io\" is not supported",
 		Note: "an XBackend is not read: a backendRef to one is not resolved (ResolvedRefs False, InvalidKind), and its share of requests answers 500"},
-	{Kind: "XBackendTrafficPolicy", Path: "spec", Support: No,
-		Note: "not read yet: retry budgets and session persistence per Service do not take effect, and the policy gets no status"},
+	{Kind: "XBackendTrafficPolicy", Path: "spec.targetRefs", Support: Yes,
+		Note: "the core Services the policy applies to: every cluster of each; of two policies for one Service the older applies and the newer is Conflicted; another kind is refused (Invalid). Each Gateway whose routes use the Service is an ancestor in the policy's status",
+		Test: "golden backend-traffic"},
+	{Kind: "XBackendTrafficPolicy", Path: "spec.retryConstraint", Support: Yes,
+		Note: "Envoy's retry budget on the Service's clusters: retries at once up to budget.percent of the requests started in the last budget.interval, never fewer than minRetryRate allows, which Envoy keeps as retries in flight (count×1s/interval, at least one) rather than a rate; a retry over the budget is not made, and the client gets the try's answer",
+		Test: "golden backend-traffic; TestRetryBudget (e2e/dataplane)"},
+	{Kind: "XBackendTrafficPolicy", Path: "spec.sessionPersistence", Support: Refused, Refusal: "sessionPersistence is not supported yet",
+		Note: "the policy is not accepted (Invalid): set sessionPersistence on the route rules that use the Service"},
 	{Kind: "XMesh", Path: "spec", Support: OutOfScope, Note: "mesh configuration"},
 }

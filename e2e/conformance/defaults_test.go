@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -92,12 +93,16 @@ func defaultGateways(t *testing.T, r *rig) {
 		return status == http.StatusOK && pod != "", status
 	})
 
-	gw := &gatewayv1.Gateway{}
-	if err := r.env.Client.Get(ctx, gwKey, gw); err != nil {
-		t.Fatal(err)
-	}
-	gw.Spec.DefaultScope = ""
-	if err := r.env.Client.Update(ctx, gw); err != nil {
+	// The operator and the controller write the Gateway too (its status,
+	// its finalizer): read it again on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		gw := &gatewayv1.Gateway{}
+		if err := r.env.Client.Get(ctx, gwKey, gw); err != nil {
+			return err
+		}
+		gw.Spec.DefaultScope = ""
+		return r.env.Client.Update(ctx, gw)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	eventually("the route's entry goes with the default", func() (bool, any) {

@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -109,12 +110,16 @@ func sessionPersistence(t *testing.T, r *rig) {
 	pinned("header session", "/api", withHeader, apiPod)
 
 	// A third Pod: new clients reach it, sessions stay where they are.
-	deploy := &appsv1.Deployment{}
-	if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "echo"}, deploy); err != nil {
-		t.Fatal(err)
-	}
-	deploy.Spec.Replicas = ptr.To[int32](3)
-	if err := r.env.Client.Update(ctx, deploy); err != nil {
+	// The controller manager writes the Deployment's status: read it
+	// again on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		deploy := &appsv1.Deployment{}
+		if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "echo"}, deploy); err != nil {
+			return err
+		}
+		deploy.Spec.Replicas = ptr.To[int32](3)
+		return r.env.Client.Update(ctx, deploy)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}

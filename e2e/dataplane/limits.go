@@ -2,7 +2,9 @@ package dataplane
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"time"
 
 	"isobar.dev/controller/pkg/envoysim"
 )
@@ -21,6 +23,9 @@ type limits struct {
 type load struct {
 	requests, conns, pending, retries int
 	hostConns                         map[string]int
+	// started are when its requests started, as long as a retry budget's
+	// interval asks.
+	started []time.Time
 	// freed is closed, and replaced, when a connection is released.
 	freed chan struct{}
 }
@@ -48,6 +53,10 @@ func (l *limits) request(b *envoysim.Backend) (release func(), ok bool) {
 		return nil, false
 	}
 	c.requests++
+	if cb != nil && cb.RetryBudget != nil && cb.RetryBudget.Interval > 0 {
+		now := time.Now()
+		c.started = append(slices.DeleteFunc(c.started, func(t time.Time) bool { return now.Sub(t) > cb.RetryBudget.Interval }), now)
+	}
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -62,7 +71,21 @@ func (l *limits) retry(b *envoysim.Backend, release *func()) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := l.of(b.Cluster)
-	if cb != nil && c.retries >= int(cb.MaxRetries) {
+	switch {
+	case cb == nil:
+	case cb.RetryBudget != nil:
+		// The budget counts the requests started in its interval, or
+		// without one those going (Envoy's active and pending requests).
+		started := c.requests + c.pending
+		if iv := cb.RetryBudget.Interval; iv > 0 {
+			since := time.Now().Add(-iv)
+			c.started = slices.DeleteFunc(c.started, func(t time.Time) bool { return t.Before(since) })
+			started = len(c.started)
+		}
+		if !cb.RetryBudget.Allows(c.retries, started) {
+			return false
+		}
+	case c.retries >= int(cb.MaxRetries):
 		return false
 	}
 	c.retries++

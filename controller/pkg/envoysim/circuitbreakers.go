@@ -1,6 +1,8 @@
 package envoysim
 
 import (
+	"time"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -17,6 +19,25 @@ type CircuitBreakers struct {
 	MaxRequests           uint32 `json:"maxRequests"`
 	MaxRetries            uint32 `json:"maxRetries"`
 	PerHostMaxConnections uint32 `json:"perHostMaxConnections,omitempty"`
+	// RetryBudget, when set, limits the retries at once instead of
+	// MaxRetries: to Percent of the requests started in the last
+	// Interval, and never below MinRetries.
+	RetryBudget *RetryBudget `json:"retryBudget,omitempty"`
+}
+
+// RetryBudget is a cluster's retry budget (Envoy's circuit breaker
+// retry_budget).
+type RetryBudget struct {
+	Percent    float64       `json:"percent"`
+	Interval   time.Duration `json:"interval"`
+	MinRetries uint32        `json:"minRetries"`
+}
+
+// Allows reports whether a retry may start with retries going, when
+// started requests began in the budget's interval (or, without an
+// interval, are active).
+func (b *RetryBudget) Allows(retries, started int) bool {
+	return retries < max(int(b.MinRetries), int(b.Percent*float64(started)/100))
 }
 
 // Envoy's defaults (circuit_breaker.proto).
@@ -43,11 +64,25 @@ func circuitBreakersOf(c *clusterv3.Cluster) (*CircuitBreakers, error) {
 		}
 	}
 	for _, t := range cb.GetThresholds() {
-		if err := understand(t, "priority", "max_connections", "max_pending_requests", "max_requests", "max_retries", "track_remaining"); err != nil {
+		if err := understand(t, "priority", "max_connections", "max_pending_requests", "max_requests", "max_retries", "track_remaining", "retry_budget"); err != nil {
 			return nil, err
 		}
 		if t.GetPriority() != corev3.RoutingPriority_DEFAULT {
 			continue // every route here is of the default priority
+		}
+		if rb := t.GetRetryBudget(); rb != nil {
+			if err := understand(rb, "budget_percent", "budget_interval", "min_retry_concurrency"); err != nil {
+				return nil, err
+			}
+			// Envoy's defaults: 20%, only the active requests, 3.
+			out.RetryBudget = &RetryBudget{Percent: 20, MinRetries: 3}
+			if p := rb.GetBudgetPercent(); p != nil {
+				out.RetryBudget.Percent = p.GetValue()
+			}
+			out.RetryBudget.Interval = rb.GetBudgetInterval().AsDuration()
+			if m := rb.GetMinRetryConcurrency(); m != nil {
+				out.RetryBudget.MinRetries = m.GetValue()
+			}
 		}
 		set(t.GetMaxConnections(), &out.MaxConnections)
 		set(t.GetMaxPendingRequests(), &out.MaxPendingRequests)

@@ -8,6 +8,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/backendtls"
+	"isobar.dev/controller/pkg/backendtraffic"
+	"isobar.dev/controller/pkg/condition"
 )
 
 // policyAncestor records that this Gateway uses a BackendTLSPolicy, and is
@@ -20,15 +22,29 @@ func (t *gatewayTranslator) policyAncestor(bt *backendtls.Policy) {
 }
 
 func (t *gatewayTranslator) recordAncestor(bt *backendtls.Policy) {
-	k := types.NamespacedName{Namespace: bt.Object.Namespace, Name: bt.Object.Name}
+	t.ancestor(t.status.BackendTLSPolicies, bt.Object.Namespace, bt.Object.Name, bt.Conditions)
+}
+
+// trafficAncestor records that this Gateway uses an
+// XBackendTrafficPolicy, and is where the policies it beat report their
+// conflict.
+func (t *gatewayTranslator) trafficAncestor(p *backendtraffic.Policy) {
+	for _, q := range append([]*backendtraffic.Policy{p}, p.Losers...) {
+		t.ancestor(t.status.BackendTrafficPolicies, q.Object.Namespace, q.Object.Name, q.Conditions)
+	}
+}
+
+// ancestor adds this Gateway's entry, once, to a policy's ancestors.
+func (t *gatewayTranslator) ancestor(into map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus, namespace, name string, conds condition.Policy) {
+	k := types.NamespacedName{Namespace: namespace, Name: name}
 	ns := gatewayv1.Namespace(t.gw.Namespace)
 	ref := gatewayv1.ParentReference{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptr.To(gatewayv1.Kind("Gateway")), Namespace: &ns, Name: gatewayv1.ObjectName(t.gw.Name)}
-	for _, a := range t.status.BackendTLSPolicies[k] {
+	for _, a := range into[k] {
 		if a.AncestorRef.Name == ref.Name && ptr.Deref(a.AncestorRef.Namespace, "") == ns {
 			return
 		}
 	}
-	t.status.BackendTLSPolicies[k] = append(t.status.BackendTLSPolicies[k], gatewayv1.PolicyAncestorStatus{
-		AncestorRef: ref, ControllerName: t.controller, Conditions: slices.Clone(bt.Conditions.Sorted()),
+	into[k] = append(into[k], gatewayv1.PolicyAncestorStatus{
+		AncestorRef: ref, ControllerName: t.controller, Conditions: slices.Clone(conds.Sorted()),
 	})
 }

@@ -50,6 +50,12 @@ func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
 		}
 		t.policyAncestor(s.TLS)
 	}
+	if p := t.traffic[key(s.Service.Namespace, s.Service.Name)]; p != nil && !c.UDP {
+		if p.Budget != nil {
+			c.CircuitBreakers.RetryBudget = *p.Budget
+		}
+		t.trafficAncestor(p)
+	}
 	t.clusters[s.Name] = c
 }
 

@@ -27,6 +27,9 @@ type Status struct {
 	// BackendTLSPolicies holds, per policy, an ancestor entry for each
 	// Gateway whose routes use it.
 	BackendTLSPolicies map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
+	// BackendTrafficPolicies holds, per XBackendTrafficPolicy, an
+	// ancestor entry for each Gateway whose routes use its Service.
+	BackendTrafficPolicies map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
 	// ListenerSets holds the status of each ListenerSet whose parentRef
 	// names a translated Gateway.
 	ListenerSets map[types.NamespacedName]*ListenerSetStatus
@@ -54,14 +57,15 @@ type RouteKey = engine.RouteKey
 
 func newStatus() *Status {
 	return &Status{
-		GatewayClasses:     map[string]*gatewayv1.GatewayClassStatus{},
-		Gateways:           map[types.NamespacedName]*gatewayv1.GatewayStatus{},
-		Routes:             map[RouteKey][]gatewayv1.RouteParentStatus{},
-		BackendTLSPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
-		ListenerSets:       map[types.NamespacedName]*ListenerSetStatus{},
-		Ingresses:          map[types.NamespacedName]*IngressStatus{},
-		HTTPProxies:        map[types.NamespacedName]*HTTPProxyStatus{},
-		ExtensionServices:  map[types.NamespacedName]contourv1alpha1.ExtensionServiceStatus{},
+		GatewayClasses:         map[string]*gatewayv1.GatewayClassStatus{},
+		Gateways:               map[types.NamespacedName]*gatewayv1.GatewayStatus{},
+		Routes:                 map[RouteKey][]gatewayv1.RouteParentStatus{},
+		BackendTLSPolicies:     map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
+		BackendTrafficPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
+		ListenerSets:           map[types.NamespacedName]*ListenerSetStatus{},
+		Ingresses:              map[types.NamespacedName]*IngressStatus{},
+		HTTPProxies:            map[types.NamespacedName]*HTTPProxyStatus{},
+		ExtensionServices:      map[types.NamespacedName]contourv1alpha1.ExtensionServiceStatus{},
 	}
 }
 

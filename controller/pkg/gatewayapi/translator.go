@@ -26,6 +26,7 @@ import (
 	"isobar.dev/api/supported"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/backendtls"
+	"isobar.dev/controller/pkg/backendtraffic"
 	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/httpproxy"
@@ -83,6 +84,7 @@ func NewTranslator(opts Options) *Translator {
 // reported in the status of the object at fault, and the rest is translated.
 func (tr *Translator) Translate(res *resources.Resources) *Result {
 	idx := env.NewIndex(res, backendtls.Evaluate(res.BackendTLSPolicies))
+	traffic := backendtraffic.Evaluate(res.BackendTrafficPolicies)
 	st := newStatus()
 	out := &Result{Status: st}
 	tr.acceptClasses(res, st)
@@ -97,7 +99,7 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	states := map[types.NamespacedName]*gatewayState{}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-		t := &gatewayTranslator{newEnv: idx.Env, endpoints: idx.EndpointSlices, status: st, gw: gw, controller: tr.opts.ControllerName, httpRoutes: httpRoutes, grpcRoutes: grpcRoutes, streams: streams, cache: c}
+		t := &gatewayTranslator{newEnv: idx.Env, endpoints: idx.EndpointSlices, status: st, gw: gw, controller: tr.opts.ControllerName, httpRoutes: httpRoutes, grpcRoutes: grpcRoutes, streams: streams, cache: c, traffic: traffic}
 		if tr.opts.HTTPProxy != nil {
 			t.proxySettings = tr.opts.HTTPProxy(name)
 		}
@@ -196,6 +198,8 @@ type gatewayTranslator struct {
 	// rateLimit is the rate limit service of every connection manager;
 	// nil for none.
 	rateLimit *ir.RateLimitService
+	// traffic are the XBackendTrafficPolicies that apply, by Service.
+	traffic map[types.NamespacedName]*backendtraffic.Policy
 }
 
 // translate translates the Gateway, starting from its previous state when

@@ -196,6 +196,17 @@ type CircuitBreakers struct {
 	MaxRequests           uint32 `json:"maxRequests,omitempty"`
 	MaxRetries            uint32 `json:"maxRetries,omitempty"`
 	PerHostMaxConnections uint32 `json:"perHostMaxConnections,omitempty"`
+	// RetryBudget, when set, limits retries instead of MaxRetries.
+	RetryBudget RetryBudget `json:"retryBudget,omitzero"`
+}
+
+// RetryBudget is Envoy's retry budget: retries in flight at once may be up
+// to Percent of the requests started in the last Interval, and always at
+// least MinRetries. The zero value is none.
+type RetryBudget struct {
+	Percent    int           `json:"percent"`
+	Interval   time.Duration `json:"interval"`
+	MinRetries uint32        `json:"minRetries"`
 }
 
 // LoadBalancer is a cluster's load balancing policy.

@@ -117,6 +117,11 @@ func statusObjects(r *Result) []object {
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
 			Status:   r.Gateways.Status.ExtensionServices[k]})
 	}
+	for _, k := range sortedKeys(r.Gateways.Status.BackendTrafficPolicies) {
+		out = append(out, object{APIVersion: "gateway.networking.x-k8s.io/v1alpha1", Kind: "XBackendTrafficPolicy",
+			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
+			Status:   gatewayv1.PolicyStatus{Ancestors: r.Gateways.Status.BackendTrafficPolicies[k]}})
+	}
 	for _, k := range sortedKeys(r.Gateways.Status.BackendTLSPolicies) {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "BackendTLSPolicy",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},

@@ -417,13 +417,17 @@ func rateLimitSummary(c *envoysim.RateLimitCheck) string {
 }
 
 // circuitBreakersSummary writes a cluster's limits as request cases expect
-// them: "connections 100, pending 1024, requests 1024, retries 3", and the
-// per host connections when set.
+// them: "connections 100, pending 1024, requests 1024, retries 3" (with a
+// retry budget "retry budget 50% of 5s, at least 2" in place of the
+// retries), and the per host connections when set.
 func circuitBreakersSummary(c *envoysim.CircuitBreakers) string {
 	if c == nil {
 		return "none"
 	}
 	s := fmt.Sprintf("connections %d, pending %d, requests %d, retries %d", c.MaxConnections, c.MaxPendingRequests, c.MaxRequests, c.MaxRetries)
+	if b := c.RetryBudget; b != nil {
+		s = fmt.Sprintf("connections %d, pending %d, requests %d, retry budget %g%% of %s, at least %d", c.MaxConnections, c.MaxPendingRequests, c.MaxRequests, b.Percent, b.Interval, b.MinRetries)
+	}
 	if c.PerHostMaxConnections > 0 {
 		s += fmt.Sprintf(", per host connections %d", c.PerHostMaxConnections)
 	}

@@ -24,6 +24,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -241,6 +242,8 @@ var decoders = map[string]decoder{
 		decodeAs(func(r *Resources) *[]*gatewayv1beta1.ReferenceGrant { return &r.ReferenceGrants }), false},
 	"BackendTLSPolicy.gateway.networking.k8s.io": {versions("v1", "v1alpha3"),
 		decodeAs(func(r *Resources) *[]*gatewayv1.BackendTLSPolicy { return &r.BackendTLSPolicies }), false},
+	"XBackendTrafficPolicy.gateway.networking.x-k8s.io": {versions("v1alpha1"),
+		decodeAs(func(r *Resources) *[]*gatewayxv1alpha1.XBackendTrafficPolicy { return &r.BackendTrafficPolicies }), false},
 	"Service": {versions("v1"),
 		decodeAs(func(r *Resources) *[]*corev1.Service { return &r.Services }), false},
 	"EndpointSlice.discovery.k8s.io": {versions("v1"),

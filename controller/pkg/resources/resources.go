@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 )
 
 // Resources holds pointers to objects the translator must treat as read-only:
@@ -32,11 +33,14 @@ type Resources struct {
 	IngressClasses     []*networkingv1.IngressClass
 	ReferenceGrants    []*gatewayv1beta1.ReferenceGrant
 	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
-	Services           []*corev1.Service
-	EndpointSlices     []*discoveryv1.EndpointSlice
-	Secrets            []*corev1.Secret
-	ConfigMaps         []*corev1.ConfigMap
-	Namespaces         []*corev1.Namespace
+	// BackendTrafficPolicies are the experimental channel's
+	// XBackendTrafficPolicies.
+	BackendTrafficPolicies []*gatewayxv1alpha1.XBackendTrafficPolicy
+	Services               []*corev1.Service
+	EndpointSlices         []*discoveryv1.EndpointSlice
+	Secrets                []*corev1.Secret
+	ConfigMaps             []*corev1.ConfigMap
+	Namespaces             []*corev1.Namespace
 	// ContourDeployments are read by the offline tools only, for the
 	// runtimeSettings of each Gateway's profile; the live controller gets
 	// its Gateway's from the operator.

@@ -49,7 +49,8 @@ func mirror(ev *eval, r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPReq
 // groups of up to five digits and a unit of h, m, s or ms.
 var durationPattern = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
 
-func parseDuration(what string, d gatewayv1.Duration) (time.Duration, error) {
+// ParseDuration parses a Gateway API duration; what names it in errors.
+func ParseDuration(what string, d gatewayv1.Duration) (time.Duration, error) {
 	if !durationPattern.MatchString(string(d)) {
 		return 0, fmt.Errorf("%s %q is not a Gateway API duration such as 10s or 1m30s", what, d)
 	}
@@ -65,14 +66,14 @@ func parseDuration(what string, d gatewayv1.Duration) (time.Duration, error) {
 func timeouts(r *ir.Route, to *gatewayv1.HTTPRouteTimeouts, retry *gatewayv1.HTTPRouteRetry) error {
 	if to != nil {
 		if to.Request != nil {
-			d, err := parseDuration("timeouts.request", *to.Request)
+			d, err := ParseDuration("timeouts.request", *to.Request)
 			if err != nil {
 				return err
 			}
 			r.Timeout, r.TimeoutDisabled = d, d == 0
 		}
 		if to.BackendRequest != nil {
-			d, err := parseDuration("timeouts.backendRequest", *to.BackendRequest)
+			d, err := ParseDuration("timeouts.backendRequest", *to.BackendRequest)
 			if err != nil {
 				return err
 			}
@@ -97,7 +98,7 @@ func timeouts(r *ir.Route, to *gatewayv1.HTTPRouteTimeouts, retry *gatewayv1.HTT
 			rt.Codes = append(rt.Codes, uint32(c))
 		}
 		if retry.Backoff != nil {
-			d, err := parseDuration("retry.backoff", *retry.Backoff)
+			d, err := ParseDuration("retry.backoff", *retry.Backoff)
 			if err != nil {
 				return err
 			}

@@ -69,7 +69,7 @@ func session(sp *gatewayv1.SessionPersistence, kind, namespace, name string, rul
 	case !permanent:
 		return nil, errors.New("sessionPersistence.absoluteTimeout needs cookieConfig.lifetimeType Permanent: Envoy can end a session only through the cookie's Max-Age, which a session cookie does not have")
 	default:
-		d, err := parseDuration("sessionPersistence.absoluteTimeout", *sp.AbsoluteTimeout)
+		d, err := ParseDuration("sessionPersistence.absoluteTimeout", *sp.AbsoluteTimeout)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/api/served"
 )
@@ -26,7 +27,7 @@ import (
 var gatewayKinds = []client.Object{
 	&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{},
 	&gatewayv1.TLSRoute{}, &gatewayv1.TCPRoute{}, &gatewayv1.UDPRoute{}, &gatewayv1.ListenerSet{},
-	&gatewayv1beta1.ReferenceGrant{}, &gatewayv1.BackendTLSPolicy{},
+	&gatewayv1beta1.ReferenceGrant{}, &gatewayv1.BackendTLSPolicy{}, &gatewayxv1alpha1.XBackendTrafficPolicy{},
 }
 
 // contourKinds are Contour's kinds translation reads (HTTPProxy, and the

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/controller/pkg/resources"
 )
@@ -47,6 +48,7 @@ func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error
 		IngressClasses:            list[networkingv1.IngressClass](l),
 		ReferenceGrants:           list[gatewayv1beta1.ReferenceGrant](l),
 		BackendTLSPolicies:        list[gatewayv1.BackendTLSPolicy](l),
+		BackendTrafficPolicies:    list[gatewayxv1alpha1.XBackendTrafficPolicy](l),
 		Services:                  list[corev1.Service](l),
 		Namespaces:                list[corev1.Namespace](l),
 		HTTPProxies:               list[contourv1.HTTPProxy](l),

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	specaddr "isobar.dev/api/addresses"
 	"isobar.dev/api/target"
@@ -27,8 +28,9 @@ import (
 // stops referring to the Gateway; an object whose entries are the slice
 // last written is not read again unless someone touched it.
 type statusCache struct {
-	routes   map[gatewayapi.RouteKey][]gatewayv1.RouteParentStatus
-	policies map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
+	routes          map[gatewayapi.RouteKey][]gatewayv1.RouteParentStatus
+	policies        map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
+	trafficPolicies map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
 }
 
 // statusWork is one translation's status and what it served.
@@ -126,8 +128,14 @@ func (w *statusWriter) writeObjects(ctx context.Context, work *statusWork, reche
 		return err
 	}
 	recheckPolicy := func(k types.NamespacedName) bool { return recheck(policyKey(k)) }
-	w.written.policies, err = writeEach(st.BackendTLSPolicies, w.written.policies, recheckPolicy, func(k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
+	if w.written.policies, err = writeEach(st.BackendTLSPolicies, w.written.policies, recheckPolicy, func(k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
 		return w.writePolicy(ctx, k, ancestors)
+	}); err != nil {
+		return err
+	}
+	recheckTraffic := func(k types.NamespacedName) bool { return recheck(objectKey{"XBackendTrafficPolicy", k}) }
+	w.written.trafficPolicies, err = writeEach(st.BackendTrafficPolicies, w.written.trafficPolicies, recheckTraffic, func(k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
+		return w.writeTrafficPolicy(ctx, k, ancestors)
 	})
 	return err
 }
@@ -367,20 +375,32 @@ func (w *statusWriter) writeRoute(ctx context.Context, k gatewayapi.RouteKey, pa
 // BackendTLSPolicy's status with ancestors (none removes them), keeping
 // every other entry.
 func (w *statusWriter) writePolicy(ctx context.Context, k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
+	p := &gatewayv1.BackendTLSPolicy{}
+	return w.writeAncestors(ctx, "BackendTLSPolicy", k, ancestors, p, &p.Status)
+}
+
+// writeTrafficPolicy is writePolicy for an XBackendTrafficPolicy.
+func (w *statusWriter) writeTrafficPolicy(ctx context.Context, k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
+	p := &gatewayxv1alpha1.XBackendTrafficPolicy{}
+	return w.writeAncestors(ctx, "XBackendTrafficPolicy", k, ancestors, p, &p.Status)
+}
+
+// writeAncestors replaces this Gateway's ancestor entries in the status
+// of a policy of kind, read into obj, whose status is status.
+func (w *statusWriter) writeAncestors(ctx context.Context, kind string, k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus, obj client.Object, status *gatewayv1.PolicyStatus) error {
 	return w.retry(func(reader client.Reader) error {
-		p := &gatewayv1.BackendTLSPolicy{}
-		statusChecks.WithLabelValues("BackendTLSPolicy").Inc()
-		if err := reader.Get(ctx, k, p); err != nil {
+		statusChecks.WithLabelValues(kind).Inc()
+		if err := reader.Get(ctx, k, obj); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		next := mergeEntries(p.Status.Ancestors, ancestors, ancestorEntry, func(a gatewayv1.PolicyAncestorStatus) bool {
+		next := mergeEntries(status.Ancestors, ancestors, ancestorEntry, func(a gatewayv1.PolicyAncestorStatus) bool {
 			return w.ours(a.ControllerName, a.AncestorRef, k.Namespace)
 		})
-		if apiequality.Semantic.DeepEqual(next, p.Status.Ancestors) || len(next) == 0 && len(p.Status.Ancestors) == 0 {
+		if apiequality.Semantic.DeepEqual(next, status.Ancestors) || len(next) == 0 && len(status.Ancestors) == 0 {
 			return nil
 		}
-		p.Status.Ancestors = next
-		return w.update(ctx, p, "BackendTLSPolicy")
+		status.Ancestors = next
+		return w.update(ctx, obj, kind)
 	})
 }
 

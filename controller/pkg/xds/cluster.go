@@ -261,6 +261,13 @@ func circuitBreakers(l ir.CircuitBreakers) *clusterv3.CircuitBreakers {
 		MaxConnections: u32(l.MaxConnections), MaxPendingRequests: u32(l.MaxPendingRequests),
 		MaxRequests: u32(l.MaxRequests), MaxRetries: u32(l.MaxRetries), TrackRemaining: true,
 	}}}
+	if b := l.RetryBudget; b != (ir.RetryBudget{}) {
+		out.Thresholds[0].RetryBudget = &clusterv3.CircuitBreakers_Thresholds_RetryBudget{
+			BudgetPercent:       &typev3.Percent{Value: float64(b.Percent)},
+			BudgetInterval:      durationpb.New(b.Interval),
+			MinRetryConcurrency: wrapperspb.UInt32(b.MinRetries),
+		}
+	}
 	if l.PerHostMaxConnections > 0 {
 		out.PerHostThresholds = []*clusterv3.CircuitBreakers_Thresholds{{MaxConnections: u32(l.PerHostMaxConnections), TrackRemaining: true}}
 	}
