@@ -6,6 +6,7 @@ import (
 
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/controller/pkg/resources"
 )
@@ -71,4 +72,38 @@ func TestIncrementalExtensionServices(t *testing.T) {
 			runSteps(t, base, steps)
 		})
 	}
+}
+
+// An XBackendTrafficPolicy deleted lets the newer one it beat apply; back,
+// it applies again; edited, its budget follows: each step as a fresh
+// translation has it.
+func TestIncrementalBackendTrafficPolicies(t *testing.T) {
+	base, _, err := LoadFiles([]string{"testdata/backend-traffic.in.yaml"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var budget *gatewayxv1alpha1.XBackendTrafficPolicy
+	for _, p := range base.BackendTrafficPolicies {
+		if p.Name == "budget" {
+			budget = p
+		}
+	}
+	if budget == nil {
+		t.Fatal("the input has no XBackendTrafficPolicy budget")
+	}
+	without := func(r *resources.Resources) {
+		r.BackendTrafficPolicies = slices.DeleteFunc(slices.Clone(r.BackendTrafficPolicies), func(p *gatewayxv1alpha1.XBackendTrafficPolicy) bool { return p == budget })
+	}
+	runSteps(t, base, []snapshotStep{
+		{"first", func(*resources.Resources) {}},
+		{"the older policy deleted", without},
+		{"back", func(r *resources.Resources) { r.BackendTrafficPolicies = append(slices.Clone(r.BackendTrafficPolicies), budget) }},
+		{"edited", func(r *resources.Resources) {
+			without(r)
+			p := budget.DeepCopy()
+			p.Generation++
+			p.Spec.RetryConstraint.Budget.Percent = ptr(75)
+			r.BackendTrafficPolicies = append(r.BackendTrafficPolicies, p)
+		}},
+	})
 }
