@@ -97,7 +97,9 @@ func TestIncrementalBackendTrafficPolicies(t *testing.T) {
 	runSteps(t, base, []snapshotStep{
 		{"first", func(*resources.Resources) {}},
 		{"the older policy deleted", without},
-		{"back", func(r *resources.Resources) { r.BackendTrafficPolicies = append(slices.Clone(r.BackendTrafficPolicies), budget) }},
+		{"back", func(r *resources.Resources) {
+			r.BackendTrafficPolicies = append(slices.Clone(r.BackendTrafficPolicies), budget)
+		}},
 		{"edited", func(r *resources.Resources) {
 			without(r)
 			p := budget.DeepCopy()
