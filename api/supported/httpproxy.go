@@ -115,5 +115,6 @@ var HTTPProxyFields = []FieldSupport{
 		Note: "a check is no stream to time out: ignored with a warning, as in Contour"},
 	{Kind: "ExtensionService", Path: "spec.loadBalancerPolicy", Support: Yes,
 		Note: "RoundRobin, WeightedLeastRequest, Random; Cookie and RequestHash are ignored with a warning, as in Contour", Test: "golden httpproxy-authorization"},
-	{Kind: "ExtensionService", Path: "spec.circuitBreakerPolicy", Support: NotYet, Refusal: "spec.circuitBreakerPolicy is not supported yet"},
+	{Kind: "ExtensionService", Path: "spec.circuitBreakerPolicy", Support: Yes,
+		Note: "Envoy's circuit breakers on the server's cluster, in place of its Service's annotations'", Test: "golden httpproxy-authorization"},
 }

@@ -11,11 +11,13 @@ import (
 
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/env"
+	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
 )
 
 // refuseExtension are the fields of an ExtensionService not served yet.
-var refuseExtension = refuse[contourv1alpha1.ExtensionServiceSpec]("services", "validation", "protocol", "loadBalancerPolicy", "timeoutPolicy", "protocolVersion")
+var refuseExtension = refuse[contourv1alpha1.ExtensionServiceSpec]("services", "validation", "protocol", "loadBalancerPolicy", "timeoutPolicy", "protocolVersion",
+	"circuitBreakerPolicy")
 
 // extension is an ExtensionService as Envoy speaks to it: gRPC over
 // HTTP/2 to the cluster of its Service.
@@ -94,6 +96,11 @@ func (w *walk) extensionOf(x *contourv1alpha1.ExtensionService, valid *contourv1
 		valid.AddWarning(contourv1.ConditionTypeSpecError, "IgnoredField", m)
 	}
 	up.LoadBalancer = lb
+	if cb := spec.CircuitBreakerPolicy; cb != nil {
+		// The server's own limits, in place of its Service's annotations'.
+		up.CircuitBreakers = ir.CircuitBreakers{MaxConnections: cb.MaxConnections, MaxPendingRequests: cb.MaxPendingRequests,
+			MaxRequests: cb.MaxRequests, MaxRetries: cb.MaxRetries, PerHostMaxConnections: cb.PerHostMaxConnections}
+	}
 	if v := spec.UpstreamValidation; v != nil {
 		if up.Protocol != "h2" {
 			return nil, refused(contourv1.ConditionTypeSpecError, "InconsistentProtocol", fmt.Sprintf("upstream TLS validation not supported for %q protocol", up.Protocol))

@@ -1,6 +1,7 @@
 package routerule
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,9 @@ type Upstream struct {
 	// HealthPort is the Service port health checks go to, when not the
 	// backend's (0).
 	HealthPort int32
+	// CircuitBreakers, when set, are the cluster's limits in place of the
+	// Service's annotations' (an ExtensionService's circuitBreakerPolicy).
+	CircuitBreakers ir.CircuitBreakers
 }
 
 // suffix sets the cluster of an Upstream apart from the Service port's
@@ -86,6 +90,9 @@ func (u Upstream) suffix() string {
 	if u.SlowStart.Window > 0 {
 		s += "/slowstart=" + u.SlowStart.Window.String() + "," + strconv.FormatFloat(u.SlowStart.Aggression, 'g', -1, 64) + "," + strconv.Itoa(int(u.SlowStart.MinWeightPercent))
 	}
+	if cb := u.CircuitBreakers; cb != (ir.CircuitBreakers{}) {
+		s += fmt.Sprintf("/cb=%d,%d,%d,%d,%d", cb.MaxConnections, cb.MaxPendingRequests, cb.MaxRequests, cb.MaxRetries, cb.PerHostMaxConnections)
+	}
 	return s
 }
 
@@ -94,6 +101,9 @@ func (u Upstream) suffix() string {
 // Service, to its external name on that port.
 func (u Upstream) Apply(c *ir.Cluster, port int32) {
 	c.IdleTimeout, c.LoadBalancer, c.HealthCheck, c.SlowStart = u.IdleConnection, u.LoadBalancer, u.HealthCheck, u.SlowStart
+	if u.CircuitBreakers != (ir.CircuitBreakers{}) {
+		c.CircuitBreakers = u.CircuitBreakers
+	}
 	if u.ExternalName != "" {
 		c.DNS, c.Endpoints = true, []ir.Endpoint{{Address: u.ExternalName, Port: uint32(port)}}
 	}
