@@ -248,7 +248,7 @@ var httpProxyInputs = map[string]string{
 	"HTTPProxy spec.tcpproxy.services.port":                  tcpInput,
 	"HTTPProxy spec.tcpproxy.services.weight":                tcpInput,
 	"HTTPProxy spec.tcpproxy.services.protocol":              tcpServiceInput("protocol: tls"),
-	"HTTPProxy spec.tcpproxy.services.validation":            tcpServiceInput("validation: {caSecret: ca, subjectName: app.example.com}"),
+	"HTTPProxy spec.tcpproxy.services.validation":            tcpServiceInput("protocol: tls, validation: {caSecret: ca, subjectName: app.example.com}"),
 	"HTTPProxy spec.tcpproxy.services.mirror":                tcpServiceInput("mirror: true"),
 	"HTTPProxy spec.tcpproxy.services.healthPort":            tcpServiceInput("healthPort: 80"),
 	"HTTPProxy spec.tcpproxy.services.slowStartPolicy":       tcpServiceInput("slowStartPolicy: {window: 5s}"),

@@ -15,7 +15,7 @@
 //     of the root HTTPProxies it serves (ingressclass.SelectedProxies), of
 //     their own namespace or delegated to it by a TLSCertificateDelegation,
 //     and the CA and revocation list Secrets their client validation and
-//     their services' validation name, and the profile's fallback
+//     their services' validation name (their routes' and tcpproxy's), and the profile's fallback
 //     certificate for those that enable it, likewise; and the CA Secret of
 //     the ExtensionService a root authorizes with (of the root's namespace,
 //     or another whose ReferenceGrant allows it), of the ExtensionService's
@@ -158,11 +158,16 @@ func Of(in Input) []Ref {
 				}
 			}
 		}
+		var all []contourv1.Service
 		for _, r := range p.Spec.Routes {
-			for _, s := range r.Services {
-				if v := s.UpstreamValidation; v != nil && v.CACertificate != "" {
-					proxySecret(v.CACertificate)
-				}
+			all = append(all, r.Services...)
+		}
+		if tp := p.Spec.TCPProxy; tp != nil {
+			all = append(all, tp.Services...)
+		}
+		for _, s := range all {
+			if v := s.UpstreamValidation; v != nil && v.CACertificate != "" {
+				proxySecret(v.CACertificate)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
 )
@@ -85,14 +86,20 @@ func (w *walk) tcpProxyOf(p *contourv1.HTTPProxy, visited []*contourv1.HTTPProxy
 	return nil, child, nil
 }
 
-// tcpServices resolves the services of p's tcpproxy.
+// tcpServices resolves the services of p's tcpproxy, each spoken to
+// over TLS when its protocol is tls (verified as its validation says), as
+// Contour does.
 func (w *walk) tcpServices(p *contourv1.HTTPProxy) (*ir.Destination, *problem) {
 	tp := p.Spec.TCPProxy
 	weighted := false
 	for _, s := range tp.Services {
 		weighted = weighted || s.Weight > 0
 	}
-	refs := make([]gatewayv1.BackendRef, 0, len(tp.Services))
+	up, bad := w.tcpUpstream(p)
+	if bad != nil {
+		return nil, bad
+	}
+	out := &ir.Destination{}
 	for j := range tp.Services {
 		s := &tp.Services[j]
 		if f := refuseTCPService(s); f != "" {
@@ -105,21 +112,49 @@ func (w *walk) tcpServices(p *contourv1.HTTPProxy) (*ir.Destination, *problem) {
 		if weighted {
 			weight = int32(min(s.Weight, 1000000))
 		}
-		refs = append(refs, gatewayv1.BackendRef{
+		sup, bad := w.tcpServiceUpstream(p, j, s, up)
+		if bad != nil {
+			return nil, bad
+		}
+		ref := gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
 			Weight:                 &weight,
-		})
+		}
+		b := routerule.StreamBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, []gatewayv1.BackendRef{ref}, sup)
+		if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
+			return nil, refused(contourv1.ConditionTypeTCPProxyError, "ServiceUnresolvedReference", "Spec.TCPProxy unresolved service reference: "+c.Message)
+		}
+		w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)
+		out.Backends = append(out.Backends, b.Destination.Backends...)
 	}
-	up, bad := w.tcpUpstream(p)
-	if bad != nil {
-		return nil, bad
+	return out, nil
+}
+
+// tcpServiceUpstream is how service j of p's tcpproxy is spoken to: up,
+// over TLS with protocol tls (the only one a connection can have besides
+// plain TCP), verified against validation's CA for its subject names.
+func (w *walk) tcpServiceUpstream(p *contourv1.HTTPProxy, j int, s *contourv1.Service, up routerule.Upstream) (routerule.Upstream, *problem) {
+	if s.Protocol != nil && *s.Protocol != "" {
+		if *s.Protocol != "tls" {
+			return up, refused(contourv1.ConditionTypeTCPProxyError, "UnsupportedProtocol",
+				fmt.Sprintf("tcpproxy.services[%d]: protocol %q is not tls: a forwarded connection speaks TCP, or TLS to the service", j, *s.Protocol))
+		}
+		up.Protocol = "tls"
 	}
-	b := routerule.StreamBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs, up)
-	if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
-		return nil, refused(contourv1.ConditionTypeTCPProxyError, "ServiceUnresolvedReference", "Spec.TCPProxy unresolved service reference: "+c.Message)
+	if v := s.UpstreamValidation; v != nil {
+		if up.Protocol != "tls" {
+			w.status(p).Valid.AddWarningf(contourv1.ConditionTypeTCPProxyError, "ValidationHasNoEffect",
+				"tcpproxy.services[%d]: validation takes effect only with protocol tls", j)
+			return up, nil
+		}
+		from := refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: p.Namespace}
+		ca, bad := w.caSecret(from, fmt.Sprintf("Service [%s:%d] ", s.Name, s.Port), v)
+		if bad != nil {
+			return up, bad
+		}
+		up.CA, up.SubjectNames = ca, strings.Join(cmpSubjectNames(v), ",")
 	}
-	w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)
-	return b.Destination, nil
+	return up, nil
 }
 
 // tcpUpstream is what a tcpproxy asks of its services' clusters: a load
