@@ -103,7 +103,11 @@ func (w *walk) tcpServices(p *contourv1.HTTPProxy) (*ir.Destination, *problem) {
 	for j := range tp.Services {
 		s := &tp.Services[j]
 		if f := refuseTCPService(s); f != "" {
-			return nil, refused(contourv1.ConditionTypeTCPProxyError, "NotSupported", fmt.Sprintf("tcpproxy.services[%d].%s is not supported yet", j, f))
+			msg := fmt.Sprintf("tcpproxy.services[%d].%s is not supported yet", j, f)
+			if slices.Contains(connectionless, f) {
+				msg = fmt.Sprintf("tcpproxy.services[%d].%s cannot apply to a forwarded connection: it has no requests", j, f)
+			}
+			return nil, refused(contourv1.ConditionTypeTCPProxyError, "NotSupported", msg)
 		}
 		if s.Port < 1 || s.Port > 65535 {
 			return nil, refused(contourv1.ConditionTypeTCPProxyError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name))
@@ -129,6 +133,10 @@ func (w *walk) tcpServices(p *contourv1.HTTPProxy) (*ir.Destination, *problem) {
 	}
 	return out, nil
 }
+
+// connectionless are the fields of a service that need requests: a
+// tcpproxy's services never can have them.
+var connectionless = []string{"mirror", "requestHeadersPolicy", "responseHeadersPolicy", "cookieRewritePolicies"}
 
 // tcpServiceUpstream is how service j of p's tcpproxy is spoken to: up,
 // over TLS with protocol tls (the only one a connection can have besides
