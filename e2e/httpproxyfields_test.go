@@ -95,6 +95,12 @@ spec:
 
 const appRoute = "  routes: [{services: [{name: app, port: 80}]}]\n"
 
+// virtualHostInput is a TLS root routing to app whose virtual host also
+// has fields (YAML flow mapping entries).
+func virtualHostInput(fields string) string {
+	return strings.Replace(proxyInput(appRoute), "tls: {secretName: web-tls}}", "tls: {secretName: web-tls}, "+fields+"}", 1)
+}
+
 // routesInput sets every route field Isobar serves, each on a route of
 // its own, and includes a proxy: deleting any of them changes what is
 // served.
@@ -193,19 +199,13 @@ var httpProxyInputs = map[string]string{
 	"HTTPProxy spec.virtualhost.tls.enableFallbackCertificate": tlsInput("{secretName: web-tls, enableFallbackCertificate: true}", appRoute),
 	"HTTPProxy spec.virtualhost.tls.clientValidation": tlsInput(
 		"{secretName: web-tls, clientValidation: {caSecret: ca, optionalClientCertificate: true, forwardClientCertificate: {subject: true, cert: true}}}", appRoute),
-	"HTTPProxy spec.virtualhost.corsPolicy": strings.Replace(proxyInput(appRoute), "tls: {secretName: web-tls}}",
-		"tls: {secretName: web-tls}, corsPolicy: {allowOrigin: ['*'], allowMethods: [GET], maxAge: 10m}}", 1),
-	"HTTPProxy spec.virtualhost.ipAllowPolicy": strings.Replace(proxyInput(appRoute), "tls: {secretName: web-tls}}",
-		"tls: {secretName: web-tls}, ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]}", 1),
-	"HTTPProxy spec.virtualhost.ipDenyPolicy": strings.Replace(proxyInput(appRoute), "tls: {secretName: web-tls}}",
-		"tls: {secretName: web-tls}, ipDenyPolicy: [{source: Remote, cidr: 1.2.3.4}]}", 1),
-	"HTTPProxy spec.virtualhost.rateLimitPolicy.local": strings.Replace(proxyInput(appRoute), "tls: {secretName: web-tls}}",
-		"tls: {secretName: web-tls}, rateLimitPolicy: {local: {requests: 10, unit: minute, burst: 5}}}", 1),
-	"HTTPProxy spec.virtualhost.rateLimitPolicy.global": strings.Replace(proxyInput(appRoute), "tls: {secretName: web-tls}}",
-		"tls: {secretName: web-tls}, rateLimitPolicy: {global: {descriptors: [{entries: [{genericKey: {value: a}}]}]}}}", 1),
-	"HTTPProxy spec.virtualhost.authorization": authorizedInput("{protocol: h2c, services: [{name: authz, port: 9000}]}"),
-	"HTTPProxy spec.virtualhost.jwtProviders": strings.Replace(proxyInput(appRoute), "tls: {secretName: web-tls}}",
-		"tls: {secretName: web-tls}, jwtProviders: [{name: p, remoteJWKS: {uri: 'https://jwks.example.com/keys'}}]}", 1),
+	"HTTPProxy spec.virtualhost.corsPolicy":             virtualHostInput("corsPolicy: {allowOrigin: ['*'], allowMethods: [GET], maxAge: 10m}"),
+	"HTTPProxy spec.virtualhost.ipAllowPolicy":          virtualHostInput("ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]"),
+	"HTTPProxy spec.virtualhost.ipDenyPolicy":           virtualHostInput("ipDenyPolicy: [{source: Remote, cidr: 1.2.3.4}]"),
+	"HTTPProxy spec.virtualhost.rateLimitPolicy.local":  virtualHostInput("rateLimitPolicy: {local: {requests: 10, unit: minute, burst: 5}}"),
+	"HTTPProxy spec.virtualhost.rateLimitPolicy.global": virtualHostInput("rateLimitPolicy: {global: {descriptors: [{entries: [{genericKey: {value: a}}]}]}}"),
+	"HTTPProxy spec.virtualhost.authorization":          authorizedInput("{protocol: h2c, services: [{name: authz, port: 9000}]}"),
+	"HTTPProxy spec.virtualhost.jwtProviders":           virtualHostInput("jwtProviders: [{name: p, remoteJWKS: {uri: 'https://jwks.example.com/keys'}}]"),
 
 	"HTTPProxy spec.includes":                              routesInput,
 	"HTTPProxy spec.routes.conditions":                     routesInput,

@@ -40,11 +40,7 @@ func TestHTTPProxyThroughFleet(t *testing.T) {
 	const ns = "proxies"
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "isobar-proxies"}, Spec: networkingv1.IngressClassSpec{
-			Controller: controllerName,
-			Parameters: &networkingv1.IngressClassParametersReference{APIGroup: ptr.To(gatewayv1.GroupName), Kind: "Gateway", Name: "web",
-				Scope: ptr.To(networkingv1.IngressClassParametersReferenceScopeNamespace), Namespace: ptr.To(ns)},
-		}},
+		ingressClassFor("isobar-proxies", ns),
 		&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
 			GatewayClassName: gatewayClassName,
 			Listeners:        []gatewayv1.Listener{{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
@@ -183,6 +179,16 @@ func echoGet(ctx context.Context, address, host, path string, header http.Header
 	}
 	_ = json.Unmarshal(body, &echoed)
 	return resp.StatusCode, echoed.Pod, resp.Header
+}
+
+// ingressClassFor is an IngressClass of name whose parameters name
+// Gateway web of namespace ns: the Gateway serves its HTTPProxies.
+func ingressClassFor(name, ns string) *networkingv1.IngressClass {
+	return &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.IngressClassSpec{
+		Controller: controllerName,
+		Parameters: &networkingv1.IngressClassParametersReference{APIGroup: ptr.To(gatewayv1.GroupName), Kind: "Gateway", Name: "web",
+			Scope: ptr.To(networkingv1.IngressClassParametersReferenceScopeNamespace), Namespace: ptr.To(ns)},
+	}}
 }
 
 func echo() []contourv1.Service { return []contourv1.Service{{Name: "echo", Port: 8080}} }

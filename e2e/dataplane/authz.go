@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strings"
+	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/grpc"
@@ -21,12 +22,8 @@ func (p *proxy) authorize(ctx context.Context, sim *envoysim.Simulator, z *envoy
 	if v := z.TooLong(body); v != nil {
 		return *v
 	}
-	if z.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, z.Timeout)
-		defer cancel()
-	}
-	endpoint := p.health.pick(ctx, &z.Server, rand.Uint64())
+	ctx, cancel, endpoint := p.reach(ctx, &z.Server, z.Timeout)
+	defer cancel()
 	if endpoint == "" {
 		return z.Unreachable()
 	}
@@ -63,6 +60,16 @@ func (p *proxy) authorizeGRPC(ctx context.Context, sim *envoysim.Simulator, z *e
 		return z.Unreachable()
 	}
 	return z.GRPCVerdict(resp)
+}
+
+// reach bounds ctx by a filter's timeout for its server (none when 0) and
+// picks one of the server's endpoints, "" when none is healthy.
+func (p *proxy) reach(ctx context.Context, server *envoysim.Backend, timeout time.Duration) (context.Context, context.CancelFunc, string) {
+	cancel := context.CancelFunc(func() {})
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	return ctx, cancel, p.health.pick(ctx, server, rand.Uint64())
 }
 
 // grpcClient is Envoy's gRPC client to an endpoint of a cluster: HTTP/2

@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"context"
-	"math/rand/v2"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
@@ -13,12 +12,8 @@ import (
 // service about a request, over a real gRPC connection, within the
 // filter's timeout.
 func (p *proxy) rateLimit(ctx context.Context, sim *envoysim.Simulator, c *envoysim.RateLimitCheck) envoysim.RateLimitVerdict {
-	if c.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
-		defer cancel()
-	}
-	endpoint := p.health.pick(ctx, &c.Server, rand.Uint64())
+	ctx, cancel, endpoint := p.reach(ctx, &c.Server, c.Timeout)
+	defer cancel()
 	if endpoint == "" {
 		return c.Unreachable()
 	}

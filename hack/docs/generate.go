@@ -145,17 +145,20 @@ func featureTable() []byte {
 	b.WriteString("beyond what the features above name, and what Isobar does with it: it takes effect (yes), or a value Isobar cannot honour is ")
 	b.WriteString("refused on the status of the object that uses it (refused), or neither yet (no). `TestEveryExperimentalField` (e2e) walks the CRDs ")
 	b.WriteString("and translates an input setting each yes and refused field.\n\n")
-	b.WriteString("| kind | field | Isobar | how | shown by |\n| --- | --- | --- | --- | --- |\n")
-	for _, f := range supported.ExperimentalFields {
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", f.Kind, f.Path, f.Support, oneLine(f.Note), oneLine(f.Test))
-	}
+	fieldTable(&b, supported.ExperimentalFields)
 	b.WriteString("\n## HTTPProxy fields\n\nEvery field of Contour's CRDs that Isobar installs (HTTPProxy, TLSCertificateDelegation, ExtensionService), ")
 	b.WriteString("and what Isobar does with it: it takes effect (yes), a value Isobar cannot honour is refused or ignored with a warning on the status ")
 	b.WriteString("(refused), or it is refused on the status, naming the field, until Isobar serves it (not yet). `TestEveryHTTPProxyField` (e2e) ")
 	b.WriteString("walks the CRDs and translates an input setting each field; [httpproxy.md](httpproxy.md) says how each works.\n\n")
-	b.WriteString("| kind | field | Isobar | how | shown by |\n| --- | --- | --- | --- | --- |\n")
-	for _, f := range supported.HTTPProxyFields {
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", f.Kind, f.Path, f.Support, oneLine(f.Note), oneLine(f.Test))
-	}
+	fieldTable(&b, supported.HTTPProxyFields)
 	return b.Bytes()
+}
+
+// fieldTable writes fields as a table: kind, field, what Isobar does, how,
+// and the tests that show it.
+func fieldTable(b *bytes.Buffer, fields []supported.FieldSupport) {
+	b.WriteString("| kind | field | Isobar | how | shown by |\n| --- | --- | --- | --- | --- |\n")
+	for _, f := range fields {
+		fmt.Fprintf(b, "| %s | `%s` | %s | %s | %s |\n", f.Kind, f.Path, f.Support, oneLine(f.Note), oneLine(f.Test))
+	}
 }

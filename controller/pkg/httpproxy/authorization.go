@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
@@ -122,8 +123,9 @@ func contextProblem(p *contourv1.AuthorizationPolicy) string {
 	if p == nil {
 		return ""
 	}
-	for k, v := range p.Context {
-		if err := errors.Join(validate.Text(k, "context key"), validate.Text(v, "context value")); err != nil {
+	// In key order, so that the status names the same problem each time.
+	for _, k := range slices.Sorted(maps.Keys(p.Context)) {
+		if err := errors.Join(validate.Text(k, "context key"), validate.Text(p.Context[k], "context value")); err != nil {
 			return err.Error()
 		}
 	}

@@ -82,7 +82,10 @@ func (w *walk) checkRateLimitService(p *contourv1.HTTPProxy) {
 		w.rateLimitChecked = map[*contourv1.HTTPProxy]bool{}
 	}
 	w.rateLimitChecked[p] = true
-	if _, _, msg := w.rateLimitService(w.opts.RateLimitService); msg != "" {
+	// A walk of its own: the clusters the service needs are the
+	// Gateway's, not the tree's; what it reads is still recorded.
+	scratch := &walk{e: w.e, names: w.names, tree: &Tree{}}
+	if _, _, msg := scratch.rateLimitService(w.opts.RateLimitService); msg != "" {
 		w.status(p).Valid.AddError(contourv1.ConditionTypeVirtualHostError, "RateLimitServiceNotUsable", "the profile's httpproxy.rateLimitService: "+msg)
 	}
 }
