@@ -250,7 +250,7 @@ var httpProxyInputs = map[string]string{
 	"HTTPProxy spec.tcpproxy.services.protocol":              tcpServiceInput("protocol: tls"),
 	"HTTPProxy spec.tcpproxy.services.validation":            tcpServiceInput("protocol: tls, validation: {caSecret: ca, subjectName: app.example.com}"),
 	"HTTPProxy spec.tcpproxy.services.mirror":                tcpServiceInput("mirror: true"),
-	"HTTPProxy spec.tcpproxy.services.healthPort":            tcpServiceInput("healthPort: 80"),
+	"HTTPProxy spec.tcpproxy.services.healthPort":            tlsInput("{passthrough: true}", "  tcpproxy: {healthCheckPolicy: {}, services: [{name: app, port: 443, healthPort: 80}]}\n"),
 	"HTTPProxy spec.tcpproxy.services.slowStartPolicy":       tcpServiceInput("slowStartPolicy: {window: 5s}"),
 	"HTTPProxy spec.tcpproxy.services.requestHeadersPolicy":  tcpServiceInput("requestHeadersPolicy: {set: [{name: x, value: v1}]}"),
 	"HTTPProxy spec.tcpproxy.services.responseHeadersPolicy": tcpServiceInput("responseHeadersPolicy: {set: [{name: x, value: v1}]}"),

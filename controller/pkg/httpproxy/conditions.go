@@ -245,7 +245,7 @@ var (
 	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough",
 		"enableFallbackCertificate")
 	refuseTCPProxy         = refuse[contourv1.TCPProxy]("services", "include", "includes", "loadBalancerPolicy", "healthCheckPolicy")
-	refuseTCPService       = refuse[contourv1.Service]("name", "port", "weight", "protocol", "validation")
+	refuseTCPService       = refuse[contourv1.Service]("name", "port", "weight", "protocol", "validation", "slowStartPolicy", "healthPort")
 	refuseClientValidation = refuse[contourv1.DownstreamValidation]("caSecret", "optionalClientCertificate", "skipClientCertValidation",
 		"crlSecret", "crlOnlyVerifyLeafCert", "forwardClientCertificate")
 	refuseRoute = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",

@@ -59,7 +59,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		if up.SlowStart, bad = slowStart(s.SlowStartPolicy, cluster.LoadBalancer); bad != nil {
 			return bad
 		}
-		if up.HealthPort, bad = w.healthPort(p, i, j, s, cluster.HealthCheck != nil); bad != nil {
+		if up.HealthPort, bad = w.healthPort(p, "Spec.Routes", fmt.Sprintf("routes[%d].services[%d]", i, j), s, cluster.HealthCheck != nil); bad != nil {
 			return bad
 		}
 		weight := int32(1)
@@ -117,7 +117,9 @@ func ptr[T any](v T) *T { return &v }
 // otherwise), on each endpoint at the port its EndpointSlices give that
 // Service port. Without a health check it has nothing to do, and the
 // proxy says so.
-func (w *walk) healthPort(p *contourv1.HTTPProxy, route, service int, s *contourv1.Service, checked bool) (int32, *problem) {
+// spec names the part of p the service is in, for an error as Contour
+// words it, and at the service, for the warning.
+func (w *walk) healthPort(p *contourv1.HTTPProxy, spec, at string, s *contourv1.Service, checked bool) (int32, *problem) {
 	if s.HealthPort == 0 || s.HealthPort == int(s.Port) {
 		return 0, nil
 	}
@@ -127,11 +129,11 @@ func (w *walk) healthPort(p *contourv1.HTTPProxy, route, service int, s *contour
 	svc, ok := w.e.Service(p.Namespace, s.Name)
 	if ok && !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Port == int32(s.HealthPort) }) {
 		return 0, refused(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference",
-			fmt.Sprintf("Spec.Routes unresolved service reference: port %q on service %q not matched", strconv.Itoa(s.HealthPort), p.Namespace+"/"+s.Name))
+			fmt.Sprintf("%s unresolved service reference: port %q on service %q not matched", spec, strconv.Itoa(s.HealthPort), p.Namespace+"/"+s.Name))
 	}
 	if !checked {
 		w.status(p).Valid.AddWarningf(contourv1.ConditionTypeServiceError, "PolicyHasNoEffect",
-			"routes[%d].services[%d]: healthPort takes effect only with a healthCheckPolicy", route, service)
+			"%s: healthPort takes effect only with a healthCheckPolicy", at)
 		return 0, nil
 	}
 	return int32(s.HealthPort), nil

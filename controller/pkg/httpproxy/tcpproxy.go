@@ -120,6 +120,12 @@ func (w *walk) tcpServices(p *contourv1.HTTPProxy) (*ir.Destination, *problem) {
 		if bad != nil {
 			return nil, bad
 		}
+		if sup.SlowStart, bad = slowStart(s.SlowStartPolicy, up.LoadBalancer); bad != nil {
+			return nil, bad
+		}
+		if sup.HealthPort, bad = w.healthPort(p, "Spec.TCPProxy", fmt.Sprintf("tcpproxy.services[%d]", j), s, up.HealthCheck != nil); bad != nil {
+			return nil, bad
+		}
 		ref := gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
 			Weight:                 &weight,
