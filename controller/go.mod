@@ -3,6 +3,7 @@ module isobar.dev/controller
 go 1.26.0
 
 require (
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/projectcontour/contour v1.33.8
 	golang.org/x/tools v0.51.0
 	isobar.dev/api v0.0.0

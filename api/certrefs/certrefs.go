@@ -157,6 +157,11 @@ func Of(in Input) []Ref {
 					}
 				}
 			}
+			for _, jp := range vh.JWTProviders {
+				if v := jp.RemoteJWKS.UpstreamValidation; v != nil && v.CACertificate != "" {
+					proxySecret(v.CACertificate)
+				}
+			}
 		}
 		var all []contourv1.Service
 		for _, r := range p.Spec.Routes {

@@ -173,6 +173,9 @@ type Answer struct {
 	Retry    string   `json:"retry,omitempty"`
 	CORS     bool     `json:"cors,omitempty"`
 	Upgrades []string `json:"upgrades,omitempty"`
+	// JWT is the token Envoy verifies before it acts on the request
+	// (before it asks an authorization server).
+	JWT *JWTCheck `json:"jwt,omitempty"`
 	// Authorization is the server Envoy asks about the request before it
 	// acts on this answer, if the route has one.
 	Authorization *Authorization `json:"authorization,omitempty"`

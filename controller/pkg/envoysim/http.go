@@ -61,6 +61,10 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 				return err
 			}
 			filters.extAuthz = append(filters.extAuthz, extAuthzInstance{name: hf.GetName(), failOpen: failOpen})
+		case jwtAuthnFilterName:
+			if filters.jwt, err = jwtAuthnFilter(hf); err != nil {
+				return err
+			}
 		case globalRateLimitFilterName:
 			if filters.rateLimit, err = globalRateLimitFilter(hf); err != nil {
 				return err
@@ -133,6 +137,8 @@ type httpFilters struct {
 	extAuthz []extAuthzInstance
 	// rateLimit is the rate limit filter's service; nil without one.
 	rateLimit *rateLimitService
+	// jwt is the jwt_authn filter; nil without one.
+	jwt *jwtFilter
 }
 
 // stripPort removes a trailing :port from a host (and keeps IPv6 brackets).

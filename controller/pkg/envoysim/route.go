@@ -103,8 +103,20 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 		if _, ok := rt.GetTypedPerFilterConfig()[statefulSessionFilterName]; ok && !filters.session {
 			return errSessionWithoutFilter(vh, i, rt)
 		}
-		// External authorization comes after RBAC: the data plane asks
-		// the server before it acts on the answer (see Authorization).
+		// JWT verification comes after RBAC, before external
+		// authorization: a request without a token is answered here; the
+		// data plane verifies one it has first (see JWTCheck).
+		var missing bool
+		if a.JWT, missing, err = s.jwtOf(filters.jwt, vh, rt, r); err != nil {
+			return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
+		}
+		if missing {
+			a.Response = a.JWT.missingAnswer()
+			return nil
+		}
+		// External authorization comes after JWT verification: the data
+		// plane asks the server before it acts on the answer (see
+		// Authorization).
 		for _, name := range []string{extAuthzFilterName, extAuthzFailOpenFilterName} {
 			if _, ok := rt.GetTypedPerFilterConfig()[name]; ok && !slices.ContainsFunc(filters.extAuthz, func(f extAuthzInstance) bool { return f.name == name }) {
 				return fmt.Errorf("virtual host %s, route %d (%s): an authorization server for an ext_authz filter the connection manager does not have: Envoy would ignore it", vh.GetName(), i, rt.GetName())

@@ -25,6 +25,12 @@ func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
 	if _, done := t.clusters[s.Name]; done {
 		return
 	}
+	if s.Service == nil {
+		c := &ir.Cluster{Name: s.Name}
+		s.Upstream.Apply(c, s.HostPort)
+		t.clusters[s.Name] = c
+		return
+	}
 	c := t.cluster(s.Name, s.Service, s.Port, s.Protocol)
 	c.HTTP2 = c.HTTP2 || s.GRPC
 	if s.Upstream != nil {

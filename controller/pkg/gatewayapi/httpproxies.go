@@ -106,15 +106,15 @@ func (t *gatewayTranslator) attachHTTPProxy(root *contourv1.HTTPProxy, rank int3
 	defer t.state.Apply(o)
 	tree := httpproxy.Root(t.newEnv(&o.Reads), &t.cache.Names, root, t.proxyOptions, t.httpsPort)
 	o.Clusters, o.Detail = tree.Clusters, &detail{proxyStatuses: tree.Statuses, chainTLS: tree.TLS}
-	add := func(l *listener, routes []*ir.Route) {
-		if len(routes) > 0 && !t.addHost(o, l, tree.FQDN, [][]*ir.Route{routes}, tree.Policy) {
+	add := func(l *listener, routes []*ir.Route, policy *ir.VirtualHostPolicy) {
+		if len(routes) > 0 && !t.addHost(o, l, tree.FQDN, [][]*ir.Route{routes}, policy) {
 			o.Detail.problems = append(o.Detail.problems, fmt.Sprintf("listener %s of Gateway %s/%s does not serve %s", l.spec.Name, t.gw.Namespace, t.gw.Name, tree.FQDN))
 		}
 	}
-	add(t.listeners[0], tree.HTTP)
+	add(t.listeners[0], tree.HTTP, tree.Policy)
 	for _, l := range t.listeners {
 		if l.set != nil && l.set.proxy == root {
-			add(l, tree.HTTPS)
+			add(l, tree.HTTPS, tree.HTTPSPolicy())
 		}
 	}
 }

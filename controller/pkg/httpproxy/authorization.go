@@ -181,7 +181,7 @@ func (a *authorization) secure(r route) *ir.Route {
 		return &cp
 	}
 	// Envoy's answer when it cannot ask the server, after the filters
-	// before it (CORS, rate limits, IP filters).
+	// before it (CORS, rate limits, IP filters, JWT verification).
 	return &ir.Route{Name: cp.Name, Match: cp.Match, IPFilter: cp.IPFilter, CORS: cp.CORS, LocalRateLimit: cp.LocalRateLimit,
-		DirectResponse: &ir.DirectResponse{Status: 403}}
+		JWTProvider: cp.JWTProvider, DirectResponse: &ir.DirectResponse{Status: 403}}
 }

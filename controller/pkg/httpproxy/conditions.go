@@ -240,7 +240,8 @@ func refuse[T any](served ...string) func(v *T) string {
 // The fields of each part of an HTTPProxy that are not served yet.
 var (
 	refuseSpec        = refuse[contourv1.HTTPProxySpec]("virtualhost", "routes", "includes", "ingressClassName", "tcpproxy")
-	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls", "corsPolicy", "ipAllowPolicy", "ipDenyPolicy", "rateLimitPolicy", "authorization")
+	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls", "corsPolicy", "ipAllowPolicy", "ipDenyPolicy", "rateLimitPolicy", "authorization",
+		"jwtProviders")
 	refuseCORS        = refuse[contourv1.CORSPolicy]("allowCredentials", "allowOrigin", "allowMethods", "allowHeaders", "exposeHeaders", "maxAge", "allowPrivateNetwork")
 	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough",
 		"enableFallbackCertificate")
@@ -251,7 +252,7 @@ var (
 	refuseRoute = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",
 		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy",
 		"retryPolicy", "pathRewritePolicy", "loadBalancerPolicy", "ipAllowPolicy", "ipDenyPolicy", "rateLimitPolicy", "healthCheckPolicy",
-		"internalRedirectPolicy", "authPolicy")
+		"internalRedirectPolicy", "authPolicy", "jwtVerificationPolicy")
 	refuseService = refuse[contourv1.Service]("name", "port", "weight", "mirror", "protocol", "validation", "requestHeadersPolicy", "responseHeadersPolicy",
 		"slowStartPolicy", "healthPort")
 )

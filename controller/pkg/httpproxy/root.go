@@ -38,6 +38,22 @@ type Tree struct {
 	// Policy is what the virtual host asks of all its routes; nil for
 	// nothing.
 	Policy *ir.VirtualHostPolicy
+	// JWTProviders are those whose tokens the HTTPS routes may require.
+	JWTProviders []ir.JWTProvider
+}
+
+// HTTPSPolicy is what the virtual host asks of its routes on its TLS
+// listener: Policy, and the JWT providers.
+func (t *Tree) HTTPSPolicy() *ir.VirtualHostPolicy {
+	if len(t.JWTProviders) == 0 {
+		return t.Policy
+	}
+	var p ir.VirtualHostPolicy
+	if t.Policy != nil {
+		p = *t.Policy
+	}
+	p.JWTProviders = t.JWTProviders
+	return &p
 }
 
 // ProxyStatus is the status of one proxy of a tree.
@@ -105,6 +121,13 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 		st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
 		return w.tree
 	}
+	if w.jwt, bad = w.jwtProviders(root); bad != nil {
+		st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
+		return w.tree
+	}
+	if w.jwt != nil {
+		w.tree.JWTProviders = w.jwt.providers
+	}
 	if root.Spec.TCPProxy != nil {
 		if !tls {
 			st.Valid.AddError(contourv1.ConditionTypeTCPProxyError, "TLSMustBeConfigured", "Spec.TCPProxy requires that either Spec.TLS.Passthrough or Spec.TLS.SecretName be set")
@@ -140,7 +163,7 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 			w.tree.HTTPS = append(w.tree.HTTPS, auth.secure(r))
 		}
 		if !tls || r.insecure && !opts.DisablePermitInsecure {
-			w.tree.HTTP = append(w.tree.HTTP, r.route)
+			w.tree.HTTP = append(w.tree.HTTP, insecure(r.route))
 			continue
 		}
 		section := gatewayv1.SectionName("redirect")
@@ -185,6 +208,19 @@ type walk struct {
 	// rateLimitChecked are the proxies whose use of the rate limit
 	// service was checked.
 	rateLimitChecked map[*contourv1.HTTPProxy]bool
+	// jwt are the root's JWT providers; nil for none.
+	jwt *jwtProviders
+}
+
+// insecure is route r as the plain HTTP listener serves it: Contour
+// verifies tokens on the TLS virtual host only.
+func insecure(r *ir.Route) *ir.Route {
+	if r.JWTProvider == "" {
+		return r
+	}
+	cp := *r
+	cp.JWTProvider = ""
+	return &cp
 }
 
 // route is a translated route and whether it may be served over HTTP on
@@ -384,6 +420,12 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	out.HashPolicies = hashes
 	if r.AuthPolicy != nil && w.root.Spec.VirtualHost.Authorization == nil {
 		w.warn(p, i, "PolicyHasNoEffect", "authPolicy takes effect only under a root whose virtualhost has authorization")
+	}
+	if out.JWTProvider, bad = w.jwtRequirement(i, r); bad != nil {
+		return route{}, bad
+	}
+	if r.JWTVerificationPolicy != nil && w.jwt == nil {
+		w.warn(p, i, "PolicyHasNoEffect", "jwtVerificationPolicy takes effect only under a root whose virtualhost has jwtProviders")
 	}
 	if msg := contextProblem(r.AuthPolicy); msg != "" {
 		return route{}, refused(contourv1.ConditionTypeAuthError, "AuthPolicyInvalid", fmt.Sprintf("routes[%d].authPolicy: %s", i, msg))

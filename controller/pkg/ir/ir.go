@@ -255,6 +255,34 @@ type VirtualHostPolicy struct {
 	// that the Gateway's rate limit service is asked about, for the
 	// routes without their own.
 	GlobalRateLimits []RateLimitDescriptor `json:"globalRateLimits,omitempty"`
+	// JWTProviders are the providers whose tokens the virtual host's
+	// routes may require (Route.JWTProvider).
+	JWTProviders []JWTProvider `json:"jwtProviders,omitempty"`
+}
+
+// JWTProvider is who issues the tokens a route may require (Envoy's
+// jwt_authn): a token must carry the issuer, one of the audiences (when
+// there are any), be in time and be signed with a key of the JWKS.
+type JWTProvider struct {
+	// Name is unique within the Gateway: the virtual host's name, "/",
+	// and the provider's own.
+	Name      string   `json:"name"`
+	Issuer    string   `json:"issuer,omitempty"`
+	Audiences []string `json:"audiences,omitempty"`
+	// JWKS is where Envoy fetches the keys from.
+	JWKS RemoteJWKS `json:"jwks"`
+	// Forward keeps the token on the request to the backend; else Envoy
+	// removes it.
+	Forward bool `json:"forward,omitempty"`
+}
+
+// RemoteJWKS is a JSON Web Key Set Envoy fetches over HTTP(S) from URI
+// through Cluster, and keeps for CacheDuration (Envoy's default when 0).
+type RemoteJWKS struct {
+	URI           string        `json:"uri"`
+	Cluster       string        `json:"cluster"`
+	Timeout       time.Duration `json:"timeout"`
+	CacheDuration time.Duration `json:"cacheDuration,omitempty"`
 }
 
 // RateLimitService is the global rate limit service the Gateway's
@@ -372,6 +400,10 @@ type Route struct {
 	// asks about none of the virtual host's when the route has none.
 	GlobalRateLimits            []RateLimitDescriptor `json:"globalRateLimits,omitempty"`
 	IgnoreVirtualHostRateLimits bool                  `json:"ignoreVirtualHostRateLimits,omitempty"`
+	// JWTProvider names the provider of the virtual host (its
+	// JWTProvider.Name) whose valid token every request must carry; none
+	// when empty.
+	JWTProvider string `json:"jwtProvider,omitempty"`
 }
 
 // ExtAuth is an external authorization server (Envoy's ext_authz): Envoy
@@ -636,7 +668,10 @@ type Cluster struct {
 	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
 	// DNS says the Endpoints are host names Envoy resolves (an
 	// ExternalName Service's), rather than addresses EDS sends.
-	DNS       bool       `json:"dns,omitempty"`
+	DNS bool `json:"dns,omitempty"`
+	// DNSFamily is which addresses of the names Envoy uses: "" (Envoy's
+	// default, IPv6 first, else IPv4), "v4" or "v6" only.
+	DNSFamily string     `json:"dnsFamily,omitempty"`
 	Endpoints []Endpoint `json:"endpoints,omitempty"` // ordered
 	// Source is the Service port the endpoints come from, so that they can
 	// be recomputed alone when only EndpointSlices change.

@@ -66,6 +66,8 @@ type request struct {
 	// RateLimit is what the rate limit service is asked about the
 	// request, as rateLimitSummary writes it; "none" for nothing.
 	RateLimit string `json:"rateLimit,omitempty"`
+	// JWT is the token Envoy verifies, as jwtSummary writes it.
+	JWT string `json:"jwt,omitempty"`
 	// AuthorizationRequest is the HTTP check the server gets (headers:
 	// name -> value, "" for absent; or :path, :authority).
 	AuthorizationRequest map[string]string `json:"authorizationRequest,omitempty"`
@@ -205,6 +207,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	}
 	if got := authorizationSummary(a.Authorization); r.Authorization != "" && got != r.Authorization {
 		t.Errorf("%s: authorization %q, want %q", what, got, r.Authorization)
+	}
+	if got := jwtSummary(a.JWT); r.JWT != "" && got != r.JWT {
+		t.Errorf("%s: JWT %q, want %q", what, got, r.JWT)
 	}
 	if got := rateLimitSummary(a.RateLimit); r.RateLimit != "" && got != r.RateLimit {
 		t.Errorf("%s: rate limit %q, want %q", what, got, r.RateLimit)
@@ -354,6 +359,20 @@ func checkRequest(t *testing.T, what string, want map[string]string, up *envoysi
 // with ", body up to N" when checks carry the body (" whole" when a
 // longer one is refused, " as bytes"), the timeout when not 10s, ", fails
 // open", and ", context k=v ..." (sorted).
+// jwtSummary writes a JWT check as request cases expect it: "provider
+// P, issuer I, audiences [a b], keys from URI via C within 1s, cached
+// 5m0s", then ", forwarded" when Envoy keeps the token on the request.
+func jwtSummary(c *envoysim.JWTCheck) string {
+	if c == nil {
+		return "none"
+	}
+	s := fmt.Sprintf("provider %s, issuer %s, audiences %v, keys from %s via %s within %s, cached %s", c.Provider, c.Issuer, c.Audiences, c.URI, c.Server.Cluster, c.Timeout, c.CacheDuration)
+	if c.Forward {
+		s += ", forwarded"
+	}
+	return s
+}
+
 func authorizationSummary(z *envoysim.Authorization) string {
 	if z == nil {
 		return "none"

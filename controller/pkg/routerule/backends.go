@@ -3,6 +3,7 @@ package routerule
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -243,6 +244,20 @@ type ClusterSpec struct {
 	// Upstream is how the route speaks to the Service, when it says;
 	// interned, so that equal ones are one pointer.
 	Upstream *Upstream
+	// HostPort, for a cluster of no Service (Service nil), is the port of
+	// Upstream.ExternalName, the host Envoy resolves.
+	HostPort int32
+}
+
+// HostCluster is the cluster of a host Envoy resolves itself, at port,
+// spoken to as up says (a JWKS URI's host and port): its name is
+// "dns/<host>/<port>", then what sets up apart.
+func HostCluster(names *Names, host string, port int32, up Upstream) ClusterSpec {
+	up.ExternalName = host
+	suffix := up.suffix()
+	// The host is in the name already.
+	suffix = strings.Replace(suffix, "/dns="+host, "", 1)
+	return ClusterSpec{Name: "dns/" + host + "/" + strconv.Itoa(int(port)) + suffix, Upstream: names.upstream(up), HostPort: port}
 }
 
 // backendFilters applies the filters of one backendRef. Envoy can change

@@ -44,6 +44,9 @@ type Upstream struct {
 	// ExternalName is the host of an ExternalName Service, which Envoy
 	// resolves, where the route may use one.
 	ExternalName string
+	// DNSFamily is which of ExternalName's addresses Envoy uses: "" for
+	// Envoy's default, "v4" or "v6".
+	DNSFamily string
 	// LoadBalancer is the cluster's load balancing policy.
 	LoadBalancer ir.LoadBalancer
 	// HealthCheck is how Envoy checks the endpoints; interned (see
@@ -78,6 +81,9 @@ func (u Upstream) suffix() string {
 	if u.ExternalName != "" {
 		s += "/dns=" + u.ExternalName
 	}
+	if u.DNSFamily != "" {
+		s += "/family=" + u.DNSFamily
+	}
 	if u.LoadBalancer != "" {
 		s += "/lb=" + string(u.LoadBalancer)
 	}
@@ -105,7 +111,7 @@ func (u Upstream) Apply(c *ir.Cluster, port int32) {
 		c.CircuitBreakers = u.CircuitBreakers
 	}
 	if u.ExternalName != "" {
-		c.DNS, c.Endpoints = true, []ir.Endpoint{{Address: u.ExternalName, Port: uint32(port)}}
+		c.DNS, c.DNSFamily, c.Endpoints = true, u.DNSFamily, []ir.Endpoint{{Address: u.ExternalName, Port: uint32(port)}}
 	}
 	if u.Protocol == "" {
 		return

@@ -50,6 +50,12 @@ func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 		// Envoy resolves the names itself, and keeps every address.
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
 		out.EdsClusterConfig, out.LoadAssignment = nil, LoadAssignment(c)
+		switch c.DNSFamily {
+		case "v4":
+			out.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
+		case "v6":
+			out.DnsLookupFamily = clusterv3.Cluster_V6_ONLY
+		}
 	}
 	if c.HTTP2 || c.IdleTimeout != 0 {
 		po := &httpv3.HttpProtocolOptions{}

@@ -56,7 +56,7 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings, before *built
 			return nil, err
 		}
 		out.FilterChains = []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{httpConnectionManager(l.Name, l.HTTP.Name, s, nil)},
+			Filters: []*listenerv3.Filter{httpConnectionManager(l.Name, l.HTTP, s, nil)},
 		}}
 	case ir.HTTPS, ir.TLS:
 		out.ListenerFilters = []*listenerv3.ListenerFilter{{
@@ -108,7 +108,7 @@ func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings, before
 	fc, ok := before.chains[c.HTTP.Name]
 	if !ok || !x.changes.KeepsChain(c.HTTP.Name) {
 		fc = &listenerv3.FilterChain{
-			Filters:         []*listenerv3.Filter{httpConnectionManager(listener, c.HTTP.Name, s, c.ForwardClientCert)},
+			Filters:         []*listenerv3.Filter{httpConnectionManager(listener, c.HTTP, s, c.ForwardClientCert)},
 			TransportSocket: downstreamTLS(c, []string{"h2", "http/1.1"}, s),
 		}
 		if len(c.ServerNames) > 0 {
@@ -119,18 +119,20 @@ func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings, before
 	return fc
 }
 
-// httpConnectionManager routes through RDS; its stats prefix is the
-// listener's name so that Envoy's stats name the Gateway port.
+// httpConnectionManager routes through RDS, to the route table's
+// configuration; its stats prefix is the listener's name so that Envoy's
+// stats name the Gateway port. The table's JWT providers are the JWT
+// filter's.
 //
 // With fwd, the client's certificate details replace a request's
 // x-forwarded-client-cert (SANITIZE_SET); without, Envoy's default
 // removes the header (SANITIZE), so that a client cannot forge it.
-func httpConnectionManager(listener, routeConfig string, s Settings, fwd *ir.ForwardClientCert) *listenerv3.Filter {
+func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fwd *ir.ForwardClientCert) *listenerv3.Filter {
 	hcm := &hcmv3.HttpConnectionManager{
 		StatPrefix: listener,
 		CodecType:  hcmv3.HttpConnectionManager_AUTO,
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
-			RouteConfigName: routeConfig,
+			RouteConfigName: table.Name,
 			ConfigSource:    ads(),
 		}},
 		// CORS, the local rate limit, RBAC, external authorization, the
@@ -176,6 +178,12 @@ func httpConnectionManager(listener, routeConfig string, s Settings, fwd *ir.For
 		// and the router: a request that is not let in is not counted.
 		at := len(hcm.HttpFilters) - 2
 		hcm.HttpFilters = slices.Insert(hcm.HttpFilters, at, globalRateLimitHTTPFilter(s.RateLimit))
+	}
+	if f := jwtAuthnHTTPFilter(jwtProvidersOf(table)); f != nil {
+		// After RBAC, before external authorization, as Contour orders
+		// them: the authorization server sees only verified tokens.
+		at := slices.IndexFunc(hcm.HttpFilters, func(f *hcmv3.HttpFilter) bool { return f.Name == extAuthzFilter })
+		hcm.HttpFilters = slices.Insert(hcm.HttpFilters, at, f)
 	}
 	if fwd != nil {
 		hcm.ForwardClientCertDetails = hcmv3.HttpConnectionManager_SANITIZE_SET

@@ -59,6 +59,9 @@ func (x *Translator) route(r *ir.Route, in *routeMessages) *routev3.Route {
 	if r.LocalRateLimit != nil {
 		set(localRateLimitFilter, localRateLimit(r.LocalRateLimit, "route."+r.Name))
 	}
+	if r.JWTProvider != "" {
+		set(jwtAuthnFilter, jwtRequirement(r.JWTProvider))
+	}
 	if r.ExtAuth != nil {
 		set(extAuthz(r.ExtAuth))
 	}
