@@ -242,8 +242,8 @@ var (
 	refuseSpec        = refuse[contourv1.HTTPProxySpec]("virtualhost", "routes", "includes", "ingressClassName", "tcpproxy")
 	refuseVirtualHost = refuse[contourv1.VirtualHost]("fqdn", "tls", "corsPolicy", "ipAllowPolicy", "ipDenyPolicy", "rateLimitPolicy", "authorization",
 		"jwtProviders")
-	refuseCORS        = refuse[contourv1.CORSPolicy]("allowCredentials", "allowOrigin", "allowMethods", "allowHeaders", "exposeHeaders", "maxAge", "allowPrivateNetwork")
-	refuseTLS         = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough",
+	refuseCORS = refuse[contourv1.CORSPolicy]("allowCredentials", "allowOrigin", "allowMethods", "allowHeaders", "exposeHeaders", "maxAge", "allowPrivateNetwork")
+	refuseTLS  = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough",
 		"enableFallbackCertificate")
 	refuseTCPProxy         = refuse[contourv1.TCPProxy]("services", "include", "includes", "loadBalancerPolicy", "healthCheckPolicy")
 	refuseTCPService       = refuse[contourv1.Service]("name", "port", "weight", "protocol", "validation", "slowStartPolicy", "healthPort")
