@@ -3,6 +3,7 @@ module isobar.dev/e2e
 go 1.26.0
 
 require (
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/projectcontour/contour v1.33.8
 	isobar.dev/api v0.0.0
 	isobar.dev/controller v0.0.0

@@ -205,7 +205,7 @@ var httpProxyInputs = map[string]string{
 	"HTTPProxy spec.virtualhost.rateLimitPolicy.local":  virtualHostInput("rateLimitPolicy: {local: {requests: 10, unit: minute, burst: 5}}"),
 	"HTTPProxy spec.virtualhost.rateLimitPolicy.global": virtualHostInput("rateLimitPolicy: {global: {descriptors: [{entries: [{genericKey: {value: a}}]}]}}"),
 	"HTTPProxy spec.virtualhost.authorization":          authorizedInput("{protocol: h2c, services: [{name: authz, port: 9000}]}"),
-	"HTTPProxy spec.virtualhost.jwtProviders":           virtualHostInput("jwtProviders: [{name: p, remoteJWKS: {uri: 'https://jwks.example.com/keys'}}]"),
+	"HTTPProxy spec.virtualhost.jwtProviders":           virtualHostInput("jwtProviders: [{name: p, default: true, remoteJWKS: {uri: 'https://jwks.example.com/keys'}}]"),
 
 	"HTTPProxy spec.includes":                              routesInput,
 	"HTTPProxy spec.routes.conditions":                     routesInput,
@@ -241,8 +241,8 @@ var httpProxyInputs = map[string]string{
 		"  routes: [{services: [{name: app, port: 80}], rateLimitPolicy: {global: {descriptors: [{entries: [{remoteAddress: {}}]}]}}}]\n"),
 	"HTTPProxy spec.routes.cookieRewritePolicies": proxyInput(
 		"  routes: [{services: [{name: app, port: 80}], cookieRewritePolicies: [{name: c, sameSite: Strict}]}]\n"),
-	"HTTPProxy spec.routes.jwtVerificationPolicy": proxyInput(
-		"  routes: [{services: [{name: app, port: 80}], jwtVerificationPolicy: {require: p}}]\n"),
+	"HTTPProxy spec.routes.jwtVerificationPolicy": strings.Replace(virtualHostInput("jwtProviders: [{name: p, remoteJWKS: {uri: 'https://jwks.example.com/keys'}}]"),
+		appRoute, "  routes: [{services: [{name: app, port: 80}], jwtVerificationPolicy: {require: p}}]\n", 1),
 
 	"HTTPProxy spec.tcpproxy.services.name":                  tcpInput,
 	"HTTPProxy spec.tcpproxy.services.port":                  tcpInput,

@@ -39,8 +39,9 @@ var HTTPProxyFields = []FieldSupport{
 	{Kind: "HTTPProxy", Path: "spec.virtualhost.authorization", Support: Yes,
 		Note: "Envoy's ext_authz asks the ExtensionService about every request of the TLS virtual host (context, failOpen, response timeout, request body)",
 		Test: "golden httpproxy-authorization; TestExternalAuthorization (e2e/dataplane); TestHTTPProxyAuthorizationThroughFleet"},
-	{Kind: "HTTPProxy", Path: "spec.virtualhost.jwtProviders", Support: NotYet,
-		Refusal: "virtualhost.jwtProviders is not supported yet"},
+	{Kind: "HTTPProxy", Path: "spec.virtualhost.jwtProviders", Support: Yes,
+		Note: "Envoy's jwt_authn verifies the tokens of the TLS virtual host's routes that require a provider (the default one unless a route says): issuer, audiences (403), times, and the signature with the remote JWKS, fetched through a DNS cluster of the URI's host (TLS for https, verified with validation), kept for cacheDuration; forwardJWT keeps the token on the request",
+		Test: "golden httpproxy-jwt; TestJWTVerification (e2e/dataplane); TestHTTPProxyJWTThroughFleet"},
 
 	{Kind: "HTTPProxy", Path: "spec.includes", Support: Yes,
 		Note: "the included proxy's routes under the include's conditions, across namespaces", Test: "golden httpproxy"},
@@ -77,7 +78,9 @@ var HTTPProxyFields = []FieldSupport{
 	{Kind: "HTTPProxy", Path: "spec.routes.internalRedirectPolicy", Support: Yes, Note: "Envoy follows the backend's redirects itself", Test: "golden httpproxy-policies; TestInternalRedirectFollowed"},
 	{Kind: "HTTPProxy", Path: "spec.routes.authPolicy", Support: Yes, Note: "the route's check disabled, or its context merged over the virtual host's", Test: "golden httpproxy-authorization; TestHTTPProxyAuthorizationThroughFleet"},
 	{Kind: "HTTPProxy", Path: "spec.routes.cookieRewritePolicies", Support: NotYet, Refusal: "cookieRewritePolicies is not supported yet"},
-	{Kind: "HTTPProxy", Path: "spec.routes.jwtVerificationPolicy", Support: NotYet, Refusal: "jwtVerificationPolicy is not supported yet"},
+	{Kind: "HTTPProxy", Path: "spec.routes.jwtVerificationPolicy", Support: Yes,
+		Note: "the provider the route requires, in place of the default, or none (disabled); a provider the root has not drops the proxy's routes",
+		Test: "golden httpproxy-jwt; TestHTTPProxyJWTThroughFleet"},
 
 	{Kind: "HTTPProxy", Path: "spec.tcpproxy.services.name", Support: Yes, Note: "the Services the virtual host's connections go to", Test: "golden httpproxy-tls"},
 	{Kind: "HTTPProxy", Path: "spec.tcpproxy.services.port", Support: Yes, Note: "the Service port", Test: "golden httpproxy-tls"},

@@ -95,7 +95,7 @@ func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	e.Serve(harness.Loopback(pod.Status.PodIP), f.network.Dial)
+	e.Serve(harness.Loopback(pod.Status.PodIP), f.podDial)
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	go f.report(key, e)
 	f.mu.Lock()
@@ -120,24 +120,48 @@ func (f *fleet) envoy(key types.NamespacedName) *dataplane.Envoy {
 // kube-proxy would: to a ready endpoint of the Service, at the Loopback
 // address where the node agent's process for that Pod listens.
 func (f *fleet) dial(ctx context.Context, address string) (net.Conn, error) {
-	host, portText, err := net.SplitHostPort(address)
-	if err != nil {
-		return nil, err
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return nil, err
-	}
-	parts := strings.Split(strings.TrimSuffix(strings.TrimSuffix(host, ".cluster.local"), ".svc"), ".")
-	if len(parts) != 2 {
-		return nil, fmt.Errorf("%s is not a Service's DNS name", host)
-	}
-	ip, target, err := f.endpoint(ctx, types.NamespacedName{Namespace: parts[1], Name: parts[0]}, int32(port))
+	ip, target, err := f.resolve(ctx, address)
 	if err != nil {
 		return nil, err
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", net.JoinHostPort(harness.Loopback(ip), strconv.Itoa(int(target))))
+}
+
+// podDial connects as a Pod's network does: to a Pod's address through
+// the Pod network, and to a Service's DNS name (a host Envoy resolves,
+// such as a JWKS URI's) through the Pod network to a ready endpoint of
+// the Service, as the cluster's DNS and kube-proxy send it.
+func (f *fleet) podDial(ctx context.Context, network, address string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	if net.ParseIP(host) != nil {
+		return f.network.Dial(ctx, network, address)
+	}
+	ip, target, err := f.resolve(ctx, address)
+	if err != nil {
+		return nil, err
+	}
+	return f.network.Dial(ctx, network, net.JoinHostPort(ip, strconv.Itoa(int(target))))
+}
+
+// resolve is the Pod IP and port a Service's DNS name and port reach.
+func (f *fleet) resolve(ctx context.Context, address string) (string, int32, error) {
+	host, portText, err := net.SplitHostPort(address)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return "", 0, err
+	}
+	parts := strings.Split(strings.TrimSuffix(strings.TrimSuffix(host, ".cluster.local"), ".svc"), ".")
+	if len(parts) != 2 {
+		return "", 0, fmt.Errorf("%s is not a Service's DNS name", host)
+	}
+	return f.endpoint(ctx, types.NamespacedName{Namespace: parts[1], Name: parts[0]}, int32(port))
 }
 
 // endpoint picks a ready endpoint of a Service's port: its Pod IP and the

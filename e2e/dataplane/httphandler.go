@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -63,10 +64,24 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.answer(w, r, in, sim, a, body)
 }
 
-// answer does what a simulated request's answer says, once the route's
-// authorization server, if it has one, allows it: Envoy answers itself,
-// upgrades the connection, or forwards the request.
+// answer does what a simulated request's answer says, once its token is
+// verified and the route's authorization server, if it has one, allows
+// it: Envoy answers itself, upgrades the connection, or forwards the
+// request.
 func (p *proxy) answer(w http.ResponseWriter, r *http.Request, in envoysim.Request, sim *envoysim.Simulator, a *envoysim.Answer, body []byte) {
+	if c := a.JWT; c != nil {
+		denied := c.Verify(time.Now(), func() ([]byte, error) {
+			doc, err := p.jwks(r.Context(), sim, c)
+			if err != nil {
+				p.logf("JWKS %s: %v", c.URI, err)
+			}
+			return doc, err
+		})
+		if denied != nil {
+			localReply(w, r, denied)
+			return
+		}
+	}
 	if z := a.Authorization; z != nil {
 		v := p.authorize(r.Context(), sim, z, body)
 		if v.Denied != nil {

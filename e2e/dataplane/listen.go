@@ -47,6 +47,8 @@ type proxy struct {
 	health *health
 	// limits are the clusters' circuit breakers.
 	limits limits
+	// keySets are the JWKS fetched, by cluster and URI.
+	keySets map[string]cachedJWKS
 }
 
 func (p *proxy) run(ctx context.Context) {

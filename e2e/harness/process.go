@@ -136,7 +136,8 @@ func (p *Process) Output() string {
 }
 
 // Binaries builds isobar-operator, isobar-controller, echo-basic,
-// authz-server and ratelimit-server into the Env's scratch directory,
+// authz-server, ratelimit-server and jwks-server into the Env's scratch
+// directory,
 // once, and returns the directory holding them.
 func (e *Env) Binaries() (string, error) {
 	e.buildOnce.Do(func() {
@@ -147,11 +148,13 @@ func (e *Env) Binaries() (string, error) {
 		}
 		dir := filepath.Join(e.Dir, "bin")
 		// echo-basic is the conformance suite's echo server, which its
-		// backend Pods run; authz-server and ratelimit-server the
-		// authorization and rate limit services of the fleet's tests.
+		// backend Pods run; authz-server, ratelimit-server and
+		// jwks-server the authorization and rate limit services and the
+		// JWKS endpoint of the fleet's tests.
 		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
 			"isobar.dev/operator/cmd/isobar-operator", "isobar.dev/controller/cmd/isobar-controller",
-			"sigs.k8s.io/gateway-api/conformance/echo-basic", "isobar.dev/e2e/cmd/authz-server", "isobar.dev/e2e/cmd/ratelimit-server")
+			"sigs.k8s.io/gateway-api/conformance/echo-basic", "isobar.dev/e2e/cmd/authz-server", "isobar.dev/e2e/cmd/ratelimit-server",
+			"isobar.dev/e2e/cmd/jwks-server")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			e.buildErr = fmt.Errorf("building binaries: %w\n%s", err, out)

@@ -140,6 +140,14 @@ func (s *Simulator) jwtOf(f *jwtFilter, vh *routev3.VirtualHost, rt *routev3.Rou
 	return out, out.Token == "", nil
 }
 
+// KeysRequest is the request Envoy fetches the JWKS with: a GET of the
+// URI.
+func (c *JWTCheck) KeysRequest() *HTTPRequest {
+	scheme, rest, _ := strings.Cut(c.URI, "://")
+	authority, path, _ := strings.Cut(rest, "/")
+	return &HTTPRequest{Method: "GET", Scheme: scheme, Authority: authority, Path: "/" + path}
+}
+
 // queryValue is the first value of a query parameter of path, "" without.
 func queryValue(path, name string) string {
 	_, q, _ := strings.Cut(path, "?")

@@ -111,7 +111,8 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 			return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
 		}
 		if missing {
-			a.Response = a.JWT.missingAnswer()
+			// Envoy's answer: there is nothing to verify.
+			a.Response, a.JWT = a.JWT.missingAnswer(), nil
 			return nil
 		}
 		// External authorization comes after JWT verification: the data
