@@ -43,6 +43,9 @@ func pathConditionsValid(conds []contourv1.MatchCondition) error {
 			if p[0] != '/' {
 				return fmt.Errorf("%s conditions must start with /, %s was supplied", kind, p)
 			}
+			if err := validate.Text(p, kind, "condition"); err != nil {
+				return err
+			}
 			if kind == "regex" {
 				if err := validate.Regex("regex", p); err != nil {
 					return fmt.Errorf("supplied regex: %s invalid. error: %w", p, err)

@@ -2,8 +2,10 @@ package offline
 
 import (
 	"slices"
+	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	kptr "k8s.io/utils/ptr"
 
@@ -26,6 +28,7 @@ import (
 // included proxy arrive gives what a fresh one does.
 func FuzzHTTPProxy(f *testing.F) {
 	f.Add("app.example.com", "/api", "/v1", "x-version", "2", "^/v[0-9]+", "debug", "30s", "/new", int64(1), 200)
+	f.Add("app.example.com", "/api", "/v1", "x-version", "2", "/v[0-9]+", "v4", "30s", "/new", int64(80), 200)
 	f.Add("", "", "", "", "", "", "", "", "", int64(0), 0)
 	f.Add("*.example.com", "api", "//", "bad header", "\x00", "([", "q p", "forever", "no-slash", int64(-5), 99)
 	f.Fuzz(func(t *testing.T, fqdn, prefix, childPrefix, header, value, regex, query, timeout, path string, weight int64, status int) {
@@ -46,7 +49,10 @@ func FuzzHTTPProxy(f *testing.F) {
 func proxyResources(fqdn, prefix, childPrefix, header, value, regex, query, timeout, path string, weight int64, status int) *resources.Resources {
 	res := fuzzResources("/", "x", "y", "", "q", "/", 1, 301, "", "/", "GET")
 	res.HTTPRoutes = nil
-	res.Gateways[0].Spec.Listeners = []gatewayv1.Listener{{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}}
+	res.Gateways[0].Spec.Listeners = []gatewayv1.Listener{{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
+		{Name: "ingress-https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, TLS: &gatewayv1.ListenerTLSConfig{
+			CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "tls"}}}}}
+	res.Secrets = append(res.Secrets, fuzzTLSSecret())
 	res.IngressClasses = []*networkingv1.IngressClass{{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}},
 		Spec: networkingv1.IngressClassSpec{Controller: string(DefaultControllerName), Parameters: &networkingv1.IngressClassParametersReference{
@@ -75,8 +81,6 @@ func proxyResources(fqdn, prefix, childPrefix, header, value, regex, query, time
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "root", Generation: 1},
 		Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: fqdn,
-				Authorization: &contourv1.AuthorizationServer{ExtensionServiceRef: contourv1.ExtensionServiceReference{Name: "ext"}, ResponseTimeout: timeout,
-					AuthPolicy: &contourv1.AuthorizationPolicy{Context: map[string]string{header: value}}},
 				RateLimitPolicy: &contourv1.RateLimitPolicy{Global: &contourv1.GlobalRateLimitPolicy{Descriptors: []contourv1.RateLimitDescriptor{{Entries: []contourv1.RateLimitDescriptorEntry{
 					{RequestHeader: &contourv1.RequestHeaderDescriptor{HeaderName: header, DescriptorKey: value}},
 					{RequestHeaderValueMatch: &contourv1.RequestHeaderValueMatchDescriptor{Headers: []contourv1.HeaderMatchCondition{{Name: header, Regex: regex}}, Value: value}},
@@ -88,6 +92,26 @@ func proxyResources(fqdn, prefix, childPrefix, header, value, regex, query, time
 					RequestHeadersPolicy: &contourv1.HeadersPolicy{Set: []contourv1.HeaderValue{{Name: header, Value: value}}, Remove: []string{header}}},
 				{Conditions: []contourv1.MatchCondition{{Exact: path}}, RequestRedirectPolicy: &contourv1.HTTPRequestRedirectPolicy{Path: &redirect}},
 				{Conditions: []contourv1.MatchCondition{{Prefix: childPrefix}}, DirectResponsePolicy: &contourv1.HTTPDirectResponsePolicy{StatusCode: status, Body: value}},
+			},
+		},
+	}, {
+		// A TLS root, with what needs TLS: authorization and JWT
+		// verification.
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "secure", Generation: 1},
+		Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "secure.example.com", TLS: &contourv1.TLS{SecretName: "tls"},
+				Authorization: &contourv1.AuthorizationServer{ExtensionServiceRef: contourv1.ExtensionServiceReference{Name: "ext"}, ResponseTimeout: timeout,
+					AuthPolicy: &contourv1.AuthorizationPolicy{Context: map[string]string{header: value}}},
+				JWTProviders: []contourv1.JWTProvider{
+					{Name: header, Default: weight%2 == 1, Issuer: value, Audiences: []string{query},
+						RemoteJWKS: contourv1.RemoteJWKS{URI: "https://" + fqdn + path, Timeout: timeout, CacheDuration: timeout, DNSLookupFamily: []string{"", "v4", "v6", query}[weight&3]}},
+					{Name: "other", RemoteJWKS: contourv1.RemoteJWKS{URI: "http://" + query + ".svc:8080" + path}},
+				}},
+			Includes: []contourv1.Include{{Name: "child", Conditions: []contourv1.MatchCondition{{Prefix: prefix}}}},
+			Routes: []contourv1.Route{
+				{Services: []contourv1.Service{{Name: "svc", Port: 80}}, JWTVerificationPolicy: &contourv1.JWTVerificationPolicy{Require: []string{header, "other", "", query}[weight&3]}},
+				{Conditions: []contourv1.MatchCondition{{Prefix: "/open"}}, PermitInsecure: true, Services: []contourv1.Service{{Name: "svc", Port: 80}},
+					JWTVerificationPolicy: &contourv1.JWTVerificationPolicy{Disabled: true}},
 			},
 		},
 	}, {
@@ -109,3 +133,20 @@ func proxyResources(fqdn, prefix, childPrefix, header, value, regex, query, time
 	}}
 	return res
 }
+
+// fuzzTLSSecret is a certificate the fuzzed Gateway and TLS root serve:
+// the httpproxy-jwt golden's, in the default namespace.
+var fuzzTLSSecret = sync.OnceValue(func() *corev1.Secret {
+	res, _, err := LoadFiles([]string{"testdata/httpproxy-jwt.in.yaml"}, "")
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range res.Secrets {
+		if s.Name == "shop-tls" {
+			cp := s.DeepCopy()
+			cp.Namespace, cp.Name = "default", "tls"
+			return cp
+		}
+	}
+	panic("the httpproxy-jwt golden has no Secret shop-tls")
+})
