@@ -7,21 +7,17 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-
-	"isobar.dev/operator/pkg/certs"
 )
 
 // HTTPProxy external authorization through a provisioned fleet: the
@@ -40,15 +36,6 @@ func TestHTTPProxyAuthorizationThroughFleet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns, class = "authorized-proxies", "isobar-authorized"
-	ca, caKey, err := certs.NewCA("authorization", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	crt, key, err := certs.Issue(ca, caKey, []string{"*.example.com"}, true, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	labels := map[string]string{"app": "authz"}
 	root := func(name, extension string, failOpen bool, routes []contourv1.Route) *contourv1.HTTPProxy {
 		return &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: contourv1.HTTPProxySpec{
 			IngressClassName: class, Routes: routes,
@@ -64,50 +51,26 @@ func TestHTTPProxyAuthorizationThroughFleet(t *testing.T) {
 			Protocol: ptr.To("h2c"), Services: []contourv1alpha1.ExtensionServiceTarget{{Name: service, Port: 9000}},
 		}}
 	}
-	objects := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "example-tls"}, Type: corev1.SecretTypeTLS,
-			Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}},
-		ingressClassFor(class, ns),
-		&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: gatewayClassName,
-			Listeners: []gatewayv1.Listener{
-				{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
-				{Name: "ingress-https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, TLS: &gatewayv1.ListenerTLSConfig{
-					CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "example-tls"}}}},
-			},
-		}},
+	objects := slices.Concat(tlsGateway(t, ns, class),
 		// The authorization server, and a Service without Pods: one that
 		// is down.
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "authz"}, Spec: corev1.ServiceSpec{
-			Selector: labels, Ports: []corev1.ServicePort{{Name: "grpc", Port: 9000}},
-		}},
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "authz"}, Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "authz", Image: authzImage + ":test", Env: []corev1.EnvVar{{Name: "PORT", Value: "9000"}},
-				Ports: []corev1.ContainerPort{{Name: "grpc", ContainerPort: 9000}},
-			}}}},
-		}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nobody"}, Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app": "nobody"}, Ports: []corev1.ServicePort{{Name: "grpc", Port: 9000}},
-		}},
-		extension("authz", "authz"),
-		extension("down", "nobody"),
-		root("shop", "authz", false, []contourv1.Route{
-			{Services: echo()},
-			{Conditions: []contourv1.MatchCondition{{Prefix: "/public"}}, Services: echo(), AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: true}},
-			{Conditions: []contourv1.MatchCondition{{Prefix: "/admin"}}, Services: echo(), AuthPolicy: &contourv1.AuthorizationPolicy{Context: map[string]string{"tier": "admin"}}},
-		}),
-		root("closed", "down", false, []contourv1.Route{{Services: echo()}}),
-		root("open", "down", true, []contourv1.Route{{Services: echo()}}),
-		root("missing", "gone", false, []contourv1.Route{
-			{Services: echo()},
-			{Conditions: []contourv1.MatchCondition{{Prefix: "/public"}}, Services: echo(), AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: true}},
-		}),
-	}
-	for _, o := range append(objects, echoWorkload(ns, 1)...) {
+		serverWorkload(ns, "authz", authzImage, "grpc", 9000),
+		[]client.Object{podlessService(ns, "nobody", "grpc", 9000),
+			extension("authz", "authz"),
+			extension("down", "nobody"),
+			root("shop", "authz", false, []contourv1.Route{
+				{Services: echo()},
+				{Conditions: []contourv1.MatchCondition{{Prefix: "/public"}}, Services: echo(), AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: true}},
+				{Conditions: []contourv1.MatchCondition{{Prefix: "/admin"}}, Services: echo(), AuthPolicy: &contourv1.AuthorizationPolicy{Context: map[string]string{"tier": "admin"}}},
+			}),
+			root("closed", "down", false, []contourv1.Route{{Services: echo()}}),
+			root("open", "down", true, []contourv1.Route{{Services: echo()}}),
+			root("missing", "gone", false, []contourv1.Route{
+				{Services: echo()},
+				{Conditions: []contourv1.MatchCondition{{Prefix: "/public"}}, Services: echo(), AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: true}},
+			}),
+		}, echoWorkload(ns, 1))
+	for _, o := range objects {
 		if err := r.env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}

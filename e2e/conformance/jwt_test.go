@@ -4,20 +4,17 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/e2e/jwks"
-	"isobar.dev/operator/pkg/certs"
 )
 
 // HTTPProxy JWT verification through a provisioned fleet: the fleet's
@@ -37,19 +34,10 @@ func TestHTTPProxyJWTThroughFleet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns, class = "jwt-proxies", "isobar-jwt"
-	ca, caKey, err := certs.NewCA("jwt", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	crt, key, err := certs.Issue(ca, caKey, []string{"*.example.com"}, true, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	issuer, err := jwks.NewIssuer("fleet")
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels := map[string]string{"app": "jwks"}
 	root := func(name, uri string, routes []contourv1.Route) *contourv1.HTTPProxy {
 		return &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: contourv1.HTTPProxySpec{
 			IngressClassName: class, Routes: routes,
@@ -60,43 +48,18 @@ func TestHTTPProxyJWTThroughFleet(t *testing.T) {
 				}}},
 		}}
 	}
-	objects := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "example-tls"}, Type: corev1.SecretTypeTLS,
-			Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}},
-		ingressClassFor(class, ns),
-		&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: gatewayClassName,
-			Listeners: []gatewayv1.Listener{
-				{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
-				{Name: "ingress-https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, TLS: &gatewayv1.ListenerTLSConfig{
-					CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "example-tls"}}}},
-			},
-		}},
+	objects := slices.Concat(tlsGateway(t, ns, class),
 		// The JWKS endpoint, and a Service without Pods.
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jwks"}, Spec: corev1.ServiceSpec{
-			Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 8080}},
-		}},
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jwks"}, Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "jwks", Image: jwksImage + ":test",
-				Env:   []corev1.EnvVar{{Name: "PORT", Value: "8080"}, {Name: "JWKS", Value: string(issuer.KeySet())}},
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-			}}}},
-		}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nobody"}, Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app": "nobody"}, Ports: []corev1.ServicePort{{Name: "http", Port: 8080}},
-		}},
-		root("shop", "http://jwks."+ns+".svc.cluster.local:8080/.well-known/jwks.json", []contourv1.Route{
-			{Services: echo()},
-			{Conditions: []contourv1.MatchCondition{{Prefix: "/public"}}, Services: echo(), JWTVerificationPolicy: &contourv1.JWTVerificationPolicy{Disabled: true}},
-		}),
-		root("down", "http://nobody."+ns+".svc.cluster.local:8080/jwks.json", []contourv1.Route{{Services: echo()}}),
-		root("scheme", "ftp://jwks."+ns+".svc.cluster.local/jwks.json", []contourv1.Route{{Services: echo()}}),
-	}
-	for _, o := range append(objects, echoWorkload(ns, 1)...) {
+		serverWorkload(ns, "jwks", jwksImage, "http", 8080, corev1.EnvVar{Name: "JWKS", Value: string(issuer.KeySet())}),
+		[]client.Object{podlessService(ns, "nobody", "http", 8080),
+			root("shop", "http://jwks."+ns+".svc.cluster.local:8080/.well-known/jwks.json", []contourv1.Route{
+				{Services: echo()},
+				{Conditions: []contourv1.MatchCondition{{Prefix: "/public"}}, Services: echo(), JWTVerificationPolicy: &contourv1.JWTVerificationPolicy{Disabled: true}},
+			}),
+			root("down", "http://nobody."+ns+".svc.cluster.local:8080/jwks.json", []contourv1.Route{{Services: echo()}}),
+			root("scheme", "ftp://jwks."+ns+".svc.cluster.local/jwks.json", []contourv1.Route{{Services: echo()}}),
+		}, echoWorkload(ns, 1))
+	for _, o := range objects {
 		if err := r.env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}

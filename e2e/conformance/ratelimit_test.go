@@ -4,12 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,7 +36,6 @@ func TestHTTPProxyGlobalRateLimitsThroughFleet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns, class, ingressClass = "limited-proxies", "isobar-ratelimited", "isobar-limited"
-	labels := map[string]string{"app": "ratelimit"}
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&isobarv1alpha1.ContourDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ratelimited"}, Spec: isobarv1alpha1.ContourDeploymentSpec{
@@ -51,18 +50,6 @@ func TestHTTPProxyGlobalRateLimitsThroughFleet(t *testing.T) {
 		&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
 			GatewayClassName: class,
 			Listeners:        []gatewayv1.Listener{{Name: "ingress-http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
-		}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ratelimit"}, Spec: corev1.ServiceSpec{
-			Selector: labels, Ports: []corev1.ServicePort{{Name: "grpc", Port: 8081}},
-		}},
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ratelimit"}, Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "ratelimit", Image: rateLimitImage + ":test",
-				Env:   []corev1.EnvVar{{Name: "PORT", Value: "8081"}, {Name: "LIMIT", Value: "2"}},
-				Ports: []corev1.ContainerPort{{Name: "grpc", ContainerPort: 8081}},
-			}}}},
 		}},
 		&contourv1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ratelimit"}, Spec: contourv1alpha1.ExtensionServiceSpec{
 			Protocol: ptr.To("h2c"), Services: []contourv1alpha1.ExtensionServiceTarget{{Name: "ratelimit", Port: 8081}},
@@ -80,7 +67,8 @@ func TestHTTPProxyGlobalRateLimitsThroughFleet(t *testing.T) {
 			},
 		}},
 	}
-	for _, o := range append(objects, echoWorkload(ns, 1)...) {
+	objects = slices.Concat(objects, serverWorkload(ns, "ratelimit", rateLimitImage, "grpc", 8081, corev1.EnvVar{Name: "LIMIT", Value: "2"}), echoWorkload(ns, 1))
+	for _, o := range objects {
 		if err := r.env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
