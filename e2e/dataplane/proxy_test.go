@@ -76,8 +76,13 @@ func httpListenerOn(t *testing.T, port int, timeout time.Duration) *listenerv3.L
 		}},
 		HttpFilters: []*hcmv3.HttpFilter{{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &routerv3.Router{})}}},
 	}
+	return hcmListener(t, "test", port, hcm)
+}
+
+// hcmListener is a listener on port whose connections hcm manages.
+func hcmListener(t *testing.T, name string, port int, hcm *hcmv3.HttpConnectionManager) *listenerv3.Listener {
 	return &listenerv3.Listener{
-		Name:    "test",
+		Name:    name,
 		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{Address: "0.0.0.0", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(port)}}}},
 		FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
 			Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: typed(t, hcm)},

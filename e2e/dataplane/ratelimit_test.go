@@ -67,13 +67,7 @@ func TestGlobalRateLimits(t *testing.T) {
 				})},
 			}, {Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &routerv3.Router{})}}},
 		}
-		return &listenerv3.Listener{
-			Name:    name,
-			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{Address: "0.0.0.0", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(port)}}}},
-			FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
-				Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: typed(t, hcm)},
-			}}}},
-		}
+		return hcmListener(t, name, port, hcm)
 	}
 	limited, closed, open := freePort(t), freePort(t), freePort(t)
 	named := func(name string, addr *net.TCPAddr) *clusterv3.Cluster {
