@@ -36,9 +36,7 @@ type Outcome[D any] struct {
 	Reads env.Reads
 	// Rules are the route's translated rules, reused when the Gateway's
 	// context changes but none of the rules' deps does.
-	Rules *Rules
-	// Shared is the cluster a UDPRoute's weighted backends make.
-	Shared *SharedCluster
+	Rules  *Rules
 	Detail D
 	// epoch is the last translation whose snapshot held the route.
 	epoch uint64
@@ -82,8 +80,6 @@ type State[D any] struct {
 	// dep first changes (a full translation does not pay for it), then
 	// kept.
 	readers map[env.Dep]map[*metav1.ObjectMeta]bool
-	// shared are the UDPRoutes' clusters of weighted backends, by name.
-	shared map[string]*SharedCluster
 }
 
 // NewState returns an empty state sized for the given number of
@@ -95,7 +91,6 @@ func NewState[D any](listeners, routes int) *State[D] {
 		tables:   map[TableKey]*Table{},
 		clusters: map[routerule.ClusterSpec]int{},
 		routes:   make(map[RouteKey][]gatewayv1.RouteParentStatus, routes),
-		shared:   map[string]*SharedCluster{},
 	}
 }
 
@@ -135,17 +130,6 @@ func (s *State[D]) Clusters() iter.Seq[routerule.ClusterSpec] {
 	}
 }
 
-// SharedClusters are the UDPRoutes' clusters of weighted backends.
-func (s *State[D]) SharedClusters() iter.Seq[*SharedCluster] {
-	return func(yield func(*SharedCluster) bool) {
-		for _, c := range s.shared {
-			if !yield(c) {
-				return
-			}
-		}
-	}
-}
-
 // Record starts the outcome of attaching a route object, whose place
 // among the routes attached with it is rank; it returns nil when the
 // object is already in the state (a snapshot that lists it twice). The
@@ -167,9 +151,6 @@ func (s *State[D]) Apply(o *Outcome[D]) {
 	}
 	for _, c := range o.Clusters {
 		s.clusters[c]++
-	}
-	if o.Shared != nil {
-		s.shared[o.Shared.Name] = o.Shared
 	}
 	s.addReader(o)
 
@@ -195,9 +176,6 @@ func (s *State[D]) takeBack(o *Outcome[D]) {
 		if s.clusters[c]--; s.clusters[c] <= 0 {
 			delete(s.clusters, c)
 		}
-	}
-	if o.Shared != nil {
-		delete(s.shared, o.Shared.Name)
 	}
 	s.removeReader(o)
 

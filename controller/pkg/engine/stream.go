@@ -21,11 +21,3 @@ func (tb *Table) ClaimStream(name, owner string, certs []string, dest *ir.Destin
 	tb.streams[name] = &stream{certs: certs, owner: owner, dest: dest}
 	return true
 }
-
-// A SharedCluster is a UDPRoute's weighted backends as one cluster whose
-// localities are the backends, weighted: Envoy's UDP proxy sends a session
-// to one cluster, and picks a locality by weight.
-type SharedCluster struct {
-	Name    string
-	Members []ir.WeightedCluster
-}

@@ -16,7 +16,8 @@ import (
 
 // ensureCluster builds the cluster of a spec the routes use, once per
 // translation, and records the Gateway as an ancestor of the
-// BackendTLSPolicy it applies.
+// BackendTLSPolicy it applies. A shared cluster's members must be built
+// first.
 func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
 	if s.Rejected {
 		t.policyAncestor(s.TLS)
@@ -25,7 +26,11 @@ func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
 	if _, done := t.clusters[s.Name]; done {
 		return
 	}
-	if s.Service == nil {
+	switch {
+	case s.Shares != nil:
+		t.buildShared(s)
+		return
+	case s.Service == nil:
 		c := &ir.Cluster{Name: s.Name}
 		s.Upstream.Apply(c, s.HostPort)
 		t.clusters[s.Name] = c
@@ -132,4 +137,27 @@ func Endpoints(src ir.ClusterSource, endpointSlices []*discoveryv1.EndpointSlice
 		return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
 	})
 	return out
+}
+
+// buildShared builds a shared cluster from its members' clusters: spoken
+// to as its first member is (every member is spoken to alike), with each
+// member's endpoints a locality of its weight.
+func (t *gatewayTranslator) buildShared(s routerule.ClusterSpec) {
+	var c *ir.Cluster
+	for _, m := range s.Shares.Members {
+		member := t.clusters[m.Cluster]
+		if member == nil {
+			continue
+		}
+		if c == nil {
+			cp := *member
+			cp.Name, cp.Endpoints, cp.Source, cp.HealthCheck = s.Name, nil, ir.ClusterSource{}, nil
+			c = &cp
+		}
+		c.Shares = append(c.Shares, ir.Share{Cluster: m.Cluster, Weight: m.Weight, Endpoints: member.Endpoints, Source: member.Source})
+	}
+	if c == nil {
+		c = &ir.Cluster{Name: s.Name}
+	}
+	t.clusters[s.Name] = c
 }

@@ -81,7 +81,7 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 	// route: ResolvedRefs reports them either way.
 	b := routerule.StreamBackends(t.newEnv(&o.Reads), &t.cache.Names, string(r.kind), r.meta.Namespace, r.meta.Generation, r.backendRefs, routerule.Upstream{})
 	o.Clusters = b.Clusters
-	dest := sharedUDP(o, r, b.Destination)
+	dest := t.sharedUDP(o, r, b.Destination)
 	owner := r.meta.Namespace + "/" + r.meta.Name
 	for _, a := range atts {
 		t.countAccepted(o, a)
@@ -107,25 +107,15 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 }
 
 // sharedUDP makes the weighted backends of a UDPRoute one cluster (see
-// engine.SharedCluster), recorded in the route's outcome.
-func sharedUDP(o *outcome, r *streamRoute, d *ir.Destination) *ir.Destination {
+// routerule.Shares), among the route's clusters.
+func (t *gatewayTranslator) sharedUDP(o *outcome, r *streamRoute, d *ir.Destination) *ir.Destination {
 	if r.kind != "UDPRoute" || len(d.Backends) <= 1 {
 		return d
 	}
 	// ":" cannot be in a namespace, so the name is no Service port's.
-	o.Shared = &engine.SharedCluster{Name: "udproute:" + r.meta.Namespace + "/" + r.meta.Name, Members: d.Backends}
-	return &ir.Destination{Backends: []ir.WeightedCluster{{Cluster: o.Shared.Name, Weight: 1}}}
-}
-
-// buildShared builds a shared cluster from its members' clusters, which
-// are built first.
-func (t *gatewayTranslator) buildShared(s *engine.SharedCluster) {
-	c := &ir.Cluster{Name: s.Name, UDP: true}
-	for _, b := range s.Members {
-		member := t.clusters[b.Cluster]
-		c.Shares = append(c.Shares, ir.Share{Cluster: b.Cluster, Weight: b.Weight, Endpoints: member.Endpoints, Source: member.Source})
-	}
-	t.clusters[c.Name] = c
+	spec := routerule.SharedCluster(&t.cache.Names, "udproute:"+r.meta.Namespace+"/"+r.meta.Name, d.Backends)
+	o.Clusters = append(o.Clusters, spec)
+	return &ir.Destination{Backends: []ir.WeightedCluster{{Cluster: spec.Name, Weight: 1}}}
 }
 
 // addStream claims the listener's server names (TLS) or the listener (TCP,

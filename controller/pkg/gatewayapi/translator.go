@@ -33,6 +33,7 @@ import (
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/routerule"
 )
 
 // Options select what to translate.
@@ -259,11 +260,17 @@ func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gateway
 // buildClusters builds the clusters the state's routes use, on every
 // translation, from this snapshot's endpoints.
 func (t *gatewayTranslator) buildClusters() {
+	var shared []routerule.ClusterSpec
 	for spec := range t.state.Clusters() {
+		if spec.Shares != nil {
+			shared = append(shared, spec)
+			continue
+		}
 		t.ensureCluster(spec)
 	}
-	for s := range t.state.SharedClusters() {
-		t.buildShared(s)
+	// After their members.
+	for _, spec := range shared {
+		t.ensureCluster(spec)
 	}
 }
 

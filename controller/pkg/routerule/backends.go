@@ -165,6 +165,7 @@ type Names struct {
 	m            map[string]string
 	upstreams    map[Upstream]*Upstream
 	healthChecks map[string]*ir.HealthCheck
+	shared       map[string]*Shares
 }
 
 // HealthCheck interns a health check, so that Upstreams with equal
@@ -247,6 +248,46 @@ type ClusterSpec struct {
 	// HostPort, for a cluster of no Service (Service nil), is the port of
 	// Upstream.ExternalName, the host Envoy resolves.
 	HostPort int32
+	// Shares, for a cluster of no Service, makes it the endpoints of its
+	// members' clusters, each a locality of its weight (interned).
+	Shares *Shares
+}
+
+// Shares are the member clusters of a shared cluster, and their weights:
+// Envoy's UDP proxy routes to one cluster, so a UDPRoute's weighted
+// backends are one; an ExtensionService's weighted services too.
+type Shares struct {
+	Members []ir.WeightedCluster
+}
+
+// SharedCluster is the cluster of name made of members, which are
+// clusters of their own too; members of weight 0 get nothing and are
+// left out.
+func SharedCluster(names *Names, name string, members []ir.WeightedCluster) ClusterSpec {
+	var key strings.Builder
+	var kept []ir.WeightedCluster
+	for _, m := range members {
+		if m.Weight > 0 {
+			kept = append(kept, m)
+			fmt.Fprintf(&key, "%s=%d,", m.Cluster, m.Weight)
+		}
+	}
+	return ClusterSpec{Name: name, Shares: names.shares(key.String(), kept)}
+}
+
+func (n *Names) shares(key string, members []ir.WeightedCluster) *Shares {
+	if n == nil {
+		return &Shares{Members: members}
+	}
+	if p, ok := n.shared[key]; ok {
+		return p
+	}
+	if n.shared == nil {
+		n.shared = map[string]*Shares{}
+	}
+	p := &Shares{Members: members}
+	n.shared[key] = p
+	return p
 }
 
 // HostCluster is the cluster of a host Envoy resolves itself, at port,
