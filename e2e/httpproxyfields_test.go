@@ -276,7 +276,7 @@ spec:
 
 	"ExtensionService spec.services.name":                authorizedInput("{protocol: h2c, services: [{name: authz, port: 9000}]}"),
 	"ExtensionService spec.services.port":                authorizedInput("{protocol: h2c, services: [{name: authz, port: 9000}]}"),
-	"ExtensionService spec.services.weight":              authorizedInput("{protocol: h2c, services: [{name: authz, port: 9000, weight: 5}]}"),
+	"ExtensionService spec.services.weight":              authorizedInput("{protocol: h2c, services: [{name: authz, port: 9000, weight: 5}, {name: app, port: 80, weight: 1}]}"),
 	"ExtensionService spec.protocol":                     authorizedInput("{protocol: h2c, services: [{name: authz, port: 9000}]}"),
 	"ExtensionService spec.protocolVersion":              authorizedInput("{protocolVersion: v2, services: [{name: authz, port: 9000}]}"),
 	"ExtensionService spec.validation":                   authorizedInput("{services: [{name: authz, port: 9000}], validation: {caSecret: ca, subjectName: authz.example.com}}"),

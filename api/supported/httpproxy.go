@@ -111,8 +111,8 @@ var HTTPProxyFields = []FieldSupport{
 
 	{Kind: "ExtensionService", Path: "spec.services.name", Support: Yes, Note: "the authorization server's Service", Test: "golden httpproxy-authorization"},
 	{Kind: "ExtensionService", Path: "spec.services.port", Support: Yes, Note: "its port", Test: "golden httpproxy-authorization"},
-	{Kind: "ExtensionService", Path: "spec.services.weight", Support: NotYet, Refusal: "spec.services.weight is not supported yet",
-		Note: "one service takes every check"},
+	{Kind: "ExtensionService", Path: "spec.services.weight", Support: Yes,
+		Note: "each service's share of the checks: the services' endpoints are the localities of one cluster, weighted (equally without weights; weight 0 gets none)", Test: "golden httpproxy-authorization"},
 	{Kind: "ExtensionService", Path: "spec.protocol", Support: Yes, Note: "h2 (the default: HTTP/2 over TLS) or h2c", Test: "golden httpproxy-authorization"},
 	{Kind: "ExtensionService", Path: "spec.protocolVersion", Support: Refused, Refusal: "is not supported: Envoy speaks v3",
 		Note: "v3, the only value the CRD allows, is what Envoy speaks anyway; another is refused"},

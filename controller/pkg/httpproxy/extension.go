@@ -2,6 +2,7 @@ package httpproxy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,31 +115,41 @@ func (w *walk) extensionOf(x *contourv1alpha1.ExtensionService, valid *contourv1
 		up.CA, up.SubjectNames, up.SNI = ca, strings.Join(names, ","), names[0]
 		out.sni = names[0]
 	}
-	switch len(spec.Services) {
-	case 0:
+	if len(spec.Services) == 0 {
 		return nil, refused(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", "spec.services names no service")
-	case 1:
-	default:
-		return nil, refused(contourv1.ConditionTypeSpecError, "NotSupported", "spec.services: more than one service is not supported yet")
 	}
-	s := spec.Services[0]
-	if s.Weight != 0 {
-		// One service takes every check: a weight would say nothing.
-		return nil, refused(contourv1.ConditionTypeSpecError, "NotSupported", "spec.services.weight is not supported yet")
+	// Without weights the services share the checks equally; with
+	// weights, a service of weight 0 gets none.
+	weighted := slices.ContainsFunc(spec.Services, func(s contourv1alpha1.ExtensionServiceTarget) bool { return s.Weight > 0 })
+	var members []ir.WeightedCluster
+	for _, s := range spec.Services {
+		if s.Port < 1 || s.Port > 65535 {
+			return nil, refused(contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name))
+		}
+		if svc, ok := w.e.Service(x.Namespace, s.Name); ok && svc.Spec.ExternalName != "" {
+			return nil, refused(contourv1.ConditionTypeServiceError, "UnsupportedServiceType", fmt.Sprintf("Service %q is of unsupported type \"ExternalName\".", x.Namespace+"/"+s.Name))
+		}
+		ref := routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+			Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port)),
+		}}}, Upstream: up}
+		b := routerule.HTTPBackends(w.e, w.names, "ExtensionService", x.Namespace, x.Generation, []routerule.Backend{ref})
+		if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
+			return nil, refused(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", fmt.Sprintf("unresolved service %q: %s", x.Namespace+"/"+s.Name, c.Message))
+		}
+		weight := uint32(1)
+		if weighted {
+			weight = s.Weight
+		}
+		members = append(members, ir.WeightedCluster{Cluster: b.Destination.Backends[0].Cluster, Weight: weight})
+		out.clusters = append(out.clusters, b.Clusters...)
 	}
-	if s.Port < 1 || s.Port > 65535 {
-		return nil, refused(contourv1.ConditionTypeServiceError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name))
+	if len(members) == 1 {
+		out.cluster = members[0].Cluster
+		return out, nil
 	}
-	if svc, ok := w.e.Service(x.Namespace, s.Name); ok && svc.Spec.ExternalName != "" {
-		return nil, refused(contourv1.ConditionTypeServiceError, "UnsupportedServiceType", fmt.Sprintf("Service %q is of unsupported type \"ExternalName\".", x.Namespace+"/"+s.Name))
-	}
-	ref := routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
-		Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port)),
-	}}}, Upstream: up}
-	b := routerule.HTTPBackends(w.e, w.names, "ExtensionService", x.Namespace, x.Generation, []routerule.Backend{ref})
-	if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
-		return nil, refused(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", fmt.Sprintf("unresolved service %q: %s", x.Namespace+"/"+s.Name, c.Message))
-	}
-	out.cluster, out.clusters = b.Destination.Backends[0].Cluster, b.Clusters
+	// Envoy asks one cluster: the services' endpoints are its localities,
+	// weighted as the services are.
+	shared := routerule.SharedCluster(w.names, "extension/"+x.Namespace+"/"+x.Name+"/services", members)
+	out.cluster, out.clusters = shared.Name, append(out.clusters, shared)
 	return out, nil
 }
