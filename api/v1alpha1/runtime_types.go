@@ -45,6 +45,72 @@ type RuntimeSettings struct {
 	// upgrade does not roll the controllers).
 	// +optional
 	HTTPProxy *HTTPProxySettings `json:"httpproxy,omitempty"`
+
+	// Tracing sends a span of every sampled request, of any route kind, to
+	// an OpenTelemetry collector, as Contour's tracing does: Envoy's
+	// OpenTelemetry tracer on every HTTP connection manager. Unset, Envoy
+	// traces nothing.
+	// +optional
+	Tracing *TracingSettings `json:"tracing,omitempty"`
+}
+
+// TracingSettings are Contour's tracing settings.
+type TracingSettings struct {
+	// ExtensionService is the ExtensionService (projectcontour.io/v1alpha1)
+	// of the OpenTelemetry collector, which Envoy sends spans to over
+	// OTLP/gRPC.
+	ExtensionService ObjectReference `json:"extensionService"`
+
+	// ServiceName is the service.name of the spans' resource.
+	// +kubebuilder:default=contour
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+
+	// OverallSampling is the percentage of requests traced, a decimal
+	// from 0 to 100.
+	// +kubebuilder:default="100"
+	// +kubebuilder:validation:Pattern=`^(100(\.0+)?|[0-9]{1,2}(\.[0-9]+)?)$`
+	// +optional
+	OverallSampling string `json:"overallSampling,omitempty"`
+
+	// MaxPathTagLength is how much of the request's URL the http.url
+	// attribute keeps.
+	// +kubebuilder:default=256
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxPathTagLength uint32 `json:"maxPathTagLength,omitempty"`
+
+	// IncludePodDetail adds the Envoy Pod's name and namespace to every
+	// span (podName, podNamespaceName), as Contour does.
+	// +optional
+	IncludePodDetail bool `json:"includePodDetail,omitempty"`
+
+	// CustomTags are attributes every span carries: a literal value, or
+	// the value of a request header (none when the request lacks it).
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	CustomTags []CustomTag `json:"customTags,omitempty"`
+}
+
+// CustomTag is one attribute of every span: exactly one of Literal and
+// RequestHeaderName gives its value.
+// +kubebuilder:validation:XValidation:rule="has(self.literal) != has(self.requestHeaderName)",message="exactly one of literal and requestHeaderName"
+type CustomTag struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
+	TagName string `json:"tagName"`
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
+	// +optional
+	Literal string `json:"literal,omitempty"`
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`
+	// +optional
+	RequestHeaderName string `json:"requestHeaderName,omitempty"`
 }
 
 // HTTPProxySettings are Contour's settings for HTTPProxy.

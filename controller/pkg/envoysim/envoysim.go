@@ -173,6 +173,9 @@ type Answer struct {
 	Retry    string   `json:"retry,omitempty"`
 	CORS     bool     `json:"cors,omitempty"`
 	Upgrades []string `json:"upgrades,omitempty"`
+	// Trace is what Envoy's tracer makes of the request; nil when the
+	// connection manager does not trace.
+	Trace *Trace `json:"trace,omitempty"`
 	// JWT is the token Envoy verifies before it acts on the request
 	// (before it asks an authorization server).
 	JWT *JWTCheck `json:"jwt,omitempty"`

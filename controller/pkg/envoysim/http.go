@@ -112,6 +112,9 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 	if err := forwardClientCert(hcm, peer, s.localCertificate(a.DownstreamTLS), r); err != nil {
 		return err
 	}
+	if a.Trace, err = s.traceOf(hcm, r); err != nil {
+		return err
+	}
 
 	var rc *routev3.RouteConfiguration
 	switch {

@@ -58,7 +58,7 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 			}
 		}
 	}
-	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name, RateLimit: t.rateLimit}
+	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name, RateLimit: t.rateLimit, Tracing: t.tracer}
 	t.state.Build(g)
 	for _, c := range t.clusters {
 		g.Clusters = append(g.Clusters, c)

@@ -53,6 +53,7 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 			fmt.Sprintf("client certificate validation lets in clients without a valid certificate (AllowInsecureFallback): %s", strings.Join(insecure, ", ")))
 	}
 	t.setDefaultCondition(&c)
+	t.setTracingCondition(&c)
 	st.Conditions = c.Sorted()
 	t.status.Gateways[types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name}] = st
 }

@@ -46,6 +46,9 @@ type Options struct {
 	// HTTPProxy returns the HTTPProxy settings of a Gateway's profile;
 	// nil gives every Gateway the defaults.
 	HTTPProxy func(gateway types.NamespacedName) v1alpha1.HTTPProxySettings
+	// Tracing returns the tracing settings of a Gateway's profile; nil,
+	// or a nil result, traces nothing.
+	Tracing func(gateway types.NamespacedName) *v1alpha1.TracingSettings
 }
 
 // Result is the output of a translation.
@@ -103,6 +106,9 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 		t := &gatewayTranslator{newEnv: idx.Env, endpoints: idx.EndpointSlices, status: st, gw: gw, controller: tr.opts.ControllerName, httpRoutes: httpRoutes, grpcRoutes: grpcRoutes, streams: streams, cache: c, traffic: traffic}
 		if tr.opts.HTTPProxy != nil {
 			t.proxySettings = tr.opts.HTTPProxy(name)
+		}
+		if tr.opts.Tracing != nil {
+			t.tracingSettings = tr.opts.Tracing(name)
 		}
 		out.Gateways = append(out.Gateways, t.translate(res, tr.states[name]))
 		states[name] = t.state
@@ -199,6 +205,12 @@ type gatewayTranslator struct {
 	// rateLimit is the rate limit service of every connection manager;
 	// nil for none.
 	rateLimit *ir.RateLimitService
+	// tracingSettings are the profile's tracing (nil for none), tracer
+	// what every connection manager gets of it, and tracingProblem why
+	// its collector cannot be used.
+	tracingSettings *v1alpha1.TracingSettings
+	tracer          *ir.Tracing
+	tracingProblem  string
 	// traffic are the XBackendTrafficPolicies that apply, by Service.
 	traffic map[types.NamespacedName]*backendtraffic.Policy
 }
@@ -210,6 +222,7 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	t.attachRoutes(res, prev)
 	t.buildClusters()
 	t.rateLimitService()
+	t.tracing()
 	t.status.addGatewayRoutes(t.state.Routes())
 	g := t.build()
 	t.writeGatewayStatus()

@@ -102,19 +102,7 @@ func (w *walk) extensionService(root *contourv1.HTTPProxy, name types.Namespaced
 		name.Namespace, refgrant.To{Group: contourv1.GroupName, Kind: "ExtensionService", Name: name.Name}) {
 		return nil, fmt.Sprintf("extension service %q is in another namespace, and no ReferenceGrant there allows HTTPProxies of namespace %s to refer to it", name, root.Namespace)
 	}
-	x, ok := w.e.ExtensionService(name.Namespace, name.Name)
-	if !ok {
-		return nil, fmt.Sprintf("extension service %q not found", name)
-	}
-	ext, st := w.extension(x)
-	if st.Status != contourv1.ConditionTrue {
-		msg := st.Message
-		if len(st.Errors) > 0 {
-			msg = st.Errors[0].Message
-		}
-		return nil, fmt.Sprintf("extension service %q is not valid: %s", name, msg)
-	}
-	return ext, ""
+	return w.usableExtension(name)
 }
 
 // contextProblem says what is wrong with an authPolicy's context, "" for

@@ -8,6 +8,7 @@ import (
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/refgrant"
@@ -55,6 +56,37 @@ func (w *walk) extension(x *contourv1alpha1.ExtensionService) (*extension, conto
 	valid.Status, valid.Reason, valid.Message = contourv1.ConditionTrue, "Valid", "Valid ExtensionService"
 	w.tree.Clusters = append(w.tree.Clusters, ext.clusters...)
 	return ext, valid
+}
+
+// usableExtension resolves an ExtensionService Envoy is to ask: msg says
+// why it cannot be used (missing, or not valid).
+func (w *walk) usableExtension(ref types.NamespacedName) (*extension, string) {
+	x, ok := w.e.ExtensionService(ref.Namespace, ref.Name)
+	if !ok {
+		return nil, fmt.Sprintf("extension service %q not found", ref)
+	}
+	ext, valid := w.extension(x)
+	if ext == nil {
+		msg := valid.Message
+		if len(valid.Errors) > 0 {
+			msg = valid.Errors[0].Message
+		}
+		return nil, fmt.Sprintf("extension service %q is not valid: %s", ref, msg)
+	}
+	return ext, ""
+}
+
+// TracingCollector resolves the profile's OpenTelemetry collector: its
+// cluster, the exports' :authority and timeout, and the clusters it
+// needs. When its ExtensionService cannot be used, msg says why, and the
+// cluster is one to build without endpoints: Envoy's exports go nowhere.
+func TracingCollector(e env.Env, names *routerule.Names, ref types.NamespacedName) (cluster, authority string, timeout time.Duration, clusters []routerule.ClusterSpec, msg string) {
+	w := &walk{e: e, names: names, tree: &Tree{}}
+	ext, msg := w.usableExtension(ref)
+	if msg != "" {
+		return "tracing/" + ref.Namespace + "/" + ref.Name, "", 0, nil, msg
+	}
+	return ext.cluster, ext.sni, ext.timeout, w.tree.Clusters, ""
 }
 
 func (w *walk) extensionOf(x *contourv1alpha1.ExtensionService, valid *contourv1.DetailedCondition) (*extension, *problem) {

@@ -105,18 +105,10 @@ func (w *walk) rateLimitService(s *v1alpha1.RateLimitServiceSettings) (*ir.RateL
 		Cluster: "ratelimit/" + ref.Namespace + "/" + ref.Name, Domain: cmp.Or(s.Domain, "contour"),
 		FailOpen: s.FailOpen, XRateLimitHeaders: s.EnableXRateLimitHeaders, ResourceExhausted: s.EnableResourceExhaustedCode,
 	}
-	x, ok := w.e.ExtensionService(ref.Namespace, ref.Name)
-	if !ok {
-		return out, nil, fmt.Sprintf("extension service %q not found", ref)
-	}
 	before := len(w.tree.Clusters)
-	ext, valid := w.extension(x)
-	if ext == nil {
-		msg := valid.Message
-		if len(valid.Errors) > 0 {
-			msg = valid.Errors[0].Message
-		}
-		return out, nil, fmt.Sprintf("extension service %q is not valid: %s", ref, msg)
+	ext, msg := w.usableExtension(ref)
+	if msg != "" {
+		return out, nil, msg
 	}
 	out.Cluster, out.Authority, out.Timeout = ext.cluster, ext.sni, ext.timeout
 	return out, w.tree.Clusters[before:], ""

@@ -37,6 +37,9 @@ type Gateway struct {
 	// RateLimit is the global rate limit service of every connection
 	// manager; nil for none.
 	RateLimit *RateLimitService `json:"rateLimit,omitempty"`
+	// Tracing is where every connection manager sends the spans of the
+	// requests it samples; nil for no tracing.
+	Tracing *Tracing `json:"tracing,omitempty"`
 	// Serial tells this IR from every other its process built; Changes,
 	// when set, say what differs from the IR of serial Changes.Base.
 	Serial  uint64   `json:"-"`
@@ -304,6 +307,34 @@ type RateLimitService struct {
 	XRateLimitHeaders bool `json:"xRateLimitHeaders,omitempty"`
 	// ResourceExhausted answers limited gRPC requests RESOURCE_EXHAUSTED.
 	ResourceExhausted bool `json:"resourceExhausted,omitempty"`
+}
+
+// Tracing is Envoy's OpenTelemetry tracer: a span of each sampled
+// request goes to an OTLP/gRPC collector.
+type Tracing struct {
+	Cluster string `json:"cluster"`
+	// Authority is the :authority of the exports; the cluster's name when
+	// empty.
+	Authority string `json:"authority,omitempty"`
+	// Timeout bounds an export (Envoy's default when 0).
+	Timeout     time.Duration `json:"timeout,omitempty"`
+	ServiceName string        `json:"serviceName"`
+	// Sampling is the percentage of requests traced.
+	Sampling float64 `json:"sampling"`
+	// MaxPathTagLength is how much of the URL http.url keeps.
+	MaxPathTagLength uint32 `json:"maxPathTagLength"`
+	// Tags are the attributes every span carries besides Envoy's own.
+	Tags []TracingTag `json:"tags,omitempty"`
+}
+
+// TracingTag is an attribute of every span: exactly one of a literal
+// value, a request header's value (none without the header) and an
+// environment variable of the Envoy process.
+type TracingTag struct {
+	Name        string `json:"name"`
+	Literal     string `json:"literal,omitempty"`
+	Header      string `json:"header,omitempty"`
+	Environment string `json:"environment,omitempty"`
 }
 
 // RateLimitDescriptor is one descriptor a request is described by, its

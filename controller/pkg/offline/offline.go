@@ -111,6 +111,7 @@ func Translate(res *resources.Resources, opts Options) (*Result, error) {
 		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
 		Gateways:       opts.Gateways,
 		HTTPProxy:      proxySettings(res),
+		Tracing:        tracingSettings(res),
 	})
 	// What the controller sets once the fleet has acknowledged.
 	programmed.Status(out.Gateways.Status, programmed.Acknowledged)

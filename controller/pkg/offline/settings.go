@@ -43,6 +43,21 @@ func proxySettings(res *resources.Resources) func(types.NamespacedName) v1alpha1
 	}
 }
 
+// tracingSettings are the tracing of each Gateway's profile, nil for none
+// (or a profile that is not valid, as the live controller refuses it).
+func tracingSettings(res *resources.Resources) func(types.NamespacedName) *v1alpha1.TracingSettings {
+	return func(gw types.NamespacedName) *v1alpha1.TracingSettings {
+		rs, _, _, ok := runtimeSettings(res, gw.String())
+		if !ok {
+			return nil
+		}
+		if _, err := xds.FromRuntime(rs); err != nil {
+			return nil
+		}
+		return rs.Tracing
+	}
+}
+
 // runtimeSettings resolves the runtimeSettings of the Gateway named
 // "namespace/name" from the profiles in res (sources names them). It
 // reports false, with a note, when the profiles cannot be resolved; a

@@ -68,6 +68,9 @@ type request struct {
 	RateLimit string `json:"rateLimit,omitempty"`
 	// JWT is the token Envoy verifies, as jwtSummary writes it.
 	JWT string `json:"jwt,omitempty"`
+	// Trace is what Envoy's tracer makes of the request, as
+	// traceSummary writes it.
+	Trace string `json:"trace,omitempty"`
 	// AuthorizationRequest is the HTTP check the server gets (headers:
 	// name -> value, "" for absent; or :path, :authority).
 	AuthorizationRequest map[string]string `json:"authorizationRequest,omitempty"`
@@ -207,6 +210,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	}
 	if got := authorizationSummary(a.Authorization); r.Authorization != "" && got != r.Authorization {
 		t.Errorf("%s: authorization %q, want %q", what, got, r.Authorization)
+	}
+	if got := traceSummary(a.Trace); r.Trace != "" && got != r.Trace {
+		t.Errorf("%s: trace %q, want %q", what, got, r.Trace)
 	}
 	if got := jwtSummary(a.JWT); r.JWT != "" && got != r.JWT {
 		t.Errorf("%s: JWT %q, want %q", what, got, r.JWT)
@@ -359,6 +365,33 @@ func checkRequest(t *testing.T, what string, want map[string]string, up *envoysi
 // with ", body up to N" when checks carry the body (" whole" when a
 // longer one is refused, " as bytes"), the timeout when not 10s, ", fails
 // open", and ", context k=v ..." (sorted).
+// traceSummary writes a trace as request cases expect it: "to C as S
+// (authority A, within T), P%, url U, attributes k=v ..., environment
+// k=NAME ...".
+func traceSummary(tr *envoysim.Trace) string {
+	if tr == nil {
+		return "none"
+	}
+	s := fmt.Sprintf("to %s as %s (authority %s", tr.Collector.Cluster, tr.ServiceName, tr.Authority)
+	if tr.Timeout > 0 {
+		s += fmt.Sprintf(", within %s", tr.Timeout)
+	}
+	s += fmt.Sprintf("), %g%%, url %s", tr.Sampling, tr.URL)
+	for _, part := range []struct {
+		name string
+		m    map[string]string
+	}{{"attributes", tr.Attributes}, {"environment", tr.Environment}} {
+		if len(part.m) == 0 {
+			continue
+		}
+		s += ", " + part.name
+		for _, k := range slices.Sorted(maps.Keys(part.m)) {
+			s += " " + k + "=" + part.m[k]
+		}
+	}
+	return s
+}
+
 // jwtSummary writes a JWT check as request cases expect it: "provider
 // P, issuer I, audiences [a b], keys from URI via C within 1s, cached
 // 5m0s", then ", forwarded" when Envoy keeps the token on the request.

@@ -48,6 +48,8 @@ type Options struct {
 	UpdateDelay, MaxUpdateDelay time.Duration
 	// HTTPProxy are the profile's HTTPProxy settings (runtimeSettings).
 	HTTPProxy v1alpha1.HTTPProxySettings
+	// Tracing is the profile's tracing (runtimeSettings); nil for none.
+	Tracing *v1alpha1.TracingSettings
 	// KindsInterval is how often the served Gateway API kinds are checked
 	// again; a change restarts the controller.
 	KindsInterval       time.Duration
@@ -126,13 +128,14 @@ func (o *Options) runtimeSettings() (xds.Settings, error) {
 	return s, nil
 }
 
-// ApplyRuntimeSettings sets the batching and HTTPProxy options from a
+// ApplyRuntimeSettings sets the batching, HTTPProxy and tracing options from a
 // profile's runtimeSettings and returns the Envoy settings they give:
 // everything the controller takes from the profile.
 func (o *Options) ApplyRuntimeSettings(rs v1alpha1.RuntimeSettings) (xds.Settings, error) {
 	if rs.HTTPProxy != nil {
 		o.HTTPProxy = *rs.HTTPProxy
 	}
+	o.Tracing = rs.Tracing
 	if d := rs.XDS.UpdateDelay; d != nil {
 		o.UpdateDelay = d.Duration
 	}

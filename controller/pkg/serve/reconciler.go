@@ -89,6 +89,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.stage1 = gatewayapi.NewTranslator(gatewayapi.Options{
 			ControllerName: gatewayv1.GatewayController(r.opts.ControllerName), Gateways: []types.NamespacedName{tgt.Gateway},
 			HTTPProxy: func(types.NamespacedName) v1alpha1.HTTPProxySettings { return r.opts.HTTPProxy },
+			Tracing:   func(types.NamespacedName) *v1alpha1.TracingSettings { return r.opts.Tracing },
 		})
 		r.served = tgt.Gateway
 	}

@@ -172,6 +172,7 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 		MaxRequestHeadersKb:        wrapperspb.UInt32(s.MaxRequestHeadersKiB),
 		ServerHeaderTransformation: serverHeader(s),
 		AccessLog:                  accessLogs(s, false),
+		Tracing:                    tracing(s.Tracing),
 	}
 	if s.RateLimit != nil {
 		// After the authorization filters, before the stateful session

@@ -61,6 +61,11 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 			return s, err
 		}
 	}
+	if t := rs.Tracing; t != nil {
+		if err := t.Validate(); err != nil {
+			return s, err
+		}
+	}
 	if v := rs.AccessLog.Format; v != "" {
 		s.AccessLog = v
 	}

@@ -34,6 +34,9 @@ type Settings struct {
 	// each translation): connection managers have Envoy's rate limit
 	// filter only with one.
 	RateLimit *ir.RateLimitService
+	// Tracing is the Gateway's tracer (the IR's, set for each
+	// translation); nil traces nothing.
+	Tracing *ir.Tracing
 }
 
 // DefaultSettings are the ContourDeployment's defaults.

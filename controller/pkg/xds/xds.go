@@ -82,8 +82,10 @@ type Translator struct {
 	serial    uint64
 	listeners map[string]*builtListener
 	changes   *ir.Changes
-	// rateLimit is the rate limit service the listeners were built with.
+	// rateLimit and tracing are the rate limit service and the tracer
+	// the listeners were built with.
 	rateLimit *ir.RateLimitService
+	tracing   *ir.Tracing
 }
 
 // builtListener is a listener as built last, with the route
@@ -105,16 +107,16 @@ func NewTranslator(s Settings) *Translator {
 func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	x.actions, x.encodedVhosts = map[string]*routev3.Route_Route{}, map[string][]encodedVirtualHost{}
 	x.changes = nil
-	// Every connection manager has the rate limit service: when it
-	// changes, every listener does.
-	if g.Changes != nil && x.serial != 0 && g.Changes.Base == x.serial && reflect.DeepEqual(g.RateLimit, x.rateLimit) {
+	// Every connection manager has the rate limit service and the
+	// tracer: when one changes, every listener does.
+	if g.Changes != nil && x.serial != 0 && g.Changes.Base == x.serial && reflect.DeepEqual(g.RateLimit, x.rateLimit) && reflect.DeepEqual(g.Tracing, x.tracing) {
 		x.changes = g.Changes
 	}
 	// A translation that fails leaves nothing to build on.
 	x.serial = 0
 	defer func() { x.actions, x.encodedVhosts, x.encodings, x.changes = nil, nil, nil, nil }()
 	s := x.settings
-	s.RateLimit = g.RateLimit
+	s.RateLimit, s.Tracing = g.RateLimit, g.Tracing
 	out := &Resources{}
 	invalidUsed := false
 	built := make(map[string]*builtListener, len(g.Listeners))
@@ -131,7 +133,7 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 		out.Listeners = append(out.Listeners, b.listener)
 		out.Routes = append(out.Routes, b.routes...)
 	}
-	x.listeners, x.serial, x.rateLimit = built, g.Serial, g.RateLimit
+	x.listeners, x.serial, x.rateLimit, x.tracing = built, g.Serial, g.RateLimit, g.Tracing
 	for _, c := range g.Clusters {
 		out.Clusters = append(out.Clusters, cluster(c, s))
 		if !c.DNS {

@@ -1,0 +1,72 @@
+package gatewayapi
+
+import (
+	"cmp"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/httpproxy"
+	"isobar.dev/controller/pkg/ir"
+)
+
+// ConditionTracing says, on a Gateway whose profile asks for tracing,
+// whether its Envoys can send their spans to the profile's collector.
+const ConditionTracing gatewayv1.GatewayConditionType = "isobar.dev/Tracing"
+
+// Defaults of the profile's tracing, as Contour has them.
+const (
+	defaultTracingService   = "contour"
+	defaultMaxPathTagLength = 256
+)
+
+// tracing resolves the profile's tracing for every connection manager:
+// its collector's cluster (one without endpoints when the ExtensionService
+// cannot be used, which the Gateway's status says), the sampling and the
+// spans' attributes.
+func (t *gatewayTranslator) tracing() {
+	t.tracer, t.tracingProblem = nil, ""
+	s := t.tracingSettings
+	if s == nil {
+		return
+	}
+	ref := key(s.ExtensionService.Namespace, s.ExtensionService.Name)
+	cluster, authority, timeout, clusters, msg := httpproxy.TracingCollector(t.env, &t.cache.Names, ref)
+	for _, c := range clusters {
+		t.ensureCluster(c)
+	}
+	if msg != "" {
+		t.clusters[cluster] = &ir.Cluster{Name: cluster, HTTP2: true}
+		t.tracingProblem = msg
+	}
+	if x, ok := t.env.ExtensionService(ref.Namespace, ref.Name); ok {
+		t.status.ExtensionServices[ref] = httpproxy.ExtensionStatus(t.env, nil, x)
+	}
+	// The profile was validated when it was read.
+	sampling, _ := s.Sampling()
+	tr := &ir.Tracing{
+		Cluster: cluster, Authority: authority, Timeout: timeout,
+		ServiceName: cmp.Or(s.ServiceName, defaultTracingService), Sampling: sampling,
+		MaxPathTagLength: cmp.Or(s.MaxPathTagLength, defaultMaxPathTagLength),
+	}
+	if s.IncludePodDetail {
+		// The Envoy Pods are in the Gateway's namespace, and know their
+		// names.
+		tr.Tags = append(tr.Tags, ir.TracingTag{Name: "podName", Environment: "POD_NAME"}, ir.TracingTag{Name: "podNamespaceName", Literal: t.gw.Namespace})
+	}
+	for _, c := range s.CustomTags {
+		tr.Tags = append(tr.Tags, ir.TracingTag{Name: c.TagName, Literal: c.Literal, Header: c.RequestHeaderName})
+	}
+	t.tracer = tr
+}
+
+// setTracingCondition says whether the Gateway's spans reach the
+// collector; a Gateway without tracing has no such condition.
+func (t *gatewayTranslator) setTracingCondition(c *gatewayConditions) {
+	switch s := t.tracingSettings; {
+	case s == nil:
+	case t.tracingProblem != "":
+		c.Set(ConditionTracing, false, "ExtensionServiceNotUsable", "runtimeSettings.tracing: "+t.tracingProblem+"; spans are dropped")
+	default:
+		c.Set(ConditionTracing, true, "Tracing", "spans of sampled requests go to ExtensionService "+s.ExtensionService.Namespace+"/"+s.ExtensionService.Name)
+	}
+}
