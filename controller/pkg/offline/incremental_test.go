@@ -7,13 +7,11 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/programmed"
 	"isobar.dev/controller/pkg/resources"
@@ -90,8 +88,9 @@ type incremental struct {
 
 func newIncremental() *incremental {
 	inc := &incremental{stage2: map[string]*xds.Translator{}}
-	inc.stage1 = gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: DefaultControllerName,
-		HTTPProxy: func(gw types.NamespacedName) v1alpha1.HTTPProxySettings { return proxySettings(inc.res)(gw) }})
+	o := profileOptions(func() *resources.Resources { return inc.res })
+	o.ControllerName = DefaultControllerName
+	inc.stage1 = gatewayapi.NewTranslator(o)
 	return inc
 }
 

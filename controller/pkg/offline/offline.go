@@ -107,12 +107,9 @@ func Translate(res *resources.Resources, opts Options) (*Result, error) {
 		opts.ControllerName = DefaultControllerName
 	}
 	out := &Result{Input: res}
-	out.Gateways = gatewayapi.Translate(res, gatewayapi.Options{
-		ControllerName: gatewayv1.GatewayController(opts.ControllerName),
-		Gateways:       opts.Gateways,
-		HTTPProxy:      proxySettings(res),
-		Tracing:        tracingSettings(res),
-	})
+	o := profileOptions(func() *resources.Resources { return res })
+	o.ControllerName, o.Gateways = gatewayv1.GatewayController(opts.ControllerName), opts.Gateways
+	out.Gateways = gatewayapi.Translate(res, o)
 	// What the controller sets once the fleet has acknowledged.
 	programmed.Status(out.Gateways.Status, programmed.Acknowledged)
 	for _, g := range out.Gateways.Gateways {

@@ -8,6 +8,7 @@ import (
 
 	"isobar.dev/api/profile"
 	"isobar.dev/api/v1alpha1"
+	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/resources"
 	"isobar.dev/controller/pkg/xds"
 )
@@ -26,6 +27,16 @@ func settings(res *resources.Resources, gateway string) (xds.Settings, string) {
 		return xds.DefaultSettings(), fmt.Sprintf("ContourDeployment %s: %v; the operator refuses this profile; using the default runtimeSettings", sources, err)
 	}
 	return s, note
+}
+
+// profileOptions are the translation options the Gateways' profiles in
+// res() give, read at each translation, as the live controller takes
+// them from its profile.
+func profileOptions(res func() *resources.Resources) gatewayapi.Options {
+	return gatewayapi.Options{
+		HTTPProxy: func(gw types.NamespacedName) v1alpha1.HTTPProxySettings { return proxySettings(res())(gw) },
+		Tracing:   func(gw types.NamespacedName) *v1alpha1.TracingSettings { return tracingSettings(res())(gw) },
+	}
 }
 
 // proxySettings are the HTTPProxy settings of a Gateway's profile, the
