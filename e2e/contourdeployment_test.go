@@ -310,6 +310,21 @@ func TestContourDeploymentValidation(t *testing.T) {
 			spec: "runtimeSettings: {httpproxy: {rateLimitService: {extensionService: {namespace: rl}}}}",
 			want: []string{"spec.runtimeSettings.httpproxy.rateLimitService.extensionService.name", "Required"},
 		},
+		{
+			name: "tracing sampling above 100",
+			spec: "runtimeSettings: {tracing: {extensionService: {namespace: o, name: otel}, overallSampling: '101'}}",
+			want: []string{"spec.runtimeSettings.tracing.overallSampling", "should match"},
+		},
+		{
+			name: "tracing tag with a literal and a header",
+			spec: "runtimeSettings: {tracing: {extensionService: {namespace: o, name: otel}, customTags: [{tagName: t, literal: a, requestHeaderName: x-a}]}}",
+			want: []string{"exactly one of literal and requestHeaderName"},
+		},
+		{
+			name: "tracing tag without a value",
+			spec: "runtimeSettings: {tracing: {extensionService: {namespace: o, name: otel}, customTags: [{tagName: t}]}}",
+			want: []string{"exactly one of literal and requestHeaderName"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := createProfile(t, ns, "invalid", tc.spec)

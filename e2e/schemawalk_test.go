@@ -113,6 +113,12 @@ var effects = []effect{
 	{path: "spec.runtimeSettings.tls.cipherSuites", spec: "runtimeSettings: {tls: {cipherSuites: [ECDHE-RSA-AES256-GCM-SHA384]}}"},
 	{path: "spec.runtimeSettings.tls.maximumVersion", spec: "runtimeSettings: {tls: {maximumVersion: '1.2'}}"},
 	{path: "spec.runtimeSettings.tls.minimumVersion", spec: "runtimeSettings: {tls: {minimumVersion: '1.3'}}"},
+	{path: "spec.runtimeSettings.tracing.extensionService", spec: "runtimeSettings: {tracing: {extensionService: {namespace: $NAMESPACE, name: otel}}}"},
+	{path: "spec.runtimeSettings.tracing.serviceName", base: "runtimeSettings: {tracing: {extensionService: {namespace: $NAMESPACE, name: otel}}}", spec: "runtimeSettings: {tracing: {extensionService: {namespace: $NAMESPACE, name: otel}, serviceName: edge}}"},
+	{path: "spec.runtimeSettings.tracing.overallSampling", base: "runtimeSettings: {tracing: {extensionService: {namespace: $NAMESPACE, name: otel}}}", spec: "runtimeSettings: {tracing: {extensionService: {namespace: $NAMESPACE, name: otel}, overallSampling: '25'}}"},
+	{path: "spec.runtimeSettings.tracing.maxPathTagLength", base: "runtimeSettings: {tracing: {extensionService: {namespace: $NAMESPACE, name: otel}}}", spec: "runtimeSettings: {tracing: {extensionService: {namespace: $NAMESPACE, name: otel}, maxPathTagLength: 64}}"},
+	{path: "spec.runtimeSettings.tracing.includePodDetail", base: "runtimeSettings: {tracing: {extensionService: {namespace: $NAMESPACE, name: otel}}}", spec: "runtimeSettings: {tracing: {extensionService: {namespace: $NAMESPACE, name: otel}, includePodDetail: true}}"},
+	{path: "spec.runtimeSettings.tracing.customTags", base: "runtimeSettings: {tracing: {extensionService: {namespace: $NAMESPACE, name: otel}}}", spec: "runtimeSettings: {tracing: {extensionService: {namespace: $NAMESPACE, name: otel}, customTags: [{tagName: env, literal: prod}, {tagName: team, requestHeaderName: x-team}]}}"},
 	{path: "spec.runtimeSettings.xds.maxUpdateDelay", spec: "runtimeSettings: {xds: {maxUpdateDelay: 5s}}"},
 	{path: "spec.runtimeSettings.xds.updateDelay", spec: "runtimeSettings: {xds: {updateDelay: 300ms}}"},
 }

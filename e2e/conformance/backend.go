@@ -17,18 +17,20 @@ import (
 
 // echoImage is the image of the suite's echo server, which its backend
 // Pods run; authzImage, rateLimitImage and jwksImage those of the
-// authorization and rate limit services and the JWKS endpoint of our
-// tests (cmd/authz-server, cmd/ratelimit-server, cmd/jwks-server).
+// authorization and rate limit services, the JWKS endpoint and the
+// OpenTelemetry collector of our tests (cmd/authz-server,
+// cmd/ratelimit-server, cmd/jwks-server, cmd/otlp-collector).
 const (
 	echoImage      = "gateway-api/echo-basic"
 	authzImage     = "isobar-e2e/authz-server"
 	rateLimitImage = "isobar-e2e/ratelimit-server"
 	jwksImage      = "isobar-e2e/jwks-server"
+	otlpImage      = "isobar-e2e/otlp-collector"
 )
 
 // runBackend plays a Pod of the suite's backends as a kubelet runs its
-// container: echo-basic, built from the conformance module (or our
-// authz-server, ratelimit-server or jwks-server), with the Pod's environment and mounts, in a network
+// container: echo-basic, built from the conformance module, or one of our
+// test servers, with the Pod's environment and mounts, in a network
 // namespace of its own so that it listens on exactly the ports it would
 // in the Pod. What it prints is the Pod's log. The suite's CoreDNS Pod is
 // played by a DNS server in a namespace of its own that answers every
@@ -46,6 +48,8 @@ func (f *fleet) runBackend(pod *corev1.Pod) (func(), error) {
 		binary = "ratelimit-server"
 	case strings.Contains(c.Image, jwksImage):
 		binary = "jwks-server"
+	case strings.Contains(c.Image, otlpImage):
+		binary = "otlp-collector"
 	}
 	switch {
 	case strings.Contains(c.Image, echoImage) || binary != "echo-basic":

@@ -95,6 +95,7 @@ func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	e.SetEnvironment(containerEnvironment(pod, envoy))
 	e.Serve(harness.Loopback(pod.Status.PodIP), f.podDial)
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	go f.report(key, e)
@@ -218,4 +219,22 @@ func (f *fleet) report(key types.NamespacedName, e *dataplane.Envoy) {
 		}
 		fmt.Fprintf(os.Stderr, "simulated Envoy %s has not synced yet: last stream error: %v\n", key, err)
 	}
+}
+
+// containerEnvironment is the environment a kubelet gives a container:
+// its values, and the Pod's name and namespace where they come from the
+// downward API (the fields a fleet's Pods use).
+func containerEnvironment(pod *corev1.Pod, c *corev1.Container) map[string]string {
+	env := map[string]string{"HOSTNAME": pod.Name}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			env[e.Name] = pod.Name
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			env[e.Name] = pod.Namespace
+		}
+	}
+	return env
 }

@@ -56,7 +56,14 @@ type Envoy struct {
 	// zero time for those of its first assignment, which no slow start
 	// ramps up.
 	added map[string]map[string]time.Time
+	// environment is the Envoy process's environment, where its Pod's is
+	// not this process's (nil: this process's).
+	environment map[string]string
 }
+
+// SetEnvironment gives the Envoy its Pod's environment variables (which
+// custom trace tags read), before Serve.
+func (e *Envoy) SetEnvironment(env map[string]string) { e.environment = env }
 
 // wildcard are the types Envoy subscribes to as a whole (LDS and CDS over
 // ADS); named are those it asks for as its clusters and listeners refer to

@@ -1,7 +1,9 @@
 package dataplane
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -61,7 +63,46 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		localReply(w, r, &envoysim.Response{Status: http.StatusServiceUnavailable, Body: "simulated Envoy: " + err.Error()})
 		return
 	}
-	p.answer(w, r, in, sim, a, body)
+	s := startSpan(r, a)
+	if s == nil {
+		p.answer(w, r, in, sim, a, body)
+		return
+	}
+	rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	p.answer(rec, r, in, sim, a, body)
+	upstream := ""
+	if a.Upstream != nil && a.Response == nil {
+		upstream = a.Upstream.Cluster
+	}
+	p.finish(s, sim, r, rec.status, upstream)
+}
+
+// statusWriter records the status of the answer a traced request gets.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Hijack hands an upgraded connection over, as the connection's writer
+// does.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
 }
 
 // answer does what a simulated request's answer says, once its token is

@@ -135,10 +135,10 @@ func (p *Process) Output() string {
 	return string(data)
 }
 
-// Binaries builds isobar-operator, isobar-controller, echo-basic,
-// authz-server, ratelimit-server and jwks-server into the Env's scratch
-// directory,
-// once, and returns the directory holding them.
+// Binaries builds isobar-operator, isobar-controller, echo-basic and our
+// test servers (authz-server, ratelimit-server, jwks-server,
+// otlp-collector) into the Env's scratch directory, once, and returns
+// the directory holding them.
 func (e *Env) Binaries() (string, error) {
 	e.buildOnce.Do(func() {
 		root, err := RepoRoot()
@@ -148,13 +148,12 @@ func (e *Env) Binaries() (string, error) {
 		}
 		dir := filepath.Join(e.Dir, "bin")
 		// echo-basic is the conformance suite's echo server, which its
-		// backend Pods run; authz-server, ratelimit-server and
-		// jwks-server the authorization and rate limit services and the
-		// JWKS endpoint of the fleet's tests.
+		// backend Pods run; the others the servers the fleet's tests run
+		// as Pods.
 		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
 			"isobar.dev/operator/cmd/isobar-operator", "isobar.dev/controller/cmd/isobar-controller",
 			"sigs.k8s.io/gateway-api/conformance/echo-basic", "isobar.dev/e2e/cmd/authz-server", "isobar.dev/e2e/cmd/ratelimit-server",
-			"isobar.dev/e2e/cmd/jwks-server")
+			"isobar.dev/e2e/cmd/jwks-server", "isobar.dev/e2e/cmd/otlp-collector")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			e.buildErr = fmt.Errorf("building binaries: %w\n%s", err, out)
