@@ -99,14 +99,18 @@ type TracingSettings struct {
 // RequestHeaderName gives its value.
 // +kubebuilder:validation:XValidation:rule="has(self.literal) != has(self.requestHeaderName)",message="exactly one of literal and requestHeaderName"
 type CustomTag struct {
+	// TagName is the span attribute's name.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
 	TagName string `json:"tagName"`
+	// Literal is the attribute's value.
 	// +kubebuilder:validation:MaxLength=4096
 	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
 	// +optional
 	Literal string `json:"literal,omitempty"`
+	// RequestHeaderName names the request header whose first value is the
+	// attribute's; a request without the header has no such attribute.
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`
 	// +optional
