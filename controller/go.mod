@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/projectcontour/contour v1.33.8
+	github.com/yuin/gopher-lua v1.1.2
 	golang.org/x/tools v0.51.0
 	isobar.dev/api v0.0.0
 )

@@ -91,6 +91,8 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 		weight  uint32
 		m, resp mutation
 		host    string
+		// lua is the weighted cluster's script, run on its responses.
+		lua string
 	}
 	var choices []choice
 	switch spec := ra.GetClusterSpecifier().(type) {
@@ -104,10 +106,20 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 		}
 		for _, cw := range spec.WeightedClusters.GetClusters() {
 			if err := understand(cw, "name", "weight", "request_headers_to_add", "request_headers_to_remove",
-				"response_headers_to_add", "response_headers_to_remove", "host_rewrite_literal"); err != nil {
+				"response_headers_to_add", "response_headers_to_remove", "host_rewrite_literal", "typed_per_filter_config"); err != nil {
+				return err
+			}
+			for name := range cw.GetTypedPerFilterConfig() {
+				if name != luaFilterName {
+					return errUnsupportedf("weighted cluster configuration of filter %s", name)
+				}
+			}
+			script, err := luaScript(cw.GetTypedPerFilterConfig()[luaFilterName])
+			if err != nil {
 				return err
 			}
 			choices = append(choices, choice{
+				lua: script,
 				cluster: cw.GetName(), weight: cw.GetWeight().GetValue(), host: cw.GetHostRewriteLiteral(),
 				m:    mutation{cw.GetRequestHeadersToRemove(), cw.GetRequestHeadersToAdd()},
 				resp: mutation{cw.GetResponseHeadersToRemove(), cw.GetResponseHeadersToAdd()},
@@ -142,6 +154,13 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 		}
 		if b.ResponseHeaders, err = lv.response(c.resp, normalizeHeaders(req.BackendResponseHeaders)); err != nil {
 			return err
+		}
+		if c.lua != "" {
+			// The Lua filter, before the router in the chain, sees the
+			// response after the router's changes.
+			if b.ResponseHeaders, err = runResponseLua(c.lua, b.ResponseHeaders); err != nil {
+				return err
+			}
 		}
 		if err := s.upstream(&b, notFound); err != nil {
 			return err

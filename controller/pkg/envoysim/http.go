@@ -61,6 +61,11 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 				return err
 			}
 			filters.extAuthz = append(filters.extAuthz, extAuthzInstance{name: hf.GetName(), failOpen: failOpen})
+		case luaFilterName:
+			if err := luaFilter(hf); err != nil {
+				return err
+			}
+			filters.lua = true
 		case jwtAuthnFilterName:
 			if filters.jwt, err = jwtAuthnFilter(hf); err != nil {
 				return err
@@ -135,7 +140,7 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 // httpFilters are the HTTP filters of a connection manager that routes
 // configure, besides the router.
 type httpFilters struct {
-	cors, localRateLimit, rbac, session bool
+	cors, localRateLimit, rbac, session, lua bool
 	// extAuthz are the ext_authz filters, in the chain's order.
 	extAuthz []extAuthzInstance
 	// rateLimit is the rate limit filter's service; nil without one.

@@ -100,6 +100,9 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 			configResp:   mutation{rc.GetResponseHeadersToRemove(), rc.GetResponseHeadersToAdd()},
 			specificWins: rc.GetMostSpecificHeaderMutationsWins(),
 		}
+		if err := checkLuaConfig(vh, rt, filters.lua); err != nil {
+			return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
+		}
 		if _, ok := rt.GetTypedPerFilterConfig()[statefulSessionFilterName]; ok && !filters.session {
 			return errSessionWithoutFilter(vh, i, rt)
 		}

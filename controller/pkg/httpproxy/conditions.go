@@ -255,7 +255,7 @@ var (
 	refuseRoute = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",
 		"requestHeadersPolicy", "responseHeadersPolicy", "timeoutPolicy", "requestRedirectPolicy", "directResponsePolicy",
 		"retryPolicy", "pathRewritePolicy", "loadBalancerPolicy", "ipAllowPolicy", "ipDenyPolicy", "rateLimitPolicy", "healthCheckPolicy",
-		"internalRedirectPolicy", "authPolicy", "jwtVerificationPolicy")
+		"internalRedirectPolicy", "authPolicy", "jwtVerificationPolicy", "cookieRewritePolicies")
 	refuseService = refuse[contourv1.Service]("name", "port", "weight", "mirror", "protocol", "validation", "requestHeadersPolicy", "responseHeadersPolicy",
-		"slowStartPolicy", "healthPort")
+		"slowStartPolicy", "healthPort", "cookieRewritePolicies")
 )

@@ -444,8 +444,9 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		}
 		out.Rewrite.PrefixPath, out.Rewrite.HasPath = replacement, true
 	}
-	if len(r.Services) == 0 && (r.RetryPolicy != nil || r.TimeoutPolicy != nil || r.PathRewritePolicy != nil || r.EnableWebsockets || r.LoadBalancerPolicy != nil || r.HealthCheckPolicy != nil || r.InternalRedirectPolicy != nil) {
-		w.warn(p, i, "PolicyHasNoEffect", "retryPolicy, timeoutPolicy, pathRewritePolicy, loadBalancerPolicy, healthCheckPolicy, internalRedirectPolicy and enableWebsockets take effect only on a route with services")
+	if len(r.Services) == 0 && (r.RetryPolicy != nil || r.TimeoutPolicy != nil || r.PathRewritePolicy != nil || r.EnableWebsockets || r.LoadBalancerPolicy != nil ||
+		r.HealthCheckPolicy != nil || r.InternalRedirectPolicy != nil || len(r.CookieRewritePolicies) > 0) {
+		w.warn(p, i, "PolicyHasNoEffect", "retryPolicy, timeoutPolicy, pathRewritePolicy, loadBalancerPolicy, healthCheckPolicy, internalRedirectPolicy, cookieRewritePolicies and enableWebsockets take effect only on a route with services")
 	}
 	switch {
 	case r.DirectResponsePolicy != nil:

@@ -26,6 +26,10 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 	if out.Rewrite != nil {
 		host = out.Rewrite.Hostname
 	}
+	routeCookies, bad := cookieRewrites(r.CookieRewritePolicies, "route")
+	if bad != nil {
+		return bad
+	}
 	var mirrored *contourv1.Service
 	mirroredAt := 0
 	for j := range r.Services {
@@ -40,14 +44,20 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 			if mirrored != nil {
 				return refused(contourv1.ConditionTypeServiceError, "OnlyOneMirror", "only one service per route may be nominated as mirror")
 			}
-			if s.RequestHeadersPolicy != nil || s.ResponseHeadersPolicy != nil {
-				// Envoy sends a mirror the request as the route forwards it.
-				w.status(p).Valid.AddWarningf(contourv1.ConditionTypeServiceError, "MirrorHeadersPolicy", "routes[%d].services[%d]: the headers policies of a mirror service take no effect", i, j)
+			if s.RequestHeadersPolicy != nil || s.ResponseHeadersPolicy != nil || len(s.CookieRewritePolicies) > 0 {
+				// Envoy sends a mirror the request as the route forwards
+				// it, and drops its answer.
+				w.status(p).Valid.AddWarningf(contourv1.ConditionTypeServiceError, "MirrorHeadersPolicy",
+					"routes[%d].services[%d]: the headers and cookie rewrite policies of a mirror service take no effect", i, j)
 			}
 			mirrored, mirroredAt = s, j
 			continue
 		}
 		reqHeaders, respHeaders, bad := serviceHeaders(p, s, i, j)
+		if bad != nil {
+			return bad
+		}
+		cookies, bad := cookieRewrites(s.CookieRewritePolicies, "service")
 		if bad != nil {
 			return bad
 		}
@@ -69,7 +79,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		refs = append(refs, routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
 			Weight:                 &weight,
-		}}, Upstream: up, RequestHeaders: reqHeaders, ResponseHeaders: respHeaders})
+		}}, Upstream: up, RequestHeaders: reqHeaders, ResponseHeaders: respHeaders, CookieRewrites: mergeCookieRewrites(routeCookies, cookies)})
 	}
 	out.Destination = w.backends(p, refs)
 	if mirrored != nil {

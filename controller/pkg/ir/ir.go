@@ -626,6 +626,20 @@ type WeightedCluster struct {
 	// only (a backendRef's filters).
 	RequestHeaders  *HeaderModifier `json:"requestHeaders,omitempty"`
 	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`
+	// CookieRewrites change the attributes of the cookies this backend
+	// sets (its responses' Set-Cookie headers), by cookie name.
+	CookieRewrites []CookieRewrite `json:"cookieRewrites,omitempty"`
+}
+
+// CookieRewrite changes the attributes of a cookie a backend sets: its
+// Path and Domain are replaced (or added), Secure added or removed, and
+// SameSite replaced (or added), where set.
+type CookieRewrite struct {
+	Name     string `json:"name"`
+	Path     string `json:"path,omitempty"`
+	Domain   string `json:"domain,omitempty"`
+	Secure   *bool  `json:"secure,omitempty"`
+	SameSite string `json:"sameSite,omitempty"`
 }
 
 // Redirect answers with a redirect; unset fields keep the request's value.

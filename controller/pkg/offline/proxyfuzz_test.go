@@ -109,7 +109,9 @@ func proxyResources(fqdn, prefix, childPrefix, header, value, regex, query, time
 				}},
 			Includes: []contourv1.Include{{Name: "child", Conditions: []contourv1.MatchCondition{{Prefix: prefix}}}},
 			Routes: []contourv1.Route{
-				{Services: []contourv1.Service{{Name: "svc", Port: 80}}, JWTVerificationPolicy: &contourv1.JWTVerificationPolicy{Require: []string{header, "other", "", query}[weight&3]}},
+				{Services: []contourv1.Service{{Name: "svc", Port: 80, CookieRewritePolicies: []contourv1.CookieRewritePolicy{{Name: query, DomainRewrite: &contourv1.CookieDomainRewrite{Value: value}}}}},
+					JWTVerificationPolicy: &contourv1.JWTVerificationPolicy{Require: []string{header, "other", "", query}[weight&3]},
+					CookieRewritePolicies: []contourv1.CookieRewritePolicy{{Name: header, PathRewrite: &contourv1.CookiePathRewrite{Value: path}, Secure: kptr.To(weight%2 == 0)}}},
 				{Conditions: []contourv1.MatchCondition{{Prefix: "/open"}}, PermitInsecure: true, Services: []contourv1.Service{{Name: "svc", Port: 80}},
 					JWTVerificationPolicy: &contourv1.JWTVerificationPolicy{Disabled: true}},
 			},

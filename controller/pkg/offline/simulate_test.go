@@ -68,6 +68,10 @@ type request struct {
 	RateLimit string `json:"rateLimit,omitempty"`
 	// JWT is the token Envoy verifies, as jwtSummary writes it.
 	JWT string `json:"jwt,omitempty"`
+	// BackendSetCookies are the Set-Cookie headers the backend answers
+	// with; SetCookies those the client gets, in order.
+	BackendSetCookies []string `json:"backendSetCookies,omitempty"`
+	SetCookies        []string `json:"setCookies,omitempty"`
 	// Trace is what Envoy's tracer makes of the request, as
 	// traceSummary writes it.
 	Trace string `json:"trace,omitempty"`
@@ -183,6 +187,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		}
 	}
 	req.Port = uint32(ports.ContainerPort(port))
+	for _, c := range r.BackendSetCookies {
+		req.BackendResponseHeaders = append(req.BackendResponseHeaders, envoysim.Header{Name: "set-cookie", Value: c})
+	}
 	what := r.Method + " " + r.URL
 	a, err := sim.Simulate(req)
 	if err != nil {
@@ -263,6 +270,17 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		t.Errorf("%s: endpoint %s, want %s", what, endpoint, r.Endpoint)
 	}
 	checkResponseHeaders(t, what, r.ResponseHeaders, a.Upstream.ClientHeaders(endpoint))
+	if r.SetCookies != nil {
+		var got []string
+		for _, h := range a.Upstream.ClientHeaders(endpoint) {
+			if h.Name == "set-cookie" {
+				got = append(got, h.Value)
+			}
+		}
+		if !slices.Equal(got, r.SetCookies) {
+			t.Errorf("%s: the client gets Set-Cookie %q, want %q", what, got, r.SetCookies)
+		}
+	}
 	if got := a.Upstream.HealthAddress(endpoint); r.HealthEndpoint != "" && got != r.HealthEndpoint {
 		t.Errorf("%s: health checks of %s go to %s, want %s", what, endpoint, got, r.HealthEndpoint)
 	}

@@ -21,6 +21,8 @@ type Backend struct {
 	// backend's share of requests; a Backend has them or header filters,
 	// not both (the filters would be merged into them).
 	RequestHeaders, ResponseHeaders *ir.HeaderModifier
+	// CookieRewrites change the cookies the backend sets.
+	CookieRewrites []ir.CookieRewrite
 }
 
 // Upstream is how a route speaks to its backend when it says so itself,

@@ -136,9 +136,10 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 			ConfigSource:    ads(),
 		}},
 		// CORS, the local rate limit, RBAC, external authorization, the
-		// global rate limit and the stateful session do nothing for
+		// global rate limit, the stateful session and Lua do nothing for
 		// routes without a CORS policy, a local rate limit, an IP filter,
-		// an authorization server, descriptors or a session. A
+		// an authorization server, descriptors, a session or a backend
+		// whose cookies are rewritten. A
 		// CORS preflight is answered first, and a limited request is not
 		// checked further, as Contour orders them.
 		HttpFilters: []*hcmv3.HttpFilter{{
@@ -153,7 +154,7 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 		}, extAuthzHTTPFilter(extAuthzFilter, false), extAuthzHTTPFilter(extAuthzFailOpenFilter, true), {
 			Name:       statefulSessionFilter,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&statefulsessionv3.StatefulSession{})},
-		}, {
+		}, luaHTTPFilter(), {
 			Name:       "envoy.filters.http.router",
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&routerv3.Router{})},
 		}},
@@ -177,7 +178,7 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 	if s.RateLimit != nil {
 		// After the authorization filters, before the stateful session
 		// and the router: a request that is not let in is not counted.
-		at := len(hcm.HttpFilters) - 2
+		at := slices.IndexFunc(hcm.HttpFilters, func(f *hcmv3.HttpFilter) bool { return f.Name == statefulSessionFilter })
 		hcm.HttpFilters = slices.Insert(hcm.HttpFilters, at, globalRateLimitHTTPFilter(s.RateLimit))
 	}
 	if f := jwtAuthnHTTPFilter(jwtProvidersOf(table)); f != nil {

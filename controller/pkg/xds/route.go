@@ -108,7 +108,7 @@ func plainCluster(r *ir.Route) (string, bool) {
 		if b.Weight == 0 {
 			continue
 		}
-		if live++; b.Invalid || b.RequestHeaders != nil || b.ResponseHeaders != nil {
+		if live++; b.Invalid || b.RequestHeaders != nil || b.ResponseHeaders != nil || len(b.CookieRewrites) > 0 {
 			return "", false
 		}
 		cluster = b.Cluster
@@ -131,7 +131,7 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 			live = append(live, b)
 		}
 	}
-	if len(live) == 1 && !live[0].Invalid && live[0].RequestHeaders == nil && live[0].ResponseHeaders == nil {
+	if len(live) == 1 && !live[0].Invalid && live[0].RequestHeaders == nil && live[0].ResponseHeaders == nil && len(live[0].CookieRewrites) == 0 {
 		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: live[0].Cluster}
 	} else {
 		wc := &routev3.WeightedCluster{}
@@ -149,6 +149,9 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 			}
 			if h := b.ResponseHeaders; h != nil {
 				cw.ResponseHeadersToAdd, cw.ResponseHeadersToRemove = headerOptions(h, in), h.Remove
+			}
+			if len(b.CookieRewrites) > 0 {
+				cw.TypedPerFilterConfig = map[string]*anypb.Any{luaFilter: typed(cookieRewriteScript(b.CookieRewrites))}
 			}
 			wc.Clusters = append(wc.Clusters, cw)
 		}
