@@ -119,7 +119,7 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 				return err
 			}
 			choices = append(choices, choice{
-				lua: script,
+				lua:     script,
 				cluster: cw.GetName(), weight: cw.GetWeight().GetValue(), host: cw.GetHostRewriteLiteral(),
 				m:    mutation{cw.GetRequestHeadersToRemove(), cw.GetRequestHeadersToAdd()},
 				resp: mutation{cw.GetResponseHeadersToRemove(), cw.GetResponseHeadersToAdd()},
