@@ -1,11 +1,6 @@
 package v1alpha1
 
-import (
-	"fmt"
-	"strings"
-	"unicode"
-	"unicode/utf8"
-)
+import "fmt"
 
 // Validate refuses a rate limit service the CRD's schema lets through in
 // part (its twin rules) or not at all, as when a profile is read from a
@@ -15,7 +10,7 @@ func (s *RateLimitServiceSettings) Validate() error {
 	if s.ExtensionService.Namespace == "" || s.ExtensionService.Name == "" {
 		return fmt.Errorf("runtimeSettings.httpproxy.rateLimitService.extensionService needs a namespace and a name")
 	}
-	if !utf8.ValidString(s.Domain) || strings.ContainsFunc(s.Domain, unicode.IsControl) || len(s.Domain) > 253 {
+	if !isText(s.Domain, 253) {
 		return fmt.Errorf("runtimeSettings.httpproxy.rateLimitService.domain %q is not a domain Envoy can carry: text of at most 253 bytes without control characters", s.Domain)
 	}
 	return nil

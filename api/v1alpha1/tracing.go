@@ -48,6 +48,8 @@ func (s *TracingSettings) Sampling() (float64, error) {
 	return v, nil
 }
 
+// isText reports whether v is text Envoy can carry: UTF-8 without
+// control characters, of at most max bytes.
 func isText(v string, max int) bool {
 	return len(v) <= max && utf8.ValidString(v) && !strings.ContainsFunc(v, unicode.IsControl)
 }

@@ -402,10 +402,16 @@ func traceSummary(tr *envoysim.Trace) string {
 		if len(part.m) == 0 {
 			continue
 		}
-		s += ", " + part.name
-		for _, k := range slices.Sorted(maps.Keys(part.m)) {
-			s += " " + k + "=" + part.m[k]
-		}
+		s += ", " + part.name + pairs(part.m)
+	}
+	return s
+}
+
+// pairs writes a map as " k=v" for each key, in key order.
+func pairs(m map[string]string) string {
+	var s string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		s += " " + k + "=" + m[k]
 	}
 	return s
 }
@@ -450,10 +456,7 @@ func authorizationSummary(z *envoysim.Authorization) string {
 		s += ", fails open"
 	}
 	if len(z.Context) > 0 {
-		s += ", context"
-		for _, k := range slices.Sorted(maps.Keys(z.Context)) {
-			s += " " + k + "=" + z.Context[k]
-		}
+		s += ", context" + pairs(z.Context)
 	}
 	return s
 }
