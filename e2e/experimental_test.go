@@ -96,6 +96,21 @@ spec:
   ` + spec + "\n"
 }
 
+// xbackendInput is a route to an XBackend of api.example.net:443 with
+// more of its spec (YAML, after port).
+func xbackendInput(spec string) string {
+	return `
+apiVersion: gateway.networking.x-k8s.io/v1alpha1
+kind: XBackend
+metadata: {name: external, namespace: default}
+spec:
+  type: ExternalHostname
+  externalHostname: {hostname: api.example.net}
+  port: {name: https, port: 443}
+  ` + spec + `
+---` + oneRuleRoute("HTTPRoute", "{backendRefs: [{group: gateway.networking.x-k8s.io, kind: XBackend, name: external, port: 443}]}")
+}
+
 // experimentalInputs are, by kind and path of ExperimentalFields, objects
 // that set the field (added to experimentalBase). For a Yes, the test
 // translates them as they are and without the field, and wants the xDS or
@@ -169,17 +184,13 @@ spec:
 	"XBackendTrafficPolicy spec.targetRefs":         backendTrafficInput("retryConstraint: {budget: {percent: 50}}"),
 	"XBackendTrafficPolicy spec.retryConstraint":    backendTrafficInput("retryConstraint: {budget: {percent: 50, interval: 5s}, minRetryRate: {count: 4, interval: 2s}}"),
 	"XBackendTrafficPolicy spec.sessionPersistence": backendTrafficInput("sessionPersistence: {sessionName: s}"),
-	"XBackend spec": `
-apiVersion: gateway.networking.x-k8s.io/v1alpha1
-kind: XBackend
-metadata: {name: external, namespace: default}
-spec:
-  type: ExternalHostname
-  externalHostname: {hostname: api.example.net}
-  port: {name: https, port: 443}
-  protocol: HTTP2
-  tls: {mode: Simple, validation: {hostname: api.example.net, wellKnownCACertificates: System}}
----` + oneRuleRoute("HTTPRoute", "{backendRefs: [{group: gateway.networking.x-k8s.io, kind: XBackend, name: external, port: 443}]}"),
+	"XBackend spec.type":                            xbackendInput("protocol: HTTP2\n  tls: {mode: ServerOnly}"),
+	"XBackend spec.externalHostname":                xbackendInput("protocol: HTTP2"),
+	"XBackend spec.port":                            xbackendInput("protocol: HTTP2"),
+	"XBackend spec.protocol":                        xbackendInput("protocol: HTTP2"),
+	"XBackend spec.tls":                             xbackendInput("tls: {mode: ServerOnly}"),
+	"XBackend spec.tls.validation":                  xbackendInput("tls: {mode: ServerOnly, validation: {hostname: edge.example.net, wellKnownCACertificates: System}}"),
+	"XBackend spec.tls.clientCertificateRef":        xbackendInput("tls: {mode: ClientAndServer, clientCertificateRef: {name: client}}"),
 }
 
 // TestEveryExperimentalField walks the experimental channel's CRDs: every

@@ -23,7 +23,10 @@
 //   - the CA references of every BackendTLSPolicy. Which policies apply
 //     depends on the Services the routes use, which the operator does not
 //     follow (a route edit would be an RBAC write); a policy names objects
-//     of its own namespace only, which its author chose to share.
+//     of its own namespace only, which its author chose to share. Likewise
+//     the CA references of every XBackend's TLS, and its client
+//     certificate (of its namespace, or another whose ReferenceGrant
+//     allows it).
 //
 // References the controller would refuse (a kind other than Secret or
 // ConfigMap, a missing ReferenceGrant) grant nothing.
@@ -41,6 +44,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/api/ingressclass"
 	"isobar.dev/api/listenerset"
@@ -82,6 +86,7 @@ type Input struct {
 	IngressClasses      []*networkingv1.IngressClass
 	ReferenceGrants     []*gatewayv1beta1.ReferenceGrant
 	BackendTLSPolicies  []*gatewayv1.BackendTLSPolicy
+	Backends            []*gatewayxv1alpha1.XBackend
 }
 
 // Of returns a Gateway's references, sorted by kind, namespace and name,
@@ -181,6 +186,20 @@ func Of(in Input) []Ref {
 			if ref.Group == "" && (ref.Kind == Secret || ref.Kind == ConfigMap) {
 				c.add(string(ref.Kind), p.Namespace, string(ref.Name))
 			}
+		}
+	}
+	for _, b := range in.Backends {
+		tls := b.Spec.TLS
+		if tls == nil {
+			continue
+		}
+		for _, ref := range tls.Validation.CACertificateRefs {
+			if ref.Group == "" && (ref.Kind == Secret || ref.Kind == ConfigMap) {
+				c.add(string(ref.Kind), b.Namespace, string(ref.Name))
+			}
+		}
+		if ref := tls.ClientCertificateRef; ref != nil {
+			c.certificates(refgrant.From{Group: gatewayxv1alpha1.GroupName, Kind: "XBackend", Namespace: b.Namespace}, []gatewayv1.SecretObjectReference{*ref})
 		}
 	}
 	slices.SortFunc(c.out, func(a, b Ref) int {

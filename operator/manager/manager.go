@@ -29,6 +29,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/api/fleet"
 	"isobar.dev/api/logs"
@@ -108,6 +109,7 @@ func Scheme() (*runtime.Scheme, error) {
 		apiextensionsv1.AddToScheme,
 		gatewayv1.Install,
 		gatewayv1beta1.Install,
+		gatewayxv1alpha1.Install,
 		isobarv1alpha1.AddToScheme,
 		contourv1.AddToScheme,
 		contourv1alpha1.AddToScheme,
@@ -160,8 +162,8 @@ func Run(o Options) error {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
 	required := []schema.GroupVersionKind{schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "GatewayClass"), schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "Gateway")}
-	// ListenerSets, ReferenceGrants, BackendTLSPolicies, HTTPProxies and
-	// TLSCertificateDelegations are optional: without their CRDs a Gateway has its own listeners
+	// ListenerSets, ReferenceGrants, BackendTLSPolicies, HTTPProxies,
+	// TLSCertificateDelegations, ExtensionServices and XBackends are optional: without their CRDs a Gateway has its own listeners
 	// only, and no certificates from them. The watcher restarts the operator when that
 	// changes.
 	want := append(required, provision.OptionalKinds...)

@@ -78,55 +78,72 @@ func evaluate(policies []*gatewayv1.BackendTLSPolicy, e env.Env) map[env.PolicyK
 
 // evaluatePolicy resolves a policy's CA certificates and names.
 func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *condition.Policy) *ir.UpstreamTLS {
-	v := p.Spec.Validation
-	t := &ir.UpstreamTLS{SNI: string(v.Hostname)}
-	invalid := func(reason gatewayv1.PolicyConditionReason, msg string) *ir.UpstreamTLS {
-		conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.BackendTLSPolicyReasonNoValidCACertificate, msg)
-		conds.Set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, false, reason, msg)
+	t, problem := Resolve(e, p.Namespace, p.Spec.Validation)
+	if problem != nil {
+		conds.Set(gatewayv1.PolicyConditionAccepted, false, problem.Accepted, problem.Message)
+		if problem.ResolvedRefs != "" {
+			conds.Set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, false, problem.ResolvedRefs, problem.Message)
+		}
 		return nil
 	}
+	return t
+}
+
+// A Problem is why a validation cannot be met: the reason for a policy's
+// Accepted condition and, when a reference is at fault, for its
+// ResolvedRefs.
+type Problem struct {
+	Accepted, ResolvedRefs gatewayv1.PolicyConditionReason
+	Message                string
+}
+
+// Resolve resolves a validation's CA certificates, in namespace ns, and
+// names: a BackendTLSPolicy's, and an XBackend's, which shares its type.
+func Resolve(e env.Env, ns string, v gatewayv1.BackendTLSPolicyValidation) (*ir.UpstreamTLS, *Problem) {
+	t := &ir.UpstreamTLS{SNI: string(v.Hostname)}
+	invalid := func(msg string) (*ir.UpstreamTLS, *Problem) {
+		return nil, &Problem{Accepted: gatewayv1.PolicyReasonInvalid, Message: msg}
+	}
+	unresolved := func(reason gatewayv1.PolicyConditionReason, msg string) (*ir.UpstreamTLS, *Problem) {
+		return nil, &Problem{Accepted: gatewayv1.BackendTLSPolicyReasonNoValidCACertificate, ResolvedRefs: reason, Message: msg}
+	}
 	if err := validate.Hostname(t.SNI, false); err != nil {
-		conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "validation.hostname: "+err.Error())
-		return nil
+		return invalid("validation.hostname: " + err.Error())
 	}
 	switch {
 	case v.WellKnownCACertificates != nil && len(v.CACertificateRefs) > 0:
-		conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "set caCertificateRefs or wellKnownCACertificates, not both")
-		return nil
+		return invalid("set caCertificateRefs or wellKnownCACertificates, not both")
 	case v.WellKnownCACertificates != nil:
 		if *v.WellKnownCACertificates != gatewayv1.WellKnownCACertificatesSystem {
-			conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid,
-				fmt.Sprintf("wellKnownCACertificates %q is not supported; use System", *v.WellKnownCACertificates))
-			return nil
+			return invalid(fmt.Sprintf("wellKnownCACertificates %q is not supported; use System", *v.WellKnownCACertificates))
 		}
 		t.SystemCA = true
 	case len(v.CACertificateRefs) == 0:
-		conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "set caCertificateRefs or wellKnownCACertificates")
-		return nil
+		return invalid("set caCertificateRefs or wellKnownCACertificates")
 	}
 	var bundle bytes.Buffer
 	for _, ref := range v.CACertificateRefs {
-		name := types.NamespacedName{Namespace: p.Namespace, Name: string(ref.Name)}
+		name := types.NamespacedName{Namespace: ns, Name: string(ref.Name)}
 		var data string
 		switch {
 		case ref.Group == "" && ref.Kind == "ConfigMap":
 			cm, ok := e.ConfigMap(name.Namespace, name.Name)
 			if !ok {
-				return invalid(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Sprintf("ConfigMap %s does not exist", name))
+				return unresolved(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Sprintf("ConfigMap %s does not exist", name))
 			}
 			data = cm.Data[caKey]
 		case ref.Group == "" && ref.Kind == "Secret":
 			s, ok := e.Secret(name.Namespace, name.Name)
 			if !ok {
-				return invalid(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Sprintf("Secret %s does not exist", name))
+				return unresolved(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Sprintf("Secret %s does not exist", name))
 			}
 			data = string(s.Data[caKey])
 		default:
-			return invalid(gatewayv1.BackendTLSPolicyReasonInvalidKind,
+			return unresolved(gatewayv1.BackendTLSPolicyReasonInvalidKind,
 				fmt.Sprintf("caCertificateRef %s/%s %s: only ConfigMaps and Secrets are supported", ref.Group, ref.Kind, ref.Name))
 		}
 		if err := validate.CABundle([]byte(data)); err != nil {
-			return invalid(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef,
+			return unresolved(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef,
 				fmt.Sprintf("%s %s: ca.crt %v", ref.Kind, name, err))
 		}
 		bundle.WriteString(strings.TrimSpace(data))
@@ -139,22 +156,19 @@ func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *condition.P
 		switch san.Type {
 		case gatewayv1.HostnameSubjectAltNameType:
 			if err := validate.Hostname(string(san.Hostname), true); err != nil {
-				conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, "subjectAltNames: "+err.Error())
-				return nil
+				return invalid("subjectAltNames: " + err.Error())
 			}
 			t.SubjectAltNames = append(t.SubjectAltNames, ir.SubjectAltName{Type: "DNS", Value: string(san.Hostname)})
 		case gatewayv1.URISubjectAltNameType:
 			if err := validate.Value(string(san.URI), "subjectAltNames uri"); err != nil || san.URI == "" {
-				conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, fmt.Sprintf("subjectAltNames uri %q is not a URI", san.URI))
-				return nil
+				return invalid(fmt.Sprintf("subjectAltNames uri %q is not a URI", san.URI))
 			}
 			t.SubjectAltNames = append(t.SubjectAltNames, ir.SubjectAltName{Type: "URI", Value: string(san.URI)})
 		default:
-			conds.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, fmt.Sprintf("subjectAltNames type %q is not Hostname or URI", san.Type))
-			return nil
+			return invalid(fmt.Sprintf("subjectAltNames type %q is not Hostname or URI", san.Type))
 		}
 	}
-	return t
+	return t, nil
 }
 
 // For returns the policy that applies to a Service port, the one naming

@@ -12,6 +12,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 )
 
 // Changed returns the Deps whose objects differ, in what rules read of
@@ -46,6 +47,9 @@ func Changed(prev, cur *Index) map[Dep]bool {
 	diff(prev.extensions, cur.extensions, func(a, b *contourv1alpha1.ExtensionService) bool {
 		return a == b || a.UID == b.UID && a.Generation == b.Generation && a.Generation != 0
 	}, mark(ExtensionService))
+	diff(prev.backends, cur.backends, func(a, b *gatewayxv1alpha1.XBackend) bool {
+		return a == b || a.UID == b.UID && a.Generation == b.Generation && a.Generation != 0
+	}, mark(XBackend))
 	if prev.unservedKinds != cur.unservedKinds {
 		mark(RouteKinds)(types.NamespacedName{})
 	}

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/api/refgrant"
 )
@@ -49,6 +50,9 @@ const (
 	// ExtensionService is an ExtensionService, by namespace and name: a
 	// proxy reads the one it authorizes with.
 	ExtensionService
+	// XBackend is an XBackend, by namespace and name: a rule reads the
+	// ones its backendRefs name.
+	XBackend
 )
 
 func (k Kind) String() string {
@@ -73,6 +77,8 @@ func (k Kind) String() string {
 		return "TLSCertificateDelegations"
 	case ExtensionService:
 		return "ExtensionService"
+	case XBackend:
+		return "XBackend"
 	}
 	return "Kind(?)"
 }
@@ -230,6 +236,13 @@ func (e Env) ExtensionService(ns, name string) (*contourv1alpha1.ExtensionServic
 	e.read(ExtensionService, ns, name)
 	x, ok := e.idx.extensions[key(ns, name)]
 	return x, ok
+}
+
+// XBackend returns an XBackend and whether it exists.
+func (e Env) XBackend(ns, name string) (*gatewayxv1alpha1.XBackend, bool) {
+	e.read(XBackend, ns, name)
+	b, ok := e.idx.backends[key(ns, name)]
+	return b, ok
 }
 
 func key(ns, name string) types.NamespacedName {

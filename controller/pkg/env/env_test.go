@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/resources"
@@ -39,6 +40,7 @@ func TestEveryReadIsRecorded(t *testing.T) {
 		"BackendTLS":       {func(e Env) { e.BackendTLS(svc, "http") }, Dep{BackendTLS, svc}},
 		"HTTPProxy":        {func(e Env) { e.HTTPProxy("ns", "svc") }, Dep{HTTPProxy, svc}},
 		"ExtensionService": {func(e Env) { e.ExtensionService("ns", "svc") }, Dep{ExtensionService, svc}},
+		"XBackend":         {func(e Env) { e.XBackend("ns", "svc") }, Dep{XBackend, svc}},
 		"Granted to an HTTPProxy": {func(e Env) {
 			e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: "other"}, "ns", refgrant.To{Kind: "Secret", Name: "svc"})
 		}, Dep{Delegations, key("ns", "")}},
@@ -61,7 +63,7 @@ func TestEveryReadIsRecorded(t *testing.T) {
 	for _, r := range reads {
 		kinds[r.want.Kind] = true
 	}
-	for k := Service; k <= ExtensionService; k++ {
+	for k := Service; k <= XBackend; k++ {
 		if !kinds[k] {
 			t.Errorf("no Env method records %v", k)
 		}
@@ -122,6 +124,7 @@ func TestChangedIgnoresOrder(t *testing.T) {
 	changed.Unserved = []gatewayv1.Kind{"TCPRoute"}
 	changed.TLSCertificateDelegations = []*contourv1.TLSCertificateDelegation{{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "d", UID: "uid-d"}}}
 	changed.ExtensionServices = []*contourv1alpha1.ExtensionService{{ObjectMeta: metav1.ObjectMeta{Namespace: "auth", Name: "x", UID: "uid-x", Generation: 1}}}
+	changed.Backends = []*gatewayxv1alpha1.XBackend{{ObjectMeta: metav1.ObjectMeta{Namespace: "ext", Name: "b", UID: "uid-b", Generation: 1}}}
 	got := Changed(want, NewIndex(&changed, nil))
 	wantDeps := map[Dep]bool{
 		{Service, key("ns", svc.Name)}:       true,
@@ -131,6 +134,7 @@ func TestChangedIgnoresOrder(t *testing.T) {
 		{HTTPProxy, key("ns", proxy.Name)}:   true,
 		{Delegations, key("certs", "")}:      true,
 		{ExtensionService, key("auth", "x")}: true,
+		{XBackend, key("ext", "b")}:          true,
 	}
 	if !maps.Equal(got, wantDeps) {
 		t.Fatalf("a changed Service port, namespace label, Secret, HTTPProxy spec, delegation and set of served kinds: changed %v, want %v", got, wantDeps)

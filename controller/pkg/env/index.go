@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/controller/pkg/resources"
 )
@@ -31,6 +32,7 @@ type Index struct {
 	// delegations are the TLSCertificateDelegations by namespace.
 	delegations map[string][]*contourv1.TLSCertificateDelegation
 	extensions  map[types.NamespacedName]*contourv1alpha1.ExtensionService
+	backends    map[types.NamespacedName]*gatewayxv1alpha1.XBackend
 	backendTLS  map[PolicyKey]Evaluated
 	unserved    map[gatewayv1.Kind]bool
 	// unservedKinds lists the unserved kinds.
@@ -77,6 +79,12 @@ func NewIndex(res *resources.Resources, evaluate EvaluateFunc) *Index {
 			idx.extensions = map[types.NamespacedName]*contourv1alpha1.ExtensionService{}
 		}
 		idx.extensions[key(x.Namespace, x.Name)] = x
+	}
+	for _, b := range res.Backends {
+		if idx.backends == nil {
+			idx.backends = map[types.NamespacedName]*gatewayxv1alpha1.XBackend{}
+		}
+		idx.backends[key(b.Namespace, b.Name)] = b
 	}
 	for _, d := range res.TLSCertificateDelegations {
 		if idx.delegations == nil {

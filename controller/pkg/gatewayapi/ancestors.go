@@ -10,6 +10,7 @@ import (
 	"isobar.dev/controller/pkg/backendtls"
 	"isobar.dev/controller/pkg/backendtraffic"
 	"isobar.dev/controller/pkg/condition"
+	"isobar.dev/controller/pkg/routerule"
 )
 
 // policyAncestor records that this Gateway uses a BackendTLSPolicy, and is
@@ -32,6 +33,11 @@ func (t *gatewayTranslator) trafficAncestor(p *backendtraffic.Policy) {
 	for _, q := range append([]*backendtraffic.Policy{p}, p.Losers...) {
 		t.ancestor(t.status.BackendTrafficPolicies, q.Object.Namespace, q.Object.Name, q.Conditions)
 	}
+}
+
+// backendAncestor records that this Gateway uses an XBackend.
+func (t *gatewayTranslator) backendAncestor(x *routerule.ExternalBackend) {
+	t.ancestor(t.status.Backends, x.Object.Namespace, x.Object.Name, x.Conditions)
 }
 
 // ancestor adds this Gateway's entry, once, to a policy's ancestors.

@@ -20,6 +20,10 @@ import (
 // first.
 func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
 	if s.Rejected {
+		if s.XBackend != nil {
+			t.backendAncestor(s.XBackend)
+			return
+		}
 		t.policyAncestor(s.TLS)
 		return
 	}
@@ -27,6 +31,9 @@ func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
 		return
 	}
 	switch {
+	case s.XBackend != nil:
+		t.buildExternal(s.Name, s.XBackend)
+		return
 	case s.Shares != nil:
 		t.buildShared(s)
 		return
@@ -160,4 +167,27 @@ func (t *gatewayTranslator) buildShared(s routerule.ClusterSpec) {
 		c = &ir.Cluster{Name: s.Name}
 	}
 	t.clusters[s.Name] = c
+}
+
+// buildExternal builds the cluster of an XBackend: its host, which Envoy
+// resolves, over TLS when it asks, presenting its client certificate or
+// else the Gateway's backend one.
+func (t *gatewayTranslator) buildExternal(name string, x *routerule.ExternalBackend) {
+	c := &ir.Cluster{Name: name, HTTP2: x.HTTP2, DNS: true, Endpoints: []ir.Endpoint{{Address: x.Host, Port: uint32(x.Port)}}}
+	if x.TLS != nil {
+		tls := *x.TLS
+		switch {
+		case x.ClientCertificate != nil:
+			s := x.ClientCertificate
+			tls.ClientCertificate = s.Namespace + "/" + s.Name
+			if _, done := t.secrets[tls.ClientCertificate]; !done {
+				t.secrets[tls.ClientCertificate] = &ir.Secret{Name: tls.ClientCertificate, Certificate: s.Data[corev1.TLSCertKey], PrivateKey: s.Data[corev1.TLSPrivateKeyKey]}
+			}
+		case t.backendCert != "":
+			tls.ClientCertificate = t.backendCert
+		}
+		c.TLS = &tls
+	}
+	t.clusters[name] = c
+	t.backendAncestor(x)
 }

@@ -30,6 +30,10 @@ type Status struct {
 	// BackendTrafficPolicies holds, per XBackendTrafficPolicy, an
 	// ancestor entry for each Gateway whose routes use its Service.
 	BackendTrafficPolicies map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
+	// Backends holds, per XBackend, an ancestor entry for each Gateway
+	// whose routes use it (an XBackend's status has the entries of a
+	// policy's, under another type).
+	Backends map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
 	// ListenerSets holds the status of each ListenerSet whose parentRef
 	// names a translated Gateway.
 	ListenerSets map[types.NamespacedName]*ListenerSetStatus
@@ -62,6 +66,7 @@ func newStatus() *Status {
 		Routes:                 map[RouteKey][]gatewayv1.RouteParentStatus{},
 		BackendTLSPolicies:     map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
 		BackendTrafficPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
+		Backends:               map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
 		ListenerSets:           map[types.NamespacedName]*ListenerSetStatus{},
 		Ingresses:              map[types.NamespacedName]*IngressStatus{},
 		HTTPProxies:            map[types.NamespacedName]*HTTPProxyStatus{},

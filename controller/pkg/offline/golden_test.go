@@ -117,13 +117,8 @@ func translateAndRender(t *testing.T, res *resources.Resources) (out, envoy *byt
 func onlyReferenced(res *resources.Resources) *resources.Resources {
 	want := map[certrefs.Ref]bool{}
 	for _, gw := range res.Gateways {
-		for _, r := range certrefs.Of(certrefs.Input{
-			FallbackCertificate: proxySettings(res)(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}).FallbackCertificate,
-			Gateway:             gw, ControllerName: DefaultControllerName, ListenerSets: res.ListenerSets,
-			Namespaces: res.Namespaces,
-			Ingresses:  res.Ingresses, IngressClasses: res.IngressClasses, HTTPProxies: res.HTTPProxies, TLSCertificateDelegations: res.TLSCertificateDelegations, ExtensionServices: res.ExtensionServices,
-			ReferenceGrants: res.ReferenceGrants, BackendTLSPolicies: res.BackendTLSPolicies,
-		}) {
+		fallback := proxySettings(res)(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}).FallbackCertificate
+		for _, r := range certrefs.Of(res.CertificateInput(gw, DefaultControllerName, fallback)) {
 			want[r] = true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/xds"
@@ -121,6 +122,15 @@ func statusObjects(r *Result) []object {
 		out = append(out, object{APIVersion: "gateway.networking.x-k8s.io/v1alpha1", Kind: "XBackendTrafficPolicy",
 			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name},
 			Status:   gatewayv1.PolicyStatus{Ancestors: r.Gateways.Status.BackendTrafficPolicies[k]}})
+	}
+	for _, k := range sortedKeys(r.Gateways.Status.Backends) {
+		entries := r.Gateways.Status.Backends[k]
+		st := gatewayxv1alpha1.BackendStatus{Ancestors: make([]gatewayxv1alpha1.BackendAncestorStatus, len(entries))}
+		for i, a := range entries {
+			st.Ancestors[i] = gatewayxv1alpha1.BackendAncestorStatus{AncestorRef: a.AncestorRef, ControllerName: a.ControllerName, Conditions: a.Conditions}
+		}
+		out = append(out, object{APIVersion: "gateway.networking.x-k8s.io/v1alpha1", Kind: "XBackend",
+			Metadata: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}, Status: st})
 	}
 	for _, k := range sortedKeys(r.Gateways.Status.BackendTLSPolicies) {
 		out = append(out, object{APIVersion: gatewayv1.GroupVersion.String(), Kind: "BackendTLSPolicy",

@@ -244,6 +244,8 @@ var decoders = map[string]decoder{
 		decodeAs(func(r *Resources) *[]*gatewayv1.BackendTLSPolicy { return &r.BackendTLSPolicies }), false},
 	"XBackendTrafficPolicy.gateway.networking.x-k8s.io": {versions("v1alpha1"),
 		decodeAs(func(r *Resources) *[]*gatewayxv1alpha1.XBackendTrafficPolicy { return &r.BackendTrafficPolicies }), false},
+	"XBackend.gateway.networking.x-k8s.io": {versions("v1alpha1"),
+		decodeAs(func(r *Resources) *[]*gatewayxv1alpha1.XBackend { return &r.Backends }), false},
 	"Service": {versions("v1"),
 		decodeAs(func(r *Resources) *[]*corev1.Service { return &r.Services }), false},
 	"EndpointSlice.discovery.k8s.io": {versions("v1"),

@@ -8,6 +8,7 @@ import (
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
+	"isobar.dev/api/certrefs"
 	"isobar.dev/api/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,11 +37,14 @@ type Resources struct {
 	// BackendTrafficPolicies are the experimental channel's
 	// XBackendTrafficPolicies.
 	BackendTrafficPolicies []*gatewayxv1alpha1.XBackendTrafficPolicy
-	Services               []*corev1.Service
-	EndpointSlices         []*discoveryv1.EndpointSlice
-	Secrets                []*corev1.Secret
-	ConfigMaps             []*corev1.ConfigMap
-	Namespaces             []*corev1.Namespace
+	// Backends are the experimental channel's XBackends, which routes
+	// name as backends beside Services.
+	Backends       []*gatewayxv1alpha1.XBackend
+	Services       []*corev1.Service
+	EndpointSlices []*discoveryv1.EndpointSlice
+	Secrets        []*corev1.Secret
+	ConfigMaps     []*corev1.ConfigMap
+	Namespaces     []*corev1.Namespace
 	// ContourDeployments are read by the offline tools only, for the
 	// runtimeSettings of each Gateway's profile; the live controller gets
 	// its Gateway's from the operator.
@@ -66,4 +70,24 @@ type Resources struct {
 	Replaced []string
 	// loaded indexes loaded objects by type, namespace and name.
 	loaded map[string]int
+}
+
+// CertificateInput is what certrefs decides gw's references from, in r:
+// the live controller and the offline tools read the same objects for it.
+func (r *Resources) CertificateInput(gw *gatewayv1.Gateway, controllerName string, fallback *v1alpha1.SecretReference) certrefs.Input {
+	return certrefs.Input{
+		Gateway:                   gw,
+		ControllerName:            controllerName,
+		ListenerSets:              r.ListenerSets,
+		Namespaces:                r.Namespaces,
+		Ingresses:                 r.Ingresses,
+		HTTPProxies:               r.HTTPProxies,
+		TLSCertificateDelegations: r.TLSCertificateDelegations,
+		ExtensionServices:         r.ExtensionServices,
+		FallbackCertificate:       fallback,
+		IngressClasses:            r.IngressClasses,
+		ReferenceGrants:           r.ReferenceGrants,
+		BackendTLSPolicies:        r.BackendTLSPolicies,
+		Backends:                  r.Backends,
+	}
 }

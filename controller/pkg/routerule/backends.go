@@ -90,8 +90,11 @@ func resolve(ev *eval, what, fromNS, fromKind string, ref gatewayv1.BackendObjec
 	if ref.Kind != nil {
 		kind = string(*ref.Kind)
 	}
+	if group == xbackendGroup && kind == "XBackend" && up == (Upstream{}) {
+		return resolveXBackend(ev, what, fromNS, fromKind, ref, grpc)
+	}
 	if group != "" || kind != "Service" {
-		return unresolved(gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("backendRef %s: kind %s of group %q is not supported; use a core Service", ref.Name, kind, group))
+		return unresolved(gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("backendRef %s: kind %s of group %q is not supported; use a core Service or an XBackend", ref.Name, kind, group))
 	}
 	ns := fromNS
 	if ref.Namespace != nil {
@@ -240,9 +243,12 @@ type ClusterSpec struct {
 	GRPC bool
 	// TLS is the BackendTLSPolicy that applies to the Service port.
 	TLS *backendtls.Policy
-	// Rejected says the BackendTLSPolicy is unusable, so there is no
-	// cluster, only the policy's status to record.
+	// Rejected says the BackendTLSPolicy (or the XBackend) is unusable,
+	// so there is no cluster, only its status to record.
 	Rejected bool
+	// XBackend, when set, is the external backend the cluster reaches,
+	// in place of a Service.
+	XBackend *ExternalBackend
 	// Upstream is how the route speaks to the Service, when it says;
 	// interned, so that equal ones are one pointer.
 	Upstream *Upstream

@@ -26,20 +26,7 @@ func (r *reconciler) readCertificates(ctx context.Context, res *resources.Resour
 		if gw.Namespace != served.Namespace || gw.Name != served.Name {
 			continue
 		}
-		refs = certrefs.Of(certrefs.Input{
-			Gateway:                   gw,
-			ControllerName:            r.opts.ControllerName,
-			ListenerSets:              res.ListenerSets,
-			Namespaces:                res.Namespaces,
-			Ingresses:                 res.Ingresses,
-			HTTPProxies:               res.HTTPProxies,
-			TLSCertificateDelegations: res.TLSCertificateDelegations,
-			ExtensionServices:         res.ExtensionServices,
-			FallbackCertificate:       r.opts.HTTPProxy.FallbackCertificate,
-			IngressClasses:            res.IngressClasses,
-			ReferenceGrants:           res.ReferenceGrants,
-			BackendTLSPolicies:        res.BackendTLSPolicies,
-		})
+		refs = certrefs.Of(res.CertificateInput(gw, r.opts.ControllerName, r.opts.HTTPProxy.FallbackCertificate))
 	}
 	for ref, err := range r.certificates.Want(refs, certificateWait) {
 		// The translator reports the reference as not found; the log

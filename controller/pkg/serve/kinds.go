@@ -28,6 +28,7 @@ var gatewayKinds = []client.Object{
 	&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{},
 	&gatewayv1.TLSRoute{}, &gatewayv1.TCPRoute{}, &gatewayv1.UDPRoute{}, &gatewayv1.ListenerSet{},
 	&gatewayv1beta1.ReferenceGrant{}, &gatewayv1.BackendTLSPolicy{}, &gatewayxv1alpha1.XBackendTrafficPolicy{},
+	&gatewayxv1alpha1.XBackend{},
 }
 
 // contourKinds are Contour's kinds translation reads (HTTPProxy, and the

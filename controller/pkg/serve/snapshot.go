@@ -49,6 +49,7 @@ func (s *snapshotter) snapshot(ctx context.Context) (*resources.Resources, error
 		ReferenceGrants:           list[gatewayv1beta1.ReferenceGrant](l),
 		BackendTLSPolicies:        list[gatewayv1.BackendTLSPolicy](l),
 		BackendTrafficPolicies:    list[gatewayxv1alpha1.XBackendTrafficPolicy](l),
+		Backends:                  list[gatewayxv1alpha1.XBackend](l),
 		Services:                  list[corev1.Service](l),
 		Namespaces:                list[corev1.Namespace](l),
 		HTTPProxies:               list[contourv1.HTTPProxy](l),

@@ -31,6 +31,7 @@ type statusCache struct {
 	routes          map[gatewayapi.RouteKey][]gatewayv1.RouteParentStatus
 	policies        map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
 	trafficPolicies map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
+	backends        map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
 }
 
 // statusWork is one translation's status and what it served.
@@ -134,8 +135,14 @@ func (w *statusWriter) writeObjects(ctx context.Context, work *statusWork, reche
 		return err
 	}
 	recheckTraffic := func(k types.NamespacedName) bool { return recheck(objectKey{"XBackendTrafficPolicy", k}) }
-	w.written.trafficPolicies, err = writeEach(st.BackendTrafficPolicies, w.written.trafficPolicies, recheckTraffic, func(k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
+	if w.written.trafficPolicies, err = writeEach(st.BackendTrafficPolicies, w.written.trafficPolicies, recheckTraffic, func(k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
 		return w.writeTrafficPolicy(ctx, k, ancestors)
+	}); err != nil {
+		return err
+	}
+	recheckBackend := func(k types.NamespacedName) bool { return recheck(objectKey{"XBackend", k}) }
+	w.written.backends, err = writeEach(st.Backends, w.written.backends, recheckBackend, func(k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
+		return w.writeBackend(ctx, k, ancestors)
 	})
 	return err
 }
@@ -383,6 +390,33 @@ func (w *statusWriter) writePolicy(ctx context.Context, k types.NamespacedName, 
 func (w *statusWriter) writeTrafficPolicy(ctx context.Context, k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
 	p := &gatewayxv1alpha1.XBackendTrafficPolicy{}
 	return w.writeAncestors(ctx, "XBackendTrafficPolicy", k, ancestors, p, &p.Status)
+}
+
+// writeBackend is writePolicy for an XBackend, whose status holds the
+// same entries under another type.
+func (w *statusWriter) writeBackend(ctx context.Context, k types.NamespacedName, ancestors []gatewayv1.PolicyAncestorStatus) error {
+	return w.retry(func(reader client.Reader) error {
+		statusChecks.WithLabelValues("XBackend").Inc()
+		b := &gatewayxv1alpha1.XBackend{}
+		if err := reader.Get(ctx, k, b); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		current := make([]gatewayv1.PolicyAncestorStatus, len(b.Status.Ancestors))
+		for i, a := range b.Status.Ancestors {
+			current[i] = gatewayv1.PolicyAncestorStatus{AncestorRef: a.AncestorRef, ControllerName: a.ControllerName, Conditions: a.Conditions}
+		}
+		next := mergeEntries(current, ancestors, ancestorEntry, func(a gatewayv1.PolicyAncestorStatus) bool {
+			return w.ours(a.ControllerName, a.AncestorRef, k.Namespace)
+		})
+		if apiequality.Semantic.DeepEqual(next, current) || len(next) == 0 && len(current) == 0 {
+			return nil
+		}
+		b.Status.Ancestors = make([]gatewayxv1alpha1.BackendAncestorStatus, len(next))
+		for i, a := range next {
+			b.Status.Ancestors[i] = gatewayxv1alpha1.BackendAncestorStatus{AncestorRef: a.AncestorRef, ControllerName: a.ControllerName, Conditions: a.Conditions}
+		}
+		return w.update(ctx, b, "XBackend")
+	})
 }
 
 // writeAncestors replaces this Gateway's ancestor entries in the status

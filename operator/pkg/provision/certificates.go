@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/api/certrefs"
 	"isobar.dev/api/served"
@@ -29,7 +30,8 @@ var (
 	HTTPProxyKind        = contourv1.SchemeGroupVersion.WithKind("HTTPProxy")
 	DelegationKind       = contourv1.SchemeGroupVersion.WithKind("TLSCertificateDelegation")
 	ExtensionServiceKind = contourv1alpha1.GroupVersion.WithKind("ExtensionService")
-	OptionalKinds        = []schema.GroupVersionKind{ListenerSetKind, ReferenceGrantKind, BackendTLSPolicyKind, HTTPProxyKind, DelegationKind, ExtensionServiceKind}
+	XBackendKind         = schema.FromAPIVersionAndKind(gatewayxv1alpha1.GroupVersion.String(), "XBackend")
+	OptionalKinds        = []schema.GroupVersionKind{ListenerSetKind, ReferenceGrantKind, BackendTLSPolicyKind, HTTPProxyKind, DelegationKind, ExtensionServiceKind, XBackendKind}
 )
 
 // CertificateRefs reads what certrefs decides from and returns the Secrets
@@ -49,13 +51,14 @@ func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway
 	var proxies contourv1.HTTPProxyList
 	var delegations contourv1.TLSCertificateDelegationList
 	var extensions contourv1alpha1.ExtensionServiceList
+	var backends gatewayxv1alpha1.XBackendList
 	lists := []struct {
 		list client.ObjectList
 		kind schema.GroupVersionKind
 	}{
 		{&ingresses, schema.GroupVersionKind{}}, {&classes, schema.GroupVersionKind{}},
 		{&sets, ListenerSetKind}, {&grants, ReferenceGrantKind}, {&policies, BackendTLSPolicyKind}, {&proxies, HTTPProxyKind},
-		{&delegations, DelegationKind}, {&extensions, ExtensionServiceKind},
+		{&delegations, DelegationKind}, {&extensions, ExtensionServiceKind}, {&backends, XBackendKind},
 	}
 	for _, l := range lists {
 		if !l.kind.Empty() && !have[l.kind] {
@@ -79,6 +82,7 @@ func CertificateRefs(ctx context.Context, c client.Reader, gw *gatewayv1.Gateway
 	in.HTTPProxies = pointers(proxies.Items)
 	in.TLSCertificateDelegations = pointers(delegations.Items)
 	in.ExtensionServices = pointers(extensions.Items)
+	in.Backends = pointers(backends.Items)
 	return certrefs.Of(in), nil
 }
 
@@ -109,6 +113,9 @@ func CertificateSources(have served.Set) []client.Object {
 	}
 	if have[ExtensionServiceKind] {
 		out = append(out, &contourv1alpha1.ExtensionService{})
+	}
+	if have[XBackendKind] {
+		out = append(out, &gatewayxv1alpha1.XBackend{})
 	}
 	return out
 }

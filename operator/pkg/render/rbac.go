@@ -51,8 +51,8 @@ func (r *renderer) controllerClusterRole() (*rbacv1.ClusterRole, *rbacv1.Cluster
 			{APIGroups: []string{gw}, Resources: []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes", "listenersets", "referencegrants", "backendtlspolicies"}, Verbs: readOnly},
 			{APIGroups: []string{gw}, Resources: []string{"gateways/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status", "tcproutes/status", "udproutes/status", "listenersets/status", "backendtlspolicies/status"}, Verbs: writeStatus},
 			// The experimental channel's backend traffic policies.
-			{APIGroups: []string{"gateway.networking.x-k8s.io"}, Resources: []string{"xbackendtrafficpolicies"}, Verbs: readOnly},
-			{APIGroups: []string{"gateway.networking.x-k8s.io"}, Resources: []string{"xbackendtrafficpolicies/status"}, Verbs: writeStatus},
+			{APIGroups: []string{"gateway.networking.x-k8s.io"}, Resources: []string{"xbackendtrafficpolicies", "xbackends"}, Verbs: readOnly},
+			{APIGroups: []string{"gateway.networking.x-k8s.io"}, Resources: []string{"xbackendtrafficpolicies/status", "xbackends/status"}, Verbs: writeStatus},
 			// Secrets and ConfigMaps only by name, in certificateGrants.
 			{APIGroups: []string{""}, Resources: []string{"services", "namespaces"}, Verbs: readOnly},
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: readOnly},
