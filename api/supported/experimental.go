@@ -87,7 +87,7 @@ var ExperimentalFields = []FieldSupport{
 
 	{Kind: "XBackend", Path: "spec.type", Support: Yes,
 		Note: "ExternalHostname: a backendRef to the XBackend (of HTTPRoute, GRPCRoute, TCPRoute; in another namespace with a ReferenceGrant) reaches a cluster of the host, which Envoy resolves itself. Each Gateway that uses it is an entry of its status, Accepted or Invalid with the reason, and an XBackend that cannot be used leaves the route's ResolvedRefs False (XBackendNotAccepted) and its share of requests answering 500",
-		Test: "golden xbackend"},
+		Test: "golden xbackend; TestExperimentalChannelThroughFleet/xbackends"},
 	{Kind: "XBackend", Path: "spec.externalHostname", Support: Yes,
 		Note: "the host Envoy resolves; an IP address or a .cluster.local name is refused (Invalid)", Test: "golden xbackend"},
 	{Kind: "XBackend", Path: "spec.port", Support: Yes,

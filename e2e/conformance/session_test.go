@@ -28,6 +28,7 @@ func TestExperimentalChannelThroughFleet(t *testing.T) {
 	t.Run("sessionPersistence", func(t *testing.T) { sessionPersistence(t, r) })
 	t.Run("defaultGateways", func(t *testing.T) { defaultGateways(t, r) })
 	t.Run("externalAuth", func(t *testing.T) { externalAuth(t, r) })
+	t.Run("xbackends", func(t *testing.T) { xbackends(t, r) })
 }
 
 // sessionPersistence: a cookie session and a header session each keep a

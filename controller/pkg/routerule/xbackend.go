@@ -198,7 +198,7 @@ func (x *ExternalBackend) readClientCertificate(ev *eval, ref gatewayv1.SecretOb
 	}
 	if _, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err != nil {
 		// The error names what is wrong, never the key material.
-		return fmt.Errorf("tls.clientCertificateRef: Secret %s/%s does not hold a usable certificate and key in tls.crt and tls.key: %v", ns, ref.Name, err)
+		return fmt.Errorf("tls.clientCertificateRef: Secret %s/%s does not hold a usable certificate and key in tls.crt and tls.key: %w", ns, ref.Name, err)
 	}
 	x.ClientCertificate = s
 	return nil
