@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/controller/pkg/resources"
 )
@@ -20,7 +21,7 @@ import (
 // Random sequences of the changes a cluster sees (routes of every kind
 // created, edited, deleted and listed in another order; a Gateway written
 // with the same spec or a changed one; a Service going and coming back or
-// its ports edited; ReferenceGrants, BackendTLSPolicies, Namespaces,
+// its ports edited; ReferenceGrants, BackendTLSPolicies, XBackends, Namespaces,
 // Ingresses and HTTPProxies going, coming back or edited) must leave a Translator that has seen every step producing what a
 // fresh one does.
 func TestIncrementalRandomChanges(t *testing.T) {
@@ -363,11 +364,30 @@ func changeGrants(rng *rand.Rand, snap *resources.Resources, base *resources.Res
 // changeBackendTLS deletes a BackendTLSPolicy, changes its hostname, or
 // brings the input's back.
 func changeBackendTLS(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
+	if rng.IntN(2) == 0 {
+		return changeXBackends(rng, snap, base)
+	}
 	return deleteOrEdit(rng, &snap.BackendTLSPolicies, base.BackendTLSPolicies, "BackendTLSPolicy", func(p *gatewayv1.BackendTLSPolicy) (*gatewayv1.BackendTLSPolicy, string) {
 		c := p.DeepCopy()
 		c.Generation++
 		c.Spec.Validation.Hostname = "edited-" + c.Spec.Validation.Hostname
 		return c, "hostname edited"
+	})
+}
+
+// changeXBackends deletes an XBackend, moves it to another port (which
+// the backendRefs naming the old one lose) or takes its TLS away, or
+// brings the input's back.
+func changeXBackends(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
+	return deleteOrEdit(rng, &snap.Backends, base.Backends, "XBackend", func(b *gatewayxv1alpha1.XBackend) (*gatewayxv1alpha1.XBackend, string) {
+		c := b.DeepCopy()
+		c.Generation++
+		if c.Spec.TLS != nil {
+			c.Spec.TLS = nil
+			return c, "TLS dropped"
+		}
+		c.Spec.Port.Port++
+		return c, "port moved"
 	})
 }
 
