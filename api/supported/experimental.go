@@ -110,7 +110,8 @@ var ExperimentalFields = []FieldSupport{
 	{Kind: "XBackendTrafficPolicy", Path: "spec.retryConstraint", Support: Yes,
 		Note: "Envoy's retry budget on the Service's clusters: retries at once up to budget.percent of the requests started in the last budget.interval, never fewer than minRetryRate allows, which Envoy keeps as retries in flight (count×1s/interval, at least one) rather than a rate; a retry over the budget is not made, and the client gets the try's answer",
 		Test: "golden backend-traffic; TestRetryBudget (e2e/dataplane)"},
-	{Kind: "XBackendTrafficPolicy", Path: "spec.sessionPersistence", Support: Refused, Refusal: "sessionPersistence is not supported yet",
-		Note: "the policy is not accepted (Invalid): set sessionPersistence on the route rules that use the Service"},
+	{Kind: "XBackendTrafficPolicy", Path: "spec.sessionPersistence", Support: Yes,
+		Note: "the session the route rules whose one backendRef is the Service keep, as a rule's own sessionPersistence would (a rule's own wins; a rule of several backendRefs keeps none, as its sessions could not hold across the split); a session Envoy cannot keep makes the policy Invalid",
+		Test: "golden backend-traffic"},
 	{Kind: "XMesh", Path: "spec", Support: OutOfScope, Note: "mesh configuration"},
 }

@@ -1,13 +1,16 @@
 // Package backendtraffic evaluates XBackendTrafficPolicies (the Gateway
 // API's experimental channel, GEP-3388): for each Service, the retry
-// budget Envoy keeps on its clusters, and the policy's conditions. Policies
-// are evaluated once per translation; clusters are built on every
-// translation, and take the budget of their Service's policy then.
+// budget Envoy keeps on its clusters, the sessions its rules keep, and the
+// policy's conditions. Policies are evaluated once per translation;
+// clusters are built on every translation, and take the budget of their
+// Service's policy then; route rules read the session through an env.Env,
+// which records the read.
 package backendtraffic
 
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +20,7 @@ import (
 	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/controller/pkg/condition"
+	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
 )
@@ -26,7 +30,11 @@ type Policy struct {
 	Object *gatewayxv1alpha1.XBackendTrafficPolicy
 	// Budget is the retry budget of the Service's clusters; nil when the
 	// policy sets none or is not accepted.
-	Budget     *ir.RetryBudget
+	Budget *ir.RetryBudget
+	// Session is how the rules whose one backend is the Service keep
+	// sessions, when they say nothing of their own; nil when the policy
+	// sets none or is not accepted.
+	Session    *gatewayv1.SessionPersistence
 	Conditions condition.Policy
 	// Losers are newer policies for the same Service: Conflicted, reported
 	// to the same Gateways as this one.
@@ -54,7 +62,7 @@ func Evaluate(policies []*gatewayxv1alpha1.XBackendTrafficPolicy) map[types.Name
 	for _, p := range policies {
 		bp := &Policy{Object: p, Conditions: condition.Policy{Generation: p.Generation}}
 		if err := bp.read(); err != nil {
-			bp.Budget = nil
+			bp.Budget, bp.Session = nil, nil
 			bp.Conditions.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, err.Error())
 		}
 		// The first condition set stays: read's, else this one.
@@ -66,7 +74,7 @@ func Evaluate(policies []*gatewayxv1alpha1.XBackendTrafficPolicy) map[types.Name
 			k := types.NamespacedName{Namespace: p.Namespace, Name: string(ref.Name)}
 			if older, taken := out[k]; taken && older.Object != p {
 				loser := *bp
-				loser.Budget, loser.Conditions = nil, condition.Policy{Generation: p.Generation}
+				loser.Budget, loser.Session, loser.Conditions = nil, nil, condition.Policy{Generation: p.Generation}
 				loser.Conditions.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonConflicted,
 					fmt.Sprintf("XBackendTrafficPolicy %s/%s, which is older, already applies to Service %s", older.Object.Namespace, older.Object.Name, ref.Name))
 				older.Losers = append(older.Losers, &loser)
@@ -78,8 +86,7 @@ func Evaluate(policies []*gatewayxv1alpha1.XBackendTrafficPolicy) map[types.Name
 	return out
 }
 
-// read reads the policy's retry constraint; sessionPersistence is
-// refused.
+// read reads the policy's retry constraint and session persistence.
 func (p *Policy) read() error {
 	spec := &p.Object.Spec
 	for _, ref := range spec.TargetRefs {
@@ -87,10 +94,25 @@ func (p *Policy) read() error {
 			return fmt.Errorf("targetRefs: %s %s of group %q is not supported; target a core Service", ref.Kind, ref.Name, ref.Group)
 		}
 	}
-	if spec.SessionPersistence != nil {
-		return fmt.Errorf("sessionPersistence is not supported yet: set it on the route rules that use the Service")
+	if sp := spec.SessionPersistence; sp != nil {
+		if err := routerule.CheckSession(sp); err != nil {
+			return err
+		}
+		p.Session = sp
 	}
-	rc := spec.RetryConstraint
+	if err := p.readRetries(); err != nil {
+		return err
+	}
+	if p.Session != nil && p.Budget == nil {
+		p.Conditions.Set(gatewayv1.PolicyConditionAccepted, true, gatewayv1.PolicyReasonAccepted,
+			"Policy is accepted: the route rules whose one backendRef is the Service keep sessions, unless they set sessionPersistence themselves")
+	}
+	return nil
+}
+
+// readRetries reads the policy's retry constraint.
+func (p *Policy) readRetries() error {
+	rc := p.Object.Spec.RetryConstraint
 	if rc == nil {
 		return nil
 	}
@@ -140,4 +162,24 @@ func (p *Policy) read() error {
 	p.Conditions.Set(gatewayv1.PolicyConditionAccepted, true, gatewayv1.PolicyReasonAccepted,
 		fmt.Sprintf("Policy is accepted: Envoy allows retries up to %d%% of the requests of the last %s, and at least %d retries at once", b.Percent, b.Interval, b.MinRetries))
 	return nil
+}
+
+// SessionPersistence is the session the rules whose one backend is the
+// policy's Service keep, when they set none.
+func (p *Policy) SessionPersistence() *gatewayv1.SessionPersistence { return p.Session }
+
+// Same reports whether rules read two evaluations alike: they read the
+// session alone.
+func (p *Policy) Same(o env.Evaluated) bool {
+	q, ok := o.(*Policy)
+	return ok && reflect.DeepEqual(p.Session, q.Session)
+}
+
+// Evaluated is the policies as an env.Index holds them.
+func Evaluated(policies map[types.NamespacedName]*Policy) map[types.NamespacedName]env.Evaluated {
+	out := make(map[types.NamespacedName]env.Evaluated, len(policies))
+	for k, p := range policies {
+		out[k] = p
+	}
+	return out
 }

@@ -53,6 +53,9 @@ const (
 	// XBackend is an XBackend, by namespace and name: a rule reads the
 	// ones its backendRefs name.
 	XBackend
+	// BackendTraffic is the XBackendTrafficPolicy evaluation of a
+	// Service, by its namespace and name.
+	BackendTraffic
 )
 
 func (k Kind) String() string {
@@ -79,6 +82,8 @@ func (k Kind) String() string {
 		return "ExtensionService"
 	case XBackend:
 		return "XBackend"
+	case BackendTraffic:
+		return "XBackendTrafficPolicy"
 	}
 	return "Kind(?)"
 }
@@ -222,6 +227,13 @@ func (e Env) BackendTLS(svc types.NamespacedName, port string) Evaluated {
 		return p
 	}
 	return e.idx.backendTLS[PolicyKey{Service: svc}]
+}
+
+// BackendTraffic returns the evaluated XBackendTrafficPolicy that applies
+// to a Service; nil when none does.
+func (e Env) BackendTraffic(svc types.NamespacedName) Evaluated {
+	e.read(BackendTraffic, svc.Namespace, svc.Name)
+	return e.idx.traffic[svc]
 }
 
 // HTTPProxy returns an HTTPProxy and whether it exists.

@@ -34,6 +34,7 @@ type Index struct {
 	extensions  map[types.NamespacedName]*contourv1alpha1.ExtensionService
 	backends    map[types.NamespacedName]*gatewayxv1alpha1.XBackend
 	backendTLS  map[PolicyKey]Evaluated
+	traffic     map[types.NamespacedName]Evaluated
 	unserved    map[gatewayv1.Kind]bool
 	// unservedKinds lists the unserved kinds.
 	unservedKinds string
@@ -129,6 +130,13 @@ func NewIndex(res *resources.Resources, evaluate EvaluateFunc) *Index {
 		var discard Reads
 		idx.backendTLS = evaluate(idx.Env(&discard))
 	}
+	return idx
+}
+
+// WithTraffic adds the evaluated XBackendTrafficPolicies, by Service, to
+// an index before rules read it.
+func (idx *Index) WithTraffic(policies map[types.NamespacedName]Evaluated) *Index {
+	idx.traffic = policies
 	return idx
 }
 

@@ -87,8 +87,8 @@ func NewTranslator(opts Options) *Translator {
 // Translate translates res. It never fails: what cannot be translated is
 // reported in the status of the object at fault, and the rest is translated.
 func (tr *Translator) Translate(res *resources.Resources) *Result {
-	idx := env.NewIndex(res, backendtls.Evaluate(res.BackendTLSPolicies))
 	traffic := backendtraffic.Evaluate(res.BackendTrafficPolicies)
+	idx := env.NewIndex(res, backendtls.Evaluate(res.BackendTLSPolicies)).WithTraffic(backendtraffic.Evaluated(traffic))
 	st := newStatus()
 	out := &Result{Status: st}
 	tr.acceptClasses(res, st)

@@ -364,8 +364,11 @@ func changeGrants(rng *rand.Rand, snap *resources.Resources, base *resources.Res
 // changeBackendTLS deletes a BackendTLSPolicy, changes its hostname, or
 // brings the input's back.
 func changeBackendTLS(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
-	if rng.IntN(2) == 0 {
+	switch rng.IntN(3) {
+	case 0:
 		return changeXBackends(rng, snap, base)
+	case 1:
+		return changeTrafficPolicies(rng, snap, base)
 	}
 	return deleteOrEdit(rng, &snap.BackendTLSPolicies, base.BackendTLSPolicies, "BackendTLSPolicy", func(p *gatewayv1.BackendTLSPolicy) (*gatewayv1.BackendTLSPolicy, string) {
 		c := p.DeepCopy()
@@ -388,6 +391,22 @@ func changeXBackends(rng *rand.Rand, snap *resources.Resources, base *resources.
 		}
 		c.Spec.Port.Port++
 		return c, "port moved"
+	})
+}
+
+// changeTrafficPolicies deletes an XBackendTrafficPolicy, gives it a
+// session (or takes its session away), or brings the input's back: rules
+// read the session.
+func changeTrafficPolicies(rng *rand.Rand, snap *resources.Resources, base *resources.Resources) string {
+	return deleteOrEdit(rng, &snap.BackendTrafficPolicies, base.BackendTrafficPolicies, "XBackendTrafficPolicy", func(p *gatewayxv1alpha1.XBackendTrafficPolicy) (*gatewayxv1alpha1.XBackendTrafficPolicy, string) {
+		c := p.DeepCopy()
+		c.Generation++
+		if c.Spec.SessionPersistence != nil {
+			c.Spec.SessionPersistence = nil
+			return c, "session dropped"
+		}
+		c.Spec.SessionPersistence = &gatewayv1.SessionPersistence{SessionName: ptr("edited")}
+		return c, "session added"
 	})
 }
 

@@ -111,13 +111,15 @@ func matchRoute(action *ir.Route, last bool, name string, m ir.Match) *ir.Route 
 // do what the rule says, if it cannot.
 func httpAction(ev *eval, hr *gatewayv1.HTTPRoute, i int, rule *gatewayv1.HTTPRouteRule) (*ir.Route, error) {
 	r := &ir.Route{}
-	if rule.SessionPersistence != nil {
-		s, err := session(rule.SessionPersistence, "httproute", hr.Namespace, hr.Name, i, len(rule.BackendRefs))
-		if err != nil {
-			return failed(ev, err)
-		}
-		r.Session = s
+	var only *gatewayv1.BackendObjectReference
+	if len(rule.BackendRefs) == 1 {
+		only = &rule.BackendRefs[0].BackendObjectReference
 	}
+	s, err := ruleSession(ev, rule.SessionPersistence, "httproute", hr.Namespace, hr.Name, i, len(rule.BackendRefs), only)
+	if err != nil {
+		return failed(ev, err)
+	}
+	r.Session = s
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, f); err != nil {
 			return failed(ev, err)
@@ -213,13 +215,15 @@ func RouteName(kind, namespace, name string, rule int, ruleName *gatewayv1.Secti
 
 func grpcAction(ev *eval, gr *gatewayv1.GRPCRoute, i int, rule *gatewayv1.GRPCRouteRule) (*ir.Route, error) {
 	r := &ir.Route{}
-	if rule.SessionPersistence != nil {
-		s, err := session(rule.SessionPersistence, "grpcroute", gr.Namespace, gr.Name, i, len(rule.BackendRefs))
-		if err != nil {
-			return failed(ev, err)
-		}
-		r.Session = s
+	var only *gatewayv1.BackendObjectReference
+	if len(rule.BackendRefs) == 1 {
+		only = &rule.BackendRefs[0].BackendObjectReference
 	}
+	s, err := ruleSession(ev, rule.SessionPersistence, "grpcroute", gr.Namespace, gr.Name, i, len(rule.BackendRefs), only)
+	if err != nil {
+		return failed(ev, err)
+	}
+	r.Session = s
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, httpFilter(f)); err != nil {
 			return failed(ev, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ir"
@@ -79,6 +80,46 @@ func session(sp *gatewayv1.SessionPersistence, kind, namespace, name string, rul
 		out.TTL = d
 	}
 	return out, nil
+}
+
+// CheckSession reports why a sessionPersistence that is not a rule's own
+// (an XBackendTrafficPolicy's) cannot be kept, if it cannot.
+func CheckSession(sp *gatewayv1.SessionPersistence) error {
+	_, err := session(sp, "", "", "", 0, 1)
+	return err
+}
+
+// SessionPolicy is an evaluated policy that keeps sessions for the rules
+// whose one backend is its Service (an XBackendTrafficPolicy).
+type SessionPolicy interface {
+	SessionPersistence() *gatewayv1.SessionPersistence
+}
+
+// ruleSession is how a rule of backends backendRefs keeps sessions: as
+// its own sessionPersistence says, else as the policy of its one backend's
+// Service (ref, when it has one) does (a rule's
+// own setting is the more specific, as the Policy Attachment GEP orders
+// them). A rule of several backends takes no policy's: its sessions could
+// not hold across the split.
+func ruleSession(ev *eval, own *gatewayv1.SessionPersistence, kind, ns, name string, rule, backends int, ref *gatewayv1.BackendObjectReference) (*ir.Session, error) {
+	if own != nil {
+		return session(own, kind, ns, name, rule, backends)
+	}
+	if ref == nil {
+		return nil, nil
+	}
+	if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != "Service" {
+		return nil, nil
+	}
+	svcNS := ns
+	if ref.Namespace != nil {
+		svcNS = string(*ref.Namespace)
+	}
+	p, _ := ev.env.BackendTraffic(types.NamespacedName{Namespace: svcNS, Name: string(ref.Name)}).(SessionPolicy)
+	if p == nil || p.SessionPersistence() == nil {
+		return nil, nil
+	}
+	return session(p.SessionPersistence(), kind, ns, name, rule, 1)
 }
 
 // isToken reports whether s is an HTTP token (RFC 9110), which both a
