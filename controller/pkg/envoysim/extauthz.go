@@ -17,35 +17,49 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/code"
 )
 
-// The ext_authz filters the simulator knows, by their names in the
-// chain: the one that fails closed and the one that fails open.
-const (
-	extAuthzFilterName         = "envoy.filters.http.ext_authz"
-	extAuthzFailOpenFilterName = "envoy.filters.http.ext_authz/fail-open"
-)
+// extAuthzFilterName is the name of the ext_authz filters the simulator
+// knows: it, or it followed by "/" and what sets an instance apart (the
+// simulator reads that from the configuration, not the name).
+const extAuthzFilterName = "envoy.filters.http.ext_authz"
 
-// extAuthzInstance is one ext_authz filter of a connection manager.
+// isExtAuthzFilter reports whether a filter name is one of the ext_authz
+// filters'.
+func isExtAuthzFilter(name string) bool {
+	return name == extAuthzFilterName || strings.HasPrefix(name, extAuthzFilterName+"/")
+}
+
+// extAuthzInstance is one ext_authz filter of a connection manager:
+// whether it lets a request through when its server cannot be asked, and
+// the request headers its checks carry (nil: Envoy's default).
 type extAuthzInstance struct {
 	name     string
 	failOpen bool
+	allowed  []*matcherv3.StringMatcher
 }
 
-// extAuthzFilter checks the filter's own configuration and returns
-// whether it lets a request through when its server cannot be asked: the
-// simulator models filters that are disabled unless a route enables them
-// with a server of its own.
-func extAuthzFilter(hf *hcmv3.HttpFilter) (bool, error) {
+// extAuthzFilter reads the filter's own configuration: the simulator
+// models filters that are disabled unless a route enables them with a
+// server of its own.
+func extAuthzFilter(hf *hcmv3.HttpFilter) (extAuthzInstance, error) {
+	out := extAuthzInstance{name: hf.GetName()}
 	if !hf.GetDisabled() {
-		return false, errUnsupportedf("an ext_authz filter enabled for every route")
+		return out, errUnsupportedf("an ext_authz filter enabled for every route")
 	}
 	cfg, err := unpack[extauthzv3.ExtAuthz](hf.GetTypedConfig(), "ext_authz filter")
 	if err != nil {
-		return false, err
+		return out, err
 	}
-	if err := understand(cfg, "http_service", "grpc_service", "transport_api_version", "failure_mode_allow"); err != nil {
-		return false, err
+	if err := understand(cfg, "http_service", "grpc_service", "transport_api_version", "failure_mode_allow", "allowed_headers"); err != nil {
+		return out, err
 	}
-	return cfg.GetFailureModeAllow(), nil
+	out.failOpen = cfg.GetFailureModeAllow()
+	if a := cfg.GetAllowedHeaders(); a != nil {
+		out.allowed = a.GetPatterns()
+		if out.allowed == nil {
+			out.allowed = []*matcherv3.StringMatcher{}
+		}
+	}
+	return out, nil
 }
 
 // Authorization is the server Envoy's ext_authz filter asks about a
@@ -74,6 +88,11 @@ type Authorization struct {
 	// FailOpen lets the request through when the server cannot be asked
 	// (the filter's failure_mode_allow).
 	FailOpen bool `json:"failOpen,omitempty"`
+	// AllowedHeaders match the request headers a check carries (the
+	// filter's allowed_headers): a gRPC check those alone, an HTTP check
+	// those besides the ones it always carries; nil for Envoy's default
+	// (every header, those always carried).
+	AllowedHeaders []*matcherv3.StringMatcher `json:"-"`
 
 	request *httpRequest
 }
@@ -94,7 +113,7 @@ func (s *Simulator) authorizationOf(vh *routev3.VirtualHost, rt *routev3.Route, 
 		if out != nil {
 			return nil, errUnsupportedf("two ext_authz filters enabled for one route")
 		}
-		out, z.FailOpen = z, f.failOpen
+		out, z.FailOpen, z.AllowedHeaders = z, f.failOpen, f.allowed
 	}
 	return out, nil
 }
@@ -183,10 +202,25 @@ func (s *Simulator) authorizationBy(vh *routev3.VirtualHost, rt *routev3.Route, 
 // alwaysSent are the request headers every HTTP check carries.
 var alwaysSent = []string{"authorization", "content-length"}
 
+// allowed reports whether a check carries the request header name, as
+// the filter's allowed headers match it (all without a list).
+func (z *Authorization) allowed(name string) bool {
+	if z.AllowedHeaders == nil {
+		return true
+	}
+	for _, m := range z.AllowedHeaders {
+		// The matchers were checked when the filter was read.
+		if ok, _ := stringMatches(m, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckHTTP is the request an HTTP check sends the server for body (the
 // client's, cut at MaxBody): the request's method, the path prefix and
-// path, its host and authorization, and the length of the body it
-// carries.
+// path, its host and authorization, the headers the filter allows, and
+// the length of the body it carries.
 func (z *Authorization) CheckHTTP(body []byte) (*HTTPRequest, []byte) {
 	r := z.request
 	if uint32(len(body)) > z.MaxBody {
@@ -194,7 +228,7 @@ func (z *Authorization) CheckHTTP(body []byte) (*HTTPRequest, []byte) {
 	}
 	out := &HTTPRequest{Method: r.method, Scheme: "http", Authority: r.authority, Path: z.PathPrefix + r.path}
 	for _, h := range r.headers {
-		if h.Name != "content-length" && slices.Contains(alwaysSent, h.Name) {
+		if h.Name != "content-length" && (slices.Contains(alwaysSent, h.Name) || z.AllowedHeaders != nil && z.allowed(h.Name)) {
 			out.Headers = append(out.Headers, h)
 		}
 	}
@@ -203,14 +237,22 @@ func (z *Authorization) CheckHTTP(body []byte) (*HTTPRequest, []byte) {
 }
 
 // CheckGRPC is the CheckRequest Envoy sends a gRPC server for body (cut
-// at MaxBody), with every header of the request.
+// at MaxBody), with every header of the request the filter allows.
 func (z *Authorization) CheckGRPC(body []byte) *authv3.CheckRequest {
 	r := z.request
 	if uint32(len(body)) > z.MaxBody {
 		body = body[:z.MaxBody]
 	}
-	headers := map[string]string{":method": r.method, ":path": r.path, ":authority": r.authority, ":scheme": r.scheme}
+	headers := map[string]string{}
+	for name, v := range map[string]string{":method": r.method, ":path": r.path, ":authority": r.authority, ":scheme": r.scheme} {
+		if z.allowed(name) {
+			headers[name] = v
+		}
+	}
 	for _, h := range r.headers {
+		if !z.allowed(h.Name) {
+			continue
+		}
 		if v, ok := headers[h.Name]; ok {
 			headers[h.Name] = v + "," + h.Value
 		} else {

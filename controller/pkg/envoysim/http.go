@@ -38,7 +38,11 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 	}
 	var filters httpFilters
 	for i, hf := range hcm.GetHttpFilters() {
-		switch hf.GetName() {
+		kind := hf.GetName()
+		if isExtAuthzFilter(kind) {
+			kind = extAuthzFilterName
+		}
+		switch kind {
 		case "envoy.filters.http.router":
 			if i != len(hcm.GetHttpFilters())-1 {
 				return fmt.Errorf("the router is not the last HTTP filter: Envoy rejects the listener")
@@ -55,12 +59,12 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 				return err
 			}
 			filters.localRateLimit = true
-		case extAuthzFilterName, extAuthzFailOpenFilterName:
-			failOpen, err := extAuthzFilter(hf)
+		case extAuthzFilterName:
+			f, err := extAuthzFilter(hf)
 			if err != nil {
 				return err
 			}
-			filters.extAuthz = append(filters.extAuthz, extAuthzInstance{name: hf.GetName(), failOpen: failOpen})
+			filters.extAuthz = append(filters.extAuthz, f)
 		case luaFilterName:
 			if err := luaFilter(hf); err != nil {
 				return err

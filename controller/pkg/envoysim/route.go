@@ -121,8 +121,8 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 		// External authorization comes after JWT verification: the data
 		// plane asks the server before it acts on the answer (see
 		// Authorization).
-		for _, name := range []string{extAuthzFilterName, extAuthzFailOpenFilterName} {
-			if _, ok := rt.GetTypedPerFilterConfig()[name]; ok && !slices.ContainsFunc(filters.extAuthz, func(f extAuthzInstance) bool { return f.name == name }) {
+		for name := range rt.GetTypedPerFilterConfig() {
+			if isExtAuthzFilter(name) && !slices.ContainsFunc(filters.extAuthz, func(f extAuthzInstance) bool { return f.name == name }) {
 				return fmt.Errorf("virtual host %s, route %d (%s): an authorization server for an ext_authz filter the connection manager does not have: Envoy would ignore it", vh.GetName(), i, rt.GetName())
 			}
 		}

@@ -60,6 +60,7 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 	}
 	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name, RateLimit: t.rateLimit, Tracing: t.tracer}
 	t.state.Build(g)
+	g.ExtAuthHeaders = extAuthHeaders(g)
 	for _, c := range t.clusters {
 		g.Clusters = append(g.Clusters, c)
 	}
@@ -113,4 +114,30 @@ func slotOf(l *listener) engine.Listener {
 		HTTPS:         l.spec.Protocol == gatewayv1.HTTPSProtocolType,
 		Certificates:  l.certificates,
 	}
+}
+
+// extAuthHeaders are the distinct lists of allowed request headers of
+// the external authorization checks of g's routes, sorted.
+func extAuthHeaders(g *ir.Gateway) [][]string {
+	var out [][]string
+	add := func(t *ir.RouteTable) {
+		if t == nil {
+			return
+		}
+		for _, vh := range t.VirtualHosts {
+			for _, r := range vh.Routes {
+				if a := r.ExtAuth; a != nil && a.AllowedHeaders != nil && !slices.ContainsFunc(out, func(h []string) bool { return slices.Equal(h, a.AllowedHeaders) }) {
+					out = append(out, a.AllowedHeaders)
+				}
+			}
+		}
+	}
+	for _, l := range g.Listeners {
+		add(l.HTTP)
+		for _, c := range l.Chains {
+			add(c.HTTP)
+		}
+	}
+	slices.SortFunc(out, slices.Compare)
+	return out
 }

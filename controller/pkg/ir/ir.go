@@ -40,6 +40,11 @@ type Gateway struct {
 	// Tracing is where every connection manager sends the spans of the
 	// requests it samples; nil for no tracing.
 	Tracing *Tracing `json:"tracing,omitempty"`
+	// ExtAuthHeaders are the lists of request headers routes' external
+	// authorization checks carry (ExtAuth.AllowedHeaders), each once:
+	// Envoy takes the list from its ext_authz filter, not from a route,
+	// so every connection manager has a filter for each.
+	ExtAuthHeaders [][]string `json:"extAuthHeaders,omitempty"`
 	// Serial tells this IR from every other its process built; Changes,
 	// when set, say what differs from the IR of serial Changes.Base.
 	Serial  uint64   `json:"-"`
@@ -468,6 +473,12 @@ type ExtAuth struct {
 	// MaxBody is how much of the request's body the check carries (none
 	// when 0); a longer body is cut there.
 	MaxBody uint32 `json:"maxBody,omitempty"`
+	// AllowedHeaders, when set, are the request headers a check carries
+	// (sorted, lower case): a gRPC check those alone, an HTTP check
+	// those besides the ones it always carries. Nil is Envoy's default:
+	// every header to a gRPC server, those it always carries to an HTTP
+	// one.
+	AllowedHeaders []string `json:"allowedHeaders,omitempty"`
 }
 
 // InternalRedirect makes Envoy follow a backend's redirect itself: the

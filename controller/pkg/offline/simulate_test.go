@@ -75,8 +75,9 @@ type request struct {
 	// Trace is what Envoy's tracer makes of the request, as
 	// traceSummary writes it.
 	Trace string `json:"trace,omitempty"`
-	// AuthorizationRequest is the HTTP check the server gets (headers:
-	// name -> value, "" for absent; or :path, :authority).
+	// AuthorizationRequest is the check the server gets (headers: name ->
+	// value, "" for absent; or :path, :authority): an HTTP check's
+	// request, or the headers of a gRPC check.
 	AuthorizationRequest map[string]string `json:"authorizationRequest,omitempty"`
 	// HealthCheck is how Envoy checks the picked cluster's endpoints, as
 	// healthCheckSummary writes it; "none" for no health check.
@@ -227,13 +228,20 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	if got := rateLimitSummary(a.RateLimit); r.RateLimit != "" && got != r.RateLimit {
 		t.Errorf("%s: rate limit %q, want %q", what, got, r.RateLimit)
 	}
-	if len(r.AuthorizationRequest) > 0 {
-		if a.Authorization == nil || a.Authorization.GRPC {
-			t.Errorf("%s: no HTTP authorization server is asked", what)
-		} else {
-			check, _ := a.Authorization.CheckHTTP(nil)
-			checkRequest(t, what+" (authorization check)", r.AuthorizationRequest, check)
+	switch {
+	case len(r.AuthorizationRequest) == 0:
+	case a.Authorization == nil:
+		t.Errorf("%s: no authorization server is asked", what)
+	case a.Authorization.GRPC:
+		headers := a.Authorization.CheckGRPC(nil).GetAttributes().GetRequest().GetHttp().GetHeaders()
+		for name, want := range r.AuthorizationRequest {
+			if got := headers[name]; got != want {
+				t.Errorf("%s (authorization check): header %s = %q, want %q", what, name, got, want)
+			}
 		}
+	default:
+		check, _ := a.Authorization.CheckHTTP(nil)
+		checkRequest(t, what+" (authorization check)", r.AuthorizationRequest, check)
 	}
 	if r.Status != 0 {
 		if a.Response == nil || a.Response.Status != r.Status {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -19,9 +20,11 @@ var authPathPattern = regexp.MustCompile(`^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][
 // externalAuth is a rule's ExternalAuth filter (GEP-1494): the server
 // Envoy asks about each of the rule's requests first. A server that does
 // not resolve is reported under ResolvedRefs, and the rule answers 500:
-// its requests are never let through unchecked. Envoy sends a gRPC server
-// every header, and an HTTP server the headers its filter (not a route)
-// names, so allowedHeaders is refused for both.
+// its requests are never let through unchecked. allowedHeaders are the
+// headers a check carries: for a gRPC server those alone (every header
+// without a list), for an HTTP server those besides host, method, path,
+// content-length and authorization, as both Envoy and the Gateway API
+// have it.
 func externalAuth(ev *eval, namespace string, f *gatewayv1.HTTPExternalAuthFilter) (*ir.ExtAuth, bool, error) {
 	if f == nil {
 		return nil, false, errors.New("filter ExternalAuth has no externalAuth")
@@ -39,10 +42,10 @@ func externalAuth(ev *eval, namespace string, f *gatewayv1.HTTPExternalAuthFilte
 				}
 				out.PathPrefix = "/" + strings.Trim(c.Path, "/")
 			}
-			if len(c.AllowedRequestHeaders) > 0 {
-				return nil, false, errors.New("filter ExternalAuth: http.allowedHeaders is not supported: Envoy takes the headers an HTTP check carries from its filter, not from a route's server, and sends host, method, path, content-length and authorization")
-			}
 			var err error
+			if out.AllowedHeaders, err = allowedHeaders("http.allowedHeaders", c.AllowedRequestHeaders); err != nil {
+				return nil, false, err
+			}
 			if out.UpstreamHeaders, err = headerNames("http.allowedResponseHeaders", c.AllowedResponseHeaders); err != nil {
 				return nil, false, err
 			}
@@ -52,8 +55,11 @@ func externalAuth(ev *eval, namespace string, f *gatewayv1.HTTPExternalAuthFilte
 		if f.HTTPAuthConfig != nil {
 			return nil, false, errors.New("filter ExternalAuth: http is set for protocol GRPC")
 		}
-		if c := f.GRPCAuthConfig; c != nil && len(c.AllowedRequestHeaders) > 0 {
-			return nil, false, errors.New("filter ExternalAuth: grpc.allowedHeaders is not supported: Envoy sends a gRPC authorization server every header of the request")
+		if c := f.GRPCAuthConfig; c != nil {
+			var err error
+			if out.AllowedHeaders, err = allowedHeaders("grpc.allowedHeaders", c.AllowedRequestHeaders); err != nil {
+				return nil, false, err
+			}
 		}
 	default:
 		return nil, false, fmt.Errorf("filter ExternalAuth: protocol %q is not HTTP or GRPC", f.ExternalAuthProtocol)
@@ -71,6 +77,18 @@ func externalAuth(ev *eval, namespace string, f *gatewayv1.HTTPExternalAuthFilte
 	}
 	out.Cluster, out.Authority = cluster, fmt.Sprintf("%s.%s:%d", f.BackendRef.Name, ns, *f.BackendRef.Port)
 	return out, true, nil
+}
+
+// allowedHeaders are a list of allowed request headers as the filter
+// takes them: sorted, without duplicates, nil for an empty list (Envoy's
+// default, as the Gateway API's).
+func allowedHeaders(what string, names []string) ([]string, error) {
+	out, err := headerNames(what, names)
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // headerNames are header names as Envoy matches them: tokens, in lower

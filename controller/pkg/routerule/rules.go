@@ -111,15 +111,13 @@ func matchRoute(action *ir.Route, last bool, name string, m ir.Match) *ir.Route 
 // do what the rule says, if it cannot.
 func httpAction(ev *eval, hr *gatewayv1.HTTPRoute, i int, rule *gatewayv1.HTTPRouteRule) (*ir.Route, error) {
 	r := &ir.Route{}
-	var only *gatewayv1.BackendObjectReference
-	if len(rule.BackendRefs) == 1 {
-		only = &rule.BackendRefs[0].BackendObjectReference
+	if rule.SessionPersistence != nil {
+		s, err := session(rule.SessionPersistence, "httproute", hr.Namespace, hr.Name, i, len(rule.BackendRefs))
+		if err != nil {
+			return failed(ev, err)
+		}
+		r.Session = s
 	}
-	s, err := ruleSession(ev, rule.SessionPersistence, "httproute", hr.Namespace, hr.Name, i, len(rule.BackendRefs), only)
-	if err != nil {
-		return failed(ev, err)
-	}
-	r.Session = s
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, f); err != nil {
 			return failed(ev, err)
@@ -164,6 +162,13 @@ func httpAction(ev *eval, hr *gatewayv1.HTTPRoute, i int, rule *gatewayv1.HTTPRo
 	if AllInvalid(r.Destination) {
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}
+		return r, nil
+	}
+	if rule.SessionPersistence == nil && len(rule.BackendRefs) == 1 {
+		var err error
+		if r.Session, err = policySession(ev, "httproute", hr.Namespace, hr.Name, i, &rule.BackendRefs[0].BackendObjectReference); err != nil {
+			return failed(ev, err)
+		}
 	}
 	return r, nil
 }
@@ -215,15 +220,13 @@ func RouteName(kind, namespace, name string, rule int, ruleName *gatewayv1.Secti
 
 func grpcAction(ev *eval, gr *gatewayv1.GRPCRoute, i int, rule *gatewayv1.GRPCRouteRule) (*ir.Route, error) {
 	r := &ir.Route{}
-	var only *gatewayv1.BackendObjectReference
-	if len(rule.BackendRefs) == 1 {
-		only = &rule.BackendRefs[0].BackendObjectReference
+	if rule.SessionPersistence != nil {
+		s, err := session(rule.SessionPersistence, "grpcroute", gr.Namespace, gr.Name, i, len(rule.BackendRefs))
+		if err != nil {
+			return failed(ev, err)
+		}
+		r.Session = s
 	}
-	s, err := ruleSession(ev, rule.SessionPersistence, "grpcroute", gr.Namespace, gr.Name, i, len(rule.BackendRefs), only)
-	if err != nil {
-		return failed(ev, err)
-	}
-	r.Session = s
 	for _, f := range rule.Filters {
 		if err := applyFilter(r, httpFilter(f)); err != nil {
 			return failed(ev, err)
@@ -244,6 +247,13 @@ func grpcAction(ev *eval, gr *gatewayv1.GRPCRoute, i int, rule *gatewayv1.GRPCRo
 	if AllInvalid(r.Destination) {
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}
+		return r, nil
+	}
+	if rule.SessionPersistence == nil && len(rule.BackendRefs) == 1 {
+		var err error
+		if r.Session, err = policySession(ev, "grpcroute", gr.Namespace, gr.Name, i, &rule.BackendRefs[0].BackendObjectReference); err != nil {
+			return failed(ev, err)
+		}
 	}
 	return r, nil
 }

@@ -95,19 +95,12 @@ type SessionPolicy interface {
 	SessionPersistence() *gatewayv1.SessionPersistence
 }
 
-// ruleSession is how a rule of backends backendRefs keeps sessions: as
-// its own sessionPersistence says, else as the policy of its one backend's
-// Service (ref, when it has one) does (a rule's
-// own setting is the more specific, as the Policy Attachment GEP orders
-// them). A rule of several backends takes no policy's: its sessions could
-// not hold across the split.
-func ruleSession(ev *eval, own *gatewayv1.SessionPersistence, kind, ns, name string, rule, backends int, ref *gatewayv1.BackendObjectReference) (*ir.Session, error) {
-	if own != nil {
-		return session(own, kind, ns, name, rule, backends)
-	}
-	if ref == nil {
-		return nil, nil
-	}
+// policySession is how a rule whose one backend, ref, resolved keeps
+// sessions when it sets no sessionPersistence of its own: as the policy of
+// the backend's Service says (a rule's own setting is the more specific,
+// as the Policy Attachment GEP orders them). A rule of several backends
+// takes no policy's: its sessions could not hold across the split.
+func policySession(ev *eval, kind, ns, name string, rule int, ref *gatewayv1.BackendObjectReference) (*ir.Session, error) {
 	if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != "Service" {
 		return nil, nil
 	}

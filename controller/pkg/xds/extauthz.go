@@ -2,6 +2,7 @@ package xds
 
 import (
 	"cmp"
+	"strings"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -23,8 +24,10 @@ import (
 // Whether a request goes through when the server cannot be asked
 // (failure_mode_allow) is the filter's alone, not a route's: a second
 // instance, extAuthzFailOpenFilter, allows it, and a route that fails
-// open enables that one instead. Envoy finds a route's configuration of
-// a filter by the filter's name in the chain.
+// open enables that one instead. So are the request headers a check
+// carries (allowed_headers): each list the Gateway's routes ask for has
+// its two instances, named with the list. Envoy finds a route's
+// configuration of a filter by the filter's name in the chain.
 const (
 	extAuthzFilter         = "envoy.filters.http.ext_authz"
 	extAuthzFailOpenFilter = "envoy.filters.http.ext_authz/fail-open"
@@ -34,18 +37,45 @@ const (
 // server's answer; then the request is denied (403).
 const extAuthzTimeout = 10 * time.Second
 
-func extAuthzHTTPFilter(name string, failOpen bool) *hcmv3.HttpFilter {
+// extAuthzHTTPFilters are a connection manager's ext_authz filters: the
+// two every one has, then two for each list of allowed headers.
+func extAuthzHTTPFilters(lists [][]string) []*hcmv3.HttpFilter {
+	out := make([]*hcmv3.HttpFilter, 0, 2+2*len(lists))
+	for _, headers := range append([][]string{nil}, lists...) {
+		out = append(out, extAuthzHTTPFilter(false, headers), extAuthzHTTPFilter(true, headers))
+	}
+	return out
+}
+
+// extAuthzFilterName names the ext_authz filter that fails open or not,
+// and carries headers (nil: Envoy's default).
+func extAuthzFilterName(failOpen bool, headers []string) string {
+	name := extAuthzFilter
+	if failOpen {
+		name = extAuthzFailOpenFilter
+	}
+	if headers != nil {
+		name += "/headers=" + strings.Join(headers, ",")
+	}
+	return name
+}
+
+func extAuthzHTTPFilter(failOpen bool, headers []string) *hcmv3.HttpFilter {
+	cfg := &extauthzv3.ExtAuthz{
+		TransportApiVersion: corev3.ApiVersion_V3,
+		FailureModeAllow:    failOpen,
+		Services: &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{ServerUri: &corev3.HttpUri{
+			Uri: "http://ext-authz.invalid", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "ext-authz-per-route"},
+			Timeout: durationpb.New(extAuthzTimeout),
+		}}},
+	}
+	if headers != nil {
+		cfg.AllowedHeaders = exactNames(headers)
+	}
 	return &hcmv3.HttpFilter{
-		Name:     name,
-		Disabled: true,
-		ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&extauthzv3.ExtAuthz{
-			TransportApiVersion: corev3.ApiVersion_V3,
-			FailureModeAllow:    failOpen,
-			Services: &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{ServerUri: &corev3.HttpUri{
-				Uri: "http://ext-authz.invalid", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "ext-authz-per-route"},
-				Timeout: durationpb.New(extAuthzTimeout),
-			}}},
-		})},
+		Name:       extAuthzFilterName(failOpen, headers),
+		Disabled:   true,
+		ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(cfg)},
 	}
 }
 
@@ -78,11 +108,7 @@ func extAuthz(a *ir.ExtAuth) (string, *routev3.FilterConfig) {
 	if a.MaxBody > 0 {
 		cs.WithRequestBody = &extauthzv3.BufferSettings{MaxRequestBytes: a.MaxBody, AllowPartialMessage: !a.WholeBody, PackAsBytes: a.BodyAsBytes}
 	}
-	name := extAuthzFilter
-	if a.FailOpen {
-		name = extAuthzFailOpenFilter
-	}
-	return name, &routev3.FilterConfig{Config: typed(&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: cs}})}
+	return extAuthzFilterName(a.FailOpen, a.AllowedHeaders), &routev3.FilterConfig{Config: typed(&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: cs}})}
 }
 
 func exactNames(names []string) *matcherv3.ListStringMatcher {

@@ -151,7 +151,7 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 		}, {
 			Name:       rbacFilter,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&rbacv3.RBAC{})},
-		}, extAuthzHTTPFilter(extAuthzFilter, false), extAuthzHTTPFilter(extAuthzFailOpenFilter, true), {
+		}, {
 			Name:       statefulSessionFilter,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&statefulsessionv3.StatefulSession{})},
 		}, luaHTTPFilter(), {
@@ -175,6 +175,9 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 		AccessLog:                  accessLogs(s, false),
 		Tracing:                    tracing(s.Tracing),
 	}
+	// After RBAC, before the stateful session.
+	at := slices.IndexFunc(hcm.HttpFilters, func(f *hcmv3.HttpFilter) bool { return f.Name == statefulSessionFilter })
+	hcm.HttpFilters = slices.Insert(hcm.HttpFilters, at, extAuthzHTTPFilters(s.ExtAuthHeaders)...)
 	if s.RateLimit != nil {
 		// After the authorization filters, before the stateful session
 		// and the router: a request that is not let in is not counted.

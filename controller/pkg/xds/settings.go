@@ -37,6 +37,10 @@ type Settings struct {
 	// Tracing is the Gateway's tracer (the IR's, set for each
 	// translation); nil traces nothing.
 	Tracing *ir.Tracing
+	// ExtAuthHeaders are the Gateway's lists of headers external
+	// authorization checks carry: every connection manager has an
+	// ext_authz filter for each (ir.Gateway.ExtAuthHeaders).
+	ExtAuthHeaders [][]string
 }
 
 // DefaultSettings are the ContourDeployment's defaults.

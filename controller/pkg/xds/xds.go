@@ -84,8 +84,9 @@ type Translator struct {
 	changes   *ir.Changes
 	// rateLimit and tracing are the rate limit service and the tracer
 	// the listeners were built with.
-	rateLimit *ir.RateLimitService
-	tracing   *ir.Tracing
+	rateLimit      *ir.RateLimitService
+	tracing        *ir.Tracing
+	extAuthHeaders [][]string
 }
 
 // builtListener is a listener as built last, with the route
@@ -107,16 +108,17 @@ func NewTranslator(s Settings) *Translator {
 func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	x.actions, x.encodedVhosts = map[string]*routev3.Route_Route{}, map[string][]encodedVirtualHost{}
 	x.changes = nil
-	// Every connection manager has the rate limit service and the
-	// tracer: when one changes, every listener does.
-	if g.Changes != nil && x.serial != 0 && g.Changes.Base == x.serial && reflect.DeepEqual(g.RateLimit, x.rateLimit) && reflect.DeepEqual(g.Tracing, x.tracing) {
+	// Every connection manager has the rate limit service, the tracer
+	// and the ext_authz filters: when one changes, every listener does.
+	if g.Changes != nil && x.serial != 0 && g.Changes.Base == x.serial && reflect.DeepEqual(g.RateLimit, x.rateLimit) && reflect.DeepEqual(g.Tracing, x.tracing) &&
+		reflect.DeepEqual(g.ExtAuthHeaders, x.extAuthHeaders) {
 		x.changes = g.Changes
 	}
 	// A translation that fails leaves nothing to build on.
 	x.serial = 0
 	defer func() { x.actions, x.encodedVhosts, x.encodings, x.changes = nil, nil, nil, nil }()
 	s := x.settings
-	s.RateLimit, s.Tracing = g.RateLimit, g.Tracing
+	s.RateLimit, s.Tracing, s.ExtAuthHeaders = g.RateLimit, g.Tracing, g.ExtAuthHeaders
 	out := &Resources{}
 	invalidUsed := false
 	built := make(map[string]*builtListener, len(g.Listeners))
@@ -133,7 +135,7 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 		out.Listeners = append(out.Listeners, b.listener)
 		out.Routes = append(out.Routes, b.routes...)
 	}
-	x.listeners, x.serial, x.rateLimit, x.tracing = built, g.Serial, g.RateLimit, g.Tracing
+	x.listeners, x.serial, x.rateLimit, x.tracing, x.extAuthHeaders = built, g.Serial, g.RateLimit, g.Tracing, g.ExtAuthHeaders
 	for _, c := range g.Clusters {
 		out.Clusters = append(out.Clusters, cluster(c, s))
 		if !c.DNS {
