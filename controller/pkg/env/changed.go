@@ -31,7 +31,7 @@ func Changed(prev, cur *Index) map[Dep]bool {
 	diff(prev.services, cur.services, sameService, mark(Service))
 	diff(prev.grants, cur.grants, sameGrants, byNamespace(Grants))
 	diff(prev.backendTLS, cur.backendTLS, Evaluated.Same, func(k PolicyKey) { mark(BackendTLS)(k.Service) })
-	diff(prev.traffic, cur.traffic, Evaluated.Same, mark(BackendTraffic))
+	diff(prev.traffic, cur.traffic, Evaluated.Same, mark(Service))
 	diff(prev.namespaces, cur.namespaces, func(a, b *corev1.Namespace) bool { return a == b || maps.Equal(a.Labels, b.Labels) }, byNamespace(Namespace))
 	diff(prev.secrets, cur.secrets, func(a, b *corev1.Secret) bool {
 		return a == b || a.UID == b.UID && a.Type == b.Type && apiequality.Semantic.DeepEqual(a.Data, b.Data)

@@ -28,7 +28,10 @@ import (
 type Kind uint8
 
 const (
-	// Service is a Service, by namespace and name.
+	// Service is a Service, by namespace and name, with the
+	// XBackendTrafficPolicy evaluation that applies to it: most rules
+	// that read one read the other, and one Dep for both keeps their
+	// reads small.
 	Service Kind = iota
 	// Grants are the ReferenceGrants of a namespace.
 	Grants
@@ -53,9 +56,6 @@ const (
 	// XBackend is an XBackend, by namespace and name: a rule reads the
 	// ones its backendRefs name.
 	XBackend
-	// BackendTraffic is the XBackendTrafficPolicy evaluation of a
-	// Service, by its namespace and name.
-	BackendTraffic
 )
 
 func (k Kind) String() string {
@@ -82,8 +82,6 @@ func (k Kind) String() string {
 		return "ExtensionService"
 	case XBackend:
 		return "XBackend"
-	case BackendTraffic:
-		return "XBackendTrafficPolicy"
 	}
 	return "Kind(?)"
 }
@@ -230,9 +228,9 @@ func (e Env) BackendTLS(svc types.NamespacedName, port string) Evaluated {
 }
 
 // BackendTraffic returns the evaluated XBackendTrafficPolicy that applies
-// to a Service; nil when none does.
+// to a Service; nil when none does. It records the Service's Dep.
 func (e Env) BackendTraffic(svc types.NamespacedName) Evaluated {
-	e.read(BackendTraffic, svc.Namespace, svc.Name)
+	e.read(Service, svc.Namespace, svc.Name)
 	return e.idx.traffic[svc]
 }
 

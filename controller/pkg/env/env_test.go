@@ -41,7 +41,7 @@ func TestEveryReadIsRecorded(t *testing.T) {
 		"HTTPProxy":        {func(e Env) { e.HTTPProxy("ns", "svc") }, Dep{HTTPProxy, svc}},
 		"ExtensionService": {func(e Env) { e.ExtensionService("ns", "svc") }, Dep{ExtensionService, svc}},
 		"XBackend":         {func(e Env) { e.XBackend("ns", "svc") }, Dep{XBackend, svc}},
-		"BackendTraffic":   {func(e Env) { e.BackendTraffic(svc) }, Dep{BackendTraffic, svc}},
+		"BackendTraffic":   {func(e Env) { e.BackendTraffic(svc) }, Dep{Service, svc}},
 		"Granted to an HTTPProxy": {func(e Env) {
 			e.Granted(refgrant.From{Group: contourv1.GroupName, Kind: "HTTPProxy", Namespace: "other"}, "ns", refgrant.To{Kind: "Secret", Name: "svc"})
 		}, Dep{Delegations, key("ns", "")}},
@@ -64,7 +64,7 @@ func TestEveryReadIsRecorded(t *testing.T) {
 	for _, r := range reads {
 		kinds[r.want.Kind] = true
 	}
-	for k := Service; k <= BackendTraffic; k++ {
+	for k := Service; k <= XBackend; k++ {
 		if !kinds[k] {
 			t.Errorf("no Env method records %v", k)
 		}

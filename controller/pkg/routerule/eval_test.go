@@ -33,8 +33,7 @@ func TestHTTPRouteReadsThroughEnv(t *testing.T) {
 		name:         "a Service port",
 		refs:         []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: port(80)}}}},
 		wantClusters: []string{"app/web/80"},
-		wantReads: []env.Dep{{Kind: env.Service, Key: types.NamespacedName{Namespace: "app", Name: "web"}}, {Kind: env.BackendTLS, Key: types.NamespacedName{Namespace: "app", Name: "web"}},
-			{Kind: env.BackendTraffic, Key: types.NamespacedName{Namespace: "app", Name: "web"}}},
+		wantReads:    []env.Dep{{Kind: env.Service, Key: types.NamespacedName{Namespace: "app", Name: "web"}}, {Kind: env.BackendTLS, Key: types.NamespacedName{Namespace: "app", Name: "web"}}},
 	}, {
 		name:         "a missing Service",
 		refs:         []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "gone", Port: port(80)}}}},
