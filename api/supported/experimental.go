@@ -52,7 +52,7 @@ var ExperimentalFields = []FieldSupport{
 	{Kind: "UDPRoute", Path: "spec.useDefaultGateways", Support: Yes, Note: "as for HTTPRoute", Test: "golden default-gateways"},
 
 	{Kind: "HTTPRoute", Path: "spec.rules.sessionPersistence.type", Support: Yes,
-		Note: "Cookie or Header: Envoy's stateful session filter names the session's endpoint in a cookie for the rule's path, or in a header; a session follows its endpoint while the cluster has it healthy. Refused on a rule with more than one backendRef, between which Envoy would not keep a session",
+		Note: "Cookie or Header: Envoy's stateful session filter names the session's endpoint in a cookie for the rule's path, or in a header; a session follows its endpoint while the cluster has it healthy. A rule splitting traffic has its backends as one cluster, each backend's endpoints a locality of its weight, so that a session holds across the split; such a split with a backendRef's own filters, an unresolved backendRef or backends spoken to differently is refused",
 		Test: "golden session-persistence; TestExperimentalChannelThroughFleet/sessionPersistence"},
 	{Kind: "HTTPRoute", Path: "spec.rules.sessionPersistence.sessionName", Support: Yes,
 		Note: "the cookie's or header's name; without it, a name unique to the rule. A name that is not an HTTP token is refused",

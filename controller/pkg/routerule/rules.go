@@ -164,6 +164,11 @@ func httpAction(ev *eval, hr *gatewayv1.HTTPRoute, i int, rule *gatewayv1.HTTPRo
 		r.DirectResponse = &ir.DirectResponse{Status: 500}
 		return r, nil
 	}
+	if r.Session != nil {
+		if err := splitSession(ev, "httproute", hr.Namespace, hr.Name, i, r.Destination); err != nil {
+			return failed(ev, err)
+		}
+	}
 	if rule.SessionPersistence == nil && len(rule.BackendRefs) == 1 {
 		var err error
 		if r.Session, err = policySession(ev, "httproute", hr.Namespace, hr.Name, i, &rule.BackendRefs[0].BackendObjectReference); err != nil {
@@ -248,6 +253,11 @@ func grpcAction(ev *eval, gr *gatewayv1.GRPCRoute, i int, rule *gatewayv1.GRPCRo
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}
 		return r, nil
+	}
+	if r.Session != nil {
+		if err := splitSession(ev, "grpcroute", gr.Namespace, gr.Name, i, r.Destination); err != nil {
+			return failed(ev, err)
+		}
 	}
 	if rule.SessionPersistence == nil && len(rule.BackendRefs) == 1 {
 		var err error

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -19,8 +21,8 @@ import (
 //     enforce, and a header-based session none at all, so absoluteTimeout
 //     is refused for both; a Permanent cookie's is its Max-Age.
 //   - Envoy keeps a session within the cluster its weighted choice
-//     picked, so a rule splitting traffic among backends would move
-//     sessions between them; such a rule is refused.
+//     picked, so a rule splitting traffic among backends has them as one
+//     cluster instead (see splitSession).
 //
 // A session without a sessionName gets one unique to the route's rule, so
 // that two rules never share a session (the GEP requires it). A rule
@@ -28,9 +30,6 @@ import (
 func session(sp *gatewayv1.SessionPersistence, kind, namespace, name string, rule, backends int) (*ir.Session, error) {
 	if backends == 0 {
 		return nil, nil
-	}
-	if backends > 1 {
-		return nil, errors.New("sessionPersistence on a rule with more than one backendRef is not supported: Envoy keeps a session only within the backend its weighted choice picked")
 	}
 	typ := gatewayv1.CookieBasedSessionPersistence
 	if sp.Type != nil {
@@ -113,6 +112,54 @@ func policySession(ev *eval, kind, ns, name string, rule int, ref *gatewayv1.Bac
 		return nil, nil
 	}
 	return session(p.SessionPersistence(), kind, ns, name, rule, 1)
+}
+
+// splitSession makes the weighted backends of a rule that keeps sessions
+// one cluster, each backend's endpoints a locality of its weight: Envoy
+// keeps a session on an endpoint of the cluster the route picked, so
+// across weighted clusters a session would move with every pick
+// (GEP-1619 asks that it hold across them). One cluster cannot change
+// headers per backend, answer 500 for one backend's share, or speak to
+// backends differently, so a rule that asks for that is refused.
+func splitSession(ev *eval, kind, ns, name string, rule int, d *ir.Destination) error {
+	if len(d.Backends) < 2 {
+		return nil
+	}
+	var first *ClusterSpec
+	for _, b := range d.Backends {
+		switch {
+		case b.Invalid:
+			return errors.New("sessionPersistence across backendRefs needs every backendRef resolved: one cluster cannot answer 500 for one's share")
+		case b.RequestHeaders != nil || b.ResponseHeaders != nil || len(b.CookieRewrites) > 0:
+			return errors.New("sessionPersistence across backendRefs cannot keep a backendRef's own filters: its backends are one cluster")
+		}
+		i := slices.IndexFunc(ev.clusters, func(s ClusterSpec) bool { return s.Name == b.Cluster })
+		if i < 0 || ev.clusters[i].Service == nil {
+			return fmt.Errorf("sessionPersistence across backendRefs needs Services as backends; %s is not one", b.Cluster)
+		}
+		if first == nil {
+			first = &ev.clusters[i]
+		} else if !speaksLike(*first, ev.clusters[i]) {
+			return fmt.Errorf("sessionPersistence across backendRefs needs backends spoken to alike, and %s and %s differ in protocol or TLS", first.Name, b.Cluster)
+		}
+	}
+	shared := SharedCluster(ev.names, fmt.Sprintf("session:%s:%s/%s/rule/%d", kind, ns, name, rule), d.Backends)
+	ev.cluster(shared)
+	d.Backends = []ir.WeightedCluster{{Cluster: shared.Name, Weight: 1}}
+	return nil
+}
+
+// speaksLike reports whether Envoy speaks to the endpoints of two Service
+// port clusters alike: the protocol and TLS of one serves the other's.
+func speaksLike(a, b ClusterSpec) bool {
+	appProtocol := func(s ClusterSpec) string {
+		if s.Port == nil || s.Port.AppProtocol == nil {
+			return ""
+		}
+		return *s.Port.AppProtocol
+	}
+	return a.GRPC == b.GRPC && a.Upstream == b.Upstream && a.TLS == nil && b.TLS == nil && appProtocol(a) == appProtocol(b) &&
+		a.Service.Spec.Type != corev1.ServiceTypeExternalName && b.Service.Spec.Type != corev1.ServiceTypeExternalName
 }
 
 // isToken reports whether s is an HTTP token (RFC 9110), which both a
