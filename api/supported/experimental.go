@@ -105,7 +105,7 @@ var ExperimentalFields = []FieldSupport{
 		Note: "the certificate Envoy presents in mode ClientAndServer (another namespace's needs a ReferenceGrant there); in mode ServerOnly Envoy presents the Gateway's spec.tls.backend certificate, as to BackendTLSPolicy backends",
 		Test: "golden xbackend"},
 	{Kind: "XBackendTrafficPolicy", Path: "spec.targetRefs", Support: Yes,
-		Note: "the core Services the policy applies to: every cluster of each; of two policies for one Service the older applies and the newer is Conflicted; another kind is refused (Invalid). Each Gateway whose routes use the Service is an ancestor in the policy's status",
+		Note: "the core Services the policy applies to: every cluster of each; of two policies for one Service the older applies and the newer is Conflicted; another kind is refused (Invalid). Each Gateway whose routes use the Service is an ancestor in the policy's status; when a route names the Service and it does not exist, the policy is not accepted there (TargetNotFound)",
 		Test: "golden backend-traffic"},
 	{Kind: "XBackendTrafficPolicy", Path: "spec.retryConstraint", Support: Yes,
 		Note: "Envoy's retry budget on the Service's clusters: retries at once up to budget.percent of the requests started in the last budget.interval, never fewer than minRetryRate allows, which Envoy keeps as retries in flight (count×1s/interval, at least one) rather than a rate; a retry over the budget is not made, and the client gets the try's answer",

@@ -40,6 +40,24 @@ func (t *gatewayTranslator) backendAncestor(x *routerule.ExternalBackend) {
 	t.ancestor(t.status.Backends, x.Object.Namespace, x.Object.Name, x.Conditions)
 }
 
+// targetNotFound reports to the policies targeting svc, a Service this
+// Gateway's routes name and that does not exist, that their target is
+// not found: the Policy Attachment GEP's status for it, under the
+// Gateway that would have used it.
+func (t *gatewayTranslator) targetNotFound(svc types.NamespacedName) {
+	notFound := func(generation int64) condition.Policy {
+		c := condition.Policy{Generation: generation}
+		c.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonTargetNotFound, "Service "+svc.String()+" does not exist")
+		return c
+	}
+	if p := t.traffic[svc]; p != nil {
+		t.ancestor(t.status.BackendTrafficPolicies, p.Object.Namespace, p.Object.Name, notFound(p.Object.Generation))
+	}
+	if p := backendtls.For(t.env, svc, ""); p != nil {
+		t.ancestor(t.status.BackendTLSPolicies, p.Object.Namespace, p.Object.Name, notFound(p.Object.Generation))
+	}
+}
+
 // ancestor adds this Gateway's entry, once, to a policy's ancestors.
 func (t *gatewayTranslator) ancestor(into map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus, namespace, name string, conds condition.Policy) {
 	k := types.NamespacedName{Namespace: namespace, Name: name}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"isobar.dev/controller/pkg/circuitbreaker"
@@ -20,11 +21,14 @@ import (
 // first.
 func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
 	if s.Rejected {
-		if s.XBackend != nil {
+		switch {
+		case s.XBackend != nil:
 			t.backendAncestor(s.XBackend)
-			return
+		case s.Absent != (types.NamespacedName{}):
+			t.targetNotFound(s.Absent)
+		default:
+			t.policyAncestor(s.TLS)
 		}
-		t.policyAncestor(s.TLS)
 		return
 	}
 	if _, done := t.clusters[s.Name]; done {

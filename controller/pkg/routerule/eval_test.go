@@ -38,6 +38,7 @@ func TestHTTPRouteReadsThroughEnv(t *testing.T) {
 		name:         "a missing Service",
 		refs:         []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "gone", Port: port(80)}}}},
 		wantResolved: "[{ResolvedRefs False 7 BackendNotFound Service app/gone does not exist}]",
+		wantClusters: []string{"absent/app/gone"},
 		wantReads:    []env.Dep{{Kind: env.Service, Key: types.NamespacedName{Namespace: "app", Name: "gone"}}},
 	}, {
 		name:         "another namespace without a grant",
