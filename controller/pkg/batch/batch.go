@@ -38,13 +38,15 @@ func (b *Batcher) Changed() {
 
 // Wait returns when a pass should start: at once when no change is
 // pending, else once changes have been quiet for Delay or Max has passed
-// since the first of them. The changes are then taken as covered.
-func (b *Batcher) Wait(ctx context.Context) error {
+// since the first of them. The changes are then taken as covered, and
+// Wait returns when the first of them came (zero when none was pending):
+// how long a change waited for its pass.
+func (b *Batcher) Wait(ctx context.Context) (time.Time, error) {
 	for {
 		b.mu.Lock()
 		if !b.pending {
 			b.mu.Unlock()
-			return nil
+			return time.Time{}, nil
 		}
 		due := b.last.Add(b.Delay)
 		if limit := b.first.Add(b.Max); b.Max > 0 && limit.Before(due) {
@@ -53,12 +55,13 @@ func (b *Batcher) Wait(ctx context.Context) error {
 		wait := due.Sub(b.now())
 		if wait <= 0 {
 			b.pending = false
+			first := b.first
 			b.mu.Unlock()
-			return nil
+			return first, nil
 		}
 		b.mu.Unlock()
 		if err := b.sleep(ctx, wait); err != nil {
-			return err
+			return time.Time{}, err
 		}
 	}
 }

@@ -43,7 +43,7 @@ func passes(t *testing.T, delay, max time.Duration, changes []time.Duration) []t
 			}
 			continue
 		}
-		if err := b.Wait(context.Background()); err != nil {
+		if _, err := b.Wait(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, c.t)

@@ -16,6 +16,12 @@ var (
 		Help:    "Time to translate the Gateway and its routes into Envoy configuration.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 	})
+	updateStageSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "isobar_update_stage_seconds",
+		Help: "Where a change's time goes before Envoys are sent it, by stage: batch (from the first change a pass covers to the pass: the update delay), " +
+			"snapshot (listing the informers' objects), translate (both stages), xds (the xDS server's update: diff, encode, hand to the streams).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"stage"})
 	statusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "isobar_status_writes_total",
 		Help: "Status updates written, by kind.",
@@ -39,7 +45,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(translationSeconds, statusWrites, statusChecks, statusRefusals, endpointPushes, endpointNamespaces)
+	metrics.Registry.MustRegister(translationSeconds, updateStageSeconds, statusWrites, statusChecks, statusRefusals, endpointPushes, endpointNamespaces)
 }
 
 // xdsCollector reads the xDS server's counters at scrape time, so the

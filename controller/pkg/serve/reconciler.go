@@ -69,8 +69,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := ctrl.LoggerFrom(ctx)
 	// Let a burst of changes settle into one pass; changes that arrive
 	// during the pass mark the work item for one more pass, not many.
-	if err := r.batch.Wait(ctx); err != nil {
+	first, err := r.batch.Wait(ctx)
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	pass := time.Now()
+	if !first.IsZero() {
+		updateStageSeconds.WithLabelValues("batch").Observe(pass.Sub(first).Seconds())
 	}
 	if strings.HasPrefix(req.Name, endpointsPrefix) {
 		return r.reconcileEndpoints(ctx, req)
@@ -94,6 +99,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.served = tgt.Gateway
 	}
 	start := time.Now()
+	updateStageSeconds.WithLabelValues("snapshot").Observe(start.Sub(pass).Seconds())
 	res.EndpointSlices = r.endpoints.Slices()
 	result := r.stage1.Translate(res)
 	if r.endpoints.Want(backendServices(result), r.endpointWaitFor()) {
@@ -123,11 +129,14 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("translating to Envoy configuration: %w", err)
 	}
-	translationSeconds.Observe(time.Since(start).Seconds())
+	translated := time.Now()
+	translationSeconds.Observe(translated.Sub(start).Seconds())
+	updateStageSeconds.WithLabelValues("translate").Observe(translated.Sub(start).Seconds())
 	changed, err := r.xds.Update(resources)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	updateStageSeconds.WithLabelValues("xds").Observe(time.Since(translated).Seconds())
 	r.clusters = clustersByService(result.Gateways[0].Clusters)
 	for _, gw := range res.Gateways {
 		if gw.Namespace == tgt.Gateway.Namespace && gw.Name == tgt.Gateway.Name {
