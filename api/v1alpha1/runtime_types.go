@@ -223,9 +223,10 @@ type SecretReference struct {
 	Name string `json:"name"`
 }
 
-// XDSSettings batch changes into pushes. After a change the controller waits
-// updateDelay for more; under a steady stream of changes it pushes at least
-// every maxUpdateDelay.
+// XDSSettings batch changes into pushes. A change after updateDelay of quiet
+// is pushed at once; the changes that follow it within updateDelay wait
+// until changes have been quiet for updateDelay; under a steady stream of
+// changes the controller pushes at least every maxUpdateDelay.
 // +kubebuilder:validation:XValidation:rule="!has(self.updateDelay) || !has(self.maxUpdateDelay) || duration(self.updateDelay) <= duration(self.maxUpdateDelay)",message="updateDelay must not be longer than maxUpdateDelay"
 type XDSSettings struct {
 	// +kubebuilder:default="100ms"

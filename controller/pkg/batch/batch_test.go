@@ -67,17 +67,19 @@ func TestBatcher(t *testing.T) {
 		changes    []time.Duration
 		want       []time.Duration
 	}{
-		{"one change waits the delay", 100 * ms, time.Second, []time.Duration{0}, []time.Duration{100 * ms}},
-		{"a burst is one pass", 100 * ms, time.Second, []time.Duration{0, 10 * ms, 20 * ms, 90 * ms}, []time.Duration{190 * ms}},
-		{"quiet gaps make passes", 100 * ms, time.Second, []time.Duration{0, 500 * ms}, []time.Duration{100 * ms, 600 * ms}},
-		// A change every 50ms never leaves 100ms of quiet: without max
-		// there would be one pass at the end; with it, one a second after
-		// the first change a pass has not covered.
+		{"a change after quiet passes at once", 100 * ms, time.Second, []time.Duration{0}, []time.Duration{0}},
+		{"the rest of a burst is one pass", 100 * ms, time.Second, []time.Duration{0, 10 * ms, 20 * ms, 90 * ms}, []time.Duration{0, 190 * ms}},
+		{"quiet gaps make passes", 100 * ms, time.Second, []time.Duration{0, 500 * ms}, []time.Duration{0, 500 * ms}},
+		{"a change within the delay of the last waits", 100 * ms, time.Second, []time.Duration{0, 150 * ms, 240 * ms}, []time.Duration{0, 150 * ms, 340 * ms}},
+		// A change every 50ms never leaves 100ms of quiet: its first
+		// passes at once; without max there would be one more pass at the
+		// end; with it, one a second after the first change a pass has
+		// not covered.
 		{"a steady stream is cut at max", 100 * ms, time.Second, every(50*ms, 3*time.Second),
-			[]time.Duration{1000 * ms, 2050 * ms, 3050 * ms}},
-		{"max zero leaves only the delay", 100 * ms, 0, every(50*ms, 1*time.Second), []time.Duration{1050 * ms}},
+			[]time.Duration{0, 1050 * ms, 2100 * ms, 3050 * ms}},
+		{"max zero leaves only the delay", 100 * ms, 0, every(50*ms, 1*time.Second), []time.Duration{0, 1050 * ms}},
 		{"max shorter than the stream's gaps", 100 * ms, 300 * ms, every(50*ms, 1*time.Second),
-			[]time.Duration{300 * ms, 650 * ms, 1000 * ms}},
+			[]time.Duration{0, 350 * ms, 700 * ms, 1050 * ms}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := passes(t, tc.delay, tc.max, tc.changes)

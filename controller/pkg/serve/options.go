@@ -98,7 +98,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on the metrics address")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas to write status")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to the Gateway's")
-	fs.DurationVar(&o.UpdateDelay, "update-delay", o.UpdateDelay, "how long changes must be quiet before translating")
+	fs.DurationVar(&o.UpdateDelay, "update-delay", o.UpdateDelay, "how long changes must be quiet before translating; a change after that much quiet is translated at once")
 	fs.DurationVar(&o.MaxUpdateDelay, "max-update-delay", o.MaxUpdateDelay, "the longest a change waits for quiet before it is translated; 0 means no limit")
 	fs.DurationVar(&o.KindsInterval, "kinds-interval", o.KindsInterval, "how often to check which Gateway API kinds the cluster serves; a change (a CRD installed or removed) restarts the controller")
 	fs.StringVar(&o.RuntimeSettingsFile, "runtime-settings", o.RuntimeSettingsFile, "a JSON file of the ContourDeployment's runtimeSettings; default: the built-in defaults")
