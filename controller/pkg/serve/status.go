@@ -166,14 +166,24 @@ func writeEach[K comparable, E any](desired, before map[K][]E, recheck func(K) b
 	// becomes what was written without a copy, which at thousands of
 	// routes would cost every pass more than the writes.
 	var todo []K
+	kept := 0
 	for k, v := range desired {
-		if old, ok := before[k]; !ok || !sameSlice(old, v) && !apiequality.Semantic.DeepEqual(old, v) || recheck(k) {
+		old, ok := before[k]
+		if ok {
+			kept++
+		}
+		if !ok || !sameSlice(old, v) && !apiequality.Semantic.DeepEqual(old, v) || recheck(k) {
 			todo = append(todo, k)
 		}
 	}
-	for k := range before {
-		if _, ok := desired[k]; !ok {
-			todo = append(todo, k)
+	// Every object written before is still desired unless fewer were
+	// found than there were: at thousands of routes, looking each up
+	// again costs a pass as much as the loop above.
+	if kept < len(before) {
+		for k := range before {
+			if _, ok := desired[k]; !ok {
+				todo = append(todo, k)
+			}
 		}
 	}
 	var g errgroup.Group
