@@ -53,15 +53,18 @@ func init() {
 type xdsCollector struct {
 	s                             *xdsserver.Server
 	connected, acks, nacks, types *prometheus.Desc
+	firstPushes, waiting          *prometheus.Desc
 }
 
 func newXDSCollector(s *xdsserver.Server) *xdsCollector {
 	return &xdsCollector{
-		s:         s,
-		connected: prometheus.NewDesc("isobar_xds_connected_envoys", "Envoys with an open ADS stream.", nil, nil),
-		acks:      prometheus.NewDesc("isobar_xds_acks_total", "Responses Envoys acknowledged.", nil, nil),
-		nacks:     prometheus.NewDesc("isobar_xds_nacks_total", "Responses Envoys rejected.", nil, nil),
-		types:     prometheus.NewDesc("isobar_xds_version", "The served version of each resource type; it changes only when content does.", []string{"type"}, nil),
+		s:           s,
+		connected:   prometheus.NewDesc("isobar_xds_connected_envoys", "Envoys with an open ADS stream.", nil, nil),
+		acks:        prometheus.NewDesc("isobar_xds_acks_total", "Responses Envoys acknowledged.", nil, nil),
+		nacks:       prometheus.NewDesc("isobar_xds_nacks_total", "Responses Envoys rejected.", nil, nil),
+		types:       prometheus.NewDesc("isobar_xds_version", "The served version of each resource type; it changes only when content does.", []string{"type"}, nil),
+		firstPushes: prometheus.NewDesc("isobar_xds_first_pushes", "Envoys being sent their first configuration (bounded by --max-first-pushes).", nil, nil),
+		waiting:     prometheus.NewDesc("isobar_xds_first_push_waiting", "Envoys waiting to be sent their first configuration.", nil, nil),
 	}
 }
 
@@ -70,6 +73,8 @@ func (c *xdsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.acks
 	ch <- c.nacks
 	ch <- c.types
+	ch <- c.firstPushes
+	ch <- c.waiting
 }
 
 func (c *xdsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -77,6 +82,8 @@ func (c *xdsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.connected, prometheus.GaugeValue, float64(n.Connected))
 	ch <- prometheus.MustNewConstMetric(c.acks, prometheus.CounterValue, float64(n.ACKs))
 	ch <- prometheus.MustNewConstMetric(c.nacks, prometheus.CounterValue, float64(n.NACKs))
+	ch <- prometheus.MustNewConstMetric(c.firstPushes, prometheus.GaugeValue, float64(n.FirstPushes))
+	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(n.Waiting))
 	for t, v := range n.Versions {
 		ch <- prometheus.MustNewConstMetric(c.types, prometheus.GaugeValue, float64(v), path.Base(t))
 	}

@@ -46,6 +46,10 @@ type Options struct {
 	// UpdateDelay is how long changes must be quiet before a translation;
 	// MaxUpdateDelay bounds the wait after the first change.
 	UpdateDelay, MaxUpdateDelay time.Duration
+	// FirstPushes bounds how many Envoys are sent their first
+	// configuration at once (xdsserver.Options); the replica is not ready
+	// while more than that many wait for one.
+	FirstPushes int
 	// HTTPProxy are the profile's HTTPProxy settings (runtimeSettings).
 	HTTPProxy v1alpha1.HTTPProxySettings
 	// Tracing is the profile's tracing (runtimeSettings); nil for none.
@@ -71,6 +75,7 @@ func DefaultOptions() Options {
 		MetricsAddress: fmt.Sprintf(":%d", ports.ControllerMetrics),
 		UpdateDelay:    100 * time.Millisecond,
 		MaxUpdateDelay: time.Second,
+		FirstPushes:    32,
 		KindsInterval:  time.Minute,
 		LogLevel:       "info",
 		LogFormat:      logs.JSON,
@@ -100,6 +105,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to the Gateway's")
 	fs.DurationVar(&o.UpdateDelay, "update-delay", o.UpdateDelay, "how long changes must be quiet before translating; a change after that much quiet is translated at once")
 	fs.DurationVar(&o.MaxUpdateDelay, "max-update-delay", o.MaxUpdateDelay, "the longest a change waits for quiet before it is translated; 0 means no limit")
+	fs.IntVar(&o.FirstPushes, "max-first-pushes", o.FirstPushes, "how many Envoys are sent their first configuration at once; the others wait, and the replica is not ready while more than that many do (0: no bound)")
 	fs.DurationVar(&o.KindsInterval, "kinds-interval", o.KindsInterval, "how often to check which Gateway API kinds the cluster serves; a change (a CRD installed or removed) restarts the controller")
 	fs.StringVar(&o.RuntimeSettingsFile, "runtime-settings", o.RuntimeSettingsFile, "a JSON file of the ContourDeployment's runtimeSettings; default: the built-in defaults")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")

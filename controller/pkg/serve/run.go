@@ -185,7 +185,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 
-	xdsServer := xdsserver.New(ctx)
+	xdsServer := xdsserver.New(ctx, xdsserver.Options{FirstPushes: o.FirstPushes})
 	if err := registerXDSMetrics(xdsServer); err != nil {
 		return err
 	}
@@ -295,6 +295,11 @@ func Run(ctx context.Context, o Options) error {
 		}
 		if !r.serving.Load() {
 			return errors.New("the xDS port is not open yet")
+		}
+		// A backlog of first pushes: new Envoys are better served by
+		// another replica until it drains.
+		if n := xdsServer.Counters().Waiting; o.FirstPushes > 0 && n > o.FirstPushes {
+			return fmt.Errorf("%d Envoys wait for their first configuration, more than the %d sent at once", n, o.FirstPushes)
 		}
 		return nil
 	}); err != nil {

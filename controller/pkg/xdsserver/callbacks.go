@@ -14,11 +14,14 @@ import (
 // (delta) acknowledges it, unless it carries an error, which rejects it.
 func (s *Server) callbacks() server.Callbacks {
 	open := func(delta bool) func(context.Context, int64, string) error {
-		return func(_ context.Context, id int64, _ string) error {
+		return func(ctx context.Context, id int64, _ string) error {
+			if err := s.takeSlot(ctx); err != nil {
+				return err
+			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.streams[id] = &stream{delta: delta, sent: map[string]string{}, nonce: map[string]string{}, acked: map[string]string{},
-				nack: map[string]string{}, subs: map[string]*subscription{}}
+				nack: map[string]string{}, subs: map[string]*subscription{}, slot: s.slots != nil}
 			s.notify()
 			return nil
 		}
@@ -26,6 +29,9 @@ func (s *Server) callbacks() server.Callbacks {
 	closed := func(id int64, _ *corev3.Node) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if str, ok := s.streams[id]; ok && str.slot {
+			<-s.slots
+		}
 		delete(s.streams, id)
 		s.notify()
 	}
@@ -130,5 +136,36 @@ func (s *Server) request(id int64, node *corev3.Node, typ, version, nonce, errMs
 		str.acked[typ] = sentVersion
 		delete(str.nack, typ)
 		s.notify()
+	}
+	if str.slot && str.firstPushDone() {
+		str.slot = false
+		<-s.slots
+	}
+}
+
+// takeSlot waits for a first-push slot, when they are bounded, or for the
+// stream to end.
+func (s *Server) takeSlot(ctx context.Context) error {
+	if s.slots == nil {
+		return nil
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	s.mu.Lock()
+	s.waiting++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.waiting--
+		s.mu.Unlock()
+	}()
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

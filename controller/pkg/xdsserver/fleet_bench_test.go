@@ -36,7 +36,10 @@ import (
 // the server's update until each Envoy holds it (p50, p99, max), the bytes
 // each Envoy receives, the heap each connected Envoy costs (both ends of
 // its connection: the clients run in this process), and the time for all N
-// to reconnect to a restarted server and hold the whole configuration.
+// to reconnect to a restarted server and hold the whole configuration,
+// with the heap's peak meanwhile. The servers bound first pushes as the
+// controller does by default (ISOBAR_FLEET_FIRST_PUSHES, 32; 0 for no
+// bound).
 //
 // The simulated Envoys read only what a response says of itself (version,
 // nonce, size), not its resources, so that their work does not crowd the
@@ -62,14 +65,22 @@ func BenchmarkFleet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	opts := Options{FirstPushes: 32}
+	if v := os.Getenv("ISOBAR_FLEET_FIRST_PUSHES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			b.Fatalf("ISOBAR_FLEET_FIRST_PUSHES=%q: want a count, 0 for no bound", v)
+		}
+		opts.FirstPushes = n
+	}
 	for _, n := range sizes {
-		b.Run(fmt.Sprintf("envoys=%d", n), func(b *testing.B) { fleet(b, base, n) })
+		b.Run(fmt.Sprintf("envoys=%d", n), func(b *testing.B) { fleet(b, base, n, opts) })
 	}
 }
 
-func fleet(b *testing.B, base *xds.Resources, n int) {
+func fleet(b *testing.B, base *xds.Resources, n int, opts Options) {
 	pki := newTestPKI(b)
-	s, addr := serveBench(b, pki)
+	s, addr := serveWith(b, pki, opts)
 	if _, err := s.Update(base); err != nil {
 		b.Fatal(err)
 	}
@@ -127,15 +138,48 @@ func fleet(b *testing.B, base *xds.Resources, n int) {
 
 	// A restarted controller: a new server with the configuration, and
 	// every Envoy reconnecting at once.
-	s2, addr2 := serveBench(b, pki)
+	s2, addr2 := serveWith(b, pki, opts)
 	if _, err := s2.Update(base); err != nil {
 		b.Fatal(err)
 	}
+	settle(&before)
+	peak := watchHeap()
 	start := time.Now()
 	again := connectFleet(b, pki, addr2, n)
 	b.ReportMetric(float64(time.Since(start).Milliseconds()), "reconnect-ms")
+	b.ReportMetric(float64(peak()-before.HeapInuse)/(1<<20), "reconnect-peak-heap-MB")
 	for _, e := range again {
 		e.close()
+	}
+}
+
+// watchHeap samples the heap in use every 10ms until the returned
+// function is called, which returns the highest sample.
+func watchHeap() (peak func() uint64) {
+	var mu sync.Mutex
+	var high uint64
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			mu.Lock()
+			high = max(high, m.HeapInuse)
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		mu.Lock()
+		defer mu.Unlock()
+		return high
 	}
 }
 

@@ -71,6 +71,22 @@ type Server struct {
 	streams map[int64]*stream
 	acks    uint64
 	nacks   uint64
+
+	// slots bound the streams in their first push (nil: no bound), and
+	// waiting counts those waiting for a slot.
+	slots   chan struct{}
+	waiting int
+}
+
+// Options tune a Server.
+type Options struct {
+	// FirstPushes bounds how many Envoys are sent their first
+	// configuration at once. A stream waits for a slot before it is
+	// served, and gives it back once it has answered a response of each
+	// type it was sent, or closes: a reconnect storm of a thousand
+	// Envoys holds that many copies of the configuration in send
+	// buffers, not a thousand. 0 is no bound.
+	FirstPushes int
 }
 
 // stream is what one Envoy's connection has been sent and has answered.
@@ -82,6 +98,24 @@ type stream struct {
 	acked map[string]string // type -> last version acknowledged
 	nack  map[string]string // type -> error of the last rejection, until an ACK
 	subs  map[string]*subscription
+	// slot says the stream holds a first-push slot.
+	slot bool
+}
+
+// firstPushDone reports whether the stream has answered a response of
+// every type it was sent.
+func (str *stream) firstPushDone() bool {
+	if len(str.sent) == 0 {
+		return false
+	}
+	for typ := range str.sent {
+		if _, ok := str.acked[typ]; !ok {
+			if _, ok := str.nack[typ]; !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // subscription is what a stream asked for of one type: every resource
@@ -92,7 +126,7 @@ type subscription struct {
 }
 
 // New returns a server with no resources.
-func New(ctx context.Context) *Server {
+func New(ctx context.Context, opts Options) *Server {
 	s := &Server{
 		caches:    map[string]*cache.LinearCache{},
 		current:   map[string]map[string]proto.Message{},
@@ -101,6 +135,9 @@ func New(ctx context.Context) *Server {
 		removed:   map[string]map[string]bool{},
 		streams:   map[int64]*stream{},
 		changes:   make(chan struct{}, 1),
+	}
+	if opts.FirstPushes > 0 {
+		s.slots = make(chan struct{}, opts.FirstPushes)
 	}
 	mux := &cache.MuxCache{
 		Classify:      func(r *cache.Request) string { return r.GetTypeUrl() },
@@ -347,6 +384,9 @@ func (s *Server) Status() FleetStatus {
 type Counters struct {
 	Connected   int
 	ACKs, NACKs uint64
+	// FirstPushes counts the streams in their first push, and Waiting
+	// those waiting for a slot to begin it (see Options.FirstPushes).
+	FirstPushes, Waiting int
 	// Versions is each type's version counter, as responses carry it.
 	Versions map[string]uint64
 }
@@ -355,7 +395,7 @@ type Counters struct {
 func (s *Server) Counters() Counters {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := Counters{Connected: len(s.streams), ACKs: s.acks, NACKs: s.nacks, Versions: make(map[string]uint64, len(s.versions))}
+	c := Counters{Connected: len(s.streams), ACKs: s.acks, NACKs: s.nacks, FirstPushes: len(s.slots), Waiting: s.waiting, Versions: make(map[string]uint64, len(s.versions))}
 	for t, v := range s.versions {
 		c.Versions[t] = v
 	}

@@ -32,9 +32,14 @@ func serve(t *testing.T, pki *testPKI) (*Server, string) { return serveBench(t, 
 
 func serveBench(t testing.TB, pki *testPKI) (*Server, string) {
 	t.Helper()
+	return serveWith(t, pki, Options{})
+}
+
+func serveWith(t testing.TB, pki *testPKI, opts Options) (*Server, string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	s := New(ctx)
+	s := New(ctx, opts)
 	creds, err := ServerTLS(pki.serverCert, pki.serverKy, pki.caCert)
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +255,7 @@ func TestClientCertificateRequired(t *testing.T) {
 // A set go-control-plane finds inconsistent is refused and the fleet keeps
 // what it had; a later consistent set is served.
 func TestUpdateRefusesInconsistentSets(t *testing.T) {
-	s := New(context.Background())
+	s := New(context.Background(), Options{})
 	good := translated(t, "../offline/testdata/backends.in.yaml")
 	if _, err := s.Update(good); err != nil {
 		t.Fatal(err)
