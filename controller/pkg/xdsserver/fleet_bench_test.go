@@ -147,7 +147,7 @@ func fleet(b *testing.B, base *xds.Resources, n int, opts Options) {
 	start := time.Now()
 	again := connectFleet(b, pki, addr2, n)
 	b.ReportMetric(float64(time.Since(start).Milliseconds()), "reconnect-ms")
-	b.ReportMetric(float64(peak()-before.HeapInuse)/(1<<20), "reconnect-peak-heap-MB")
+	b.ReportMetric(float64(int64(peak())-int64(before.HeapInuse))/(1<<20), "reconnect-peak-heap-MB")
 	for _, e := range again {
 		e.close()
 	}
