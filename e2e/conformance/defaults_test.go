@@ -40,11 +40,7 @@ func defaultGateways(t *testing.T, r *rig) {
 				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo", Port: ptr.To[gatewayv1.PortNumber](8080)}}}}}},
 		}},
 	}
-	for _, o := range append(objects, echoWorkload(ns, 1)...) {
-		if err := r.env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createWithEcho(t, ctx, r, ns, 1, objects)
 	address := gatewayAddress(t, ctx, r, gwKey)
 	// eventually waits for ok, reporting what it last saw.
 	eventually := func(what string, ok func() (bool, any)) {

@@ -54,21 +54,9 @@ func externalAuth(t *testing.T, r *rig) {
 			},
 		}},
 	}
-	for _, o := range append(objects, echoWorkload(ns, 1)...) {
-		if err := r.env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createWithEcho(t, ctx, r, ns, 1, objects)
 	address := gatewayAddress(t, ctx, r, types.NamespacedName{Namespace: ns, Name: "web"})
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
-		status, pod, _ := echoGet(ctx, address, "shop.example.com", "/allowed", nil)
-		if status == http.StatusOK && pod != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET /allowed: %d from %q in two minutes, want 200 from an echo Pod once the server allows it", status, pod)
-		}
-	}
+	awaitEcho(t, ctx, address, "shop.example.com", "/allowed", "an echo Pod once the server allows it")
 	for _, tc := range []struct {
 		path   string
 		status int

@@ -63,11 +63,7 @@ func TestHTTPProxyThroughFleet(t *testing.T) {
 					ExpectedStatuses: []contourv1.HTTPStatusRange{{Start: 503, End: 504}}}},
 		}),
 	}
-	for _, o := range append(objects, echoWorkload(ns, 3)...) {
-		if err := r.env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createWithEcho(t, ctx, r, ns, 3, objects)
 	address := gatewayAddress(t, ctx, r, types.NamespacedName{Namespace: ns, Name: "web"})
 	get := func(path, cookie string) (int, string, http.Header) {
 		h := http.Header{}
@@ -156,6 +152,32 @@ func echoWorkload(ns string, replicas int32) []client.Object {
 				Env: []corev1.EnvVar{podEnv("POD_NAME", "metadata.name"), podEnv("NAMESPACE", "metadata.namespace")},
 			}}}},
 		}},
+	}
+}
+
+// createWithEcho creates objects and an echo Deployment of replicas Pods
+// (with its Service) in ns.
+func createWithEcho(t *testing.T, ctx context.Context, r *rig, ns string, replicas int32, objects []client.Object) {
+	t.Helper()
+	for _, o := range append(objects, echoWorkload(ns, replicas)...) {
+		if err := r.env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// awaitEcho waits up to two minutes for a GET of host and path at address
+// to be answered 200 by an echo Pod; want says what that shows.
+func awaitEcho(t *testing.T, ctx context.Context, address, host, path, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		status, pod, _ := echoGet(ctx, address, host, path, nil)
+		if status == http.StatusOK && pod != "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %d from %q in two minutes, want 200 from %s", path, status, pod, want)
+		}
 	}
 }
 

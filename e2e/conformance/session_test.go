@@ -59,11 +59,7 @@ func sessionPersistence(t *testing.T, r *rig) {
 			},
 		}},
 	}
-	for _, o := range append(objects, echoWorkload(ns, 2)...) {
-		if err := r.env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createWithEcho(t, ctx, r, ns, 2, objects)
 	address := gatewayAddress(t, ctx, r, types.NamespacedName{Namespace: ns, Name: "web"})
 	get := func(path string, h http.Header) (int, string, http.Header) {
 		return echoGet(ctx, address, "shop.example.com", path, h)

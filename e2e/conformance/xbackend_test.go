@@ -55,21 +55,9 @@ func xbackends(t *testing.T, r *rig) {
 			Rules:           []gatewayv1.HTTPRouteRule{rule("/external", "echo"), rule("/broken", "broken")},
 		}},
 	}
-	for _, o := range append(objects, echoWorkload(ns, 1)...) {
-		if err := r.env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createWithEcho(t, ctx, r, ns, 1, objects)
 	address := gatewayAddress(t, ctx, r, types.NamespacedName{Namespace: ns, Name: "web"})
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
-		status, pod, _ := echoGet(ctx, address, "shop.example.com", "/external", nil)
-		if status == http.StatusOK && pod != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET /external: %d from %q in two minutes, want 200 from the echo Pod behind the XBackend's host", status, pod)
-		}
-	}
+	awaitEcho(t, ctx, address, "shop.example.com", "/external", "the echo Pod behind the XBackend's host")
 	if status, pod, _ := echoGet(ctx, address, "shop.example.com", "/broken", nil); status != http.StatusInternalServerError || pod != "" {
 		t.Errorf("GET /broken: %d from %q, want 500 from Envoy for an XBackend that cannot be used", status, pod)
 	}
