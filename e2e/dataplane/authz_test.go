@@ -40,6 +40,16 @@ func TestExternalAuthorization(t *testing.T) {
 		fmt.Fprintf(w, "backend: %s", r.Header.Get("X-Auth-User"))
 	})
 	httpAuth := backend(t, func(p *http.Protocols) { p.SetHTTP1(true) }, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/check/headers" && r.Header.Get("Cookie") == "" {
+			// Through the filter that allows X-User: the check carries it.
+			if r.Header.Get("X-User") != "alice" {
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprint(w, "log in first")
+				return
+			}
+			w.Header().Set("X-Auth-User", "alice (headers)")
+			return
+		}
 		if r.URL.Path != "/check/http" || r.Header.Get("Cookie") != "" {
 			http.Error(w, "unexpected check "+r.URL.Path, http.StatusBadRequest)
 			return
@@ -63,6 +73,7 @@ func TestExternalAuthorization(t *testing.T) {
 	down := freePort(t)
 
 	const failOpen = "envoy.filters.http.ext_authz/fail-open"
+	const withUser = "envoy.filters.http.ext_authz/headers=x-user"
 	perFilter := func(filter string, cs *extauthzv3.CheckSettings) map[string]*anypb.Any {
 		return map[string]*anypb.Any{filter: typed(t, &routev3.FilterConfig{
 			Config: typed(t, &extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: cs}})})}
@@ -104,6 +115,7 @@ func TestExternalAuthorization(t *testing.T) {
 				route("/partial", perRoute(&extauthzv3.CheckSettings{ServiceOverride: grpcService("auth-grpc"),
 					WithRequestBody: &extauthzv3.BufferSettings{MaxRequestBytes: 8, AllowPartialMessage: true}})),
 				route("/open", perFilter(failOpen, httpService("auth-down"))),
+				route("/headers", perFilter(withUser, httpService("auth-http"))),
 				route("/", nil),
 			}}},
 		}},
@@ -115,6 +127,12 @@ func TestExternalAuthorization(t *testing.T) {
 		}, {
 			Name: failOpen, Disabled: true,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &extauthzv3.ExtAuthz{TransportApiVersion: corev3.ApiVersion_V3, FailureModeAllow: true,
+				Services: &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{ServerUri: &corev3.HttpUri{
+					Uri: "http://unused", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "unused"}, Timeout: durationpb.New(time.Second)}}}})},
+		}, {
+			Name: withUser, Disabled: true,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &extauthzv3.ExtAuthz{TransportApiVersion: corev3.ApiVersion_V3,
+				AllowedHeaders: &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "x-user"}}}},
 				Services: &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{ServerUri: &corev3.HttpUri{
 					Uri: "http://unused", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "unused"}, Timeout: durationpb.New(time.Second)}}}})},
 		}, {Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &routerv3.Router{})}}},
@@ -149,6 +167,8 @@ func TestExternalAuthorization(t *testing.T) {
 		{path: "/whole", user: "alice", status: 413, body: "Payload Too Large", sent: "123456789"},
 		{path: "/partial", user: "alice", status: 200, body: "backend: alice (grpc)", sent: "123456789", seen: "12345678 (string)"},
 		{path: "/open", user: "bob", status: 200, body: "backend: "},
+		{path: "/headers", user: "alice", status: 200, body: "backend: alice (headers)"},
+		{path: "/headers", user: "bob", status: 401, body: "log in first"},
 	} {
 		method, sent := http.MethodGet, io.Reader(nil)
 		if tc.sent != "" {
