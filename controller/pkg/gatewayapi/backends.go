@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"isobar.dev/controller/pkg/circuitbreaker"
@@ -24,8 +23,8 @@ func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
 		switch {
 		case s.XBackend != nil:
 			t.backendAncestor(s.XBackend)
-		case s.Absent != (types.NamespacedName{}):
-			t.targetNotFound(s.Absent)
+		case s.Absent != nil:
+			t.targetNotFound(*s.Absent)
 		default:
 			t.policyAncestor(s.TLS)
 		}

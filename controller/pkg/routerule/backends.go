@@ -106,7 +106,7 @@ func resolve(ev *eval, what, fromNS, fromKind string, ref gatewayv1.BackendObjec
 	svc, ok := ev.env.Service(ns, string(ref.Name))
 	if !ok {
 		// The policies for the Service hear of it from the Gateway.
-		ev.cluster(ClusterSpec{Name: "absent/" + ns + "/" + string(ref.Name), Rejected: true, Absent: types.NamespacedName{Namespace: ns, Name: string(ref.Name)}})
+		ev.cluster(ClusterSpec{Name: "absent/" + ns + "/" + string(ref.Name), Rejected: true, Absent: &types.NamespacedName{Namespace: ns, Name: string(ref.Name)}})
 		return unresolved(gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s does not exist", ns, ref.Name))
 	}
 	if ref.Port == nil {
@@ -253,8 +253,9 @@ type ClusterSpec struct {
 	XBackend *ExternalBackend
 	// Absent, with Rejected, is a Service a route names that does not
 	// exist: no cluster, but the policies that target it report
-	// TargetNotFound to the Gateway.
-	Absent types.NamespacedName
+	// TargetNotFound to the Gateway. A pointer keeps the many specs of
+	// Services that exist small.
+	Absent *types.NamespacedName
 	// Upstream is how the route speaks to the Service, when it says;
 	// interned, so that equal ones are one pointer.
 	Upstream *Upstream

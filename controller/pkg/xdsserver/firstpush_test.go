@@ -2,12 +2,17 @@ package xdsserver
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // With one first-push slot, a second Envoy is served only once the first
@@ -83,4 +88,98 @@ func TestFirstPushesAreBounded(t *testing.T) {
 	b.cancel()
 	first(c, "the third Envoy, once the second's stream closed")
 	waitFor(t, "no Envoy to wait", func() bool { return s.Counters().Waiting == 0 })
+}
+
+// Under a reconnect storm, with first pushes bounded, every Envoy of the
+// fleet is served, and Envoys with another fleet's client certificate or
+// none are refused before any response: the TLS handshake fails, so no
+// stream opens.
+func TestStormServesTheFleetAndRefusesOthers(t *testing.T) {
+	pki, other := newTestPKI(t), newTestPKI(t)
+	s, addr := serveWith(t, pki, Options{FirstPushes: 4})
+	if _, err := s.Update(translated(t, "../offline/testdata/backends.in.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := clientTLS(pki)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.LoadX509KeyPair(other.clientCert, other.clientKy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign.Certificates = []tls.Certificate{cert}
+	none, err := clientTLS(pki)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none.Certificates = nil
+
+	const fleetSize, strangers = 40, 20
+	var wg sync.WaitGroup
+	served := make(chan *fleetEnvoy, fleetSize)
+	refused := make(chan error, 2*strangers)
+	for i := range fleetSize {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := connectEnvoy(pki, addr, fmt.Sprint("envoy-", i))
+			if err != nil {
+				t.Errorf("envoy-%d of the fleet: %v", i, err)
+				return
+			}
+			served <- e
+		}()
+	}
+	for i := range 2 * strangers {
+		cfg := foreign
+		if i%2 == 1 {
+			cfg = none
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			refused <- stranger(addr, cfg)
+		}()
+	}
+	wg.Wait()
+	close(served)
+	close(refused)
+	n := 0
+	for e := range served {
+		n++
+		e.close()
+	}
+	if n != fleetSize {
+		t.Errorf("%d of the fleet's %d Envoys were served", n, fleetSize)
+	}
+	for err := range refused {
+		if err == nil {
+			t.Error("an Envoy without the fleet's client certificate got a response")
+		}
+	}
+	if c := s.Counters(); c.ACKs == 0 || c.NACKs != 0 {
+		t.Errorf("counters %+v: want the fleet's acknowledgements and no rejection", c)
+	}
+}
+
+// stranger opens an ADS stream with cfg and asks for clusters; nil means it
+// got a response.
+func stranger(addr string, cfg *tls.Config) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		return err
+	}
+	if err := ads.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "stranger"}, TypeUrl: resourcev3.ClusterType}); err != nil {
+		return err
+	}
+	_, err = ads.Recv()
+	return err
 }
