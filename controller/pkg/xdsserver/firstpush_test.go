@@ -91,7 +91,7 @@ func TestFirstPushesAreBounded(t *testing.T) {
 }
 
 // Under a reconnect storm, with first pushes bounded, every Envoy of the
-// fleet is served, and Envoys with another fleet's client certificate or
+// fleet is served (half over delta xDS), and Envoys with another fleet's client certificate or
 // none are refused before any response: the TLS handshake fails, so no
 // stream opens.
 func TestStormServesTheFleetAndRefusesOthers(t *testing.T) {
@@ -123,7 +123,7 @@ func TestStormServesTheFleetAndRefusesOthers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, err := connectEnvoy(pki, addr, fmt.Sprint("envoy-", i))
+			e, err := connectEnvoy(pki, addr, fmt.Sprint("envoy-", i), i%2 == 1)
 			if err != nil {
 				t.Errorf("envoy-%d of the fleet: %v", i, err)
 				return

@@ -1,6 +1,7 @@
 package xdsserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -30,8 +31,9 @@ import (
 // BenchmarkFleet measures a fleet of Envoys on one controller, as a
 // DaemonSet fleet on a large cluster connects one Envoy per node: N
 // simulated Envoys (ISOBAR_FLEET_ENVOYS, default 100; "100,1000" for
-// several), each on its own mTLS connection with a state-of-the-world ADS
-// stream for listeners, clusters and routes, on a Gateway of 10,000 routes
+// several), each on its own mTLS connection with an ADS stream for
+// listeners, clusters and routes, state of the world and delta (as
+// ISOBAR_FLEET_XDS says, default "sotw,delta"), on a Gateway of 10,000 routes
 // (ISOBAR_BENCH_ROUTES). Per N it reports, per route change, the time from
 // the server's update until each Envoy holds it (p50, p99, max), the bytes
 // each Envoy receives, the heap each connected Envoy costs (both ends of
@@ -73,12 +75,20 @@ func BenchmarkFleet(b *testing.B) {
 		}
 		opts.FirstPushes = n
 	}
-	for _, n := range sizes {
-		b.Run(fmt.Sprintf("envoys=%d", n), func(b *testing.B) { fleet(b, base, n, opts) })
+	protocols := strings.Split(cmp.Or(os.Getenv("ISOBAR_FLEET_XDS"), "sotw,delta"), ",")
+	for _, p := range protocols {
+		if p != "sotw" && p != "delta" {
+			b.Fatalf("ISOBAR_FLEET_XDS=%q: want sotw, delta or both, comma separated", p)
+		}
+	}
+	for _, p := range protocols {
+		for _, n := range sizes {
+			b.Run(fmt.Sprintf("xds=%s/envoys=%d", p, n), func(b *testing.B) { fleet(b, base, n, opts, p == "delta") })
+		}
 	}
 }
 
-func fleet(b *testing.B, base *xds.Resources, n int, opts Options) {
+func fleet(b *testing.B, base *xds.Resources, n int, opts Options, delta bool) {
 	pki := newTestPKI(b)
 	s, addr := serveWith(b, pki, opts)
 	if _, err := s.Update(base); err != nil {
@@ -86,7 +96,7 @@ func fleet(b *testing.B, base *xds.Resources, n int, opts Options) {
 	}
 	var before, after runtime.MemStats
 	settle(&before)
-	envoys := connectFleet(b, pki, addr, n)
+	envoys := connectFleet(b, pki, addr, n, delta)
 	settle(&after)
 
 	// The route changed is the first of the largest route configuration,
@@ -145,7 +155,7 @@ func fleet(b *testing.B, base *xds.Resources, n int, opts Options) {
 	settle(&before)
 	peak := watchHeap()
 	start := time.Now()
-	again := connectFleet(b, pki, addr2, n)
+	again := connectFleet(b, pki, addr2, n, delta)
 	b.ReportMetric(float64(time.Since(start).Milliseconds()), "reconnect-ms")
 	b.ReportMetric(float64(int64(peak())-int64(before.HeapInuse))/(1<<20), "reconnect-peak-heap-MB")
 	for _, e := range again {
@@ -204,9 +214,9 @@ type routeArrival struct {
 	size int
 }
 
-// connectFleet connects n Envoys at once and returns when each holds
-// listeners, clusters and routes.
-func connectFleet(b *testing.B, pki *testPKI, addr string, n int) []*fleetEnvoy {
+// connectFleet connects n Envoys at once, over delta xDS or state of the
+// world, and returns when each holds listeners, clusters and routes.
+func connectFleet(b *testing.B, pki *testPKI, addr string, n int, delta bool) []*fleetEnvoy {
 	envoys := make([]*fleetEnvoy, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -214,7 +224,7 @@ func connectFleet(b *testing.B, pki *testPKI, addr string, n int) []*fleetEnvoy 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, err := connectEnvoy(pki, addr, fmt.Sprint("envoy-", i))
+			e, err := connectEnvoy(pki, addr, fmt.Sprint("envoy-", i), delta)
 			if err != nil {
 				errs <- err
 				return
@@ -230,7 +240,7 @@ func connectFleet(b *testing.B, pki *testPKI, addr string, n int) []*fleetEnvoy 
 	return envoys
 }
 
-func connectEnvoy(pki *testPKI, addr, id string) (*fleetEnvoy, error) {
+func connectEnvoy(pki *testPKI, addr, id string, delta bool) (*fleetEnvoy, error) {
 	cfg, err := clientTLS(pki)
 	if err != nil {
 		return nil, err
@@ -241,7 +251,7 @@ func connectEnvoy(pki *testPKI, addr, id string) (*fleetEnvoy, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	ads, err := openADS(ctx, conn, delta)
 	if err != nil {
 		cancel()
 		conn.Close()
@@ -249,7 +259,7 @@ func connectEnvoy(pki *testPKI, addr, id string) (*fleetEnvoy, error) {
 	}
 	node := &corev3.Node{Id: id}
 	for _, typ := range []string{resourcev3.ClusterType, resourcev3.ListenerType, resourcev3.RouteType} {
-		if err := ads.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typ}); err != nil {
+		if err := ads.subscribe(node, typ); err != nil {
 			cancel()
 			conn.Close()
 			return nil, err
@@ -260,7 +270,7 @@ func connectEnvoy(pki *testPKI, addr, id string) (*fleetEnvoy, error) {
 	go func() {
 		have := map[string]bool{}
 		for {
-			resp, err := ads.Recv()
+			resp, err := ads.recv()
 			if err != nil {
 				if len(have) < 3 {
 					synced <- err
@@ -268,17 +278,16 @@ func connectEnvoy(pki *testPKI, addr, id string) (*fleetEnvoy, error) {
 				return
 			}
 			at := time.Now()
-			if err := ads.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resp.TypeUrl, VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce}); err != nil {
+			if err := ads.ack(resp); err != nil {
 				return
 			}
-			first := !have[resp.TypeUrl]
-			have[resp.TypeUrl] = true
+			first := !have[resp.typ]
+			have[resp.typ] = true
 			switch {
 			case first && len(have) == 3:
 				synced <- nil
-			case !first && resp.TypeUrl == resourcev3.RouteType:
-				size, _ := strconv.Atoi(resp.GetControlPlane().GetIdentifier())
-				e.routes <- routeArrival{at: at, size: size}
+			case !first && resp.typ == resourcev3.RouteType:
+				e.routes <- routeArrival{at: at, size: resp.size}
 			}
 		}
 	}()
@@ -293,6 +302,62 @@ func connectEnvoy(pki *testPKI, addr, id string) (*fleetEnvoy, error) {
 		return nil, fmt.Errorf("envoy %s: no configuration in five minutes", id)
 	}
 	return e, nil
+}
+
+// adsStream is one simulated Envoy's ADS stream, state of the world or
+// delta: it subscribes to every resource of a type, and acknowledges.
+type adsStream struct {
+	sotw  discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+	delta discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
+}
+
+// response is what a simulated Envoy reads of a response.
+type response struct {
+	typ, version, nonce string
+	size                int
+}
+
+func openADS(ctx context.Context, conn *grpc.ClientConn, delta bool) (*adsStream, error) {
+	c := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
+	var s adsStream
+	var err error
+	if delta {
+		s.delta, err = c.DeltaAggregatedResources(ctx)
+	} else {
+		s.sotw, err = c.StreamAggregatedResources(ctx)
+	}
+	return &s, err
+}
+
+func (s *adsStream) subscribe(node *corev3.Node, typ string) error {
+	if s.delta != nil {
+		return s.delta.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: typ})
+	}
+	return s.sotw.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typ})
+}
+
+func (s *adsStream) recv() (response, error) {
+	if s.delta != nil {
+		r, err := s.delta.Recv()
+		if err != nil {
+			return response{}, err
+		}
+		size, _ := strconv.Atoi(r.GetControlPlane().GetIdentifier())
+		return response{typ: r.TypeUrl, version: r.SystemVersionInfo, nonce: r.Nonce, size: size}, nil
+	}
+	r, err := s.sotw.Recv()
+	if err != nil {
+		return response{}, err
+	}
+	size, _ := strconv.Atoi(r.GetControlPlane().GetIdentifier())
+	return response{typ: r.TypeUrl, version: r.VersionInfo, nonce: r.Nonce, size: size}, nil
+}
+
+func (s *adsStream) ack(r response) error {
+	if s.delta != nil {
+		return s.delta.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.typ, ResponseNonce: r.nonce})
+	}
+	return s.sotw.Send(&discoveryv3.DiscoveryRequest{TypeUrl: r.typ, VersionInfo: r.version, ResponseNonce: r.nonce})
 }
 
 func (e *fleetEnvoy) close() {
@@ -314,11 +379,18 @@ func (headerCodec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (headerCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	resp, ok := v.(*discoveryv3.DiscoveryResponse)
-	if !ok {
+	// A delta response numbers its version, type and nonce as a state of
+	// the world one does.
+	var version, typeURL, nonce *string
+	plane := &corev3.ControlPlane{Identifier: strconv.Itoa(data.Len())}
+	switch resp := v.(type) {
+	case *discoveryv3.DiscoveryResponse:
+		version, typeURL, nonce, resp.ControlPlane = &resp.VersionInfo, &resp.TypeUrl, &resp.Nonce, plane
+	case *discoveryv3.DeltaDiscoveryResponse:
+		version, typeURL, nonce, resp.ControlPlane = &resp.SystemVersionInfo, &resp.TypeUrl, &resp.Nonce, plane
+	default:
 		return proto.Unmarshal(data.Materialize(), v.(proto.Message))
 	}
-	resp.ControlPlane = &corev3.ControlPlane{Identifier: strconv.Itoa(data.Len())}
 	r := data.Reader()
 	defer r.Close()
 	for r.Remaining() > 0 {
@@ -345,11 +417,11 @@ func (headerCodec) Unmarshal(data mem.BufferSlice, v any) error {
 			}
 			switch num {
 			case 1:
-				resp.VersionInfo = string(buf)
+				*version = string(buf)
 			case 4:
-				resp.TypeUrl = string(buf)
+				*typeURL = string(buf)
 			case 5:
-				resp.Nonce = string(buf)
+				*nonce = string(buf)
 			}
 		case protowire.VarintType:
 			if _, err := binary.ReadUvarint(r); err != nil {
