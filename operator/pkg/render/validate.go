@@ -14,6 +14,9 @@ import (
 // each rule but the node port range, which is the API server's setting
 // (and which its dry run does not check).
 func validate(spec v1alpha1.ContourDeploymentSpec, nodePorts PortRange) error {
+	if err := checkImages(spec); err != nil {
+		return err
+	}
 	if err := accesslog.Validate(spec.RuntimeSettings.AccessLog); err != nil {
 		return fmt.Errorf("spec.%w", err)
 	}
