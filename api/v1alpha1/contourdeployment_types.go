@@ -54,6 +54,14 @@ type ContourDeploymentSpec struct {
 	// +optional
 	RuntimeSettings RuntimeSettings `json:"runtimeSettings,omitempty"`
 
+	// Rollout configures how fleets take a new release of the controller
+	// or Envoy image (an operator upgrade or rollback, a changed image):
+	// each fleet's controller first, its Envoys once the new controller is
+	// Ready, and a bounded number of fleets at once.
+	// +kubebuilder:default={}
+	// +optional
+	Rollout RolloutSettings `json:"rollout,omitempty"`
+
 	// Gateway, when set, makes this profile a static fleet: instead of
 	// one fleet per Gateway, the operator runs one fleet, named after this
 	// ContourDeployment, whose controller serves the oldest Gateway of the
@@ -63,6 +71,20 @@ type ContourDeploymentSpec struct {
 	// GatewayClass should not refer to such a profile.
 	// +optional
 	Gateway *StaticGateway `json:"gateway,omitempty"`
+}
+
+// RolloutSettings bounds how many fleets take new images at once.
+type RolloutSettings struct {
+	// MaxFleets is how many fleets of one GatewayClass roll to new images
+	// at once; the others keep their images until one of those has
+	// finished (its controller and its Envoys all Ready on the new
+	// images). A Gateway with its own parametersRef counts in its class's
+	// pool with the limit its merged profile gives.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	MaxFleets int32 `json:"maxFleets,omitempty"`
 }
 
 // StaticGateway configures a static fleet.
@@ -136,6 +158,16 @@ const (
 	ConditionProvisioned = "Provisioned"
 	// ReasonProvisioned: the fleet is applied.
 	ReasonProvisioned = "Provisioned"
+
+	// Reasons of Provisioned false while a fleet takes new images: it
+	// waits for another fleet of its pool to finish (ReasonRolloutQueued),
+	// its controller or its Envoys roll (ReasonRollingOut), or its new
+	// controller missed its Deployment's progress deadline
+	// (ReasonControllerNotReady); the Envoys keep their images until the
+	// controller is Ready.
+	ReasonRolloutQueued      = "RolloutQueued"
+	ReasonRollingOut         = "RollingOut"
+	ReasonControllerNotReady = "ControllerNotReady"
 )
 
 // GatewayConditionProvisioned is the one Gateway condition the operator

@@ -30,6 +30,7 @@ import (
 	"isobar.dev/operator/pkg/params"
 	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
+	"isobar.dev/operator/pkg/rollout"
 )
 
 // Finalizer holds a Gateway until its cluster-scoped objects, which cannot
@@ -56,6 +57,8 @@ type Reconciler struct {
 	// server accepted in a dry run: a fleet is tried before it is applied
 	// only when it changed, not on every status change of its pods.
 	tried sync.Map
+	// pool bounds the fleets of a class that roll to new images at once.
+	pool rollout.Pool
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -134,7 +137,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		r.tried.Store(gw.UID, sum)
 	}
-	renewAt, issued, err := provision.Fleet(ctx, r.Client, r.APIReader, gw, gvk, f, r.Now())
+	d, err := provision.Order(ctx, r.Client, gw, f, provision.Rollout{Pool: &r.pool, Name: "GatewayClass/" + class.Name, Fleet: rollout.FleetName(gw.Namespace, gw.Name), Limit: int(p.Spec.Rollout.MaxFleets)})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	renewAt, issued, err := provision.Fleet(ctx, r.Client, r.APIReader, gw, gvk, f, d, r.Now())
 	if err != nil {
 		// The dry run passed, so this is rare (a conflict, a webhook that
 		// changed its mind); say so and retry.
@@ -147,12 +154,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, name := range issued {
 		r.Recorder.Eventf(gw, nil, corev1.EventTypeNormal, "CertificatesWritten", "Provision", "wrote certificate Secret %s", name)
 	}
+	if reason, rolling := rolloutReason(d); rolling {
+		if d.Stuck {
+			r.Recorder.Eventf(gw, nil, corev1.EventTypeWarning, reason, "Rollout", "%s", d.Message)
+		}
+		if err := r.setCondition(ctx, gw, metav1.ConditionFalse, reason, d.Message, false); err != nil {
+			return ctrl.Result{}, err
+		}
+		// A queued fleet waits for others, whose progress does not
+		// wake it; the others wake on their own workloads' status.
+		return ctrl.Result{RequeueAfter: min(time.Until(renewAt)+time.Second, queuedRetry)}, nil
+	}
 	msg := fmt.Sprintf("controller %s and Envoy %s %s provisioned; Envoy Service %s", f.Names.Controller, provision.EnvoyKind(f), f.Names.Envoy, f.Names.Envoy)
 	if err := r.setCondition(ctx, gw, metav1.ConditionTrue, v1alpha1.ReasonProvisioned, msg, false); err != nil {
 		return ctrl.Result{}, err
 	}
 	log.V(1).Info("provisioned", "gateway", req.NamespacedName, "renewAt", renewAt)
 	return ctrl.Result{RequeueAfter: time.Until(renewAt) + time.Second}, nil
+}
+
+// queuedRetry is how often a fleet that rolls, or waits to, looks again.
+const queuedRetry = 5 * time.Second
+
+// rolloutReason is the Provisioned reason of a fleet that rolls to new
+// images, or waits to.
+func rolloutReason(d rollout.Decision) (string, bool) {
+	switch {
+	case d.Step == rollout.Queued:
+		return v1alpha1.ReasonRolloutQueued, true
+	case d.Stuck:
+		return v1alpha1.ReasonControllerNotReady, true
+	case d.Step == rollout.Controller || d.Step == rollout.Envoy:
+		return v1alpha1.ReasonRollingOut, true
+	}
+	return "", false
 }
 
 // refusedRetry is how soon a fleet the API server refused is tried again
@@ -190,6 +225,7 @@ func from(sources []types.NamespacedName) string {
 // finalizer.
 func (r *Reconciler) release(ctx context.Context, gw *gatewayv1.Gateway) error {
 	r.tried.Delete(gw.UID)
+	r.pool.Release(rollout.FleetName(gw.Namespace, gw.Name))
 	if !controllerutil.ContainsFinalizer(gw, Finalizer) {
 		return nil
 	}

@@ -17,19 +17,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"isobar.dev/operator/pkg/render"
+	"isobar.dev/operator/pkg/rollout"
 )
 
 // Fleet makes the cluster hold a rendered fleet: certificates issued or
 // renewed as needed, every namespaced object applied and owned by owner
 // (a Gateway, or a ContourDeployment in static mode), the cluster-scoped
-// ones applied, leftovers of an earlier rendering pruned. It returns when
-// the next certificate renewal is due and the Secrets it issued.
+// ones applied, leftovers of an earlier rendering pruned. The workloads
+// the rollout decision d holds (Order) are left as the cluster holds them.
+// It returns when the next certificate renewal is due and the Secrets it
+// issued.
 //
 // The certificate Secrets are read from live, not from the cache: a cache
 // that has not yet seen the CA Secret just created would have a second CA
 // issued over it, and Pods started in between would hold certificates the
 // other side no longer trusts.
-func Fleet(ctx context.Context, c client.Client, live client.Reader, owner client.Object, ownerGVK schema.GroupVersionKind, f *render.Fleet, now time.Time) (time.Time, []string, error) {
+func Fleet(ctx context.Context, c client.Client, live client.Reader, owner client.Object, ownerGVK schema.GroupVersionKind, f *render.Fleet, d rollout.Decision, now time.Time) (time.Time, []string, error) {
 	secrets, renewAt, err := certSecrets(ctx, live, owner.GetNamespace(), f.Names, f.SecretLabels, now)
 	if err != nil {
 		return time.Time{}, nil, fmt.Errorf("certificates: %w", err)
@@ -45,6 +48,9 @@ func Fleet(ctx context.Context, c client.Client, live client.Reader, owner clien
 		issued = append(issued, s.Name)
 	}
 	for _, o := range f.Namespaced {
+		if held(f, d, o) {
+			continue
+		}
 		o.SetOwnerReferences([]metav1.OwnerReference{*ref})
 		if err := apply(ctx, c, o); err != nil {
 			return time.Time{}, nil, err
@@ -55,7 +61,7 @@ func Fleet(ctx context.Context, c client.Client, live client.Reader, owner clien
 			return time.Time{}, nil, err
 		}
 	}
-	if err := prune(ctx, c, owner, f); err != nil {
+	if err := prune(ctx, c, owner, f, d.HoldEnvoy); err != nil {
 		return time.Time{}, nil, err
 	}
 	return renewAt, issued, pruneGrants(ctx, c, f.Names, f.Grants)
@@ -125,13 +131,17 @@ func EnvoyKind(f *render.Fleet) string {
 
 // prune deletes what an earlier rendering created and this one does not:
 // the other Envoy workload kind after a workloadType switch, a PDB no longer
-// asked for.
-func prune(ctx context.Context, c client.Client, owner client.Object, f *render.Fleet) error {
+// asked for. An Envoy workload the rollout holds stays, of either kind.
+func prune(ctx context.Context, c client.Client, owner client.Object, f *render.Fleet, holdEnvoy bool) error {
 	rendered := map[string]bool{}
 	for _, o := range f.Namespaced {
 		rendered[fmt.Sprintf("%T/%s", o, o.GetName())] = true
 	}
-	for _, o := range []client.Object{&appsv1.DaemonSet{}, &appsv1.Deployment{}, &policyv1.PodDisruptionBudget{}} {
+	kinds := []client.Object{&policyv1.PodDisruptionBudget{}}
+	if !holdEnvoy {
+		kinds = append(kinds, &appsv1.DaemonSet{}, &appsv1.Deployment{})
+	}
+	for _, o := range kinds {
 		o.SetNamespace(owner.GetNamespace())
 		o.SetName(f.Names.Envoy)
 		if rendered[fmt.Sprintf("%T/%s", o, o.GetName())] {

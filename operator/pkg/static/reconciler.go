@@ -25,6 +25,7 @@ import (
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/operator/pkg/provision"
 	"isobar.dev/operator/pkg/render"
+	"isobar.dev/operator/pkg/rollout"
 )
 
 // Finalizer holds a static ContourDeployment until its cluster-scoped
@@ -46,6 +47,9 @@ type Reconciler struct {
 	// Served are the optional kinds the cluster serves
 	// (provision.OptionalKinds), which certificates are read from.
 	Served served.Set
+	// pool holds the fleet's place while it rolls to new images: a
+	// static fleet is a pool of its own.
+	pool rollout.Pool
 }
 
 // SetupWithManager watches ContourDeployments, what their fleets consist
@@ -136,9 +140,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: 5 * time.Minute}, r.setCondition(ctx, cd, false, v1alpha1.ReasonInvalid, "the API server refuses the fleet: "+err.Error()+"; a running fleet keeps running as last provisioned")
 	}
-	renewAt, _, err := provision.Fleet(ctx, r.Client, r.APIReader, cd, gvk, f, r.Now())
+	fleetName := rollout.FleetName(cd.Namespace, cd.Name)
+	d, err := provision.Order(ctx, r.Client, cd, f, provision.Rollout{Pool: &r.pool, Name: "ContourDeployment/" + fleetName, Fleet: fleetName, Limit: 1})
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	renewAt, _, err := provision.Fleet(ctx, r.Client, r.APIReader, cd, gvk, f, d, r.Now())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if d.Step == rollout.Controller || d.Step == rollout.Envoy {
+		reason := v1alpha1.ReasonRollingOut
+		if d.Stuck {
+			reason = v1alpha1.ReasonControllerNotReady
+		}
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.setCondition(ctx, cd, false, reason, d.Message)
 	}
 	msg := fmt.Sprintf("controller %s (controllerName %s) and Envoy %s %s provisioned", f.Names.Controller, cd.Spec.Gateway.ControllerName, provision.EnvoyKind(f), f.Names.Envoy)
 	if served == nil {
