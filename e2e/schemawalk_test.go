@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -30,6 +31,10 @@ import (
 // covers the leaves under it: a corev1 type passed to the pods as it is.
 type effect struct {
 	path, base, spec string
+	// shownBy, for a field whose effect is over time rather than in the
+	// rendering (how the operator moves from one rendering to the next),
+	// names the test, in this module, that shows it.
+	shownBy string
 }
 
 // effects holds a non-default value for every leaf of the ContourDeployment
@@ -85,6 +90,8 @@ var effects = []effect{
 	{path: "spec.envoy.workloadType", spec: "envoy: {workloadType: Deployment}"},
 
 	{path: "spec.gateway.controllerName", spec: "gateway: {controllerName: example.com/static}"},
+
+	{path: "spec.rollout.maxFleets", shownBy: "conformance.TestUpgradeRollsInOrder"},
 
 	{path: "spec.runtimeSettings.accessLog.format", spec: "runtimeSettings: {accessLog: {format: JSON}}"},
 	{path: "spec.runtimeSettings.accessLog.jsonFields", base: "runtimeSettings: {accessLog: {format: JSON}}", spec: "runtimeSettings: {accessLog: {format: JSON, jsonFields: ['s=%RESPONSE_CODE%']}}"},
@@ -194,6 +201,10 @@ func TestEveryProfileFieldHasAnEffect(t *testing.T) {
 	fx := newFixture(t, ns)
 	for i, e := range effects {
 		t.Run(e.path, func(t *testing.T) {
+			if e.shownBy != "" {
+				checkShownBy(t, e.shownBy)
+				return
+			}
 			// $NAMESPACE is the fixture's, where its objects are.
 			base := fx.observe(t, fmt.Sprintf("base-%d", i), strings.ReplaceAll(e.base, "$NAMESPACE", fx.ns))
 			got := fx.observe(t, fmt.Sprintf("set-%d", i), strings.ReplaceAll(e.spec, "$NAMESPACE", fx.ns))
@@ -443,4 +454,28 @@ func (fx *fixture) observe(t *testing.T, name, spec string) observation {
 	}
 	o.batching = fmt.Sprint(opts.UpdateDelay, opts.MaxUpdateDelay)
 	return o
+}
+
+// checkShownBy fails unless the test name ("package.TestName") is in the
+// package's directory of this module.
+func checkShownBy(t *testing.T, name string) {
+	t.Helper()
+	pkg, test, ok := strings.Cut(name, ".")
+	if !ok {
+		t.Fatalf("shownBy %q is not package.TestName", name)
+	}
+	files, err := filepath.Glob(filepath.Join(pkg, "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data, []byte("func "+test+"(t *testing.T)")) {
+			return
+		}
+	}
+	t.Errorf("no test %s in %s", test, pkg)
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,9 @@ type fleet struct {
 func (f *fleet) run(pod *corev1.Pod) (func(), error) {
 	switch pod.Labels[componentLabel] {
 	case controllerComponent:
+		if slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return strings.HasSuffix(c.Image, brokenTag) }) {
+			return nil, nil // a release whose controller never comes up
+		}
 		p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "controller", "isobar-controller")
 		if err != nil {
 			return nil, err
@@ -106,8 +110,39 @@ func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
 		f.mu.Lock()
 		delete(f.envoys, key)
 		f.mu.Unlock()
-		e.Stop()
+		// As the drain hook holds a stopping Envoy: new connections
+		// already go to the others, those open finish.
+		go func() {
+			time.Sleep(drainTime)
+			e.Stop()
+		}()
 	}, nil
+}
+
+// drainTime is how long a stopping Envoy Pod keeps serving the connections
+// it has, as its preStop drain hook holds it.
+const drainTime = time.Second
+
+// brokenTag ends the image of a controller release that never comes up:
+// its Pod runs, and is never Ready.
+const brokenTag = ":broken"
+
+// ready stands for a fleet Pod's readiness probes: the controller's
+// /readyz, and an Envoy's /ready, which answers once Envoy has its
+// configuration. Other Pods are Ready once started.
+func (f *fleet) ready(ctx context.Context, pod *corev1.Pod) bool {
+	switch pod.Labels[componentLabel] {
+	case controllerComponent:
+		return harness.HTTPReady(ctx, pod)
+	case envoyComponent:
+		e := f.envoy(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+		if e == nil {
+			return false
+		}
+		synced, _ := e.Synced()
+		return synced
+	}
+	return true
 }
 
 // envoy is the simulated Envoy of a Pod, if it runs.

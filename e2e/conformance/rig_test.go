@@ -30,6 +30,17 @@ type rig struct {
 	env   *harness.Env
 	fleet *fleet
 	agent *harness.NodeAgent
+	// operator is the running isobar-operator.
+	operator *harness.Process
+}
+
+// rigOptions vary the rig: the CRDs of a Gateway API channel ("" for the
+// default), Pods Ready only once what they run is (probe; otherwise once
+// started), and more flags for the operator.
+type rigOptions struct {
+	channel      string
+	probe        bool
+	operatorArgs []string
 }
 
 func startRig(t *testing.T) *rig { return startRigOn(t, "") }
@@ -37,8 +48,12 @@ func startRig(t *testing.T) *rig { return startRigOn(t, "") }
 // startRigOn is startRig with the CRDs of a Gateway API channel ("" for
 // the default).
 func startRigOn(t *testing.T, channel string) *rig {
+	return startRigWith(t, rigOptions{channel: channel})
+}
+
+func startRigWith(t *testing.T, opts rigOptions) *rig {
 	t.Helper()
-	e, err := harness.Start(harness.Options{Channel: channel, ControllerManager: true, ServiceCIDR: serviceCIDR})
+	e, err := harness.Start(harness.Options{Channel: opts.channel, ControllerManager: true, ServiceCIDR: serviceCIDR})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +74,11 @@ func startRigOn(t *testing.T, channel string) *rig {
 	logs := &podLogs{}
 	f := &fleet{env: e, kubeconfig: kubeconfig, ctx: ctx, envoys: map[types.NamespacedName]*dataplane.Envoy{}, logs: logs, network: &harness.Network{}}
 	go (&kubeProxy{fleet: f}).run(ctx)
-	agent, err := harness.StartNodeAgent(ctx, e.Config, f.run)
+	var ready func(*corev1.Pod) bool
+	if opts.probe {
+		ready = func(pod *corev1.Pod) bool { return f.ready(ctx, pod) }
+	}
+	agent, err := harness.StartProbingNodeAgent(ctx, e.Config, f.run, ready)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,43 +88,9 @@ func startRigOn(t *testing.T, channel string) *rig {
 		}
 	})
 
-	operatorConfig, err := e.Kubeconfig("isobar-operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := e.Binaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	health := freePort(t)
-	op, err := harness.StartProcessEnv(e.Dir, []string{"KUBECONFIG=" + operatorConfig}, filepath.Join(bin, "isobar-operator"),
-		"--controller-name="+controllerName, "--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=0", "--log-format=console")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("isobar-operator:\n%s", op.Output())
-		}
-		_, _ = op.Stop(10 * time.Second)
-	})
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if exited, err := op.Exited(); exited {
-			t.Fatalf("isobar-operator exited: %v\n%s", err, op.Output())
-		}
-		resp, err := http.Get("http://127.0.0.1:" + health + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("isobar-operator not ready in a minute:\n%s", op.Output())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	r := &rig{env: e, fleet: f, agent: agent}
+	r.startOperator(t, opts.operatorArgs...)
+	t.Cleanup(func() { r.stopOperator(t) })
 
 	const ns = "isobar-system"
 	for _, o := range []client.Object{
@@ -121,7 +106,7 @@ func startRigOn(t *testing.T, channel string) *rig {
 		}
 	}
 	// The suite reads the features to test from the class's status.
-	deadline = time.Now().Add(time.Minute)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		gc := &gatewayv1.GatewayClass{}
 		if err := e.Client.Get(ctx, types.NamespacedName{Name: gatewayClassName}, gc); err != nil {
@@ -135,7 +120,58 @@ func startRigOn(t *testing.T, channel string) *rig {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return &rig{env: e, fleet: f, agent: agent}
+	return r
+}
+
+// startOperator runs isobar-operator with more flags, as its Deployment
+// would, and waits for it to be ready.
+func (r *rig) startOperator(t *testing.T, args ...string) {
+	t.Helper()
+	operatorConfig, err := r.env.Kubeconfig("isobar-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := r.env.Binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := freePort(t)
+	op, err := harness.StartProcessEnv(r.env.Dir, []string{"KUBECONFIG=" + operatorConfig}, filepath.Join(bin, "isobar-operator"),
+		append([]string{"--controller-name=" + controllerName, "--health-probe-bind-address=127.0.0.1:" + health, "--metrics-bind-address=0", "--log-format=console"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.operator = op
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if exited, err := op.Exited(); exited {
+			t.Fatalf("isobar-operator exited: %v\n%s", err, op.Output())
+		}
+		resp, err := http.Get("http://127.0.0.1:" + health + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("isobar-operator not ready in a minute:\n%s", op.Output())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// stopOperator stops the running operator, showing its output when the
+// test failed.
+func (r *rig) stopOperator(t *testing.T) {
+	if r.operator == nil {
+		return
+	}
+	if t.Failed() {
+		t.Logf("isobar-operator:\n%s", r.operator.Output())
+	}
+	_, _ = r.operator.Stop(10 * time.Second)
+	r.operator = nil
 }
 
 // freePort returns a port nothing listens on now.

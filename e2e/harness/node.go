@@ -37,6 +37,9 @@ type PodRunner func(pod *corev1.Pod) (stop func(), err error)
 type NodeAgent struct {
 	client kubernetes.Interface
 	run    PodRunner
+	// ready, when set, stands for the Pod's readiness probes: a started
+	// Pod is Running but not Ready until it returns true.
+	ready func(pod *corev1.Pod) bool
 
 	mu      sync.Mutex
 	next    netip.Addr
@@ -47,13 +50,22 @@ type NodeAgent struct {
 }
 
 // StartNodeAgent registers the Node and serves Pods until ctx ends, when it
-// stops everything the PodRunner started.
+// stops everything the PodRunner started. Pods are Ready once started.
 func StartNodeAgent(ctx context.Context, cfg *rest.Config, run PodRunner) (*NodeAgent, error) {
+	return StartProbingNodeAgent(ctx, cfg, run, nil)
+}
+
+// StartProbingNodeAgent is StartNodeAgent with readiness probes: a started
+// Pod is Ready only once ready returns true for it, asked every 100ms, as
+// a kubelet reports a Pod Ready once its readiness probes pass. What
+// follows readiness (a Deployment's rollout, a Service's ready endpoints)
+// then waits for what the Pod runs, as in a cluster.
+func StartProbingNodeAgent(ctx context.Context, cfg *rest.Config, run PodRunner, ready func(pod *corev1.Pod) bool) (*NodeAgent, error) {
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	a := &NodeAgent{client: c, run: run, next: netip.MustParseAddr("10.244.0.10"), ips: map[string]string{}, running: map[string]func(){}, uids: map[string]string{}}
+	a := &NodeAgent{client: c, run: run, ready: ready, next: netip.MustParseAddr("10.244.0.10"), ips: map[string]string{}, running: map[string]func(){}, uids: map[string]string{}}
 	if err := a.register(ctx); err != nil {
 		return nil, err
 	}
@@ -186,21 +198,66 @@ func (a *NodeAgent) sync(ctx context.Context, key string, pod *corev1.Pod) error
 		return nil // left Pending; the error is in Errors
 	}
 	now := metav1.Now()
-	pod.Status.Phase = corev1.PodRunning
 	pod.Status.StartTime = &now
-	pod.Status.Conditions = nil
-	for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
-		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	setRunning(pod, a.ready == nil, now)
+	if _, err := pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	if a.ready != nil {
+		go a.probe(ctx, pod)
+	}
+	return nil
+}
+
+// setRunning gives pod the status of a running Pod, ready or not.
+func setRunning(pod *corev1.Pod, ready bool, now metav1.Time) {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: status, LastTransitionTime: now},
+		{Type: corev1.PodReady, Status: status, LastTransitionTime: now},
 	}
 	pod.Status.ContainerStatuses = nil
 	for _, c := range pod.Spec.Containers {
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true, Started: ptrTo(true),
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: ready, Started: ptrTo(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: *pod.Status.StartTime}},
 		})
 	}
-	_, err := pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	return err
+}
+
+// probe reports pod Ready once the agent's ready says so, while it runs.
+func (a *NodeAgent) probe(ctx context.Context, pod *corev1.Pod) {
+	uid := string(pod.UID)
+	for !a.ready(pod) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		a.mu.Lock()
+		_, running := a.running[uid]
+		a.mu.Unlock()
+		if !running {
+			return
+		}
+	}
+	pods := a.client.CoreV1().Pods(pod.Namespace)
+	for ctx.Err() == nil {
+		live, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || live.UID != pod.UID || live.DeletionTimestamp != nil {
+			return
+		}
+		setRunning(live, true, metav1.Now())
+		if _, err := pods.UpdateStatus(ctx, live, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
+			return
+		}
+	}
 }
 
 // start runs the Pod's runner once.

@@ -178,8 +178,11 @@ func (r *renderer) envoyWorkload() (client.Object, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
 		ObjectMeta: meta,
 		Spec: appsv1.DaemonSetSpec{Selector: selector, Template: template,
+			// A node's new Envoy starts, and is Ready, before its old one
+			// drains: a node is never without one, as an upgrade without
+			// an outage needs. Envoy binds no host ports, so two fit.
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType, RollingUpdate: &appsv1.RollingUpdateDaemonSet{
-				MaxUnavailable: ptr(intstr.FromString("10%")),
+				MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromString("10%")),
 			}}},
 	}, nil
 }

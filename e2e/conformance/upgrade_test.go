@@ -1,0 +1,437 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	fleetapi "isobar.dev/api/fleet"
+	"isobar.dev/api/v1alpha1"
+	"isobar.dev/operator/pkg/rollout"
+)
+
+// TestUpgradeRollsInOrder upgrades the operator, as OLM or kubectl apply
+// would (a new operator with new images), on two running fleets of one
+// class, then rolls it back, then upgrades it to a release whose
+// controller never comes up, and back; and last upgrades it with both
+// fleets allowed to roll at once. Pods are Ready only once what they
+// run is (the controller's /readyz, an Envoy with its configuration). The
+// order is read from the API server's Pod events: in each fleet the new
+// controller is Ready before any Envoy Pod changes; the class rolls one
+// fleet at a time (spec.rollout.maxFleets 1); traffic through the
+// simulated Envoys never fails.
+func TestUpgradeRollsInOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	const (
+		imageA = "example.com/isobar-controller:upgrade-a"
+		imageB = "example.com/isobar-controller:upgrade-b"
+		broken = "example.com/isobar-controller" + brokenTag
+		ns     = "upgrade"
+		host   = "upgrade.example.com"
+	)
+	r := startRigWith(t, rigOptions{probe: true, operatorArgs: []string{"--controller-image=" + imageA}})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	gateway := func(name string) *gatewayv1.Gateway {
+		return &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: gatewayClassName,
+			Listeners:        []gatewayv1.Listener{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
+		}}
+	}
+	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"}, Spec: gatewayv1.HTTPRouteSpec{
+		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "web"}, {Name: "api"}}},
+		Hostnames:       []gatewayv1.Hostname{host},
+		Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+			Name: "echo", Port: ptr.To[gatewayv1.PortNumber](8080)}}}}}},
+	}}
+	createWithEcho(t, ctx, r, ns, 1, []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, gateway("web"), gateway("api"), route})
+	gateways := []string{"web", "api"}
+	addresses := map[string]string{}
+	for _, name := range gateways {
+		addresses[name] = gatewayAddress(t, ctx, r, types.NamespacedName{Namespace: ns, Name: name})
+		awaitEcho(t, ctx, addresses[name], host, "/", "the echo Pod through Gateway "+name)
+	}
+	awaitRolled(t, ctx, r, ns, gateways, imageA)
+
+	events := watchUpgrade(t, ctx, r, ns)
+	traffic := sendTraffic(ctx, addresses, host)
+
+	for _, step := range []struct{ name, image string }{{"upgrade", imageB}, {"rollback", imageA}} {
+		mark := events.mark()
+		r.stopOperator(t)
+		r.startOperator(t, "--controller-image="+step.image)
+		awaitRolled(t, ctx, r, ns, gateways, step.image)
+		checkOrder(t, step.name, events.since(mark), step.image)
+	}
+
+	// A release whose controller never comes up: the first fleet's
+	// Envoys keep their images, the Gateway says why, the other fleet
+	// waits; going back to the running release finishes both.
+	mark := events.mark()
+	r.stopOperator(t)
+	r.startOperator(t, "--controller-image="+broken)
+	var first, second string
+	awaitCondition(t, ctx, r, ns, func(gws map[string]*metav1.Condition) bool {
+		for _, name := range gateways {
+			other := gateways[1-slices.Index(gateways, name)]
+			c, q := gws[name], gws[other]
+			if c != nil && q != nil && c.Reason == v1alpha1.ReasonRollingOut && q.Reason == v1alpha1.ReasonRolloutQueued {
+				first, second = name, other
+				return strings.Contains(c.Message, "keeps "+imageA) && strings.Contains(q.Message, rollout.FleetName(ns, name))
+			}
+		}
+		return false
+	}, "one fleet rolling to the broken release with its Envoys kept, the other queued behind it")
+	time.Sleep(5 * time.Second) // time enough for a wrong Envoy change to show
+	for _, name := range gateways {
+		if got := envoyImages(t, ctx, r, ns, name); !slices.Contains(got, imageA) || slices.Contains(got, broken) {
+			t.Errorf("Gateway %s: the Envoy DaemonSet runs %v while its controller cannot come up; want %s kept", name, got, imageA)
+		}
+	}
+	for _, e := range events.since(mark) {
+		if e.component == envoyComponent && e.image == broken {
+			t.Errorf("an Envoy Pod of the broken release: %s", e)
+		}
+		if e.gateway == second && e.image == broken {
+			t.Errorf("Gateway %s rolls while %s, rolling first, cannot: %s", second, first, e)
+		}
+	}
+	r.stopOperator(t)
+	r.startOperator(t, "--controller-image="+imageA)
+	awaitRolled(t, ctx, r, ns, gateways, imageA)
+
+	// With spec.rollout.maxFleets 2, both fleets roll at once.
+	profile := &v1alpha1.ContourDeployment{}
+	key := types.NamespacedName{Namespace: "isobar-system", Name: "conformance"}
+	if err := r.env.Client.Get(ctx, key, profile); err != nil {
+		t.Fatal(err)
+	}
+	profile.Spec.Rollout.MaxFleets = 2
+	if err := r.env.Client.Update(ctx, profile); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // for the operator's cache to hold it
+	mark = events.mark()
+	r.stopOperator(t)
+	r.startOperator(t, "--controller-image="+imageB)
+	awaitRolled(t, ctx, r, ns, gateways, imageB)
+	rolled := events.since(mark)
+	firstReady := slices.IndexFunc(rolled, func(e podEvent) bool { return e.component == envoyComponent && e.image == imageB && e.ready })
+	for _, name := range gateways {
+		if start := slices.IndexFunc(rolled, func(e podEvent) bool { return e.gateway == name && e.image == imageB }); start > firstReady {
+			t.Errorf("maxFleets 2: fleet %s started rolling (event %d) after a fleet had finished (event %d):\n%s", name, start, firstReady, eventList(rolled))
+		}
+	}
+
+	sent, failed := traffic.stop()
+	t.Logf("%d requests through the two Gateways during the rollouts", sent)
+	if sent < 100 {
+		t.Errorf("only %d requests were sent during the rollouts", sent)
+	}
+	for _, f := range failed {
+		t.Errorf("a request failed during a rollout: %s", f)
+	}
+}
+
+// awaitRolled waits for each fleet to run image in its controller and its
+// Envoys, rolled out, and the Gateway to say Provisioned.
+func awaitRolled(t *testing.T, ctx context.Context, r *rig, ns string, gateways []string, image string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Second) {
+		done := true
+		var why []string
+		for _, name := range gateways {
+			gw := &gatewayv1.Gateway{}
+			if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, gw); err != nil {
+				t.Fatal(err)
+			}
+			c := meta.FindStatusCondition(gw.Status.Conditions, v1alpha1.GatewayConditionProvisioned)
+			var deps appsv1.DeploymentList
+			var dss appsv1.DaemonSetList
+			sel := client.MatchingLabels{fleetapi.LabelGatewayName: name}
+			if err := r.env.Client.List(ctx, &deps, client.InNamespace(ns), sel); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.env.Client.List(ctx, &dss, client.InNamespace(ns), sel); err != nil {
+				t.Fatal(err)
+			}
+			ok := c != nil && c.Status == metav1.ConditionTrue && len(deps.Items) == 1 && len(dss.Items) == 1
+			var pods corev1.PodList
+			if err := r.env.Client.List(ctx, &pods, client.InNamespace(ns), sel); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods.Items {
+				// Every Pod of the fleet runs image: the old ones are
+				// gone, not only replaced in the workloads' status.
+				ok = ok && p.DeletionTimestamp == nil && slices.Contains(rollout.Images(corev1.PodTemplateSpec{Spec: p.Spec}), image)
+			}
+			if ok {
+				d, ds := &deps.Items[0], &dss.Items[0]
+				depDone, _, _ := rollout.DeploymentRolledOut(d)
+				dsDone, _ := rollout.DaemonSetRolledOut(ds)
+				ok = depDone && dsDone && slices.Contains(rollout.Images(d.Spec.Template), image) && slices.Contains(rollout.Images(ds.Spec.Template), image) && d.Labels[rollout.Label] == ""
+			}
+			if !ok {
+				done = false
+				why = append(why, fmt.Sprintf("%s: %+v", name, c))
+			}
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fleets not rolled to %s in 5 minutes: %s", image, strings.Join(why, "; "))
+		}
+	}
+}
+
+// awaitCondition waits for the Gateways' Provisioned conditions to be as
+// ok wants.
+func awaitCondition(t *testing.T, ctx context.Context, r *rig, ns string, ok func(map[string]*metav1.Condition) bool, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		var list gatewayv1.GatewayList
+		if err := r.env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]*metav1.Condition{}
+		for i := range list.Items {
+			got[list.Items[i].Name] = meta.FindStatusCondition(list.Items[i].Status.Conditions, v1alpha1.GatewayConditionProvisioned)
+		}
+		if ok(got) {
+			return
+		}
+		if time.Now().After(deadline) {
+			var s []string
+			for name, c := range got {
+				s = append(s, fmt.Sprintf("%s: %+v", name, c))
+			}
+			t.Fatalf("not %s in 3 minutes: %s", want, strings.Join(s, "; "))
+		}
+	}
+}
+
+func envoyImages(t *testing.T, ctx context.Context, r *rig, ns, gateway string) []string {
+	t.Helper()
+	var dss appsv1.DaemonSetList
+	if err := r.env.Client.List(ctx, &dss, client.InNamespace(ns), client.MatchingLabels{fleetapi.LabelGatewayName: gateway}); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ds := range dss.Items {
+		out = append(out, rollout.Images(ds.Spec.Template)...)
+	}
+	return out
+}
+
+// podEvent is one change of a fleet's Pod as the API server told it.
+type podEvent struct {
+	kind      watch.EventType
+	gateway   string
+	component string
+	pod       string
+	image     string // the controller's image: the controller container's, or the Envoy Pod's bootstrap's
+	ready     bool
+	deleting  bool
+}
+
+func (e podEvent) String() string {
+	return fmt.Sprintf("%s %s %s Pod %s (%s) ready=%t deleting=%t", e.kind, e.gateway, e.component, e.pod, e.image, e.ready, e.deleting)
+}
+
+// podEvents records the Pod events of a namespace in the order of the
+// API server's watch.
+type podEvents struct {
+	mu     sync.Mutex
+	events []podEvent
+}
+
+func (p *podEvents) mark() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.events)
+}
+
+func (p *podEvents) since(mark int) []podEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.events[mark:])
+}
+
+func watchUpgrade(t *testing.T, ctx context.Context, r *rig, ns string) *podEvents {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(r.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From the listing's version on: changes, not the Pods there are.
+	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: fleetapi.LabelGatewayName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: fleetapi.LabelGatewayName, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &podEvents{}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			e := podEvent{kind: ev.Type, gateway: pod.Labels[fleetapi.LabelGatewayName], component: pod.Labels[componentLabel], pod: pod.Name,
+				deleting: pod.DeletionTimestamp != nil}
+			for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+				if c.Name == "controller" || c.Name == "bootstrap" {
+					e.image = c.Image
+				}
+			}
+			for _, c := range pod.Status.Conditions {
+				e.ready = e.ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+			}
+			p.mu.Lock()
+			p.events = append(p.events, e)
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// checkOrder checks the Pod events of one rollout to image: in each fleet
+// no Envoy Pod is added or deleted before a controller Pod of image is
+// Ready, and the second fleet adds no Pod of image before the first
+// fleet's Envoy Pod of image is Ready.
+func checkOrder(t *testing.T, step string, events []podEvent, image string) {
+	t.Helper()
+	controllerReady := map[string]int{}
+	envoyReady := map[string]int{}
+	var order []string
+	for i, e := range events {
+		if e.image == image && !slices.Contains(order, e.gateway) {
+			order = append(order, e.gateway)
+		}
+		switch {
+		case e.component == controllerComponent && e.image == image && e.ready:
+			if _, ok := controllerReady[e.gateway]; !ok {
+				controllerReady[e.gateway] = i
+			}
+		case e.component == envoyComponent && e.image == image && e.ready:
+			if _, ok := envoyReady[e.gateway]; !ok {
+				envoyReady[e.gateway] = i
+			}
+		}
+		if e.component == envoyComponent && (e.kind == watch.Added || e.kind == watch.Deleted || e.deleting) {
+			if _, ok := controllerReady[e.gateway]; !ok {
+				t.Errorf("%s: an Envoy Pod changed before the fleet's controller of %s was Ready: %s", step, image, e)
+			}
+		}
+	}
+	if len(order) != 2 {
+		t.Fatalf("%s: Pods of %s in %d fleets, want 2:\n%s", step, image, len(order), eventList(events))
+	}
+	for _, g := range order {
+		if _, ok := envoyReady[g]; !ok {
+			t.Errorf("%s: no Envoy Pod of %s became Ready in fleet %s", step, image, g)
+		}
+	}
+	firstDone, secondStart := envoyReady[order[0]], slices.IndexFunc(events, func(e podEvent) bool { return e.gateway == order[1] && e.image == image })
+	if secondStart < firstDone {
+		t.Errorf("%s: fleet %s started rolling (event %d) before fleet %s finished (event %d), with maxFleets 1:\n%s", step, order[1], secondStart, order[0], firstDone, eventList(events))
+	}
+	t.Logf("%s to %s: %d Pod events; %s rolled first (controller Ready at event %d, Envoy Ready at %d), then %s (controller Ready at %d, Envoy Ready at %d)",
+		step, image, len(events), order[0], controllerReady[order[0]], envoyReady[order[0]], order[1], controllerReady[order[1]], envoyReady[order[1]])
+}
+
+func eventList(events []podEvent) string {
+	var b strings.Builder
+	for i, e := range events {
+		fmt.Fprintf(&b, "  %d %s\n", i, e)
+	}
+	return b.String()
+}
+
+// traffic sends GETs, one connection each, through Gateways until stopped.
+type traffic struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	sent   atomic.Int64
+	mu     sync.Mutex
+	failed []string
+}
+
+func sendTraffic(ctx context.Context, addresses map[string]string, host string) *traffic {
+	ctx, cancel := context.WithCancel(ctx)
+	tr := &traffic{cancel: cancel, done: make(chan struct{})}
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	for name, address := range addresses {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+"/", nil)
+				if err != nil {
+					tr.fail(err.Error())
+					return
+				}
+				req.Host = host
+				resp, err := c.Do(req)
+				if ctx.Err() != nil {
+					return
+				}
+				tr.sent.Add(1)
+				switch {
+				case err != nil:
+					tr.fail(fmt.Sprintf("%s %s: %v", time.Now().Format(time.TimeOnly), name, err))
+				default:
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						tr.fail(fmt.Sprintf("%s %s: %s", time.Now().Format(time.TimeOnly), name, resp.Status))
+					}
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(tr.done)
+	}()
+	return tr
+}
+
+func (tr *traffic) fail(s string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.failed = append(tr.failed, s)
+}
+
+func (tr *traffic) stop() (int64, []string) {
+	tr.cancel()
+	<-tr.done
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.sent.Load(), tr.failed
+}
