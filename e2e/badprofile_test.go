@@ -55,7 +55,7 @@ func TestProfileDryRun(t *testing.T) {
 		{"label-key", "controller: {podLabels: {'my team': web}}", "labels: Invalid value: \"my team\""},
 		{"service-annotation-key", "envoy: {networkPublishing: {serviceAnnotations: {'-lb': v}}}", "annotations: Invalid value: \"-lb\""},
 		{"node-port-range", "envoy: {networkPublishing: {type: NodePortService, nodePorts: [{port: 80, nodePort: 20000}]}}", "nodePorts[0].nodePort 20000 is outside the cluster's node port range 30000-32767"},
-		{"old-envoy", "envoy: {image: 'docker.io/envoyproxy/envoy:distroless-v1.31.2'}", "is Envoy v1.31.2, older than the oldest Envoy Isobar supports, v1.40"},
+		{"old-envoy", "envoy: {image: 'docker.io/envoyproxy/envoy:distroless-v1.31.2'}", "is Envoy v1.31.2, older than the oldest Envoy Isobar supports, v1.37"},
 		{"other-controller", "controller: {image: 'ghcr.io/isobar-dev/isobar-controller:v0.0.9'}", "the operator and the controller must be of one release"},
 	} {
 		if err := createProfile(t, ns, tc.name, tc.spec); err != nil {

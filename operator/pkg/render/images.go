@@ -3,16 +3,16 @@ package render
 import (
 	"fmt"
 
+	"isobar.dev/api/envoyrelease"
 	"isobar.dev/api/imagetag"
 	"isobar.dev/api/release"
 	"isobar.dev/api/v1alpha1"
 )
 
-// OldestEnvoy is the oldest Envoy release Isobar supports: the one whose
-// API it is built against and its data plane is modelled on, the Envoy of
-// DefaultEnvoyImage. An older Envoy may refuse, or read otherwise, fields
-// Isobar sends.
-var OldestEnvoy = imagetag.Version{Major: 1, Minor: 40}
+// OldestEnvoy is the oldest Envoy release Isobar supports: the controller
+// sends an Envoy only the fields its release knows, down to this one. An
+// older Envoy may refuse, or read otherwise, fields Isobar sends.
+var OldestEnvoy = envoyrelease.Oldest
 
 // checkImages refuses a profile's images of a release Isobar cannot run
 // with: an Envoy older than OldestEnvoy, and a controller of another

@@ -1,0 +1,157 @@
+package envoyversion_test
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"isobar.dev/api/envoyrelease"
+	"isobar.dev/api/imagetag"
+	"isobar.dev/controller/pkg/bootstrap"
+	"isobar.dev/controller/pkg/envoyversion"
+	"isobar.dev/controller/pkg/offline"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/sent.txt from what the translator sends")
+
+// TestFieldsSentAreVersioned walks every resource the translator sends for
+// the offline goldens, and the bootstrap, and checks each field, Any type
+// and enum value against the APIs of the releases from
+// envoyrelease.Oldest on (testdata/known-*.txt, written by
+// hack/envoyapi from go-control-plane's envoy module of each release):
+// one the oldest does not know must be in envoyversion.Newer, with the
+// release that introduced it and the resource types it is sent in.
+func TestFieldsSentAreVersioned(t *testing.T) {
+	sent := map[protoreflect.FullName]map[string]bool{} // name -> resource types
+	record := func(typ string, m proto.Message) {
+		envoyversion.Walk(m, func(n protoreflect.FullName) {
+			if sent[n] == nil {
+				sent[n] = map[string]bool{}
+			}
+			sent[n][typ] = true
+		})
+	}
+	inputs, err := filepath.Glob("../offline/testdata/*.in.yaml")
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no golden inputs: %v", err)
+	}
+	for _, in := range inputs {
+		res, _, err := offline.LoadFiles([]string{in}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		result, err := offline.Translate(res, offline.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range result.XDS {
+			for _, m := range x.Listeners {
+				record(resourcev3.ListenerType, m)
+			}
+			for _, m := range x.Routes {
+				record(resourcev3.RouteType, m)
+			}
+			for _, m := range x.Clusters {
+				record(resourcev3.ClusterType, m)
+			}
+			for _, m := range x.Endpoints {
+				record(resourcev3.EndpointType, m)
+			}
+			for _, m := range x.Secrets {
+				record(resourcev3.SecretType, m)
+			}
+		}
+	}
+	b, sds, err := bootstrap.Build(bootstrap.Config{NodeID: "envoy-0", Cluster: "ns/gw", XDSAddress: "controller.ns.svc", XDSServerName: "controller.ns.svc",
+		CertsDir: "/certs", OutputDir: "/config", MaxHeapBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record("bootstrap", b)
+	for _, m := range sds {
+		record("bootstrap", m)
+	}
+
+	names := make([]string, 0, len(sent))
+	for n := range sent {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
+	list := []byte(strings.Join(names, "\n") + "\n")
+	const sentFile = "testdata/sent.txt"
+	if *update {
+		if err := os.WriteFile(sentFile, list, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if want, err := os.ReadFile(sentFile); err != nil || !bytes.Equal(want, list) {
+		t.Fatalf("%s is not what the translator sends (%v): run go test -update, then, for each release from %s to the one before %s, "+
+			"go run isobar.dev/hack/envoyapi -version vX.Y.0 -in %s -out testdata/known-vX.Y.txt; review the diff", sentFile, err, envoyrelease.Oldest, envoyrelease.Newest, sentFile)
+	}
+
+	// known[i] is what the i-th release from the oldest knows.
+	var releases []imagetag.Version
+	var known []map[string]bool
+	for v := envoyrelease.Oldest; v.Less(envoyrelease.Newest); v.Minor++ {
+		releases = append(releases, v)
+		known = append(known, readKnown(t, fmt.Sprintf("testdata/known-v%d.%d.txt", v.Major, v.Minor)))
+	}
+	table := map[protoreflect.FullName]envoyversion.Field{}
+	for _, f := range envoyversion.Newer {
+		table[f.Name] = f
+		if sent[f.Name] == nil {
+			t.Errorf("envoyversion.Newer lists %s, which the translator does not send", f.Name)
+		}
+	}
+	for _, name := range names {
+		since := envoyrelease.Newest
+		for i := len(releases) - 1; i >= 0 && known[i][name]; i-- {
+			since = releases[i]
+		}
+		f, listed := table[protoreflect.FullName(name)]
+		switch {
+		case since == envoyrelease.Oldest && listed:
+			t.Errorf("envoyversion.Newer lists %s, which Envoy %s knows", name, envoyrelease.Oldest)
+		case since != envoyrelease.Oldest && !listed:
+			t.Errorf("%s is sent, and Envoy before %s does not know it: list it in envoyversion.Newer", name, since)
+		case listed && f.Since != since:
+			t.Errorf("envoyversion.Newer says %s is in Envoy since %s; its API has it since %s", name, f.Since, since)
+		}
+		if listed {
+			var in []string
+			for typ := range sent[protoreflect.FullName(name)] {
+				in = append(in, typ)
+			}
+			slices.Sort(in)
+			if got := slices.Sorted(slices.Values(f.In)); !slices.Equal(got, in) {
+				t.Errorf("envoyversion.Newer says %s is sent in %v; it is sent in %v", name, got, in)
+			}
+		}
+	}
+}
+
+func readKnown(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("%v: write it with go run isobar.dev/hack/envoyapi", err)
+	}
+	defer f.Close()
+	out := map[string]bool{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if line := s.Text(); line != "" && !strings.HasPrefix(line, "#") {
+			out[line] = true
+		}
+	}
+	return out
+}
