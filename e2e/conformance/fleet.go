@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"isobar.dev/api/imagetag"
 	"isobar.dev/e2e/dataplane"
 	"isobar.dev/e2e/harness"
 )
@@ -94,6 +95,10 @@ func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
 	b, err := dataplane.ReadBootstrap(filepath.Join(p.Volumes["bootstrap"], "envoy.json"), mounts.Rewrite)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	// The image decides the release Envoy is, and reports.
+	if v, ok := imagetag.Of(envoy.Image); ok {
+		b.Release = v
 	}
 	e, err := dataplane.Start(b, f.dial)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,11 +21,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	fleetapi "isobar.dev/api/fleet"
+	"isobar.dev/api/imagetag"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/operator/pkg/rollout"
 )
@@ -43,15 +48,19 @@ func TestUpgradeRollsInOrder(t *testing.T) {
 		t.Skip("starts a cluster")
 	}
 	const (
-		imageA = "example.com/isobar-controller:upgrade-a"
-		imageB = "example.com/isobar-controller:upgrade-b"
-		broken = "example.com/isobar-controller" + brokenTag
-		ns     = "upgrade"
-		host   = "upgrade.example.com"
+		oldEnvoy = "docker.io/envoyproxy/envoy:distroless-v1.37.0"
+		newEnvoy = "docker.io/envoyproxy/envoy:distroless-v1.40.0"
+		imageA   = "example.com/isobar-controller:upgrade-a"
+		imageB   = "example.com/isobar-controller:upgrade-b"
+		broken   = "example.com/isobar-controller" + brokenTag
+		ns       = "upgrade"
+		host     = "upgrade.example.com"
 	)
-	r := startRigWith(t, rigOptions{probe: true, operatorArgs: []string{"--controller-image=" + imageA}})
+	r := startRigWith(t, rigOptions{channel: "experimental", probe: true, operatorArgs: []string{"--controller-image=" + imageA}})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	// The fleets start on the oldest Envoy supported.
+	setProfile(t, ctx, r, func(spec *v1alpha1.ContourDeploymentSpec) { spec.Envoy.Image = oldEnvoy })
 
 	gateway := func(name string) *gatewayv1.Gateway {
 		return &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: gatewayv1.GatewaySpec{
@@ -65,7 +74,12 @@ func TestUpgradeRollsInOrder(t *testing.T) {
 		Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
 			Name: "echo", Port: ptr.To[gatewayv1.PortNumber](8080)}}}}}},
 	}}
-	createWithEcho(t, ctx, r, ns, 1, []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, gateway("web"), gateway("api"), route})
+	// A retry budget, whose interval Envoy knows from v1.39 on.
+	budget := &xv1alpha1.XBackendTrafficPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "budget"}, Spec: xv1alpha1.BackendTrafficPolicySpec{
+		TargetRefs:      []xv1alpha1.LocalPolicyTargetReference{{Kind: "Service", Name: "echo"}},
+		RetryConstraint: &xv1alpha1.RetryConstraint{Budget: &xv1alpha1.BudgetDetails{Percent: ptr.To(30), Interval: ptr.To(gatewayv1.Duration("5s"))}},
+	}}
+	createWithEcho(t, ctx, r, ns, 1, []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, gateway("web"), gateway("api"), route, budget})
 	gateways := []string{"web", "api"}
 	addresses := map[string]string{}
 	for _, name := range gateways {
@@ -73,6 +87,7 @@ func TestUpgradeRollsInOrder(t *testing.T) {
 		awaitEcho(t, ctx, addresses[name], host, "/", "the echo Pod through Gateway "+name)
 	}
 	awaitRolled(t, ctx, r, ns, gateways, imageA)
+	checkReleases(t, ctx, r, ns, oldEnvoy)
 
 	events := watchUpgrade(t, ctx, r, ns)
 	traffic := sendTraffic(ctx, addresses, host)
@@ -121,21 +136,18 @@ func TestUpgradeRollsInOrder(t *testing.T) {
 	r.startOperator(t, "--controller-image="+imageA)
 	awaitRolled(t, ctx, r, ns, gateways, imageA)
 
-	// With spec.rollout.maxFleets 2, both fleets roll at once.
-	profile := &v1alpha1.ContourDeployment{}
-	key := types.NamespacedName{Namespace: "isobar-system", Name: "conformance"}
-	if err := r.env.Client.Get(ctx, key, profile); err != nil {
-		t.Fatal(err)
-	}
-	profile.Spec.Rollout.MaxFleets = 2
-	if err := r.env.Client.Update(ctx, profile); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second) // for the operator's cache to hold it
-	mark = events.mark()
+	// With spec.rollout.maxFleets 2, both fleets roll at once, to a new
+	// controller and the newest Envoy, which is sent the budget's
+	// interval.
 	r.stopOperator(t)
+	setProfile(t, ctx, r, func(spec *v1alpha1.ContourDeploymentSpec) {
+		spec.Rollout.MaxFleets = 2
+		spec.Envoy.Image = newEnvoy
+	})
+	mark = events.mark()
 	r.startOperator(t, "--controller-image="+imageB)
 	awaitRolled(t, ctx, r, ns, gateways, imageB)
+	checkReleases(t, ctx, r, ns, newEnvoy)
 	rolled := events.since(mark)
 	firstReady := slices.IndexFunc(rolled, func(e podEvent) bool { return e.component == envoyComponent && e.image == imageB && e.ready })
 	for _, name := range gateways {
@@ -152,6 +164,69 @@ func TestUpgradeRollsInOrder(t *testing.T) {
 	for _, f := range failed {
 		t.Errorf("a request failed during a rollout: %s", f)
 	}
+}
+
+// setProfile changes the class's profile.
+func setProfile(t *testing.T, ctx context.Context, r *rig, change func(*v1alpha1.ContourDeploymentSpec)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		profile := &v1alpha1.ContourDeployment{}
+		if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: "isobar-system", Name: "conformance"}, profile); err != nil {
+			return err
+		}
+		change(&profile.Spec)
+		return r.env.Client.Update(ctx, profile)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkReleases checks the simulated Envoys of the namespace's fleets: each
+// plays the release of envoyImage, was sent nothing that release does not
+// know, and holds the echo Service's retry budget, with its interval only
+// from Envoy v1.39 on.
+func checkReleases(t *testing.T, ctx context.Context, r *rig, ns, envoyImage string) {
+	t.Helper()
+	release, _ := imagetag.Of(envoyImage)
+	var pods corev1.PodList
+	if err := r.env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{componentLabel: envoyComponent}); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, p := range pods.Items {
+		e := r.fleet.envoy(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		if e == nil {
+			t.Errorf("Envoy Pod %s runs no simulated Envoy", p.Name)
+			continue
+		}
+		if e.Release() != release {
+			t.Errorf("Envoy Pod %s plays %s, want %s", p.Name, e.Release(), release)
+		}
+		for _, u := range e.Unknown() {
+			t.Errorf("Envoy %s of Pod %s was sent what it does not know: %s", e.Release(), p.Name, u)
+		}
+		budgets, intervals := 0, 0
+		for _, m := range e.Resources(resourcev3.ClusterType) {
+			for _, th := range m.(*clusterv3.Cluster).GetCircuitBreakers().GetThresholds() {
+				if rb := th.GetRetryBudget(); rb != nil {
+					budgets++
+					if rb.GetBudgetInterval() != nil {
+						intervals++
+					}
+				}
+			}
+		}
+		wantIntervals := 0
+		if !release.Less(imagetag.Version{Major: 1, Minor: 39}) {
+			wantIntervals = budgets
+		}
+		if budgets == 0 || intervals != wantIntervals {
+			t.Errorf("Envoy %s of Pod %s holds %d retry budgets, %d with an interval; want some, %d with one", release, p.Name, budgets, intervals, wantIntervals)
+		}
+		checked++
+	}
+	t.Logf("%d Envoys of %s checked", checked, release)
 }
 
 // awaitRolled waits for each fleet to run image in its controller and its

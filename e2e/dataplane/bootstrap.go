@@ -22,6 +22,9 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"isobar.dev/api/envoyrelease"
+	"isobar.dev/api/imagetag"
+
 	// The bootstrap's typed configurations, which protojson must resolve.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -31,6 +34,10 @@ import (
 // Bootstrap is what a simulated Envoy takes from its bootstrap file.
 type Bootstrap struct {
 	Node *corev3.Node
+	// Release is the Envoy release played: reported in the node, as
+	// Envoy reports its own, and what it knows of what it is sent. Unset,
+	// it is envoyrelease.Newest.
+	Release imagetag.Version
 	// Delta is whether ADS is delta (DELTA_GRPC) rather than state of the
 	// world.
 	Delta bool
@@ -40,6 +47,14 @@ type Bootstrap struct {
 	// TLS is the client configuration the xDS cluster's transport socket
 	// describes: its certificate, trusted CA, SNI and minimum version.
 	TLS *tls.Config
+}
+
+// release is the release played: Release, or the newest when unset.
+func (b *Bootstrap) release() imagetag.Version {
+	if b.Release == (imagetag.Version{}) {
+		return envoyrelease.Newest
+	}
+	return b.Release
 }
 
 // ReadBootstrap reads an Envoy bootstrap file and the SDS files it points

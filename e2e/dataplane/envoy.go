@@ -17,12 +17,16 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"isobar.dev/api/imagetag"
 	"isobar.dev/controller/pkg/envoysim"
+	"isobar.dev/controller/pkg/envoyversion"
 	"isobar.dev/controller/pkg/xdscheck"
 )
 
@@ -56,6 +60,10 @@ type Envoy struct {
 	// zero time for those of its first assignment, which no slow start
 	// ramps up.
 	added map[string]map[string]time.Time
+	// unknown are the fields, Any types and enum values it was sent that
+	// its release does not know, each with the resource: a real Envoy of
+	// that release warns of each and ignores it.
+	unknown []string
 	// environment is the Envoy process's environment, where its Pod's is
 	// not this process's (nil: this process's).
 	environment map[string]string
@@ -123,6 +131,41 @@ func (e *Envoy) Stop() {
 
 // Node is the bootstrap's node.
 func (e *Envoy) Node() *corev3.Node { return e.boot.Node }
+
+// node is what Envoy sends of itself: the bootstrap's node, with its name
+// and release.
+func (e *Envoy) node() *corev3.Node {
+	n := proto.Clone(e.boot.Node).(*corev3.Node)
+	if n == nil {
+		n = &corev3.Node{}
+	}
+	v := e.boot.release()
+	n.UserAgentName = "envoy"
+	n.UserAgentVersionType = &corev3.Node_UserAgentBuildVersion{UserAgentBuildVersion: &corev3.BuildVersion{
+		Version: &typev3.SemanticVersion{MajorNumber: uint32(v.Major), MinorNumber: uint32(v.Minor), Patch: uint32(v.Patch)}}}
+	return n
+}
+
+// Release is the Envoy release played.
+func (e *Envoy) Release() imagetag.Version { return e.boot.release() }
+
+// Unknown lists what it was sent that its release does not know.
+func (e *Envoy) Unknown() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.unknown)
+}
+
+// Resources returns the resources of a type it holds.
+func (e *Envoy) Resources(typeURL string) []proto.Message {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]proto.Message, 0, len(e.resources[typeURL]))
+	for _, m := range e.resources[typeURL] {
+		out = append(out, m)
+	}
+	return out
+}
 
 // Synced reports whether clusters and listeners have arrived once, as
 // Envoy's initialization waits for, and the last stream error if any.
@@ -207,7 +250,7 @@ func (e *Envoy) stream(ctx context.Context) error {
 	send := func(r *discoveryv3.DeltaDiscoveryRequest) error {
 		// set_node_on_first_message_only, as our bootstraps say.
 		if first {
-			r.Node = e.boot.Node
+			r.Node = e.node()
 			first = false
 		}
 		return s.Send(r)
@@ -271,6 +314,13 @@ func (e *Envoy) apply(resp *discoveryv3.DeltaDiscoveryResponse) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for name, m := range decoded {
+		envoyversion.Walk(m, func(f protoreflect.FullName) {
+			if !envoyversion.Knows(e.boot.release(), f) {
+				e.unknown = append(e.unknown, fmt.Sprintf("%s %s: %s", t, name, f))
+			}
+		})
+	}
 	if _, ok := e.resources[t]; !ok {
 		return fmt.Errorf("unexpected type %s", t)
 	}

@@ -2,12 +2,13 @@
 // protobuf full names, one a line, as TestFieldsSentAreVersioned writes
 // it) an earlier release of Envoy's API knows: it builds a program against
 // go-control-plane's envoy module of that release, from the module proxy,
-// and asks its protobuf registry. Its output is the testdata
-// envoyversion's table is checked against:
+// and asks its protobuf registry. Its output is what envoyversion's
+// table is checked against, and what the simulated Envoy of that release
+// knows:
 //
 //	go run isobar.dev/hack/envoyapi -version v1.37.0 \
 //	    -in controller/pkg/envoyversion/testdata/sent.txt \
-//	    -out controller/pkg/envoyversion/testdata/known-v1.37.txt
+//	    -out controller/pkg/envoyversion/releases/known-v1.37.txt
 package main
 
 import (

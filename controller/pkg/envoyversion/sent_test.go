@@ -1,10 +1,8 @@
 package envoyversion_test
 
 import (
-	"bufio"
 	"bytes"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,8 +25,8 @@ var update = flag.Bool("update", false, "rewrite testdata/sent.txt from what the
 // TestFieldsSentAreVersioned walks every resource the translator sends for
 // the offline goldens, and the bootstrap, and checks each field, Any type
 // and enum value against the APIs of the releases from
-// envoyrelease.Oldest on (testdata/known-*.txt, written by
-// hack/envoyapi from go-control-plane's envoy module of each release):
+// envoyrelease.Oldest on (releases/known-*.txt, written by hack/envoyapi
+// from go-control-plane's envoy module of each release):
 // one the oldest does not know must be in envoyversion.Newer, with the
 // release that introduced it and the resource types it is sent in.
 func TestFieldsSentAreVersioned(t *testing.T) {
@@ -95,15 +93,12 @@ func TestFieldsSentAreVersioned(t *testing.T) {
 		}
 	} else if want, err := os.ReadFile(sentFile); err != nil || !bytes.Equal(want, list) {
 		t.Fatalf("%s is not what the translator sends (%v): run go test -update, then, for each release from %s to the one before %s, "+
-			"go run isobar.dev/hack/envoyapi -version vX.Y.0 -in %s -out testdata/known-vX.Y.txt; review the diff", sentFile, err, envoyrelease.Oldest, envoyrelease.Newest, sentFile)
+			"go run isobar.dev/hack/envoyapi -version vX.Y.0 -in %s -out releases/known-vX.Y.txt; review the diff", sentFile, err, envoyrelease.Oldest, envoyrelease.Newest, sentFile)
 	}
 
-	// known[i] is what the i-th release from the oldest knows.
 	var releases []imagetag.Version
-	var known []map[string]bool
 	for v := envoyrelease.Oldest; v.Less(envoyrelease.Newest); v.Minor++ {
 		releases = append(releases, v)
-		known = append(known, readKnown(t, fmt.Sprintf("testdata/known-v%d.%d.txt", v.Major, v.Minor)))
 	}
 	table := map[protoreflect.FullName]envoyversion.Field{}
 	for _, f := range envoyversion.Newer {
@@ -114,7 +109,7 @@ func TestFieldsSentAreVersioned(t *testing.T) {
 	}
 	for _, name := range names {
 		since := envoyrelease.Newest
-		for i := len(releases) - 1; i >= 0 && known[i][name]; i-- {
+		for i := len(releases) - 1; i >= 0 && envoyversion.Knows(releases[i], protoreflect.FullName(name)); i-- {
 			since = releases[i]
 		}
 		f, listed := table[protoreflect.FullName(name)]
@@ -137,21 +132,4 @@ func TestFieldsSentAreVersioned(t *testing.T) {
 			}
 		}
 	}
-}
-
-func readKnown(t *testing.T, path string) map[string]bool {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("%v: write it with go run isobar.dev/hack/envoyapi", err)
-	}
-	defer f.Close()
-	out := map[string]bool{}
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if line := s.Text(); line != "" && !strings.HasPrefix(line, "#") {
-			out[line] = true
-		}
-	}
-	return out
 }

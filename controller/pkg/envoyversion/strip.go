@@ -14,8 +14,18 @@ import (
 // it: without the fields Newer lists that class lacks. It returns
 // resource itself when it holds none of them, and a copy otherwise.
 func Strip(typeURL string, resource proto.Message, class string) proto.Message {
+	if s := Stripper(typeURL, class); s != nil {
+		return s(resource)
+	}
+	return resource
+}
+
+// Stripper returns what Strip does to resources of type typeURL for
+// Envoys of class, or nil when that is nothing: resources of that type
+// never hold a field the class lacks.
+func Stripper(typeURL, class string) func(proto.Message) proto.Message {
 	if class == "" {
-		return resource
+		return nil
 	}
 	lacks := map[protoreflect.FullName]bool{}
 	for _, f := range Newer {
@@ -23,12 +33,17 @@ func Strip(typeURL string, resource proto.Message, class string) proto.Message {
 			lacks[f.Name] = true
 		}
 	}
-	if len(lacks) == 0 || !holds(resource.ProtoReflect(), lacks) {
-		return resource
+	if len(lacks) == 0 {
+		return nil
 	}
-	out := proto.Clone(resource)
-	strip(out.ProtoReflect(), lacks)
-	return out
+	return func(resource proto.Message) proto.Message {
+		if !holds(resource.ProtoReflect(), lacks) {
+			return resource
+		}
+		out := proto.Clone(resource)
+		strip(out.ProtoReflect(), lacks)
+		return out
+	}
 }
 
 // sinceOf is the release a class names.

@@ -7,6 +7,11 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"isobar.dev/api/envoyrelease"
+	"isobar.dev/controller/pkg/envoyversion"
 )
 
 // callbacks track, per stream, what was sent and what came back: a request
@@ -41,6 +46,9 @@ func (s *Server) callbacks() server.Callbacks {
 		StreamClosedFunc:      closed,
 		DeltaStreamClosedFunc: closed,
 		StreamRequestFunc: func(id int64, r *discoveryv3.DiscoveryRequest) error {
+			if err := supported(r.GetNode()); err != nil {
+				return err
+			}
 			s.subscribe(id, r.GetTypeUrl(), func(sub *subscription, first bool) {
 				// Every request carries the whole subscription; an empty
 				// first one is the legacy wildcard.
@@ -57,6 +65,9 @@ func (s *Server) callbacks() server.Callbacks {
 			s.sent(id, resp.GetTypeUrl(), resp.GetVersionInfo(), "")
 		},
 		StreamDeltaRequestFunc: func(id int64, r *discoveryv3.DeltaDiscoveryRequest) error {
+			if err := supported(r.GetNode()); err != nil {
+				return err
+			}
 			s.subscribe(id, r.GetTypeUrl(), func(sub *subscription, first bool) {
 				// Delta requests change the subscription; "*" is the
 				// wildcard, as is an empty first request.
@@ -79,6 +90,16 @@ func (s *Server) callbacks() server.Callbacks {
 			s.sent(id, resp.GetTypeUrl(), resp.GetSystemVersionInfo(), resp.GetNonce())
 		},
 	}
+}
+
+// supported refuses an Envoy older than the oldest release Isobar
+// supports, which may not know what it would be sent. An xDS client that
+// reports no release is served as the newest.
+func supported(node *corev3.Node) error {
+	if v, ok := envoyversion.Of(node); ok && !envoyversion.Supported(v) {
+		return status.Errorf(codes.FailedPrecondition, "Envoy %s is older than %s, the oldest release Isobar supports", v, envoyrelease.Oldest)
+	}
+	return nil
 }
 
 // subscribe lets change update a stream's subscription to a type; first

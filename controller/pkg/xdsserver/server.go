@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"sync"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -30,6 +31,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"isobar.dev/controller/pkg/envoyversion"
 	"isobar.dev/controller/pkg/xds"
 	"isobar.dev/controller/pkg/xdscheck"
 )
@@ -47,8 +49,15 @@ var pushOrder = []string{
 
 // Server is one fleet's xDS server.
 type Server struct {
-	caches map[string]*cache.LinearCache
-	xds    server.Server
+	// caches hold each type's resources for each class of Envoy release
+	// (envoyversion.Class): "" the configuration as translated, the
+	// others without the fields their releases lack. They are updated
+	// together, so their versions are one.
+	caches map[cacheKey]*cache.LinearCache
+	// strip makes a resource of a type what a class is sent; nil when
+	// the class is sent the resources as they are.
+	strip map[cacheKey]func(proto.Message) proto.Message
+	xds   server.Server
 
 	// changes is signalled (without blocking) whenever the fleet's state
 	// changes: a stream opens or closes, or an Envoy answers.
@@ -125,10 +134,17 @@ type subscription struct {
 	names    map[string]bool
 }
 
+// cacheKey names the cache of a type for a class of Envoy release.
+type cacheKey struct{ typ, class string }
+
+// classes are the classes of Envoy release served, "" (every field) first.
+var classes = append([]string{""}, envoyversion.Classes()...)
+
 // New returns a server with no resources.
 func New(ctx context.Context, opts Options) *Server {
 	s := &Server{
-		caches:    map[string]*cache.LinearCache{},
+		caches:    map[cacheKey]*cache.LinearCache{},
+		strip:     map[cacheKey]func(proto.Message) proto.Message{},
 		current:   map[string]map[string]proto.Message{},
 		versions:  map[string]uint64{},
 		changedAt: map[string]map[string]uint64{},
@@ -139,17 +155,24 @@ func New(ctx context.Context, opts Options) *Server {
 	if opts.FirstPushes > 0 {
 		s.slots = make(chan struct{}, opts.FirstPushes)
 	}
+	// An Envoy is served from its type's cache for its release's class;
+	// the server keeps the node of a stream's first request on the
+	// others.
 	mux := &cache.MuxCache{
-		Classify:      func(r *cache.Request) string { return r.GetTypeUrl() },
-		ClassifyDelta: func(r *cache.DeltaRequest) string { return r.GetTypeUrl() },
+		Classify:      func(r *cache.Request) string { return muxKey(r.GetTypeUrl(), r.GetNode()) },
+		ClassifyDelta: func(r *cache.DeltaRequest) string { return muxKey(r.GetTypeUrl(), r.GetNode()) },
 		Caches:        map[string]cache.Cache{},
 	}
 	for _, t := range pushOrder {
-		s.caches[t] = cache.NewLinearCache(t)
+		for _, c := range classes {
+			k := cacheKey{t, c}
+			s.caches[k] = cache.NewLinearCache(t)
+			s.strip[k] = envoyversion.Stripper(t, c)
+			mux.Caches[classKey(t, c)] = s.caches[k]
+		}
 		s.current[t] = map[string]proto.Message{}
 		s.changedAt[t] = map[string]uint64{}
 		s.removed[t] = map[string]bool{}
-		mux.Caches[t] = s.caches[t]
 	}
 	s.xds = server.NewServer(ctx, mux, s.callbacks())
 	return s
@@ -226,8 +249,8 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 		if len(update) == 0 {
 			continue
 		}
-		if err := s.caches[t].UpdateResources(update, nil); err != nil {
-			return changed, fmt.Errorf("updating %s: %w", t, err)
+		if err := s.updateCaches(t, update, nil); err != nil {
+			return changed, err
 		}
 		s.versions[t]++
 		for name := range update {
@@ -241,8 +264,8 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 		if len(deletions[t]) == 0 {
 			continue
 		}
-		if err := s.caches[t].UpdateResources(nil, deletions[t]); err != nil {
-			return changed, fmt.Errorf("removing %s: %w", t, err)
+		if err := s.updateCaches(t, nil, deletions[t]); err != nil {
+			return changed, err
 		}
 		s.versions[t]++
 		for _, name := range deletions[t] {
@@ -309,8 +332,8 @@ func (s *Server) UpdateEndpoints(loadAssignments []*endpointv3.ClusterLoadAssign
 	if len(update) == 0 {
 		return 0, nil
 	}
-	if err := s.caches[resourcev3.EndpointType].UpdateResources(update, nil); err != nil {
-		return 0, fmt.Errorf("updating endpoints: %w", err)
+	if err := s.updateCaches(resourcev3.EndpointType, update, nil); err != nil {
+		return 0, err
 	}
 	s.versions[resourcev3.EndpointType]++
 	for k, v := range update {
@@ -318,6 +341,37 @@ func (s *Server) UpdateEndpoints(loadAssignments []*endpointv3.ClusterLoadAssign
 		s.changedAt[resourcev3.EndpointType][k] = s.versions[resourcev3.EndpointType]
 	}
 	return len(update), nil
+}
+
+// updateCaches updates the caches of type t for every class, each with
+// the resources as its class is sent them.
+func (s *Server) updateCaches(t string, update map[string]types.Resource, deletions []string) error {
+	for _, c := range classes {
+		k := cacheKey{t, c}
+		classUpdate := update
+		if strip := s.strip[k]; strip != nil && len(update) > 0 {
+			classUpdate = make(map[string]types.Resource, len(update))
+			for name, r := range update {
+				classUpdate[name] = strip(r.(proto.Message))
+			}
+		}
+		if err := s.caches[k].UpdateResources(classUpdate, deletions); err != nil {
+			return fmt.Errorf("updating %s for Envoys of class %q: %w", t, c, err)
+		}
+	}
+	return nil
+}
+
+// muxKey is the cache an Envoy of node is served a type from.
+func muxKey(typ string, node *corev3.Node) string {
+	return classKey(typ, envoyversion.Class(envoyversion.Of(node)))
+}
+
+func classKey(typ, class string) string {
+	if class == "" {
+		return typ
+	}
+	return typ + " " + class
 }
 
 // version is the cache's version string of a type, as responses carry it.
