@@ -48,7 +48,7 @@ func run(version, in, out string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	goVersion := strings.TrimPrefix(strings.Fields(runtimeVersion())[2], "go")
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), fmt.Appendf(nil, "module envoyapi\n\ngo %s\n", goVersion), 0o644); err != nil {
 		return err

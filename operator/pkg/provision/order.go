@@ -65,9 +65,10 @@ func workloads(f *render.Fleet) (*appsv1.Deployment, client.Object) {
 	for _, o := range f.Namespaced {
 		switch w := o.(type) {
 		case *appsv1.Deployment:
-			if w.Name == f.Names.Controller {
+			switch w.Name {
+			case f.Names.Controller:
 				controller = w
-			} else if w.Name == f.Names.Envoy {
+			case f.Names.Envoy:
 				envoy = w
 			}
 		case *appsv1.DaemonSet:
