@@ -43,6 +43,10 @@ type fleet struct {
 
 	mu     sync.Mutex
 	envoys map[types.NamespacedName]*dataplane.Envoy
+	// images maps image references to the binaries unpacked from their
+	// archives (harness.ImageBinary): a container of such an image runs
+	// that binary; others run the binary of this tree.
+	images map[string]string
 	// network is how the Pods reach each other; logs are the backend
 	// Pods' output.
 	network *harness.Network
@@ -55,7 +59,7 @@ func (f *fleet) run(pod *corev1.Pod) (func(), error) {
 		if slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return strings.HasSuffix(c.Image, brokenTag) }) {
 			return nil, nil // a release whose controller never comes up
 		}
-		p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "controller", "isobar-controller")
+		p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "controller", f.binary(pod, "controller", "isobar-controller"))
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +76,7 @@ func (f *fleet) run(pod *corev1.Pod) (func(), error) {
 }
 
 func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
-	p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "bootstrap", "isobar-controller")
+	p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "bootstrap", f.binary(pod, "bootstrap", "isobar-controller"))
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +152,29 @@ func (f *fleet) ready(ctx context.Context, pod *corev1.Pod) bool {
 		return synced
 	}
 	return true
+}
+
+// addImage makes containers of image ref run binary.
+func (f *fleet) addImage(ref, binary string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.images == nil {
+		f.images = map[string]string{}
+	}
+	f.images[ref] = binary
+}
+
+// binary is what a Pod's container runs: the binary of its image, when
+// the image is one added, or the tree's binary of that name.
+func (f *fleet) binary(pod *corev1.Pod, container, name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		if b, ok := f.images[c.Image]; ok && c.Name == container {
+			return b
+		}
+	}
+	return name
 }
 
 // envoy is the simulated Envoy of a Pod, if it runs.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -30,12 +32,14 @@ import (
 	fleetapi "isobar.dev/api/fleet"
 	"isobar.dev/api/imagetag"
 	"isobar.dev/api/v1alpha1"
+	"isobar.dev/e2e/harness"
 	"isobar.dev/operator/pkg/rollout"
 )
 
 // TestUpgradeRollsInOrder upgrades the operator, as OLM or kubectl apply
-// would (a new operator with new images), on two running fleets of one
-// class, then rolls it back, then upgrades it to a release whose
+// would (a new operator with new images: controller images of two
+// releases, built as make images builds them, whose Pods run the binary
+// each image holds), on two running fleets of one class, then rolls it back, then upgrades it to a release whose
 // controller never comes up, and back; and last upgrades it with both
 // fleets allowed to roll at once. Pods are Ready only once what they
 // run is (the controller's /readyz, an Envoy with its configuration). The
@@ -50,13 +54,16 @@ func TestUpgradeRollsInOrder(t *testing.T) {
 	const (
 		oldEnvoy = "docker.io/envoyproxy/envoy:distroless-v1.37.0"
 		newEnvoy = "docker.io/envoyproxy/envoy:distroless-v1.40.0"
-		imageA   = "example.com/isobar-controller:upgrade-a"
-		imageB   = "example.com/isobar-controller:upgrade-b"
-		broken   = "example.com/isobar-controller" + brokenTag
+		broken   = "example.com/isobar/isobar-controller" + brokenTag
 		ns       = "upgrade"
 		host     = "upgrade.example.com"
 	)
+	images := buildReleases(t, "v0.1.0", "v0.1.1")
+	imageA, imageB := images[0].ref, images[1].ref
 	r := startRigWith(t, rigOptions{channel: "experimental", probe: true, operatorArgs: []string{"--controller-image=" + imageA}})
+	for _, img := range images {
+		r.fleet.addImage(img.ref, img.binary)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	// The fleets start on the oldest Envoy supported.
@@ -164,6 +171,41 @@ func TestUpgradeRollsInOrder(t *testing.T) {
 	for _, f := range failed {
 		t.Errorf("a request failed during a rollout: %s", f)
 	}
+}
+
+// release is a controller image built as make images builds it, and the
+// binary unpacked from it.
+type release struct{ ref, binary string }
+
+// buildReleases builds the controller image of each version, as make
+// images does (hack/images: a static binary reporting the version, alone
+// on an empty base), unpacks its entrypoint as a container runtime would,
+// and checks that it reports the version the image is tagged with.
+func buildReleases(t *testing.T, versions ...string) []release {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []release
+	for _, v := range versions {
+		dir := filepath.Join("bin", "e2e-images", v)
+		cmd := exec.Command("go", "run", "isobar.dev/hack/images", "-root", root, "-prefix", "example.com/isobar", "-version", v, "-out", dir)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building the images of %s: %v\n%s", v, err, b)
+		}
+		ref, binary, err := harness.ImageBinary(filepath.Join(root, dir, "isobar-controller-"+v+".tar"), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := exec.Command(binary, "--version").Output()
+		if err != nil || !strings.HasPrefix(string(got), "isobar-controller "+v) {
+			t.Fatalf("the controller of image %s reports %q (%v), want release %s", ref, got, err, v)
+		}
+		out = append(out, release{ref: ref, binary: binary})
+	}
+	return out
 }
 
 // setProfile changes the class's profile.

@@ -43,7 +43,8 @@ func Loopback(podIP string) string {
 	return netip.AddrFrom4(b).String()
 }
 
-// RunPodProcess runs binary (in the Env's built binaries) with the command
+// RunPodProcess runs binary (in the Env's built binaries, or at an
+// absolute path) with the command
 // arguments and environment of one of the Pod's containers (or init
 // containers), as a kubelet
 // would run its image, with what differs for lack of a container: its
@@ -121,7 +122,10 @@ func (e *Env) RunPodProcessWith(ctx context.Context, kubeconfig string, pod *cor
 		return nil, err
 	}
 	opts.Dir, opts.Env = root, env
-	p, err := StartProcessWith(opts, filepath.Join(bin, binary), args...)
+	if !filepath.IsAbs(binary) {
+		binary = filepath.Join(bin, binary)
+	}
+	p, err := StartProcessWith(opts, binary, args...)
 	if err != nil {
 		return nil, err
 	}

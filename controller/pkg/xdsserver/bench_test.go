@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,13 +57,20 @@ func BenchmarkPush(b *testing.B) {
 				}
 				streams[i] = ads
 			}
+			// What changes is a route of the last route configuration:
+			// the first of its virtual hosts that has routes.
+			last := len(base.Routes) - 1
+			vh := slices.IndexFunc(base.Routes[last].GetVirtualHosts(), func(v *routev3.VirtualHost) bool { return len(v.GetRoutes()) > 0 })
+			if vh < 0 {
+				b.Fatal("the last route configuration has no routes")
+			}
 			b.ResetTimer()
 			for i := range b.N {
 				r := *base
 				r.Routes = append([]*routev3.RouteConfiguration(nil), base.Routes...)
-				changed := proto.Clone(r.Routes[len(r.Routes)-1]).(*routev3.RouteConfiguration)
-				changed.VirtualHosts[0].Routes[0].Name = fmt.Sprint("changed-", i)
-				r.Routes[len(r.Routes)-1] = changed
+				changed := proto.Clone(r.Routes[last]).(*routev3.RouteConfiguration)
+				changed.VirtualHosts[vh].Routes[0].Name = fmt.Sprint("changed-", i)
+				r.Routes[last] = changed
 				if _, err := s.Update(&r); err != nil {
 					b.Fatal(err)
 				}
