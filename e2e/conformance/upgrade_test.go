@@ -190,7 +190,7 @@ func buildReleases(t *testing.T, versions ...string) []release {
 	var out []release
 	for _, v := range versions {
 		dir := filepath.Join("bin", "e2e-images", v)
-		cmd := exec.Command("go", "run", "isobar.dev/hack/images", "-root", root, "-prefix", "example.com/isobar", "-version", v, "-out", dir)
+		cmd := exec.Command("go", "run", "./hack/images", "-root", root, "-prefix", "example.com/isobar", "-version", v, "-out", dir)
 		cmd.Dir = root
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building the images of %s: %v\n%s", v, err, b)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -53,20 +52,10 @@ func TestFieldsSentAreVersioned(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, x := range result.XDS {
-			for _, m := range x.Listeners {
-				record(resourcev3.ListenerType, m)
-			}
-			for _, m := range x.Routes {
-				record(resourcev3.RouteType, m)
-			}
-			for _, m := range x.Clusters {
-				record(resourcev3.ClusterType, m)
-			}
-			for _, m := range x.Endpoints {
-				record(resourcev3.EndpointType, m)
-			}
-			for _, m := range x.Secrets {
-				record(resourcev3.SecretType, m)
+			for typ, ms := range x.ByType() {
+				for _, m := range ms {
+					record(typ, m)
+				}
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -28,6 +29,27 @@ type Resources struct {
 	Clusters  []*clusterv3.Cluster
 	Endpoints []*endpointv3.ClusterLoadAssignment
 	Secrets   []*tlsv3.Secret
+}
+
+// ByType lists the resources by their type URL.
+func (r *Resources) ByType() map[string][]proto.Message {
+	out := map[string][]proto.Message{}
+	for _, m := range r.Listeners {
+		out[resourcev3.ListenerType] = append(out[resourcev3.ListenerType], m)
+	}
+	for _, m := range r.Routes {
+		out[resourcev3.RouteType] = append(out[resourcev3.RouteType], m)
+	}
+	for _, m := range r.Clusters {
+		out[resourcev3.ClusterType] = append(out[resourcev3.ClusterType], m)
+	}
+	for _, m := range r.Endpoints {
+		out[resourcev3.EndpointType] = append(out[resourcev3.EndpointType], m)
+	}
+	for _, m := range r.Secrets {
+		out[resourcev3.SecretType] = append(out[resourcev3.SecretType], m)
+	}
+	return out
 }
 
 // UnresolvedBackendCluster is the name a route gives the share of traffic

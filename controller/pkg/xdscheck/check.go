@@ -178,21 +178,10 @@ func Check(r *xds.Resources) error {
 // listeners and clusters name, no more, no fewer.
 func Consistent(r *xds.Resources) error {
 	res := map[resourcev3.Type][]types.Resource{}
-	add := func(typ resourcev3.Type, m types.Resource) { res[typ] = append(res[typ], m) }
-	for _, x := range r.Listeners {
-		add(resourcev3.ListenerType, x)
-	}
-	for _, x := range r.Routes {
-		add(resourcev3.RouteType, x)
-	}
-	for _, x := range r.Clusters {
-		add(resourcev3.ClusterType, x)
-	}
-	for _, x := range r.Endpoints {
-		add(resourcev3.EndpointType, x)
-	}
-	for _, x := range r.Secrets {
-		add(resourcev3.SecretType, x)
+	for typ, ms := range r.ByType() {
+		for _, m := range ms {
+			res[typ] = append(res[typ], m)
+		}
 	}
 	snap, err := cache.NewSnapshot("check", res)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
@@ -167,7 +168,7 @@ func New(ctx context.Context, opts Options) *Server {
 		for _, c := range classes {
 			k := cacheKey{t, c}
 			s.caches[k] = cache.NewLinearCache(t)
-			s.strip[k] = envoyversion.Stripper(t, c)
+			s.strip[k] = stripper(t, c)
 			mux.Caches[classKey(t, c)] = s.caches[k]
 		}
 		s.current[t] = map[string]proto.Message{}
@@ -360,6 +361,26 @@ func (s *Server) updateCaches(t string, update map[string]types.Resource, deleti
 		}
 	}
 	return nil
+}
+
+// stripper is envoyversion.Stripper, for route configurations over
+// their virtual hosts too: the translator hands those out encoded, where
+// a walk over the message does not see them.
+func stripper(typ, class string) func(proto.Message) proto.Message {
+	strip := envoyversion.Stripper(typ, class)
+	if strip == nil || typ != resourcev3.RouteType {
+		return strip
+	}
+	return func(m proto.Message) proto.Message {
+		d, err := xds.Decoded(&xds.Resources{Routes: []*routev3.RouteConfiguration{m.(*routev3.RouteConfiguration)}})
+		if err != nil {
+			return m
+		}
+		if out := strip(d.Routes[0]); out != d.Routes[0] {
+			return out
+		}
+		return m
+	}
 }
 
 // muxKey is the cache an Envoy of node is served a type from.

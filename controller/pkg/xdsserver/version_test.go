@@ -2,17 +2,26 @@ package xdsserver
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"isobar.dev/api/imagetag"
+	"isobar.dev/controller/pkg/envoyversion"
+	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/offline"
+	"isobar.dev/controller/pkg/xds"
 )
 
 // Envoys of each release are served what it knows: the retry budget's
@@ -116,5 +125,50 @@ func TestServedByEnvoyRelease(t *testing.T) {
 	}
 	if _, err := old.Recv(); status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "oldest release Isobar supports") {
 		t.Errorf("Envoy v1.36: %v, want it refused as older than supported", err)
+	}
+}
+
+// A field of a route, inside the virtual hosts the translator hands out
+// encoded, is left out for an Envoy that lacks it too.
+func TestStripSeesEncodedVirtualHosts(t *testing.T) {
+	saved := envoyversion.Newer
+	t.Cleanup(func() { envoyversion.Newer = saved })
+	envoyversion.Newer = append(slices.Clone(saved), envoyversion.Field{
+		Name: "envoy.config.route.v3.Route.name", Since: imagetag.Version{Major: 1, Minor: 39}, In: []string{resourcev3.RouteType}})
+	res, _, err := offline.LoadFiles([]string{"../offline/testdata/backends.in.yaml"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: offline.DefaultControllerName}).Translate(res).Gateways[0]
+	encoded, err := xds.NewTranslator(xds.DefaultSettings()).Translate(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(encoded.Routes) == 0 || len(encoded.Routes[0].GetVirtualHosts()) != 0 {
+		t.Fatalf("the translator's route configurations are not encoded (%d)", len(encoded.Routes))
+	}
+	named := func(m proto.Message) int {
+		d, err := xds.Decoded(&xds.Resources{Routes: []*routev3.RouteConfiguration{m.(*routev3.RouteConfiguration)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, vh := range d.Routes[0].GetVirtualHosts() {
+			for _, rt := range vh.GetRoutes() {
+				if rt.GetName() != "" {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if named(encoded.Routes[0]) == 0 {
+		t.Fatal("the fixture's routes have no names")
+	}
+	if got := named(stripper(resourcev3.RouteType, "v1.39")(encoded.Routes[0])); got != 0 {
+		t.Errorf("%d routes keep their names for Envoy v1.38", got)
+	}
+	if stripper(resourcev3.ListenerType, "v1.39") != nil {
+		t.Error("listeners are stripped of a route's field")
 	}
 }
