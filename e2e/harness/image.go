@@ -28,14 +28,20 @@ func ImageBinary(archive, dir string) (ref, binary string, err error) {
 		RepoTags []string
 		Layers   []string
 	}
-	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil || len(manifest) != 1 || len(manifest[0].RepoTags) != 1 {
-		return "", "", fmt.Errorf("%s: manifest.json does not name one image with one tag: %v", archive, err)
+	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil {
+		return "", "", fmt.Errorf("%s: manifest.json: %w", archive, err)
+	}
+	if len(manifest) != 1 || len(manifest[0].RepoTags) != 1 {
+		return "", "", fmt.Errorf("%s: manifest.json does not name one image with one tag", archive)
 	}
 	var config struct {
 		Config struct{ Entrypoint []string }
 	}
-	if err := json.Unmarshal(files[manifest[0].Config], &config); err != nil || len(config.Config.Entrypoint) == 0 {
-		return "", "", fmt.Errorf("%s: the image's configuration has no entrypoint: %v", archive, err)
+	if err := json.Unmarshal(files[manifest[0].Config], &config); err != nil {
+		return "", "", fmt.Errorf("%s: the image's configuration: %w", archive, err)
+	}
+	if len(config.Config.Entrypoint) == 0 {
+		return "", "", fmt.Errorf("%s: the image's configuration has no entrypoint", archive)
 	}
 	entrypoint := strings.TrimPrefix(path.Clean(config.Config.Entrypoint[0]), "/")
 	// The last layer holding the entrypoint is what the container sees.
