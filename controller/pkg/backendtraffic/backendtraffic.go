@@ -15,12 +15,15 @@ import (
 	"strings"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
+	"isobar.dev/api/envoyrelease"
 	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/env"
+	"isobar.dev/controller/pkg/envoyversion"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
 )
@@ -159,10 +162,20 @@ func (p *Policy) readRetries() error {
 	// most, are count×1s/interval in flight (at least one).
 	b.MinRetries = max(1, uint32(int64(b.MinRetries)*int64(time.Second)/int64(minInterval)))
 	p.Budget = b
+	// An Envoy older than the budget's interval is served the budget
+	// without it (envoyversion): the status says what such an Envoy
+	// counts.
+	older := ""
+	if since := envoyversion.Since(budgetInterval); envoyrelease.Oldest.Less(since) {
+		older = fmt.Sprintf(" (Envoy before v%d.%d: of the requests active at once)", since.Major, since.Minor)
+	}
 	p.Conditions.Set(gatewayv1.PolicyConditionAccepted, true, gatewayv1.PolicyReasonAccepted,
-		fmt.Sprintf("Policy is accepted: Envoy allows retries up to %d%% of the requests of the last %s, and at least %d retries at once", b.Percent, b.Interval, b.MinRetries))
+		fmt.Sprintf("Policy is accepted: Envoy allows retries up to %d%% of the requests of the last %s%s, and at least %d retries at once", b.Percent, b.Interval, older, b.MinRetries))
 	return nil
 }
+
+// budgetInterval is the Envoy field the budget's interval sets.
+var budgetInterval = (&clusterv3.CircuitBreakers_Thresholds_RetryBudget{}).ProtoReflect().Descriptor().Fields().ByName("budget_interval").FullName()
 
 // SessionPersistence is the session the rules whose one backend is the
 // policy's Service keep, when they set none.

@@ -46,6 +46,17 @@ var Newer = []Field{{
 		"XBackendTrafficPolicy retryConstraint.budget.interval has no effect on Envoys before v1.39",
 }}
 
+// Since is the release that introduced a field Isobar sends: its entry in
+// Newer, or the oldest release supported, which knows every other.
+func Since(name protoreflect.FullName) imagetag.Version {
+	for _, f := range Newer {
+		if f.Name == name {
+			return f.Since
+		}
+	}
+	return envoyrelease.Oldest
+}
+
 // Of returns the release an Envoy reports in its node, and whether it
 // reports one (every Envoy does; an xDS client that is not Envoy may not).
 func Of(node *corev3.Node) (imagetag.Version, bool) {
