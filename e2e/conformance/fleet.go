@@ -137,19 +137,15 @@ const drainTime = time.Second
 const brokenTag = ":broken"
 
 // ready stands for a fleet Pod's readiness probes: the controller's
-// /readyz, and an Envoy's /ready, which answers once Envoy has its
-// configuration. Other Pods are Ready once started.
+// /readyz, and an Envoy's /ready, which answers once Envoy's first
+// configuration has warmed. Other Pods are Ready once started.
 func (f *fleet) ready(ctx context.Context, pod *corev1.Pod) bool {
 	switch pod.Labels[componentLabel] {
 	case controllerComponent:
 		return harness.HTTPReady(ctx, pod)
 	case envoyComponent:
 		e := f.envoy(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
-		if e == nil {
-			return false
-		}
-		synced, _ := e.Synced()
-		return synced
+		return e != nil && e.Ready()
 	}
 	return true
 }

@@ -27,8 +27,8 @@ const serviceCIDR = "127.64.0.0/16"
 // kubeProxy stands in for kube-proxy in front of the Envoy fleets: it
 // listens on the cluster IP and ports of every Envoy Service and passes
 // each connection (each UDP client's datagrams) on, unchanged, to the
-// target port of one of the Service's Envoy Pods whose simulated Envoy has
-// its configuration, at the Pod's address.
+// target port of one of the Service's Envoy Pods whose simulated Envoy is
+// Ready (its first configuration warmed), at the Pod's address.
 type kubeProxy struct {
 	fleet *fleet
 	// open are the sockets bound, by protocol and address, with their
@@ -117,8 +117,7 @@ func (p *kubeProxy) listen(ctx context.Context, protocol corev1.Protocol, addr s
 }
 
 // envoyAt is where a Service port's traffic goes: the target port of one
-// of its Envoy Pods whose Envoy has its configuration, at the Pod's
-// address.
+// of its Envoy Pods whose Envoy is Ready, at the Pod's address.
 func (f *fleet) envoyAt(ctx context.Context, svc types.NamespacedName, port int32) (string, error) {
 	s := &corev1.Service{}
 	if err := f.env.Client.Get(ctx, svc, s); err != nil {
@@ -140,13 +139,13 @@ func (f *fleet) envoyAt(ctx context.Context, svc types.NamespacedName, port int3
 	var ready []string
 	for _, p := range pods.Items {
 		if e := f.envoy(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); e != nil {
-			if ok, _ := e.Synced(); ok {
+			if e.Ready() {
 				ready = append(ready, net.JoinHostPort(harness.Loopback(p.Status.PodIP), strconv.Itoa(int(target))))
 			}
 		}
 	}
 	if len(ready) == 0 {
-		return "", fmt.Errorf("service %s: no Envoy has its configuration", svc)
+		return "", fmt.Errorf("service %s: no Envoy is Ready", svc)
 	}
 	return ready[rand.IntN(len(ready))], nil
 }

@@ -48,7 +48,7 @@ func startRig(t *testing.T) *rig { return startRigOn(t, "") }
 // startRigOn is startRig with the CRDs of a Gateway API channel ("" for
 // the default).
 func startRigOn(t *testing.T, channel string) *rig {
-	return startRigWith(t, rigOptions{channel: channel})
+	return startRigWith(t, rigOptions{channel: channel, probe: true})
 }
 
 func startRigWith(t *testing.T, opts rigOptions) *rig {

@@ -60,6 +60,8 @@ type Envoy struct {
 	// zero time for those of its first assignment, which no slow start
 	// ramps up.
 	added map[string]map[string]time.Time
+	// live says its first configuration warmed (Ready).
+	live bool
 	// unknown are the fields, Any types and enum values it was sent that
 	// its release does not know, each with the resource: a real Envoy of
 	// that release warns of each and ignores it.
@@ -173,6 +175,30 @@ func (e *Envoy) Synced() (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.received[resourcev3.ClusterType] && e.received[resourcev3.ListenerType], e.err
+}
+
+// Ready reports whether Envoy's /ready would answer LIVE: its first
+// clusters and listeners have come and warmed, that is every endpoint
+// assignment, route configuration and secret they name has come too.
+// Envoy is LIVE from then on, whatever later listeners wait for.
+func (e *Envoy) Ready() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.live {
+		return true
+	}
+	if !e.received[resourcev3.ClusterType] || !e.received[resourcev3.ListenerType] {
+		return false
+	}
+	for t, names := range references(e.resources[resourcev3.ClusterType], e.resources[resourcev3.ListenerType]) {
+		for n := range names {
+			if _, ok := e.resources[t][n]; !ok {
+				return false
+			}
+		}
+	}
+	e.live = true
+	return true
 }
 
 // Changed returns a channel closed at the next applied response.
