@@ -5,7 +5,7 @@
 // in one place, each field Isobar sends that an Envoy of
 // envoyrelease.Oldest does not know, with the release that introduced
 // it; the xDS server sends an older Envoy its resources without them
-// (Strip). TestFieldsSentAreVersioned (package offline) checks the table
+// (Strip). TestFieldsSentAreVersioned (this package's tests) checks the table
 // against what the translator sends and against the earlier releases'
 // APIs, so a new field cannot be sent unlisted.
 package envoyversion
