@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Fails when a generated file is stale, a Go file is unformatted, or go vet
-# or golangci-lint complains. Generated files are regenerated in place, so
-# after a failure the fix is in the working tree.
+# Fails when a generated file is stale, a Go file is unformatted, go vet or
+# golangci-lint complains, or a build output is tracked. Generated files are
+# regenerated in place, so after a failure the fix is in the working tree.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -57,5 +57,20 @@ for m in api operator controller e2e hack; do
 		fail=1
 	fi
 done
+
+# The repository holds sources, not build outputs: no tracked file over
+# 1 MiB, and no executable file but a shell script.
+while read -r size f; do
+	if ((size > 1048576)); then
+		echo "$f is tracked and $((size / 1048576)) MiB: build outputs belong in .gitignore" >&2
+		fail=1
+	fi
+done < <(git ls-files -z | xargs -0 stat -c '%s %n' 2>/dev/null)
+while read -r mode _ _ f; do
+	if [[ $mode == 100755 && $(head -c 2 "$f") != '#!' ]]; then
+		echo "$f is tracked as an executable and is not a script" >&2
+		fail=1
+	fi
+done < <(git ls-files -s)
 
 exit $fail
