@@ -108,7 +108,7 @@ var effects = []effect{
 	{path: "spec.runtimeSettings.httpproxy.rateLimitService.defaultGlobalRateLimitPolicy", base: "runtimeSettings: {httpproxy: {rateLimitService: {extensionService: {namespace: $NAMESPACE, name: ratelimit}}}}",
 		spec: "runtimeSettings: {httpproxy: {rateLimitService: {extensionService: {namespace: $NAMESPACE, name: ratelimit}, defaultGlobalRateLimitPolicy: {disabled: false, descriptors: [{entries: [{genericKey: {key: k, value: v}}, {requestHeader: {headerName: x-user, descriptorKey: user}}, {remoteAddress: {}}, {requestHeaderValueMatch: {headers: [{name: x-plan, exact: free, notexact: x, present: true, notpresent: false, contains: f, notcontains: g, regex: 'f.*', ignoreCase: true, treatMissingAsEmpty: true}], value: free, expectMatch: true}}]}]}}}}"},
 	{path: "spec.runtimeSettings.http.maxRequestHeadersKiB", spec: "runtimeSettings: {http: {maxRequestHeadersKiB: 96}}"},
-	{path: "spec.runtimeSettings.http.mergeSlashes", spec: "runtimeSettings: {http: {mergeSlashes: true}}"},
+	{path: "spec.runtimeSettings.http.mergeSlashes", spec: "runtimeSettings: {http: {mergeSlashes: false}}"},
 	{path: "spec.runtimeSettings.http.numTrustedHops", spec: "runtimeSettings: {http: {numTrustedHops: 1}}"},
 	{path: "spec.runtimeSettings.http.serverHeader", spec: "runtimeSettings: {http: {serverHeader: PassThrough}}"},
 	{path: "spec.runtimeSettings.timeouts.connectionIdle", spec: "runtimeSettings: {timeouts: {connectionIdle: 2m}}"},

@@ -262,9 +262,15 @@ type HTTPSettings struct {
 	ServerHeader string `json:"serverHeader,omitempty"`
 
 	// MergeSlashes collapses repeated slashes in request paths before
-	// routing.
+	// routing, and unescapes escaped slashes (%2F, %5C) by redirecting
+	// the client to the unescaped path, so that "//admin" and "/%2Fadmin"
+	// meet the routes and policies of "/admin". false keeps both as the
+	// client sent them (Contour's disableMergeSlashes): a path-scoped
+	// policy can then be skipped by a path that a backend reads as the
+	// same.
+	// +kubebuilder:default=true
 	// +optional
-	MergeSlashes bool `json:"mergeSlashes,omitempty"`
+	MergeSlashes *bool `json:"mergeSlashes,omitempty"`
 
 	// MaxRequestHeadersKiB is the largest request header block Envoy
 	// accepts.

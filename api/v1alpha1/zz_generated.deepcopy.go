@@ -358,6 +358,11 @@ func (in *HTTPSettings) DeepCopyInto(out *HTTPSettings) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MergeSlashes != nil {
+		in, out := &in.MergeSlashes, &out.MergeSlashes
+		*out = new(bool)
+		**out = **in
+	}
 	if in.MaxRequestHeadersKiB != nil {
 		in, out := &in.MaxRequestHeadersKiB, &out.MaxRequestHeadersKiB
 		*out = new(int32)

@@ -23,6 +23,50 @@ var hcmFieldsKnown = []string{
 	"path_with_escaped_slashes_action",
 }
 
+// normalizePath follows ConnectionManagerUtility::maybeNormalizePath:
+// path_with_escaped_slashes_action first, then normalize_path, then
+// merge_slashes. A path that cannot be normalized gets 400; one whose
+// escaped slashes were unescaped under UNESCAPE_AND_REDIRECT gets a 307
+// to the path as normalized (a 400 for a gRPC request, whose clients do
+// not follow redirects). done says Envoy answered the request itself.
+func (s *Simulator) normalizePath(hcm *hcmv3.HttpConnectionManager, r *httpRequest, a *Answer) (done bool, err error) {
+	act := hcm.GetPathWithEscapedSlashesAction()
+	redirect := false
+	switch act {
+	case hcmv3.HttpConnectionManager_IMPLEMENTATION_SPECIFIC_DEFAULT, hcmv3.HttpConnectionManager_KEEP_UNCHANGED:
+	case hcmv3.HttpConnectionManager_REJECT_REQUEST, hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT, hcmv3.HttpConnectionManager_UNESCAPE_AND_FORWARD:
+		p, found := unescapeSlashes(r.path)
+		switch {
+		case !found:
+		case act == hcmv3.HttpConnectionManager_REJECT_REQUEST:
+			return true, s.localReply(a, 400, "Bad Request")
+		case act == hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT:
+			redirect = true
+		}
+		r.path = p
+	default:
+		return true, errUnsupportedf("path_with_escaped_slashes_action %v", act)
+	}
+	if hcm.GetNormalizePath().GetValue() {
+		p, ok := canonicalPath(r.path)
+		if !ok {
+			return true, s.localReply(a, 400, "Bad Request")
+		}
+		r.path = p
+	}
+	if hcm.GetMergeSlashes() {
+		r.path = mergeSlashes(r.path)
+	}
+	if !redirect {
+		return false, nil
+	}
+	if strings.HasPrefix(r.header("content-type"), "application/grpc") {
+		return true, s.localReply(a, 400, "Bad Request")
+	}
+	a.Response = &Response{Status: 307, Headers: []Header{{Name: "location", Value: r.path}}}
+	return true, nil
+}
+
 // http follows the HTTP connection manager: header normalisation, the
 // route table (RDS or inline), then the route's action.
 func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *Answer) error {
@@ -32,9 +76,6 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 	}
 	if err := understand(hcm, hcmFieldsKnown...); err != nil {
 		return err
-	}
-	if act := hcm.GetPathWithEscapedSlashesAction(); act != hcmv3.HttpConnectionManager_IMPLEMENTATION_SPECIFIC_DEFAULT && act != hcmv3.HttpConnectionManager_KEEP_UNCHANGED {
-		return errUnsupportedf("path_with_escaped_slashes_action %v", act)
 	}
 	var filters httpFilters
 	for i, hf := range hcm.GetHttpFilters() {
@@ -98,18 +139,8 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 	if r.authority == "" {
 		return fmt.Errorf("the request has no host: Envoy answers 400")
 	}
-	// normalize_path, then merge_slashes, as the connection manager
-	// applies them; path_with_escaped_slashes_action's default keeps
-	// escaped slashes as they are.
-	if hcm.GetNormalizePath().GetValue() {
-		p, ok := canonicalPath(r.path)
-		if !ok {
-			return s.localReply(a, 400, "Bad Request")
-		}
-		r.path = p
-	}
-	if hcm.GetMergeSlashes() {
-		r.path = mergeSlashes(r.path)
+	if done, err := s.normalizePath(hcm, r, a); done || err != nil {
+		return err
 	}
 	if hcm.GetStripAnyHostPort() {
 		r.authority = stripPort(r.authority)

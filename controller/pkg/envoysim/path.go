@@ -94,6 +94,18 @@ func removeDotSegments(p string) string {
 	return "/" + strings.Join(out, "/")
 }
 
+// unescapeSlashes is PathUtil::unescapeSlashes: %2F and %5C (either case)
+// in the path, not the query, become a slash and a backslash; found says
+// there were any.
+func unescapeSlashes(target string) (_ string, found bool) {
+	p, rest, _ := cutQuery(target)
+	if !strings.Contains(p, "%") {
+		return target, false
+	}
+	u := strings.NewReplacer("%2F", "/", "%2f", "/", "%5C", `\`, "%5c", `\`).Replace(p)
+	return u + rest, u != p
+}
+
 // mergeSlashes is Envoy's merge_slashes: runs of slashes in the path (not
 // the query) become one.
 func mergeSlashes(target string) string {

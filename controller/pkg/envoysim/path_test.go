@@ -66,3 +66,38 @@ func TestMergeSlashes(t *testing.T) {
 		}
 	}
 }
+
+// The cases of Envoy's own test of path_with_escaped_slashes_action's
+// unescaping (PathUtilityTest.UnescapeSlashes).
+func TestUnescapeSlashes(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		found    bool
+	}{
+		{"", "", false},
+		{"%2f%2F", "//", true},
+		{"/a%2Fb%2fc/", "/a/b/c/", true},
+		{"%2b", "%2b", false},
+		{"/a/b/c", "/a/b/c", false},
+		{"%2", "%2", false},
+		{"%", "%", false},
+		{"/abc%2", "/abc%2", false},
+		{"foo%", "foo%", false},
+		{"/a%2F", "/a/", true},
+		{"%2fa/", "/a/", true},
+		{"%%2fa/", "%/a/", true},
+		{"%2%2fa/", "%2/a/", true},
+		{"%5c%5C", `\\`, true},
+		{"/a%5Cb%5cc/", `/a\b\c/`, true},
+		{"/a%5C", `/a\`, true},
+		{"%5ca/", `\a/`, true},
+		{"/x/%2E%2e/z%2f%2Fabc%5C../def", `/x/%2E%2e/z//abc\../def`, true},
+		{"%2fa%5Cb%2fc%5c", `/a\b/c\`, true},
+		{"%2fa%5Cb%2fc%5c?%2fabcd%5C%%2f%", `/a\b/c\?%2fabcd%5C%%2f%`, true},
+	} {
+		got, found := unescapeSlashes(tc.in)
+		if got != tc.want || found != tc.found {
+			t.Errorf("unescapeSlashes(%q) = %q, %t; want %q, %t", tc.in, got, found, tc.want, tc.found)
+		}
+	}
+}

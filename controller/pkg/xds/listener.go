@@ -158,11 +158,12 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 			Name:       "envoy.filters.http.router",
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&routerv3.Router{})},
 		}},
-		UseRemoteAddress:  wrapperspb.Bool(true),
-		XffNumTrustedHops: s.NumTrustedHops,
-		NormalizePath:     wrapperspb.Bool(true),
-		MergeSlashes:      s.MergeSlashes,
-		UpgradeConfigs:    []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+		UseRemoteAddress:             wrapperspb.Bool(true),
+		XffNumTrustedHops:            s.NumTrustedHops,
+		NormalizePath:                wrapperspb.Bool(true),
+		MergeSlashes:                 s.MergeSlashes,
+		PathWithEscapedSlashesAction: escapedSlashes(s),
+		UpgradeConfigs:               []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{
 			IdleTimeout:           duration(s.ConnectionIdleTimeout),
 			MaxConnectionDuration: duration(s.MaxConnectionDuration),
@@ -239,6 +240,18 @@ func downstreamTLS(c *ir.Chain, alpn []string, s Settings) *corev3.TransportSock
 		Name:       "envoy.transport_sockets.tls",
 		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: typed(ctx)},
 	}
+}
+
+// escapedSlashes is what Envoy does with %2F and %5C in a path: with
+// merged slashes, it unescapes them and redirects the client to the
+// unescaped, normalized path, so that a path cannot reach a route's
+// backend in a form that skips the routes and policies of the path the
+// backend reads; without, it keeps them as sent, as Contour does.
+func escapedSlashes(s Settings) hcmv3.HttpConnectionManager_PathWithEscapedSlashesAction {
+	if s.MergeSlashes {
+		return hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT
+	}
+	return hcmv3.HttpConnectionManager_KEEP_UNCHANGED
 }
 
 func tlsVersion(v string) tlsv3.TlsParameters_TlsProtocol {

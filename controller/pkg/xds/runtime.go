@@ -37,7 +37,9 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 		}
 		s.NumTrustedHops = uint32(*h.NumTrustedHops)
 	}
-	s.MergeSlashes = h.MergeSlashes
+	if h.MergeSlashes != nil {
+		s.MergeSlashes = *h.MergeSlashes
+	}
 	if h.MaxRequestHeadersKiB != nil {
 		s.MaxRequestHeadersKiB = uint32(*h.MaxRequestHeadersKiB)
 	}

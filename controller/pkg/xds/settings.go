@@ -16,8 +16,10 @@ type Settings struct {
 	ConnectionShutdownGracePeriod time.Duration
 	UpstreamConnectTimeout        time.Duration
 	NumTrustedHops                uint32
-	MergeSlashes                  bool
-	MaxRequestHeadersKiB          uint32
+	// MergeSlashes merges repeated slashes and unescapes escaped ones
+	// (redirecting to the unescaped path); without it both stay as sent.
+	MergeSlashes         bool
+	MaxRequestHeadersKiB uint32
 	// TLSMinimumVersion and TLSMaximumVersion are "1.2" or "1.3".
 	TLSMinimumVersion string
 	TLSMaximumVersion string
@@ -52,6 +54,7 @@ func DefaultSettings() Settings {
 		ConnectionShutdownGracePeriod: 5 * time.Second,
 		UpstreamConnectTimeout:        2 * time.Second,
 		MaxRequestHeadersKiB:          60,
+		MergeSlashes:                  true,
 		TLSMinimumVersion:             "1.2",
 		TLSMaximumVersion:             "1.3",
 		ServerHeader:                  "Overwrite",
