@@ -11,7 +11,9 @@
 //     certificate, likewise;
 //   - the TLS Secrets of the Ingresses it serves (ingressclass.Selected),
 //     whether or not it has the listeners to serve them yet: the grant is
-//     in place before the listener that needs it; likewise the TLS Secrets
+//     in place before the listener that needs it; in another namespace
+//     (refgrant.IngressSecret) only with a TLSCertificateDelegation or a
+//     ReferenceGrant there (refgrant.IngressDelegated); likewise the TLS Secrets
 //     of the root HTTPProxies it serves (ingressclass.SelectedProxies), of
 //     their own namespace or delegated to it by a TLSCertificateDelegation,
 //     and the CA and revocation list Secrets their client validation and
@@ -132,8 +134,9 @@ func Of(in Input) []Ref {
 	}
 	for _, ing := range ingressclass.Selected(gw, in.ControllerName, in.IngressClasses, in.Ingresses) {
 		for _, t := range ing.Spec.TLS {
-			if t.SecretName != "" {
-				c.add(Secret, ing.Namespace, t.SecretName)
+			ns, name := refgrant.IngressSecret(ing, t.SecretName)
+			if name != "" && refgrant.IngressDelegated(in.TLSCertificateDelegations, c.grants, ns, name, ing.Namespace) {
+				c.add(Secret, ns, name)
 			}
 		}
 	}

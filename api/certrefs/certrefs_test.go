@@ -62,7 +62,7 @@ func TestOf(t *testing.T) {
 	clients := proxy("shop", "clients-tls")
 	clients.Spec.VirtualHost.TLS.ClientValidation = &contourv1.DownstreamValidation{CACertificate: "clients-ca", CertificateRevocationList: "clients-crl"}
 	delegation := &contourv1.TLSCertificateDelegation{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "d"}, Spec: contourv1.TLSCertificateDelegationSpec{
-		Delegations: []contourv1.CertificateDelegation{{SecretName: "delegated-tls", TargetNamespaces: []string{"shop"}}},
+		Delegations: []contourv1.CertificateDelegation{{SecretName: "delegated-tls", TargetNamespaces: []string{"shop"}}, {SecretName: "ing-shared-tls", TargetNamespaces: []string{"apps"}}},
 	}}
 	got := Of(Input{
 		HTTPProxies: []*contourv1.HTTPProxy{
@@ -78,8 +78,11 @@ func TestOf(t *testing.T) {
 		TLSCertificateDelegations: []*contourv1.TLSCertificateDelegation{delegation},
 		FallbackCertificate:       &v1alpha1.SecretReference{Namespace: "shop", Name: "fallback-cert"},
 		Gateway:                   gw, ControllerName: "isobar.dev/gateway-controller",
-		ListenerSets:       []*gatewayv1.ListenerSet{set("gw", "set-tls"), set("elsewhere", "foreign-set-tls")},
-		Ingresses:          []*networkingv1.Ingress{ingress("apps", "isobar", "ing-tls"), ingress("apps2", "other", "other-tls")},
+		ListenerSets: []*gatewayv1.ListenerSet{set("gw", "set-tls"), set("elsewhere", "foreign-set-tls")},
+		// An Ingress's Secret of another namespace needs a delegation
+		// there: certs delegates ing-shared-tls to apps, not delegated-tls.
+		Ingresses: []*networkingv1.Ingress{ingress("apps", "isobar", "ing-tls"), ingress("apps2", "other", "other-tls"),
+			ingress("apps", "isobar", "certs/ing-shared-tls"), ingress("apps", "isobar", "certs/delegated-tls")},
 		IngressClasses:     []*networkingv1.IngressClass{class},
 		ReferenceGrants:    []*gatewayv1beta1.ReferenceGrant{grant},
 		BackendTLSPolicies: []*gatewayv1.BackendTLSPolicy{policy},
@@ -88,6 +91,7 @@ func TestOf(t *testing.T) {
 		{ConfigMap, "apps", "backend-ca"},
 		{Secret, "apps", "ing-tls"},
 		{Secret, "certs", "delegated-tls"},
+		{Secret, "certs", "ing-shared-tls"},
 		{Secret, "certs", "shared-tls"},
 		{Secret, "gw", "own-tls"},
 		{Secret, "gw", "set-tls"},

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
 // Delegates reports whether d, a TLSCertificateDelegation in a Secret's
@@ -42,4 +44,30 @@ func ProxySecret(ns, secretName string) (string, string) {
 		return other, name
 	}
 	return ns, secretName
+}
+
+// IngressCertNamespace is Contour's annotation naming the namespace of the
+// Secrets an Ingress's spec.tls names without one.
+const IngressCertNamespace = "projectcontour.io/tls-cert-namespace"
+
+// IngressSecret is the namespace and name of the Secret an Ingress names
+// in spec.tls, as Contour reads secretName: "namespace/name", or a name
+// in the namespace IngressCertNamespace gives, or else the Ingress's own.
+func IngressSecret(ing *networkingv1.Ingress, secretName string) (string, string) {
+	if other, name, ok := strings.Cut(secretName, "/"); ok {
+		return other, name
+	}
+	if ns := ing.Annotations[IngressCertNamespace]; ns != "" {
+		return ns, secretName
+	}
+	return ing.Namespace, secretName
+}
+
+// IngressDelegated reports whether an Ingress of namespace ns may use the
+// Secret secretNS/name: its own namespace's always, another's when a
+// TLSCertificateDelegation there delegates it (Contour's rule) or a
+// ReferenceGrant there allows Ingresses of ns (the Gateway API's).
+func IngressDelegated(delegations []*contourv1.TLSCertificateDelegation, grants []*gatewayv1beta1.ReferenceGrant, secretNS, name, ns string) bool {
+	return Delegated(delegations, secretNS, name, ns) ||
+		Permitted(grants, From{Group: networkingv1.GroupName, Kind: "Ingress", Namespace: ns}, secretNS, To{Kind: "Secret", Name: name})
 }

@@ -17,6 +17,7 @@ import (
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
@@ -163,11 +164,17 @@ func (e Env) ServicePort(ns, name, port string) (int32, bool) {
 
 // Granted reports whether a ReferenceGrant in toNamespace lets from refer
 // to to; for an HTTPProxy's reference to a Secret, whether a
-// TLSCertificateDelegation there does, as Contour has it.
+// TLSCertificateDelegation there does, as Contour has it; for an
+// Ingress's, whether either does (refgrant.IngressDelegated).
 func (e Env) Granted(from refgrant.From, toNamespace string, to refgrant.To) bool {
 	if from.Group == contourv1.GroupName && to.Group == "" && to.Kind == "Secret" {
 		e.read(Delegations, toNamespace, "")
 		return refgrant.Delegated(e.idx.delegations[toNamespace], toNamespace, to.Name, from.Namespace)
+	}
+	if from.Group == networkingv1.GroupName && from.Kind == "Ingress" && to.Group == "" && to.Kind == "Secret" {
+		e.read(Delegations, toNamespace, "")
+		e.read(Grants, toNamespace, "")
+		return refgrant.IngressDelegated(e.idx.delegations[toNamespace], e.idx.grants[toNamespace], toNamespace, to.Name, from.Namespace)
 	}
 	e.read(Grants, toNamespace, "")
 	for _, g := range e.idx.grants[toNamespace] {

@@ -89,8 +89,12 @@ func (t *gatewayTranslator) fallbackCertificate(l *listener) string {
 }
 
 // proxyChainTLS is what the root HTTPProxy of l, a TLS virtual host's
-// listener, asks of its chain, as its attached tree found it.
+// listener, asks of its chain, as its attached tree found it; or the
+// Ingress of l, one of its TLS hosts' listeners.
 func (t *gatewayTranslator) proxyChainTLS(l *listener) *ir.ChainTLS {
+	if l.set != nil && l.set.ingress != nil {
+		return ingress.ChainTLS(l.set.ingress)
+	}
 	if l.set == nil || l.set.proxy == nil {
 		return nil
 	}

@@ -89,9 +89,10 @@ func (t *gatewayTranslator) attachIngress(ing *networkingv1.Ingress, rank int32)
 				o.Detail.problems = append(o.Detail.problems, fmt.Sprintf("host %s: listener %s of Gateway %s/%s does not serve it", hostname.OrAny(h.Name), l.spec.Name, t.gw.Namespace, t.gw.Name))
 			}
 		}
-		if h.Redirect != nil {
+		switch {
+		case h.Redirect != nil:
 			add(http, []*ir.Route{h.Redirect})
-		} else {
+		case h.HTTP:
 			add(http, h.Routes)
 		}
 		if h.TLS {

@@ -401,8 +401,11 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 	}
 	if ns != from.namespace && !t.env.Granted(refgrant.From{Group: from.group, Kind: from.kind, Namespace: from.namespace}, ns, refgrant.To{Kind: "Secret", Name: string(ref.Name)}) {
 		grant := "ReferenceGrant"
-		if from.kind == "HTTPProxy" {
+		switch from.kind {
+		case "HTTPProxy":
 			grant = "TLSCertificateDelegation"
+		case "Ingress":
+			grant = "TLSCertificateDelegation or ReferenceGrant"
 		}
 		return "", condition.UnresolvedListenerRef(gatewayv1.ListenerReasonRefNotPermitted,
 			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no %s in namespace %s allows it", ns, ref.Name, grant, ns))

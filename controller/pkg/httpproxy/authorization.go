@@ -13,6 +13,7 @@ import (
 
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/timeout"
 	"isobar.dev/controller/pkg/validate"
 )
 
@@ -64,11 +65,11 @@ func (w *walk) authorization(root *contourv1.HTTPProxy) (*authorization, *proble
 		return nil, refused(contourv1.ConditionTypeAuthError, "AuthBadResourceVersion",
 			fmt.Sprintf("Spec.Virtualhost.Authorization.extensionRef specifies an unsupported resource version %q", v))
 	}
-	timeout, err := parseTimeout(a.ResponseTimeout)
+	d, err := timeout.Parse(a.ResponseTimeout)
 	switch {
 	case err != nil:
 		return nil, refused(contourv1.ConditionTypeAuthError, "AuthResponseTimeoutInvalid", "Spec.Virtualhost.Authorization.ResponseTimeout is invalid: "+err.Error())
-	case timeout < 0:
+	case d < 0:
 		return nil, refused(contourv1.ConditionTypeAuthError, "AuthResponseTimeoutInvalid",
 			"Spec.Virtualhost.Authorization.ResponseTimeout is invalid: a check needs a timeout, not infinity")
 	}
@@ -84,7 +85,7 @@ func (w *walk) authorization(root *contourv1.HTTPProxy) (*authorization, *proble
 	}
 	out.server = &ir.ExtAuth{
 		GRPC: true, Cluster: ext.cluster, Authority: ext.sni,
-		Timeout: cmp.Or(timeout, ext.timeout),
+		Timeout: cmp.Or(d, ext.timeout),
 	}
 	if b := a.WithRequestBody; b != nil {
 		out.server.MaxBody = cmp.Or(b.MaxRequestBytes, defaultMaxRequestBytes)

@@ -15,6 +15,7 @@ import (
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
+	"isobar.dev/controller/pkg/timeout"
 )
 
 // refuseExtension are the fields of an ExtensionService not served yet.
@@ -107,8 +108,8 @@ func (w *walk) extensionOf(x *contourv1alpha1.ExtensionService, valid *contourv1
 	out := &extension{}
 	if tp := spec.TimeoutPolicy; tp != nil {
 		var err error
-		if out.timeout, err = parseTimeout(tp.Response); err == nil {
-			up.IdleConnection, err = parseTimeout(tp.IdleConnection)
+		if out.timeout, err = timeout.Parse(tp.Response); err == nil {
+			up.IdleConnection, err = timeout.Parse(tp.IdleConnection)
 		}
 		if err != nil {
 			return nil, refused(contourv1.ConditionTypeSpecError, "TimeoutPolicyNotValid", "spec.timeoutPolicy failed to parse: "+err.Error())

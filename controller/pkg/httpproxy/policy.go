@@ -15,6 +15,7 @@ import (
 	"isobar.dev/controller/pkg/envoyrules"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
+	"isobar.dev/controller/pkg/timeout"
 	"isobar.dev/controller/pkg/validate"
 )
 
@@ -154,15 +155,15 @@ func timeouts(r *ir.Route, tp *contourv1.TimeoutPolicy) (time.Duration, *problem
 	if tp == nil {
 		return 0, nil
 	}
-	response, err := parseTimeout(tp.Response)
+	response, err := timeout.Parse(tp.Response)
 	if err != nil {
 		return 0, refused(contourv1.ConditionTypeRouteError, "TimeoutPolicyNotValid", fmt.Sprintf("route.timeoutPolicy failed to parse: error parsing response timeout: %v", err))
 	}
-	idle, err := parseTimeout(tp.Idle)
+	idle, err := timeout.Parse(tp.Idle)
 	if err != nil {
 		return 0, refused(contourv1.ConditionTypeRouteError, "TimeoutPolicyNotValid", fmt.Sprintf("route.timeoutPolicy failed to parse: error parsing idle timeout: %v", err))
 	}
-	conn, err := parseTimeout(tp.IdleConnection)
+	conn, err := timeout.Parse(tp.IdleConnection)
 	if err != nil {
 		return 0, refused(contourv1.ConditionTypeServiceError, "TimeoutPolicyNotValid", fmt.Sprintf("route.timeoutPolicy failed to parse: error parsing idle connection timeout: %v", err))
 	}
@@ -179,23 +180,6 @@ func timeouts(r *ir.Route, tp *contourv1.TimeoutPolicy) (time.Duration, *problem
 		r.IdleTimeout = idle
 	}
 	return conn, nil
-}
-
-// parseTimeout parses a timeout of a timeout policy as Contour does: 0
-// when unset or zero (Envoy's default then), negative for "infinity",
-// which turns it off.
-func parseTimeout(s string) (time.Duration, error) {
-	switch s {
-	case "":
-		return 0, nil
-	case "infinity", "infinite":
-		return -1, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q is not a duration", s)
-	}
-	return d, nil
 }
 
 // redirect is a request redirect policy of a route matching m: scheme,

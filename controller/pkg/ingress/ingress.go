@@ -15,12 +15,15 @@
 package ingress
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
@@ -37,13 +40,6 @@ const (
 	// and EnvoyHTTP the HTTP port's RouteConfiguration.
 	EnvoyHTTP  = "ingress_http"
 	EnvoyHTTPS = "ingress_https"
-)
-
-// Annotations Isobar reads on an Ingress or IngressClass.
-const (
-	// ForceSSLRedirect "true" redirects HTTP requests for the Ingress's
-	// TLS hosts to HTTPS.
-	ForceSSLRedirect = "ingress.kubernetes.io/force-ssl-redirect"
 )
 
 // ParentGroup and ParentKind name the owner of the listeners of an
@@ -87,7 +83,10 @@ func ShapeOf(gw *gatewayv1.Gateway) (Shape, error) {
 // served as written, for the Ingress's Events.
 func Listeners(ing *networkingv1.Ingress, gw *gatewayv1.Gateway, shape Shape) ([]gatewayv1.ListenerEntry, []string) {
 	var out []gatewayv1.ListenerEntry
-	var problems []string
+	_, _, problems, ok := TLSVersions(ing)
+	if !ok {
+		return nil, problems
+	}
 	seen := map[string]bool{}
 	for i, t := range ing.Spec.TLS {
 		if shape.HTTPS == nil {
@@ -105,9 +104,11 @@ func Listeners(ing *networkingv1.Ingress, gw *gatewayv1.Gateway, shape Shape) ([
 			}
 			seen[h] = true
 			host := gatewayv1.Hostname(h)
+			ns, name := refgrant.IngressSecret(ing, t.SecretName)
+			cert := gatewayv1.SecretObjectReference{Namespace: ptr(gatewayv1.Namespace(ns)), Name: gatewayv1.ObjectName(name)}
 			out = append(out, gatewayv1.ListenerEntry{
 				Name: gatewayv1.SectionName(fmt.Sprintf("tls-%d", len(out))), Hostname: &host, Port: shape.HTTPS.Port, Protocol: gatewayv1.HTTPSProtocolType,
-				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(t.SecretName)}}},
+				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{cert}},
 			})
 		}
 	}
@@ -136,6 +137,33 @@ type Host struct {
 	// Redirect, when set, is what the host gets on ingress-http instead of
 	// its routes (force-ssl-redirect of a TLS host).
 	Redirect *ir.Route
+	// HTTP says the host's routes are served on ingress-http too, unless
+	// Redirect takes their place there (no allow-http "false").
+	HTTP bool
+}
+
+// pathMatch is how Contour matches an Ingress path of a path type: Exact
+// as written; Prefix by path segments, a trailing slash aside ("/" is
+// every path); ImplementationSpecific, and no type, as a regular
+// expression when the path holds one of ^+*[]% and as a string prefix
+// otherwise ("/foo" matches "/foobar").
+func pathMatch(path string, typ *networkingv1.PathType) (ir.Match, string) {
+	switch t := ptrOr(typ, networkingv1.PathTypeImplementationSpecific); t {
+	case networkingv1.PathTypeExact:
+		return ir.Match{PathType: ir.PathExact, Path: path}, ""
+	case networkingv1.PathTypePrefix:
+		return ir.Match{PathType: ir.PathPrefix, Path: cmp.Or(strings.TrimRight(path, "/"), "/")}, ""
+	case networkingv1.PathTypeImplementationSpecific:
+		if strings.ContainsAny(path, "^+*[]%") {
+			if err := validate.Regex("path", path); err != nil {
+				return ir.Match{}, fmt.Sprintf("read as a regular expression (it holds one of ^+*[]%%): %v; the path is not served", err)
+			}
+			return ir.Match{PathType: ir.PathRegex, Path: path}, ""
+		}
+		return ir.Match{PathType: ir.PathStringPrefix, Path: path}, ""
+	default:
+		return ir.Match{}, fmt.Sprintf("pathType %q is not Exact, Prefix or ImplementationSpecific; the path is not served", t)
+	}
 }
 
 // Translate turns an Ingress's rules into IR routes for a Gateway of the
@@ -150,7 +178,9 @@ func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw 
 			}
 		}
 	}
-	redirect := ing.Annotations[ForceSSLRedirect] == "true"
+	pol := policyOf(ing)
+	out.Problems = append(out.Problems, pol.problems...)
+	redirect := pol.redirect
 	if redirect && shape.HTTPS == nil {
 		out.Problems = append(out.Problems, fmt.Sprintf("%s: Gateway %s/%s has no %s listener to redirect to", ForceSSLRedirect, gw.Namespace, gw.Name, HTTPSListener))
 		redirect = false
@@ -176,6 +206,7 @@ func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw 
 	if b := ing.Spec.DefaultBackend; b != nil {
 		fallback = backend("spec.defaultBackend", b)
 		fallback.Match = ir.Match{PathType: ir.PathPrefix, Path: "/"}
+		pol.apply(fallback, "/")
 	}
 	// Rules of one host are one Host, hosts in order of first appearance.
 	var hosts []string
@@ -195,14 +226,16 @@ func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw 
 			continue
 		}
 		for j, p := range r.HTTP.Paths {
-			route := backend(fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j), &p.Backend)
-			route.Match = ir.Match{PathType: ir.PathPrefix, Path: p.Path}
-			if p.PathType != nil && *p.PathType == networkingv1.PathTypeExact {
-				route.Match.PathType = ir.PathExact
+			where := fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j)
+			path := cmp.Or(p.Path, "/")
+			m, problem := pathMatch(path, p.PathType)
+			if problem != "" {
+				out.Problems = append(out.Problems, where+": "+problem)
+				continue
 			}
-			if route.Match.Path == "" {
-				route.Match.Path = "/"
-			}
+			route := backend(where, &p.Backend)
+			route.Match = m
+			pol.apply(route, path)
 			routes[r.Host] = append(routes[r.Host], route)
 		}
 	}
@@ -221,7 +254,7 @@ func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw 
 		for j, r := range rs {
 			r.Name = routerule.RouteName("ingress", ing.Namespace, ing.Name, i, nil, j)
 		}
-		host := Host{Name: h, Routes: rs, TLS: tlsHosts[h]}
+		host := Host{Name: h, Routes: rs, TLS: tlsHosts[h], HTTP: pol.httpAllowed}
 		if redirect && host.TLS {
 			// The HTTP side of a TLS host redirects; its rules are served
 			// over HTTPS only.
@@ -268,3 +301,10 @@ func backendRef(e env.Env, ing *networkingv1.Ingress, b *networkingv1.IngressBac
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func ptrOr[T any](p *T, v T) T {
+	if p == nil {
+		return v
+	}
+	return *p
+}
