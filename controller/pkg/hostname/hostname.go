@@ -4,7 +4,10 @@
 // "example.com" itself); an empty hostname matches everything.
 package hostname
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // Intersect is the set of hosts that both a route hostname and a listener
 // hostname match, expressed as one hostname, or "" and false when they are
@@ -101,4 +104,13 @@ func OrAny(h string) string {
 		return "*"
 	}
 	return h
+}
+
+// OneLabelAuthority is a regular expression an :authority matches when
+// it is a wildcard's host with exactly one label in front ("a.example.com"
+// for "*.example.com", not "a.b.example.com"), with or without a port:
+// Contour's reading of an HTTPProxy's or Ingress's wildcard, which Envoy's
+// virtual host domains (one or more labels) cannot express alone.
+func OneLabelAuthority(wildcard string) string {
+	return "^[a-z0-9]([-a-z0-9]*[a-z0-9])?" + regexp.QuoteMeta(strings.TrimPrefix(wildcard, "*")) + "(:[0-9]+)?"
 }

@@ -1,6 +1,9 @@
 package hostname
 
-import "testing"
+import (
+	"regexp"
+	"testing"
+)
 
 func TestIntersect(t *testing.T) {
 	for _, tc := range []struct {
@@ -45,6 +48,19 @@ func TestMoreSpecific(t *testing.T) {
 	} {
 		if got := MoreSpecific(tc.a, tc.b); got != tc.want {
 			t.Errorf("MoreSpecific(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestOneLabelAuthority(t *testing.T) {
+	// Envoy's safe_regex matches the whole value.
+	re := regexp.MustCompile("^(?:" + OneLabelAuthority("*.example.com") + ")$")
+	for host, want := range map[string]bool{
+		"a.example.com": true, "a-1.example.com": true, "a.example.com:8080": true,
+		"a.b.example.com": false, "example.com": false, "-a.example.com": false, "a.exampleXcom": false, "a.example.com.evil": false,
+	} {
+		if got := re.MatchString(host); got != want {
+			t.Errorf("%s matches %t, want %t", host, got, want)
 		}
 	}
 }

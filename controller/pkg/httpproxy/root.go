@@ -12,6 +12,7 @@ import (
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/env"
+	"isobar.dev/controller/pkg/hostname"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
 	"isobar.dev/controller/pkg/validate"
@@ -146,13 +147,28 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 	// The virtual host's CORS policy is each route's, redirects too, and
 	// so is its IP filter where a route has none of its own (Envoy takes
 	// a route's over its virtual host's).
+	//
+	// A wildcard virtual host serves one label in front of its domain, as
+	// Contour's does: every route also matches the :authority.
+	var oneLabel []ir.StringMatch
+	if strings.HasPrefix(vh.Fqdn, "*.") {
+		oneLabel = []ir.StringMatch{{Name: ":authority", Value: hostname.OneLabelAuthority(vh.Fqdn), Regex: true}}
+	}
 	defer func() {
+		seen := map[*ir.Route]bool{}
 		for _, r := range slices.Concat(w.tree.HTTP, w.tree.HTTPS) {
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
 			if cors != nil {
 				r.CORS = cors
 			}
 			if r.IPFilter == nil {
 				r.IPFilter = ips
+			}
+			if oneLabel != nil {
+				r.Match.Headers = slices.Concat(r.Match.Headers, oneLabel)
 			}
 		}
 	}()

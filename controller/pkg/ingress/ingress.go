@@ -25,6 +25,7 @@ import (
 
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/env"
+	"isobar.dev/controller/pkg/hostname"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
 	"isobar.dev/controller/pkg/validate"
@@ -253,6 +254,11 @@ func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw 
 		}
 		for j, r := range rs {
 			r.Name = routerule.RouteName("ingress", ing.Namespace, ing.Name, i, nil, j)
+			if strings.HasPrefix(h, "*.") {
+				// A wildcard host serves one label in front of its
+				// domain, as Contour's does.
+				r.Match.Headers = slices.Concat(r.Match.Headers, []ir.StringMatch{{Name: ":authority", Value: hostname.OneLabelAuthority(h), Regex: true}})
+			}
 		}
 		host := Host{Name: h, Routes: rs, TLS: tlsHosts[h], HTTP: pol.httpAllowed}
 		if redirect && host.TLS {
