@@ -95,9 +95,14 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 			out.Mirrors = []ir.Mirror{mirror(m, mirrored.Weight)}
 		}
 	}
-	if routerule.AllInvalid(out.Destination) {
+	switch {
+	case routerule.AllInvalid(out.Destination):
 		// No service to send to: Envoy's answer is 503.
 		out.Destination, out.DirectResponse = nil, &ir.DirectResponse{Status: 503}
+	default:
+		// A service that does not resolve is left out, as Contour leaves
+		// it: the others take all the requests (the status names it).
+		out.Destination.Backends = slices.DeleteFunc(slices.Clone(out.Destination.Backends), func(b ir.WeightedCluster) bool { return b.Invalid })
 	}
 	return nil
 }
