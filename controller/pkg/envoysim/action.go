@@ -16,7 +16,7 @@ import (
 // mutations of every level.
 func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matched string, r *httpRequest, req Request, lv levels, a *Answer) error {
 	if err := understand(ra, "cluster", "weighted_clusters", "cluster_header", "prefix_rewrite", "regex_rewrite",
-		"host_rewrite_literal", "timeout", "idle_timeout", "retry_policy", "request_mirror_policies", "upgrade_configs",
+		"host_rewrite_literal", "host_rewrite_header", "timeout", "idle_timeout", "retry_policy", "request_mirror_policies", "upgrade_configs",
 		"max_stream_duration", "hash_policy", "priority", "cluster_not_found_response_code", "internal_redirect_policy", "rate_limits"); err != nil {
 		return err
 	}
@@ -68,6 +68,16 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 	up := r.clone()
 	if h := ra.GetHostRewriteLiteral(); h != "" {
 		up.authority = h
+	}
+	if name := ra.GetHostRewriteHeader(); name != "" {
+		// The header's value, when the request has one; a pseudo-header
+		// cannot be named (route_components.proto).
+		if strings.HasPrefix(name, ":") {
+			return errUnsupportedf("host_rewrite_header %s: Envoy refuses a pseudo-header", name)
+		}
+		if v := r.header(name); v != "" {
+			up.authority = v
+		}
 	}
 	switch {
 	case ra.GetPrefixRewrite() != "":

@@ -19,19 +19,35 @@ import (
 	"isobar.dev/controller/pkg/validate"
 )
 
+// hostRewrites says which Host rewrites a headers policy may hold, as
+// Contour has them: none (responses), a literal (a service's requests),
+// or a literal or another request header's value, %REQ(name)% (a route's
+// requests).
+type hostRewrites int
+
+const (
+	noHost hostRewrites = iota
+	literalHost
+	anyHost
+)
+
+// hostRequestHeader is Contour's dynamic Host: the value of a request
+// header.
+var hostRequestHeader = regexp.MustCompile(`^%REQ\(([A-Za-z0-9-]+)\)%$`)
+
 // headers translates a headers policy: set replaces a header, remove
-// removes it. A request policy of a route may set Host, which rewrites
-// the host (literally). Values may hold Contour's dynamic values, which
-// vars and Envoy substitute; any other "%" is literal.
-func headers(p *contourv1.HeadersPolicy, what string, hostOK bool, vars contourVars) (*ir.HeaderModifier, string, *problem) {
+// removes it. A request policy may set Host, which rewrites the host
+// (what hosts says). Values may hold Contour's dynamic values, which vars
+// and Envoy substitute; any other "%" is literal.
+func headers(p *contourv1.HeadersPolicy, what string, hosts hostRewrites, vars contourVars) (*ir.HeaderModifier, ir.Rewrite, *problem) {
+	var host ir.Rewrite
 	if p == nil {
-		return nil, "", nil
+		return nil, host, nil
 	}
-	bad := func(reason, format string, args ...any) (*ir.HeaderModifier, string, *problem) {
-		return nil, "", refused(contourv1.ConditionTypeRouteError, reason, what+": "+fmt.Sprintf(format, args...))
+	bad := func(reason, format string, args ...any) (*ir.HeaderModifier, ir.Rewrite, *problem) {
+		return nil, ir.Rewrite{}, refused(contourv1.ConditionTypeRouteError, reason, what+": "+fmt.Sprintf(format, args...))
 	}
 	out := &ir.HeaderModifier{}
-	host := ""
 	seen := map[string]bool{}
 	for _, h := range p.Set {
 		name := http.CanonicalHeaderKey(h.Name)
@@ -46,13 +62,17 @@ func headers(p *contourv1.HeadersPolicy, what string, hostOK bool, vars contourV
 			return bad("HeadersPolicyInvalid", "%v", err)
 		}
 		if name == "Host" {
-			if !hostOK {
+			if hosts == noHost {
 				return bad("HeadersPolicyInvalid", "rewriting %q header is not supported", name)
 			}
-			if strings.Contains(h.Value, "%") {
-				return bad("HeadersPolicyInvalid", "the Host rewrite %q cannot hold a dynamic value", h.Value)
+			switch m := hostRequestHeader.FindStringSubmatch(strings.TrimSpace(h.Value)); {
+			case m != nil && hosts == anyHost:
+				host.HostnameHeader = m[1]
+			case strings.Contains(h.Value, "%"):
+				return bad("HeadersPolicyInvalid", "the Host rewrite %q cannot hold a dynamic value; a route's may be a request header's value alone, %%REQ(name)%%", h.Value)
+			default:
+				host.Hostname = h.Value
 			}
-			host = h.Value
 			continue
 		}
 		if !envoyrules.Modifiable(h.Name) {
@@ -82,20 +102,22 @@ func headers(p *contourv1.HeadersPolicy, what string, hostOK bool, vars contourV
 }
 
 // serviceHeaders are a service's header policies: for its share of the
-// route's requests, and of their responses.
-func serviceHeaders(p *contourv1.HTTPProxy, s *contourv1.Service, route, service int) (req, resp *ir.HeaderModifier, bad *problem) {
+// route's requests, and of their responses; host is the literal Host its
+// requests get, "" for the route's.
+func serviceHeaders(p *contourv1.HTTPProxy, s *contourv1.Service, route, service int) (req, resp *ir.HeaderModifier, host string, bad *problem) {
 	if s.RequestHeadersPolicy == nil && s.ResponseHeadersPolicy == nil {
-		return nil, nil, nil
+		return nil, nil, "", nil
 	}
 	at := fmt.Sprintf("routes[%d].services[%d]", route, service)
 	vars := contourVars{namespace: p.Namespace, service: s.Name, port: s.Port}
-	if req, _, bad = headers(s.RequestHeadersPolicy, at+".requestHeadersPolicy", false, vars); bad != nil {
-		return nil, nil, bad
+	var rw ir.Rewrite
+	if req, rw, bad = headers(s.RequestHeadersPolicy, at+".requestHeadersPolicy", literalHost, vars); bad != nil {
+		return nil, nil, "", bad
 	}
-	if resp, _, bad = headers(s.ResponseHeadersPolicy, at+".responseHeadersPolicy", false, vars); bad != nil {
-		return nil, nil, bad
+	if resp, _, bad = headers(s.ResponseHeadersPolicy, at+".responseHeadersPolicy", noHost, vars); bad != nil {
+		return nil, nil, "", bad
 	}
-	return req, resp, nil
+	return req, resp, rw.Hostname, nil
 }
 
 // contourVars are the values of Contour's own dynamic header variables:
@@ -316,12 +338,12 @@ func expandPrefixRewrites(routes []route, start int) []route {
 		replacement := strings.TrimRight(r.route.Rewrite.PrefixPath, "/")
 		bare := *r.route
 		bare.Match.Path = prefix
-		bare.Rewrite = &ir.Rewrite{Hostname: r.route.Rewrite.Hostname, PrefixPath: cmp.Or(replacement, "/"), HasPath: true}
+		bare.Rewrite = &ir.Rewrite{Hostname: r.route.Rewrite.Hostname, HostnameHeader: r.route.Rewrite.HostnameHeader, PrefixPath: cmp.Or(replacement, "/"), HasPath: true}
 		slash := *r.route
 		r.match = 1
 		slash.Name = routerule.RouteName("httpproxy", r.proxy.Namespace, r.proxy.Name, r.index, nil, r.match)
 		slash.Match.Path = prefix + "/"
-		slash.Rewrite = &ir.Rewrite{Hostname: r.route.Rewrite.Hostname, PrefixPath: replacement + "/", HasPath: true}
+		slash.Rewrite = &ir.Rewrite{Hostname: r.route.Rewrite.Hostname, HostnameHeader: r.route.Rewrite.HostnameHeader, PrefixPath: replacement + "/", HasPath: true}
 		*r.route = bare
 		r.route = &slash
 		routes = append(routes, r)

@@ -401,7 +401,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	}
 	// Contour allows websocket upgrades only on the routes that ask.
 	out := &ir.Route{Name: routerule.RouteName("httpproxy", p.Namespace, p.Name, i, nil, 0), Match: m, WebsocketsDisabled: !r.EnableWebsockets}
-	var host string
+	var host ir.Rewrite
 	var bad *problem
 	if out.IPFilter, bad = ipFilter(r.IPAllowFilterPolicy, r.IPDenyFilterPolicy, fmt.Sprintf("routes[%d]", i)); bad != nil {
 		return route{}, bad
@@ -413,13 +413,13 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	if bad = w.routeGlobalRateLimits(p, i, r.RateLimitPolicy, out); bad != nil {
 		return route{}, bad
 	}
-	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", true, vars); bad != nil {
+	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", anyHost, vars); bad != nil {
 		return route{}, bad
 	}
-	if host != "" {
-		out.Rewrite = &ir.Rewrite{Hostname: host}
+	if host != (ir.Rewrite{}) {
+		out.Rewrite = &host
 	}
-	if out.ResponseHeaders, _, bad = headers(r.ResponseHeadersPolicy, "responseHeadersPolicy", false, vars); bad != nil {
+	if out.ResponseHeaders, _, bad = headers(r.ResponseHeadersPolicy, "responseHeadersPolicy", noHost, vars); bad != nil {
 		return route{}, bad
 	}
 	idleConnection, bad := timeouts(out, r.TimeoutPolicy)

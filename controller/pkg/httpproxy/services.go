@@ -1,6 +1,7 @@
 package httpproxy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -53,7 +54,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 			mirrored, mirroredAt = s, j
 			continue
 		}
-		reqHeaders, respHeaders, bad := serviceHeaders(p, s, i, j)
+		reqHeaders, respHeaders, serviceHost, bad := serviceHeaders(p, s, i, j)
 		if bad != nil {
 			return bad
 		}
@@ -61,7 +62,9 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		if bad != nil {
 			return bad
 		}
-		up, bad := w.upstream(p, i, j, s, host)
+		// A service's Host is its requests' server name too, before the
+		// route's, as Contour has it.
+		up, bad := w.upstream(p, i, j, s, cmp.Or(serviceHost, host))
 		if bad != nil {
 			return bad
 		}
@@ -79,7 +82,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		refs = append(refs, routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
 			Weight:                 &weight,
-		}}, Upstream: up, RequestHeaders: reqHeaders, ResponseHeaders: respHeaders, CookieRewrites: mergeCookieRewrites(routeCookies, cookies)})
+		}}, Upstream: up, RequestHeaders: reqHeaders, ResponseHeaders: respHeaders, CookieRewrites: mergeCookieRewrites(routeCookies, cookies), Hostname: serviceHost})
 	}
 	out.Destination = w.backends(p, refs)
 	if mirrored != nil {

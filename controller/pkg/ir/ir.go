@@ -640,6 +640,9 @@ type WeightedCluster struct {
 	// CookieRewrites change the attributes of the cookies this backend
 	// sets (its responses' Set-Cookie headers), by cookie name.
 	CookieRewrites []CookieRewrite `json:"cookieRewrites,omitempty"`
+	// Hostname rewrites the host of this backend's share, over the
+	// route's rewrite (an HTTPProxy service's Host).
+	Hostname string `json:"hostname,omitempty"`
 }
 
 // CookieRewrite changes the attributes of a cookie a backend sets: its
@@ -690,10 +693,13 @@ type Header struct {
 
 // Rewrite changes the request before it is forwarded.
 type Rewrite struct {
-	Hostname   string `json:"hostname,omitempty"`
-	FullPath   string `json:"fullPath,omitempty"`
-	PrefixPath string `json:"prefixPath,omitempty"`
-	HasPath    bool   `json:"hasPath,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+	// HostnameHeader rewrites the host to the value of this request
+	// header, when the request has it (HTTPProxy's Host: %REQ(name)%).
+	HostnameHeader string `json:"hostnameHeader,omitempty"`
+	FullPath       string `json:"fullPath,omitempty"`
+	PrefixPath     string `json:"prefixPath,omitempty"`
+	HasPath        bool   `json:"hasPath,omitempty"`
 }
 
 // Cluster is a backend: a Service port and its ready endpoints.

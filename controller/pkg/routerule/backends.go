@@ -31,6 +31,7 @@ type backendRef struct {
 	// changes, when given as such rather than as filters.
 	requestHeaders, responseHeaders *ir.HeaderModifier
 	cookieRewrites                  []ir.CookieRewrite
+	hostname                        string
 }
 
 // weightOf is a backendRef's weight, 1 when unset. The schema allows 0 to
@@ -55,7 +56,7 @@ func httpBackends(ev *eval, fromNS, fromKind string, refs []backendRef) *ir.Dest
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})
 			continue
 		}
-		wc := ir.WeightedCluster{Cluster: name, Weight: weight, RequestHeaders: ref.requestHeaders, ResponseHeaders: ref.responseHeaders, CookieRewrites: ref.cookieRewrites}
+		wc := ir.WeightedCluster{Cluster: name, Weight: weight, RequestHeaders: ref.requestHeaders, ResponseHeaders: ref.responseHeaders, CookieRewrites: ref.cookieRewrites, Hostname: ref.hostname}
 		if err := backendFilters(&wc, ref.filters); err != nil {
 			ev.report(condition.UnresolvedRef(gatewayv1.RouteReasonUnsupportedValue, fmt.Sprintf("backendRef %s: %v", ref.ref.Name, err)))
 			d.Backends = append(d.Backends, ir.WeightedCluster{Weight: weight, Invalid: true})

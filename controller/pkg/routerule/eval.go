@@ -84,7 +84,7 @@ func HTTPBackends(e env.Env, names *Names, kind, ns string, generation int64, re
 	brs := buf[:0]
 	for _, b := range refs {
 		brs = append(brs, backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters, upstream: b.Upstream,
-			requestHeaders: b.RequestHeaders, responseHeaders: b.ResponseHeaders, cookieRewrites: b.CookieRewrites})
+			requestHeaders: b.RequestHeaders, responseHeaders: b.ResponseHeaders, cookieRewrites: b.CookieRewrites, hostname: b.Hostname})
 	}
 	d := httpBackends(&ev, ns, kind, brs)
 	return Backends{Destination: d, Resolved: ev.resolved, Clusters: ev.clusters}

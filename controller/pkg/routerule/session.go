@@ -130,7 +130,7 @@ func splitSession(ev *eval, kind, ns, name string, rule int, d *ir.Destination) 
 		switch {
 		case b.Invalid:
 			return errors.New("sessionPersistence across backendRefs needs every backendRef resolved: one cluster cannot answer 500 for one's share")
-		case b.RequestHeaders != nil || b.ResponseHeaders != nil || len(b.CookieRewrites) > 0:
+		case b.RequestHeaders != nil || b.ResponseHeaders != nil || len(b.CookieRewrites) > 0 || b.Hostname != "":
 			return errors.New("sessionPersistence across backendRefs cannot keep a backendRef's own filters: its backends are one cluster")
 		}
 		i := slices.IndexFunc(ev.clusters, func(s ClusterSpec) bool { return s.Name == b.Cluster })

@@ -23,6 +23,8 @@ type Backend struct {
 	RequestHeaders, ResponseHeaders *ir.HeaderModifier
 	// CookieRewrites change the cookies the backend sets.
 	CookieRewrites []ir.CookieRewrite
+	// Hostname rewrites the host of this backend's share of requests.
+	Hostname string
 }
 
 // Upstream is how a route speaks to its backend when it says so itself,

@@ -108,12 +108,18 @@ func plainCluster(r *ir.Route) (string, bool) {
 		if b.Weight == 0 {
 			continue
 		}
-		if live++; b.Invalid || b.RequestHeaders != nil || b.ResponseHeaders != nil || len(b.CookieRewrites) > 0 {
+		if live++; !bare(b) {
 			return "", false
 		}
 		cluster = b.Cluster
 	}
 	return cluster, live == 1
+}
+
+// bare says a share is its cluster alone, with nothing of its own that
+// needs a weighted cluster entry.
+func bare(b ir.WeightedCluster) bool {
+	return !b.Invalid && b.RequestHeaders == nil && b.ResponseHeaders == nil && len(b.CookieRewrites) == 0 && b.Hostname == ""
 }
 
 // noWebsockets turns websocket upgrades off for a route; shared, and never
@@ -131,7 +137,7 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 			live = append(live, b)
 		}
 	}
-	if len(live) == 1 && !live[0].Invalid && live[0].RequestHeaders == nil && live[0].ResponseHeaders == nil && len(live[0].CookieRewrites) == 0 {
+	if len(live) == 1 && bare(live[0]) {
 		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: live[0].Cluster}
 	} else {
 		wc := &routev3.WeightedCluster{}
@@ -153,6 +159,9 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 			if len(b.CookieRewrites) > 0 {
 				cw.TypedPerFilterConfig = map[string]*anypb.Any{luaFilter: typed(cookieRewriteScript(b.CookieRewrites))}
 			}
+			if b.Hostname != "" {
+				cw.HostRewriteSpecifier = &routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: b.Hostname}
+			}
 			wc.Clusters = append(wc.Clusters, cw)
 		}
 		a.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
@@ -161,8 +170,11 @@ func routeAction(r *ir.Route, in *routeMessages) *routev3.RouteAction {
 		a.HashPolicy = append(a.HashPolicy, hashPolicy(h))
 	}
 	if rw := r.Rewrite; rw != nil {
-		if rw.Hostname != "" {
+		switch {
+		case rw.Hostname != "":
 			a.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: rw.Hostname}
+		case rw.HostnameHeader != "":
+			a.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteHeader{HostRewriteHeader: rw.HostnameHeader}
 		}
 		if rw.HasPath {
 			if rw.FullPath != "" || rw.PrefixPath == "" && r.Match.PathType != ir.PathPrefix {
