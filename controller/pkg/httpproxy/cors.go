@@ -28,7 +28,9 @@ func corsPolicy(p *contourv1.CORSPolicy) (*ir.CORS, *problem) {
 	if len(p.AllowOrigin) == 0 {
 		return bad("invalid allowed origin configuration with length 0")
 	}
-	out := &ir.CORS{AllowCredentials: p.AllowCredentials, AllowPrivateNetwork: p.AllowPrivateNetwork}
+	// Origins compare without regard to case, and a preflight from an
+	// origin not allowed goes to the backend, as Contour has them.
+	out := &ir.CORS{AllowCredentials: p.AllowCredentials, AllowPrivateNetwork: p.AllowPrivateNetwork, OriginsIgnoreCase: true, ForwardPreflights: true}
 	for _, o := range p.AllowOrigin {
 		u, err := url.Parse(o)
 		switch {

@@ -566,6 +566,12 @@ type CORS struct {
 	// private network (Access-Control-Request-Private-Network) with
 	// Access-Control-Allow-Private-Network: true.
 	AllowPrivateNetwork bool `json:"allowPrivateNetwork,omitempty"`
+	// OriginsIgnoreCase compares AllowOrigins without regard to case, and
+	// ForwardPreflights forwards a preflight from an origin not allowed
+	// to the backend rather than answering it without CORS headers: an
+	// HTTPProxy's corsPolicy, as Contour configures Envoy's filter.
+	OriginsIgnoreCase bool `json:"originsIgnoreCase,omitempty"`
+	ForwardPreflights bool `json:"forwardPreflights,omitempty"`
 }
 
 // Mirror is a cluster that gets a copy of Percent per cent of the requests.

@@ -17,14 +17,15 @@ const corsFilter = "envoy.filters.http.cors"
 // corsPolicy is a route's CORS policy for Envoy's CORS filter. An origin
 // with "*" matches any characters in its place. A preflight from an origin
 // the route does not allow is answered by Envoy without
-// Access-Control-Allow-Origin (the browser's refusal), never forwarded to
-// the backend, which would answer it as if the route allowed it.
+// Access-Control-Allow-Origin (the browser's refusal), not forwarded to
+// the backend, unless the policy forwards it (an HTTPProxy's, as
+// Contour leaves Envoy's default).
 func corsPolicy(c *ir.CORS) *corsv3.CorsPolicy {
 	p := &corsv3.CorsPolicy{
 		AllowMethods:                 strings.Join(c.AllowMethods, ","),
 		AllowHeaders:                 strings.Join(c.AllowHeaders, ","),
 		ExposeHeaders:                strings.Join(c.ExposeHeaders, ","),
-		ForwardNotMatchingPreflights: wrapperspb.Bool(false),
+		ForwardNotMatchingPreflights: wrapperspb.Bool(c.ForwardPreflights),
 	}
 	if c.AllowCredentials {
 		p.AllowCredentials = wrapperspb.Bool(true)
@@ -42,7 +43,9 @@ func corsPolicy(c *ir.CORS) *corsv3.CorsPolicy {
 	}
 	for _, o := range c.AllowOrigins {
 		if !strings.Contains(o, "*") {
-			p.AllowOriginStringMatch = append(p.AllowOriginStringMatch, exact(o))
+			m := exact(o)
+			m.IgnoreCase = c.OriginsIgnoreCase
+			p.AllowOriginStringMatch = append(p.AllowOriginStringMatch, m)
 			continue
 		}
 		parts := strings.Split(o, "*")
