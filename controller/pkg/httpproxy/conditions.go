@@ -249,7 +249,7 @@ var (
 	refuseTLS  = refuse[contourv1.TLS]("secretName", "minimumProtocolVersion", "maximumProtocolVersion", "clientValidation", "passthrough",
 		"enableFallbackCertificate")
 	refuseTCPProxy         = refuse[contourv1.TCPProxy]("services", "include", "includes", "loadBalancerPolicy", "healthCheckPolicy")
-	refuseTCPService       = refuse[contourv1.Service]("name", "port", "weight", "protocol", "validation", "slowStartPolicy", "healthPort")
+	refuseTCPService       = refuse[contourv1.Service](append([]string{"name", "port", "weight", "protocol", "validation", "slowStartPolicy", "healthPort"}, connectionless...)...)
 	refuseClientValidation = refuse[contourv1.DownstreamValidation]("caSecret", "optionalClientCertificate", "skipClientCertValidation",
 		"crlSecret", "crlOnlyVerifyLeafCert", "forwardClientCertificate")
 	refuseRoute = refuse[contourv1.Route]("conditions", "services", "permitInsecure", "enableWebsockets",

@@ -103,11 +103,11 @@ func (w *walk) tcpServices(p *contourv1.HTTPProxy) (*ir.Destination, *problem) {
 	for j := range tp.Services {
 		s := &tp.Services[j]
 		if f := refuseTCPService(s); f != "" {
-			msg := fmt.Sprintf("tcpproxy.services[%d].%s is not supported yet", j, f)
-			if slices.Contains(connectionless, f) {
-				msg = fmt.Sprintf("tcpproxy.services[%d].%s cannot apply to a forwarded connection: it has no requests", j, f)
-			}
-			return nil, refused(contourv1.ConditionTypeTCPProxyError, "NotSupported", msg)
+			return nil, refused(contourv1.ConditionTypeTCPProxyError, "NotSupported", fmt.Sprintf("tcpproxy.services[%d].%s is not supported yet", j, f))
+		}
+		for _, f := range requestFields(s) {
+			w.status(p).Valid.AddWarningf(contourv1.ConditionTypeTCPProxyError, "IgnoredField",
+				"tcpproxy.services[%d].%s is ignored: a forwarded connection has no requests", j, f)
 		}
 		if s.Port < 1 || s.Port > 65535 {
 			return nil, refused(contourv1.ConditionTypeTCPProxyError, "ServicePortInvalid", fmt.Sprintf("service %q: port must be in the range 1-65535", s.Name))
@@ -141,8 +141,20 @@ func (w *walk) tcpServices(p *contourv1.HTTPProxy) (*ir.Destination, *problem) {
 }
 
 // connectionless are the fields of a service that need requests: a
-// tcpproxy's services never can have them.
+// tcpproxy's services take no effect with them, and Contour serves the
+// proxy regardless, so Isobar does too, with a warning.
 var connectionless = []string{"mirror", "requestHeadersPolicy", "responseHeadersPolicy", "cookieRewritePolicies"}
+
+// requestFields are the connectionless fields s sets.
+func requestFields(s *contourv1.Service) []string {
+	var out []string
+	for i, set := range []bool{s.Mirror, s.RequestHeadersPolicy != nil, s.ResponseHeadersPolicy != nil, len(s.CookieRewritePolicies) > 0} {
+		if set {
+			out = append(out, connectionless[i])
+		}
+	}
+	return out
+}
 
 // tcpServiceUpstream is how service j of p's tcpproxy is spoken to: up,
 // over TLS with protocol tls (the only one a connection can have besides
@@ -181,7 +193,10 @@ func (w *walk) tcpUpstream(p *contourv1.HTTPProxy) (routerule.Upstream, *problem
 	if lb := tp.LoadBalancerPolicy; lb != nil {
 		switch lb.Strategy {
 		case "Cookie", "RequestHash":
-			return up, refused(contourv1.ConditionTypeTCPProxyError, "NotSupported", fmt.Sprintf("tcpproxy.loadBalancerPolicy.strategy %s is not supported: a connection has no request to hash", lb.Strategy))
+			// Contour serves the proxy; there is no request to hash.
+			w.status(p).Valid.AddWarningf(contourv1.ConditionTypeTCPProxyError, "IgnoredField",
+				"tcpproxy.loadBalancerPolicy.strategy %s is ignored: a connection has no request to hash; connections are balanced round robin", lb.Strategy)
+			return w.tcpHealth(p, up)
 		}
 		strategy, _, warnings := loadBalancer(lb)
 		for _, msg := range warnings {
@@ -189,7 +204,13 @@ func (w *walk) tcpUpstream(p *contourv1.HTTPProxy) (routerule.Upstream, *problem
 		}
 		up.LoadBalancer = strategy
 	}
-	if hc := tp.HealthCheckPolicy; hc != nil {
+	return w.tcpHealth(p, up)
+}
+
+// tcpHealth adds to up the TCP health check of p's tcpproxy, with
+// Contour's defaults.
+func (w *walk) tcpHealth(p *contourv1.HTTPProxy, up routerule.Upstream) (routerule.Upstream, *problem) {
+	if hc := p.Spec.TCPProxy.HealthCheckPolicy; hc != nil {
 		if hc.IntervalSeconds < 0 || hc.TimeoutSeconds < 0 {
 			return up, refused(contourv1.ConditionTypeTCPProxyError, "HealthCheckPolicyInvalid", "tcpproxy.healthCheckPolicy: intervals and timeouts cannot be negative")
 		}
