@@ -1,6 +1,7 @@
 package httpproxy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -54,16 +55,24 @@ func cookieRewrites(ps []contourv1.CookieRewritePolicy, what string) ([]ir.Cooki
 	return out, nil
 }
 
-// mergeCookieRewrites are a service's cookie rewrites and its route's:
-// the service's policy for a cookie replaces the route's.
+// mergeCookieRewrites are a service's cookie rewrites and its route's,
+// merged as Contour merges them: for one cookie, each attribute the
+// service's policy sets replaces the route's, and the route's others stay.
 func mergeCookieRewrites(route, service []ir.CookieRewrite) []ir.CookieRewrite {
 	if len(service) == 0 {
 		return route
 	}
-	out := slices.Clone(service)
-	for _, c := range route {
-		if !slices.ContainsFunc(service, func(s ir.CookieRewrite) bool { return s.Name == c.Name }) {
+	out := slices.Clone(route)
+	for _, c := range service {
+		i := slices.IndexFunc(out, func(r ir.CookieRewrite) bool { return r.Name == c.Name })
+		if i < 0 {
 			out = append(out, c)
+			continue
+		}
+		m := &out[i]
+		m.Path, m.Domain, m.SameSite = cmp.Or(c.Path, m.Path), cmp.Or(c.Domain, m.Domain), cmp.Or(c.SameSite, m.SameSite)
+		if c.Secure != nil {
+			m.Secure = c.Secure
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package httpproxy
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -38,13 +39,19 @@ func TestCookieRewrites(t *testing.T) {
 	}
 }
 
-// A service's policy for a cookie replaces its route's; the route's other
-// policies stay.
+// A service's policy for a cookie merges into its route's attribute by
+// attribute, as Contour's cookieRewriteConfig does; the route's policies
+// for other cookies stay.
 func TestMergeCookieRewrites(t *testing.T) {
-	route := []ir.CookieRewrite{{Name: "a", Path: "/"}, {Name: "b", Path: "/b"}}
-	service := []ir.CookieRewrite{{Name: "a", Domain: "example.com"}}
+	yes, no := true, false
+	route := []ir.CookieRewrite{{Name: "a", Path: "/", Secure: &yes, SameSite: "Lax"}, {Name: "b", Path: "/b"}}
+	service := []ir.CookieRewrite{{Name: "a", Domain: "example.com", Secure: &no}, {Name: "c", Path: "/c"}}
 	got := mergeCookieRewrites(route, service)
-	if len(got) != 2 || got[0] != service[0] || got[1] != route[1] {
-		t.Errorf("merged %+v, want the service's a and the route's b", got)
+	want := []ir.CookieRewrite{{Name: "a", Path: "/", Domain: "example.com", Secure: &no, SameSite: "Lax"}, {Name: "b", Path: "/b"}, {Name: "c", Path: "/c"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("merged %+v, want %+v", got, want)
+	}
+	if *route[0].Secure != true || route[0].Domain != "" {
+		t.Errorf("the route's policies changed: %+v", route[0])
 	}
 }
