@@ -59,14 +59,112 @@ func pathConditionsValid(conds []contourv1.MatchCondition) error {
 	return nil
 }
 
+// headerConditionsValid applies Contour's rules to the header conditions
+// of a route (its includes' and its own) or an include: no header has two
+// exact conditions (no request could match both), no header is both
+// present and notpresent, nor exact and notexact (or contains and
+// notcontains) the same value, and every regex compiles.
+func headerConditionsValid(conds []contourv1.MatchCondition) error {
+	seen := map[contourv1.HeaderMatchCondition]bool{}
+	exact := map[string]bool{}
+	for _, c := range conds {
+		h := c.Header
+		if h == nil {
+			continue
+		}
+		name := strings.ToLower(h.Name)
+		contradicts := func(other contourv1.HeaderMatchCondition) bool {
+			other.Name = name
+			return seen[other]
+		}
+		switch {
+		case h.Present && contradicts(contourv1.HeaderMatchCondition{NotPresent: true}),
+			h.NotPresent && contradicts(contourv1.HeaderMatchCondition{Present: true}):
+			return errors.New("cannot specify contradictory 'present' and 'notpresent' conditions for the same route and header")
+		case h.Present || h.NotPresent:
+		case h.Exact != "":
+			if exact[name] {
+				return errors.New("cannot specify duplicate header 'exact match' conditions in the same route")
+			}
+			exact[name] = true
+			if contradicts(contourv1.HeaderMatchCondition{NotExact: h.Exact}) {
+				return errors.New("cannot specify contradictory 'exact' and 'notexact' conditions for the same route and header")
+			}
+		case h.NotExact != "" && contradicts(contourv1.HeaderMatchCondition{Exact: h.NotExact}):
+			return errors.New("cannot specify contradictory 'exact' and 'notexact' conditions for the same route and header")
+		case h.NotExact != "":
+		case h.Contains != "" && contradicts(contourv1.HeaderMatchCondition{NotContains: h.Contains}),
+			h.NotContains != "" && contradicts(contourv1.HeaderMatchCondition{Contains: h.NotContains}):
+			return errors.New("cannot specify contradictory 'contains' and 'notcontains' conditions for the same route and header")
+		case h.Regex != "" && validate.Regex("regex", h.Regex) != nil:
+			return errors.New("invalid regular expression specified for 'regex' condition")
+		}
+		key := *h
+		key.Name = name
+		seen[key] = true
+	}
+	return nil
+}
+
+// queryConditionsValid applies Contour's rules to query parameter
+// conditions: each sets exactly one match, no parameter has two exact
+// conditions, and every regex compiles.
+func queryConditionsValid(conds []contourv1.MatchCondition) error {
+	exact := map[string]bool{}
+	for _, c := range conds {
+		q := c.QueryParameter
+		if q == nil {
+			continue
+		}
+		n := 0
+		for _, set := range []bool{q.Exact != "", q.Prefix != "", q.Suffix != "", q.Regex != "", q.Contains != "", q.Present} {
+			if set {
+				n++
+			}
+		}
+		switch {
+		case n == 0:
+			return errors.New("must specify at least one query parameter condition")
+		case n > 1:
+			return errors.New("cannot specify more than one condition in the same match condition branch")
+		}
+		name := strings.ToLower(q.Name)
+		if q.Exact != "" {
+			if exact[name] {
+				return errors.New("cannot specify duplicate query parameter 'exact match' conditions in the same route")
+			}
+			exact[name] = true
+		}
+		if q.Regex != "" && validate.Regex("regex", q.Regex) != nil {
+			return errors.New("invalid regular expression specified for 'regex' condition")
+		}
+	}
+	return nil
+}
+
 // sameConditions reports whether two includes' conditions are the same,
-// in any order.
+// in any order. Includes without conditions, or with the prefix "/" alone,
+// are never the same as each other: Contour lets trees rely on that.
 func sameConditions(a, b []contourv1.MatchCondition) bool {
+	if everyPath(a) && everyPath(b) {
+		return false
+	}
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
 		if !slices.ContainsFunc(b, func(c contourv1.MatchCondition) bool { return sameCondition(&a[i], &c) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// everyPath says conditions match every request: no header or query
+// parameter, and no prefix but "/".
+func everyPath(conds []contourv1.MatchCondition) bool {
+	for _, c := range conds {
+		if c.Header != nil || c.QueryParameter != nil || c.Prefix != "" && c.Prefix != "/" {
 			return false
 		}
 	}

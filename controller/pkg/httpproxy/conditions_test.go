@@ -2,6 +2,7 @@ package httpproxy
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
@@ -71,6 +72,65 @@ func TestDynamicHeader(t *testing.T) {
 		h := dynamicHeader("x", tc.in, vars)
 		if h.Value != tc.want || h.Formatted != (tc.in != "plain") {
 			t.Errorf("%q: %+v, want %q", tc.in, h, tc.want)
+		}
+	}
+}
+
+// Contour's headerMatchConditionsValid and queryParameterMatchConditionsValid
+// cases: a route no request could match is refused.
+func TestConditionsValid(t *testing.T) {
+	h := func(hc contourv1.HeaderMatchCondition) contourv1.MatchCondition { return contourv1.MatchCondition{Header: &hc} }
+	q := func(qc contourv1.QueryParameterMatchCondition) contourv1.MatchCondition {
+		return contourv1.MatchCondition{QueryParameter: &qc}
+	}
+	for _, tc := range []struct {
+		name  string
+		conds []contourv1.MatchCondition
+		want  string
+	}{
+		{"two headers exact", []contourv1.MatchCondition{h(contourv1.HeaderMatchCondition{Name: "x-a", Exact: "1"}), h(contourv1.HeaderMatchCondition{Name: "x-b", Exact: "1"})}, ""},
+		{"one header exact twice", []contourv1.MatchCondition{h(contourv1.HeaderMatchCondition{Name: "x-a", Exact: "1"}), h(contourv1.HeaderMatchCondition{Name: "X-A", Exact: "2"})}, "duplicate header 'exact match'"},
+		{"present and notpresent", []contourv1.MatchCondition{h(contourv1.HeaderMatchCondition{Name: "x-a", Present: true}), h(contourv1.HeaderMatchCondition{Name: "x-a", NotPresent: true})}, "'present' and 'notpresent'"},
+		{"exact and notexact", []contourv1.MatchCondition{h(contourv1.HeaderMatchCondition{Name: "x-a", NotExact: "1"}), h(contourv1.HeaderMatchCondition{Name: "x-a", Exact: "1"})}, "'exact' and 'notexact'"},
+		{"exact and notexact of others", []contourv1.MatchCondition{h(contourv1.HeaderMatchCondition{Name: "x-a", NotExact: "2"}), h(contourv1.HeaderMatchCondition{Name: "x-a", Exact: "1"})}, ""},
+		{"contains and notcontains", []contourv1.MatchCondition{h(contourv1.HeaderMatchCondition{Name: "x-a", Contains: "1"}), h(contourv1.HeaderMatchCondition{Name: "x-a", NotContains: "1"})}, "'contains' and 'notcontains'"},
+		{"bad header regex", []contourv1.MatchCondition{h(contourv1.HeaderMatchCondition{Name: "x-a", Regex: "["})}, "invalid regular expression"},
+		{"query exact twice", []contourv1.MatchCondition{q(contourv1.QueryParameterMatchCondition{Name: "a", Exact: "1"}), q(contourv1.QueryParameterMatchCondition{Name: "A", Exact: "2"})}, "duplicate query parameter 'exact match'"},
+		{"query two matches", []contourv1.MatchCondition{q(contourv1.QueryParameterMatchCondition{Name: "a", Exact: "1", Prefix: "1"})}, "more than one condition"},
+		{"query no match", []contourv1.MatchCondition{q(contourv1.QueryParameterMatchCondition{Name: "a"})}, "at least one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := headerConditionsValid(tc.conds)
+			if err == nil {
+				err = queryConditionsValid(tc.conds)
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Includes without conditions, or with the prefix "/" alone, are not
+// duplicates of each other (Contour's includeMatchConditionsIdentical).
+func TestSameConditions(t *testing.T) {
+	slash := []contourv1.MatchCondition{{Prefix: "/"}}
+	api := []contourv1.MatchCondition{{Prefix: "/api"}}
+	for _, tc := range []struct {
+		a, b []contourv1.MatchCondition
+		want bool
+	}{
+		{nil, nil, false},
+		{slash, slash, false},
+		{nil, slash, false},
+		{api, api, true},
+		{api, slash, false},
+	} {
+		if got := sameConditions(tc.a, tc.b); got != tc.want {
+			t.Errorf("sameConditions(%v, %v) = %t, want %t", tc.a, tc.b, got, tc.want)
 		}
 	}
 }

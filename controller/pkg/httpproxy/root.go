@@ -312,6 +312,14 @@ func (w *walk) routes(out []route, p *contourv1.HTTPProxy, conds []contourv1.Mat
 			st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "PathMatchConditionsNotValid", "include: %s", err)
 			continue
 		}
+		if err := headerConditionsValid(inc.Conditions); err != nil {
+			st.Valid.AddError(contourv1.ConditionTypeRouteError, "HeaderMatchConditionsNotValid", err.Error())
+			continue
+		}
+		if err := queryConditionsValid(inc.Conditions); err != nil {
+			st.Valid.AddError(contourv1.ConditionTypeRouteError, "QueryParameterMatchConditionsNotValid", err.Error())
+			continue
+		}
 		if slices.ContainsFunc(seen, func(j int) bool { return sameConditions(p.Spec.Includes[j].Conditions, inc.Conditions) }) {
 			st.Valid.AddError(contourv1.ConditionTypeIncludeError, "DuplicateMatchConditions", "duplicate conditions defined on an include")
 			continue
@@ -394,6 +402,12 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	}
 	if err := pathConditionsValid(r.Conditions); err != nil {
 		return route{}, refused(contourv1.ConditionTypeRouteError, "PathMatchConditionsNotValid", "route: "+err.Error())
+	}
+	if err := headerConditionsValid(conds); err != nil {
+		return route{}, refused(contourv1.ConditionTypeRouteError, "HeaderMatchConditionsNotValid", err.Error())
+	}
+	if err := queryConditionsValid(conds); err != nil {
+		return route{}, refused(contourv1.ConditionTypeRouteError, "QueryParameterMatchConditionsNotValid", err.Error())
 	}
 	m, err := match(conds)
 	if err != nil {
