@@ -53,9 +53,6 @@ func (w *walk) authorization(root *contourv1.HTTPProxy) (*authorization, *proble
 		return nil, refused(contourv1.ConditionTypeAuthError, "AuthNotPermitted",
 			"Spec.VirtualHost.Authorization.ExtensionServiceRef can only be defined for root HTTPProxies that terminate TLS")
 	}
-	if vh.TLS.EnableFallbackCertificate {
-		return nil, refused(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.Virtualhost.TLS fallback & client authorization are incompatible")
-	}
 	if vh.TLS.Passthrough {
 		return nil, refused(contourv1.ConditionTypeAuthError, "AuthNotPermitted",
 			"Spec.VirtualHost.Authorization cannot apply to a TLS passthrough virtual host: Envoy sees no requests to check")

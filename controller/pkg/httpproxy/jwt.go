@@ -170,8 +170,8 @@ func (w *walk) jwtRequirement(i int, r *contourv1.Route) (string, *problem) {
 	case pol == nil:
 		return w.jwt.def, nil
 	case pol.Require != "" && pol.Disabled:
-		return "", refused(contourv1.ConditionTypeJWTVerificationError, "JWTVerificationPolicyInvalid",
-			fmt.Sprintf("routes[%d].jwtVerificationPolicy: at most one of require and disabled can be set", i))
+		return "", refused(contourv1.ConditionTypeJWTVerificationError, "InvalidJWTVerificationPolicy",
+			fmt.Sprintf("routes[%d]: route's JWT verification policy cannot specify both require and disabled", i))
 	case pol.Disabled:
 		return "", nil
 	case pol.Require == "":

@@ -38,45 +38,47 @@ var hostRequestHeader = regexp.MustCompile(`^%REQ\(([A-Za-z0-9-]+)\)%$`)
 // headers translates a headers policy: set replaces a header, remove
 // removes it. A request policy may set Host, which rewrites the host
 // (what hosts says). Values may hold Contour's dynamic values, which vars
-// and Envoy substitute; any other "%" is literal.
-func headers(p *contourv1.HeadersPolicy, what string, hosts hostRewrites, vars contourVars) (*ir.HeaderModifier, ir.Rewrite, *problem) {
+// and Envoy substitute; any other "%" is literal. A policy that cannot be
+// served is refused with Contour's sub-condition for it, of type typ with
+// reason invalid.
+func headers(p *contourv1.HeadersPolicy, what, typ, invalid string, hosts hostRewrites, vars contourVars) (*ir.HeaderModifier, ir.Rewrite, *problem) {
 	var host ir.Rewrite
 	if p == nil {
 		return nil, host, nil
 	}
-	bad := func(reason, format string, args ...any) (*ir.HeaderModifier, ir.Rewrite, *problem) {
-		return nil, ir.Rewrite{}, refused(contourv1.ConditionTypeRouteError, reason, what+": "+fmt.Sprintf(format, args...))
+	bad := func(format string, args ...any) (*ir.HeaderModifier, ir.Rewrite, *problem) {
+		return nil, ir.Rewrite{}, refused(typ, invalid, what+": "+fmt.Sprintf(format, args...))
 	}
 	out := &ir.HeaderModifier{}
 	seen := map[string]bool{}
 	for _, h := range p.Set {
 		name := http.CanonicalHeaderKey(h.Name)
 		if seen[name] {
-			return bad("HeadersPolicyInvalid", "duplicate header addition: %q", name)
+			return bad("duplicate header addition: %q", name)
 		}
 		seen[name] = true
 		if err := validate.Token(h.Name, "header name"); err != nil {
-			return bad("HeadersPolicyInvalid", "%v", err)
+			return bad("%v", err)
 		}
 		if err := validate.Value(h.Value, "header", h.Name, "value"); err != nil {
-			return bad("HeadersPolicyInvalid", "%v", err)
+			return bad("%v", err)
 		}
 		if name == "Host" {
 			if hosts == noHost {
-				return bad("HeadersPolicyInvalid", "rewriting %q header is not supported", name)
+				return bad("rewriting %q header is not supported", name)
 			}
 			switch m := hostRequestHeader.FindStringSubmatch(strings.TrimSpace(h.Value)); {
 			case m != nil && hosts == anyHost:
 				host.HostnameHeader = m[1]
 			case strings.Contains(h.Value, "%"):
-				return bad("HeadersPolicyInvalid", "the Host rewrite %q cannot hold a dynamic value; a route's may be a request header's value alone, %%REQ(name)%%", h.Value)
+				return bad("the Host rewrite %q cannot hold a dynamic value; a route's may be a request header's value alone, %%REQ(name)%%", h.Value)
 			default:
 				host.Hostname = h.Value
 			}
 			continue
 		}
 		if !envoyrules.Modifiable(h.Name) {
-			return bad("HeadersPolicyInvalid", "header %q cannot be set", h.Name)
+			return bad("header %q cannot be set", h.Name)
 		}
 		out.Set = append(out.Set, dynamicHeader(h.Name, h.Value, vars))
 	}
@@ -84,14 +86,14 @@ func headers(p *contourv1.HeadersPolicy, what string, hosts hostRewrites, vars c
 	for _, name := range p.Remove {
 		key := http.CanonicalHeaderKey(name)
 		if seen[key] {
-			return bad("HeadersPolicyInvalid", "duplicate header removal: %q", key)
+			return bad("duplicate header removal: %q", key)
 		}
 		seen[key] = true
 		if err := validate.Token(name, "header name"); err != nil {
-			return bad("HeadersPolicyInvalid", "%v", err)
+			return bad("%v", err)
 		}
 		if !envoyrules.Modifiable(name) {
-			return bad("HeadersPolicyInvalid", "header %q cannot be removed", name)
+			return bad("header %q cannot be removed", name)
 		}
 		out.Remove = append(out.Remove, name)
 	}
@@ -111,10 +113,10 @@ func serviceHeaders(p *contourv1.HTTPProxy, s *contourv1.Service, route, service
 	at := fmt.Sprintf("routes[%d].services[%d]", route, service)
 	vars := contourVars{namespace: p.Namespace, service: s.Name, port: s.Port}
 	var rw ir.Rewrite
-	if req, rw, bad = headers(s.RequestHeadersPolicy, at+".requestHeadersPolicy", literalHost, vars); bad != nil {
+	if req, rw, bad = headers(s.RequestHeadersPolicy, at+".requestHeadersPolicy", contourv1.ConditionTypeServiceError, "RequestHeadersPolicyInvalid", literalHost, vars); bad != nil {
 		return nil, nil, "", bad
 	}
-	if resp, _, bad = headers(s.ResponseHeadersPolicy, at+".responseHeadersPolicy", noHost, vars); bad != nil {
+	if resp, _, bad = headers(s.ResponseHeadersPolicy, at+".responseHeadersPolicy", contourv1.ConditionTypeServiceError, "ResponseHeadersPolicyInvalid", noHost, vars); bad != nil {
 		return nil, nil, "", bad
 	}
 	return req, resp, rw.Hostname, nil

@@ -98,6 +98,11 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 	ips, bad := ipFilter(vh.IPAllowFilterPolicy, vh.IPDenyFilterPolicy, "Spec.VirtualHost")
 	if bad != nil {
 		st.Valid.AddError(bad.Type, bad.Reason, bad.Message)
+		if bad.Reason == "InvalidCIDR" {
+			// Contour reports the policy as well as the range.
+			st.Valid.AddErrorf(contourv1.ConditionTypeIPFilterError, "IPFilterPolicyNotValid",
+				"Spec.VirtualHost.IPAllowFilterPolicy or Spec.VirtualHost.IPDenyFilterPolicy is invalid: %s", bad.Message)
+		}
 		return w.tree
 	}
 	limit, bad := localRateLimit(vh.RateLimitPolicy, contourv1.ConditionTypeVirtualHostError, "Spec.VirtualHost", contourVars{namespace: root.Namespace})
@@ -427,13 +432,14 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	if bad = w.routeGlobalRateLimits(p, i, r.RateLimitPolicy, out); bad != nil {
 		return route{}, bad
 	}
-	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", anyHost, vars); bad != nil {
+	if out.RequestHeaders, host, bad = headers(r.RequestHeadersPolicy, "requestHeadersPolicy", contourv1.ConditionTypeRouteError, "RequestHeadersPolicyInvalid", anyHost, vars); bad != nil {
 		return route{}, bad
 	}
 	if host != (ir.Rewrite{}) {
 		out.Rewrite = &host
 	}
-	if out.ResponseHeaders, _, bad = headers(r.ResponseHeadersPolicy, "responseHeadersPolicy", noHost, vars); bad != nil {
+	// ResponseHeaderPolicyInvalid, singular, is how Contour spells it here.
+	if out.ResponseHeaders, _, bad = headers(r.ResponseHeadersPolicy, "responseHeadersPolicy", contourv1.ConditionTypeRouteError, "ResponseHeaderPolicyInvalid", noHost, vars); bad != nil {
 		return route{}, bad
 	}
 	idleConnection, bad := timeouts(out, r.TimeoutPolicy)

@@ -31,6 +31,26 @@ func (w *walk) chainTLS(root *contourv1.HTTPProxy) (*ir.ChainTLS, *problem) {
 	if out.MinTLS == "1.3" && out.MaxTLS == "1.2" {
 		return nil, refused(contourv1.ConditionTypeTLSError, "TLSConfigNotValid", "Spec.Virtualhost.TLS the minimum protocol version is greater than the maximum protocol version")
 	}
+	// Features the fallback certificate cannot serve come first, in
+	// Contour's order, before anything of them is read.
+	if tls.EnableFallbackCertificate {
+		vh := root.Spec.VirtualHost
+		switch {
+		case tls.ClientValidation != nil:
+			return nil, refused(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.Virtualhost.TLS fallback & client validation are incompatible")
+		case vh.AuthorizationConfigured():
+			return nil, refused(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.Virtualhost.TLS fallback & client authorization are incompatible")
+		case len(vh.JWTProviders) > 0:
+			// The fallback chain serves every fallback root's routes on
+			// one connection manager, which cannot hold each root's
+			// providers.
+			return nil, refused(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.Virtualhost.TLS fallback & JWT providers are incompatible")
+		}
+		if bad := w.fallback(root); bad != nil {
+			return nil, bad
+		}
+		out.Fallback = true
+	}
 	if cv := tls.ClientValidation; cv != nil {
 		var bad *problem
 		if out.Validation, bad = w.clientValidation(root, cv); bad != nil {
@@ -39,12 +59,6 @@ func (w *walk) chainTLS(root *contourv1.HTTPProxy) (*ir.ChainTLS, *problem) {
 		if f := cv.ForwardClientCertificate; f != nil {
 			out.Forward = &ir.ForwardClientCert{Subject: f.Subject, Cert: f.Cert, Chain: f.Chain, DNS: f.DNS, URI: f.URI}
 		}
-	}
-	if tls.EnableFallbackCertificate {
-		if bad := w.fallback(root); bad != nil {
-			return nil, bad
-		}
-		out.Fallback = true
 	}
 	if out.MinTLS == "" && out.MaxTLS == "" && out.Validation == nil && !out.Fallback {
 		return nil, nil
@@ -110,14 +124,12 @@ func (w *walk) clientValidation(root *contourv1.HTTPProxy, cv *contourv1.Downstr
 }
 
 // fallback checks that a root with enableFallbackCertificate can be served
-// to clients without a server name: without client validation, with the
-// profile's fallback certificate, a Secret of the root's namespace or
-// delegated to it, on an ingress-https listener without a hostname.
+// to clients without a server name: with the profile's fallback
+// certificate, a Secret of the root's namespace or delegated to it, on an
+// ingress-https listener without a hostname.
 func (w *walk) fallback(root *contourv1.HTTPProxy) *problem {
 	fb := w.opts.FallbackCertificate
 	switch {
-	case root.Spec.VirtualHost.TLS.ClientValidation != nil:
-		return refused(contourv1.ConditionTypeTLSError, "TLSIncompatibleFeatures", "Spec.Virtualhost.TLS fallback & client validation are incompatible")
 	case fb == nil:
 		return refused(contourv1.ConditionTypeTLSError, "FallbackNotPresent",
 			"Spec.Virtualhost.TLS enabled fallback but the fallback certificate Secret is not configured in the profile (httpproxy.fallbackCertificate)")
