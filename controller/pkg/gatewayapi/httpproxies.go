@@ -178,11 +178,16 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 			for _, c := range l.conds.Items {
 				if c.Status == metav1.ConditionFalse && (c.Type == string(gatewayv1.ListenerConditionAccepted) || c.Type == string(gatewayv1.ListenerConditionResolvedRefs)) ||
 					c.Status == metav1.ConditionTrue && c.Type == string(gatewayv1.ListenerConditionConflicted) {
-					reason := "SecretNotValid"
-					if c.Reason == string(gatewayv1.ListenerReasonRefNotPermitted) {
+					typ, reason := contourv1.ConditionTypeTLSError, "SecretNotValid"
+					switch {
+					case c.Type == string(gatewayv1.ListenerConditionConflicted):
+						// Another object's listener has the host: the
+						// message names it.
+						typ, reason = contourv1.ConditionTypeVirtualHostError, c.Reason
+					case c.Reason == string(gatewayv1.ListenerReasonRefNotPermitted):
 						reason = "DelegationNotPermitted"
 					}
-					own(rk).Valid.AddErrorf(contourv1.ConditionTypeTLSError, reason, "TLS virtual host %s: %s", l.hostname, c.Message)
+					own(rk).Valid.AddErrorf(typ, reason, "TLS virtual host %s: %s", l.hostname, c.Message)
 					break
 				}
 			}

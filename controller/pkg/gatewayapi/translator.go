@@ -239,7 +239,9 @@ func (t *gatewayTranslator) translateListeners(res *resources.Resources) {
 	t.clusters = map[string]*ir.Cluster{}
 	t.secrets = map[string]*ir.Secret{}
 	t.backendClientCertificate()
-	t.sets = slices.Concat(t.listenerSets(res), t.ingressSets(res), t.proxySets(res))
+	// On one TLS host an HTTPProxy takes precedence over an Ingress, as on
+	// one route match.
+	t.sets = slices.Concat(t.listenerSets(res), t.proxySets(res), t.ingressSets(res))
 	t.listeners = t.validateListeners()
 }
 
