@@ -60,9 +60,12 @@ const (
 // those whose class (spec.ingressClassName, else Contour's class annotations,
 // else the class marked default) serves gw.
 func SelectedProxies(gw *gatewayv1.Gateway, controller string, classes []*networkingv1.IngressClass, proxies []*contourv1.HTTPProxy) []*contourv1.HTTPProxy {
-	return Select(gw, controller, classes, proxies, func(p *contourv1.HTTPProxy) string {
-		return cmp.Or(p.Spec.IngressClassName, p.Annotations[proxyClass], p.Annotations[legacyClass])
-	})
+	return Select(gw, controller, classes, proxies, ProxyClass)
+}
+
+// ProxyClass is the ingress class an HTTPProxy names, "" for none.
+func ProxyClass(p *contourv1.HTTPProxy) string {
+	return cmp.Or(p.Spec.IngressClassName, p.Annotations[proxyClass], p.Annotations[legacyClass])
 }
 
 // Select returns the objects of an ingress-class-selected kind (Ingress,

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/ingressclass"
 	"isobar.dev/api/refgrant"
 	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/env"
@@ -331,13 +332,15 @@ func (w *walk) routes(out []route, p *contourv1.HTTPProxy, conds []contourv1.Mat
 		}
 		seen = append(seen, i)
 		child, ok := w.e.HTTPProxy(ns, inc.Name)
-		if ok && w.opts.Serves != nil && !w.opts.Serves(child) {
-			ok = false
-		}
 		all := append(slices.Clip(conds), inc.Conditions...)
 		switch {
 		case !ok:
 			st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "IncludeNotFound", "include %s/%s not found", ns, inc.Name)
+			out = badGateway(out, p, i, all, len(inc.Conditions) > 0)
+		case w.opts.Serves != nil && !w.opts.Serves(child):
+			// It exists, but its class is not this Gateway's: Contour,
+			// which sees only its class's proxies, says not found.
+			st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "IncludeNotFound", "include %s/%s %s", ns, inc.Name, notServed(child))
 			out = badGateway(out, p, i, all, len(inc.Conditions) > 0)
 		case child.Spec.VirtualHost != nil:
 			st.Valid.AddErrorf(contourv1.ConditionTypeIncludeError, "RootIncludesRoot", "root httpproxy cannot include another root httpproxy (%s/%s)", child.Namespace, child.Name)
@@ -362,6 +365,14 @@ func (w *walk) routes(out []route, p *contourv1.HTTPProxy, conds []contourv1.Mat
 		out = expandPrefixRewrites(out, start)
 	}
 	return out
+}
+
+// notServed says why the Gateway does not serve an HTTPProxy that exists.
+func notServed(p *contourv1.HTTPProxy) string {
+	if c := ingressclass.ProxyClass(p); c != "" {
+		return fmt.Sprintf("exists, but is of ingress class %q, which this Gateway does not serve", c)
+	}
+	return "exists, but names no ingress class, and the default class is not one this Gateway serves"
 }
 
 // badGateway appends the route of include i of p, whose proxy cannot be

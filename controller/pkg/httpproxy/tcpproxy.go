@@ -68,12 +68,11 @@ func (w *walk) tcpProxyOf(p *contourv1.HTTPProxy, visited []*contourv1.HTTPProxy
 		ns = p.Namespace
 	}
 	child, ok := w.e.HTTPProxy(ns, inc.Name)
-	if ok && w.opts.Serves != nil && !w.opts.Serves(child) {
-		ok = false
-	}
 	switch {
 	case !ok:
 		return nil, nil, refused(contourv1.ConditionTypeTCPProxyIncludeError, "IncludeNotFound", fmt.Sprintf("include %s/%s not found", ns, inc.Name))
+	case w.opts.Serves != nil && !w.opts.Serves(child):
+		return nil, nil, refused(contourv1.ConditionTypeTCPProxyIncludeError, "IncludeNotFound", fmt.Sprintf("include %s/%s %s", ns, inc.Name, notServed(child)))
 	case child.Spec.VirtualHost != nil:
 		return nil, nil, refused(contourv1.ConditionTypeTCPProxyIncludeError, "RootIncludesRoot", fmt.Sprintf("root httpproxy cannot include another root httpproxy (%s/%s)", ns, inc.Name))
 	case child == p || slices.Contains(visited, child):
