@@ -128,7 +128,12 @@ const systemCABundle = "/etc/ssl/certs/ca-certificates.crt"
 // presenting the client certificate if any, and verifying the backend's
 // certificate unless told not to.
 func upstreamTLS(t *ir.UpstreamTLS) *corev3.TransportSocket {
-	ctx := &tlsv3.UpstreamTlsContext{Sni: t.SNI, CommonTlsContext: &tlsv3.CommonTlsContext{}}
+	// TLS 1.2 to 1.3, as Contour offers backends; Envoy's own default
+	// stops at 1.2, which a backend that speaks only 1.3 refuses.
+	ctx := &tlsv3.UpstreamTlsContext{Sni: t.SNI, CommonTlsContext: &tlsv3.CommonTlsContext{TlsParams: &tlsv3.TlsParameters{
+		TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
+		TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
+	}}}
 	if !t.Unverified {
 		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: validation(t)}
 	}

@@ -158,6 +158,11 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 			Name:       "envoy.filters.http.router",
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&routerv3.Router{})},
 		}},
+		// HTTP/1.0 with a Host header, chunked bodies that also carry a
+		// Content-Length (the latter dropped, as RFC 9112 asks), and a
+		// client's own X-Request-Id: as Contour's listeners accept them.
+		HttpProtocolOptions:          &corev3.Http1ProtocolOptions{AcceptHttp_10: true, AllowChunkedLength: true},
+		PreserveExternalRequestId:    true,
 		UseRemoteAddress:             wrapperspb.Bool(true),
 		XffNumTrustedHops:            s.NumTrustedHops,
 		NormalizePath:                wrapperspb.Bool(true),
