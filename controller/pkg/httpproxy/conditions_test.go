@@ -79,7 +79,9 @@ func TestDynamicHeader(t *testing.T) {
 // Contour's headerMatchConditionsValid and queryParameterMatchConditionsValid
 // cases: a route no request could match is refused.
 func TestConditionsValid(t *testing.T) {
-	h := func(hc contourv1.HeaderMatchCondition) contourv1.MatchCondition { return contourv1.MatchCondition{Header: &hc} }
+	h := func(hc contourv1.HeaderMatchCondition) contourv1.MatchCondition {
+		return contourv1.MatchCondition{Header: &hc}
+	}
 	q := func(qc contourv1.QueryParameterMatchCondition) contourv1.MatchCondition {
 		return contourv1.MatchCondition{QueryParameter: &qc}
 	}
