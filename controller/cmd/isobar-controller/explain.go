@@ -173,6 +173,9 @@ func writeAnswer(w io.Writer, a *envoysim.Answer) {
 		if r.Body != "" {
 			fmt.Fprintf(w, " %q", r.Body)
 		}
+		if r.Details != "" {
+			fmt.Fprintf(w, " (%s)", r.Details)
+		}
 		fmt.Fprintln(w)
 		for _, h := range r.Headers {
 			fmt.Fprintf(w, "  %s: %s\n", h.Name, h.Value)

@@ -29,6 +29,8 @@ func TestRun(t *testing.T) {
 		{name: "listeners as JSON", args: []string{"translate", "-f", golden, "--type", "listeners", "-o", "json"}, code: 0, stdout: `"name": "http_80"`},
 		{name: "one gateway", args: []string{"translate", "-f", golden, "--gateway", "default/other", "--type", "ir"}, code: 0, stdout: "name: default/other"},
 		{name: "explain without a request", args: []string{"explain", "-f", golden}, code: 2, stderr: "give -f FILE and --request"},
+		{name: "explain a refused upgrade", args: []string{"explain", "-f", "../../pkg/offline/testdata/ingress-annotations.in.yaml", "--request", "http://api.example.com/slash", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket"},
+			code: 0, stdout: "Envoy answers 403 (upgrade_failed: the route does not allow the websocket upgrade)"},
 		{name: "explain a bad header", args: []string{"explain", "-f", golden, "--request", "http://app.example.com/", "-H", "novalue"}, code: 2, stderr: "want 'Name: value'"},
 		{name: "explain several gateways", args: []string{"explain", "-f", "../../pkg/offline/testdata/isolation.in.yaml", "-f", "../../pkg/offline/testdata/precedence.in.yaml", "--request", "http://a/"}, code: 2, stderr: "choose one with --gateway"},
 		{name: "explain a route", args: []string{"explain", "-f", golden, "--request", "GET http://app.example.com/api/v1", "-H", "x-a: b"}, code: 0,

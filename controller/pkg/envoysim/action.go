@@ -54,14 +54,7 @@ func (s *Simulator) forward(ra *routev3.RouteAction, m *routev3.RouteMatch, matc
 		a.Mirrors = append(a.Mirrors, Mirror{Cluster: mp.GetCluster(), Endpoints: b.Endpoints, TLS: b.TLS, HTTP2: b.HTTP2,
 			Fraction: fraction(mp.GetRuntimeFraction().GetDefaultValue(), mp.GetRuntimeFraction() == nil)})
 	}
-	for _, u := range ra.GetUpgradeConfigs() {
-		enabled := u.GetEnabled() == nil || u.GetEnabled().GetValue()
-		if !enabled {
-			a.Upgrades = slices.DeleteFunc(a.Upgrades, func(t string) bool { return t == u.GetUpgradeType() })
-		} else if !slices.Contains(a.Upgrades, u.GetUpgradeType()) {
-			a.Upgrades = append(a.Upgrades, u.GetUpgradeType())
-		}
-	}
+	a.Upgrades = upgradesOf(a.Upgrades, ra.GetUpgradeConfigs())
 
 	// The rewrites: host, then path (prefix or regex), recording the
 	// original path as Envoy does.

@@ -314,6 +314,9 @@ type Response struct {
 	Status  int      `json:"status"`
 	Headers []Header `json:"headers,omitempty"`
 	Body    string   `json:"body,omitempty"`
+	// Details are Envoy's response code details where the body does not
+	// say why (%RESPONSE_CODE_DETAILS% in its access log).
+	Details string `json:"details,omitempty"`
 	// GRPCStatus is the gRPC status a gRPC request gets instead of the
 	// one Status maps to (0: that one).
 	GRPCStatus int `json:"grpcStatus,omitempty"`

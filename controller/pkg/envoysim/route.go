@@ -50,6 +50,16 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 			continue
 		}
 		a.Route, a.RouteIndex = rt.GetName(), i
+		if up := upgradeOf(r.headers); up != "" {
+			if allowed := upgradesOf(a.Upgrades, rt.GetRoute().GetUpgradeConfigs()); !slices.Contains(allowed, up) {
+				// The connection manager cannot make the upgrade's
+				// filter chain: Envoy answers 403 (upgrade_failed)
+				// before any HTTP filter sees the request.
+				a.Upgrades = allowed
+				a.Response = &Response{Status: 403, Details: "upgrade_failed: the route does not allow the " + up + " upgrade"}
+				return nil
+			}
+		}
 		var corsHeaders []Header
 		if filters.cors {
 			ps, err := corsPoliciesOf(vh, rt)
@@ -170,6 +180,38 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 func (s *Simulator) localReply(a *Answer, status int, why string) error {
 	a.Response = &Response{Status: status, Body: why}
 	return nil
+}
+
+// upgradeOf is the protocol an HTTP/1.1 request asks to upgrade to (its
+// Upgrade header, with "upgrade" among its Connection tokens), lower case;
+// "" for none.
+func upgradeOf(hs []Header) string {
+	up := strings.ToLower(valueOf(hs, "upgrade"))
+	if up == "" {
+		return ""
+	}
+	for _, token := range strings.Split(valueOf(hs, "connection"), ",") {
+		if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
+			return up
+		}
+	}
+	return ""
+}
+
+// upgradesOf are the upgrades a route allows: the connection manager's
+// (managers), as the route's upgrade_configs enable or disable them.
+func upgradesOf(managers []string, route []*routev3.RouteAction_UpgradeConfig) []string {
+	out := slices.Clone(managers)
+	for _, u := range route {
+		if u.GetEnabled() == nil || u.GetEnabled().GetValue() {
+			if !slices.Contains(out, u.GetUpgradeType()) {
+				out = append(out, u.GetUpgradeType())
+			}
+		} else {
+			out = slices.DeleteFunc(out, func(t string) bool { return t == u.GetUpgradeType() })
+		}
+	}
+	return out
 }
 
 // selectVirtualHost follows route_components.proto (VirtualHost.domains):
