@@ -42,7 +42,7 @@ generate: ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate the CRD YAML into config/crd/bases and the operator's RBAC into config/rbac.
+manifests: ## Generate the CRD YAML into config/crd/bases, the operator's RBAC into config/rbac, and Contour's CRDs (config/crd/contour, with their defaults for the offline loader).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=isobar-operator paths=./operator/... output:rbac:dir=config/rbac
 	go run isobar.dev/hack/contourcrds -root .

@@ -9,7 +9,7 @@ fail=0
 
 # The generated files are compared before and after regenerating them, so
 # uncommitted edits elsewhere in the tree do not count as staleness.
-generated() { { find config/crd/bases config/crd/contour api bundle \( -name '*.yaml' -o -name 'zz_generated*.go' \); echo config/rbac/role.yaml; echo bundle.Dockerfile; echo docs/features.md; echo docs/reference/contourdeployment.md; } | sort; }
+generated() { { find config/crd/bases config/crd/contour api bundle controller/pkg/resources \( -name '*.yaml' -o -name 'zz_generated*.go' \); echo config/rbac/role.yaml; echo bundle.Dockerfile; echo docs/features.md; echo docs/reference/contourdeployment.md; } | sort; }
 snapshot=$(mktemp -d)
 trap 'rm -rf "$snapshot"' EXIT
 before=$(generated)

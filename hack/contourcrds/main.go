@@ -1,7 +1,9 @@
 // Command contourcrds copies Contour's HTTPProxy, TLSCertificateDelegation
 // and ExtensionService CRDs, as the Contour release the workspace
 // requires publishes them, into config/crd/contour: the CRDs always match
-// the Go types the controller reads them with.
+// the Go types the controller reads them with. It writes the defaults of
+// their schemas into the controller's offline loader too
+// (controller/pkg/resources), which applies them as the API server does.
 package main
 
 import (
@@ -43,6 +45,7 @@ func run(root string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	defaults := map[string][]fieldDefault{}
 	name := regexp.MustCompile(`(?m)^  name: (\S+)$`)
 	found := map[string]bool{}
 	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
@@ -61,6 +64,9 @@ func run(root string) error {
 			if err := os.WriteFile(file, doc, 0o644); err != nil {
 				return err
 			}
+			if err := collectDefaults(doc, defaults); err != nil {
+				return fmt.Errorf("%s: %w", w, err)
+			}
 		}
 	}
 	for _, w := range wanted {
@@ -68,5 +74,5 @@ func run(root string) error {
 			return fmt.Errorf("%s has no CRD %s", src, w)
 		}
 	}
-	return nil
+	return writeDefaults(root, defaults)
 }

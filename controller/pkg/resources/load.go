@@ -138,6 +138,14 @@ func (r *Resources) add(js []byte) ([]metav1.TypeMeta, error) {
 	if !ok || !decode.versions[tm.GroupVersionKind().Version] {
 		return []metav1.TypeMeta{tm}, nil
 	}
+	// What the API server defaults, the offline tools default too, so
+	// that an omitted field means what it means on a cluster.
+	if ds := contourDefaults[tm.GroupVersionKind().GroupKind().String()+"/"+tm.GroupVersionKind().Version]; len(ds) > 0 {
+		var err error
+		if js, err = withDefaults(js, ds); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)
+		}
+	}
 	if err := decode.into(r, js, !decode.clusterScoped); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)
 	}
