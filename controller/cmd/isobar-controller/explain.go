@@ -168,6 +168,20 @@ func writeAnswer(w io.Writer, a *envoysim.Answer) {
 	if a.Route != "" {
 		fmt.Fprintf(w, "route #%d %s%s\n", a.RouteIndex, a.Route, routeSource(a.Route))
 	}
+	// The checks Envoy makes before it acts on the route, in its order.
+	if j := a.JWT; j != nil {
+		fmt.Fprintf(w, "JWT: Envoy verifies the request's token for provider %s (issuer %s, keys from %s); without a valid one it answers 401\n", j.Provider, j.Issuer, j.URI)
+	}
+	if z := a.Authorization; z != nil {
+		over, closed := "HTTP", "if it cannot be asked, Envoy answers 403"
+		if z.GRPC {
+			over = "gRPC"
+		}
+		if z.FailOpen {
+			closed = "if it cannot be asked, the request goes on (fails open)"
+		}
+		fmt.Fprintf(w, "external authorization: Envoy asks %s%s over %s first; its refusal is the answer; %s\n", z.Server.Cluster, serviceOf(z.Server.Cluster), over, closed)
+	}
 	if r := a.Response; r != nil {
 		fmt.Fprintf(w, "Envoy answers %d", r.Status)
 		if r.Body != "" {
