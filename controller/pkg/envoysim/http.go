@@ -202,14 +202,7 @@ func stripPort(host string) string {
 // header that asks for it) unless the request is an upgrade, and te unless
 // it is "trailers" (gRPC's).
 func withoutHopByHop(hs []Header) []Header {
-	upgrade := false
-	for _, h := range hs {
-		if h.Name == "upgrade" && h.Value != "" {
-			for _, token := range strings.Split(valueOf(hs, "connection"), ",") {
-				upgrade = upgrade || strings.EqualFold(strings.TrimSpace(token), "upgrade")
-			}
-		}
-	}
+	upgrade := upgradeOf(hs) != ""
 	return slices.DeleteFunc(hs, func(h Header) bool {
 		switch h.Name {
 		case "keep-alive", "proxy-connection", "transfer-encoding":

@@ -184,10 +184,11 @@ func (s *Simulator) localReply(a *Answer, status int, why string) error {
 
 // upgradeOf is the protocol an HTTP/1.1 request asks to upgrade to (its
 // Upgrade header, with "upgrade" among its Connection tokens), lower case;
-// "" for none.
+// "" for none. Envoy's HTTP/1 codec drops an h2c upgrade and serves the
+// request as HTTP/1.1.
 func upgradeOf(hs []Header) string {
 	up := strings.ToLower(valueOf(hs, "upgrade"))
-	if up == "" {
+	if up == "" || up == "h2c" {
 		return ""
 	}
 	for _, token := range strings.Split(valueOf(hs, "connection"), ",") {
