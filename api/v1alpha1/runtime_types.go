@@ -272,6 +272,19 @@ type HTTPSettings struct {
 	// +optional
 	MergeSlashes *bool `json:"mergeSlashes,omitempty"`
 
+	// Compression is how Envoy compresses responses for clients that
+	// accept it (Accept-Encoding): Gzip, Brotli, Zstd, or Disabled. Envoy
+	// compresses a response of at least 30 bytes whose Content-Type is
+	// text, JSON, JavaScript, XML, SVG or gRPC-Web, unless the backend
+	// compressed it already or sent Cache-Control: no-transform; it drops
+	// a strong ETag of a response it compresses and adds
+	// Vary: Accept-Encoding to every response it could compress. Gzip is
+	// Contour's default.
+	// +kubebuilder:default=Gzip
+	// +kubebuilder:validation:Enum=Gzip;Brotli;Zstd;Disabled
+	// +optional
+	Compression string `json:"compression,omitempty"`
+
 	// MaxRequestHeadersKiB is the largest request header block Envoy
 	// accepts.
 	// +kubebuilder:default=60

@@ -134,6 +134,9 @@ type Request struct {
 	// IP filters read (with X-Forwarded-For, as the connection manager
 	// trusts it).
 	ClientAddress string `json:"clientAddress,omitempty"`
+	// StartTime is when Envoy received the request (%START_TIME%); the
+	// zero time is the Unix epoch's, so that an answer is reproducible.
+	StartTime time.Time `json:"-"`
 	// Replay says the request was simulated before (to learn what its
 	// answer's headers become): it changes no state, such as a rate
 	// limit's tokens.
@@ -186,6 +189,9 @@ type Answer struct {
 	// request after the authorization server allows it, if the route
 	// describes it.
 	RateLimit *RateLimitCheck `json:"rateLimit,omitempty"`
+	// GRPCWeb is how Envoy translates a gRPC-Web call; nil for other
+	// requests.
+	GRPCWeb *GRPCWeb `json:"grpcWeb,omitempty"`
 	// InternalRedirect is which of the backend's redirects Envoy follows
 	// itself (see Follow).
 	InternalRedirect *InternalRedirect `json:"internalRedirect,omitempty"`
@@ -238,6 +244,10 @@ type Backend struct {
 	// Status is 503 when the cluster has no endpoints (or does not exist),
 	// which Envoy answers itself.
 	Status int `json:"status,omitempty"`
+	// Encoding is the content coding (gzip, br, zstd) Envoy compresses
+	// the backend's body with, for ResponseHeaders; "" when it passes the
+	// body on as is.
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // Locality is a weighted group of a cluster's endpoints.
@@ -320,6 +330,9 @@ type Response struct {
 	// GRPCStatus is the gRPC status a gRPC request gets instead of the
 	// one Status maps to (0: that one).
 	GRPCStatus int `json:"grpcStatus,omitempty"`
+	// Encoding is the content coding Envoy compresses Body with; "" when
+	// the client gets Body as is.
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // Mirror is a request_mirror_policy: a copy of the request sent to Cluster

@@ -3,6 +3,7 @@ package envoysim
 import (
 	"strings"
 	"testing"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -387,8 +388,9 @@ func TestRefusesWhatItDoesNotKnow(t *testing.T) {
 }
 
 // Custom header values: "%%" is a "%", %REQ(...)% a request header (its
-// alternative, a length limit), other command operators beyond the
-// simulator, a lone "%" an error.
+// alternative, a length limit), %START_TIME% the request's start as
+// Envoy formats it, other command operators beyond the simulator, a lone
+// "%" an error.
 func TestSubstitute(t *testing.T) {
 	headers := []Header{{Name: "x-a", Value: "alpha"}, {Name: "x-b", Value: "beta"}}
 	for _, tc := range []struct{ in, want, err string }{
@@ -399,8 +401,12 @@ func TestSubstitute(t *testing.T) {
 		{"%REQ(x-c)%", "", ""},
 		{"%HOSTNAME%", "", "not simulated"},
 		{"50%", "", "unterminated"},
+		{"t=%START_TIME(%s.%3f)%", "t=1732838400.123", ""},
+		{"%START_TIME(%Y-%m-%dT%H:%M:%S.%6f)%", "2024-11-29T00:00:00.123456", ""},
+		{"%START_TIME%", "2024-11-29T00:00:00.123Z", ""},
+		{"%START_TIME(%j)%", "", "not simulated"},
 	} {
-		got, err := substitute(tc.in, headers)
+		got, err := substitute(tc.in, headers, time.Unix(1732838400, 123456789))
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%q: err %v, want one saying %q", tc.in, err, tc.err)

@@ -90,6 +90,18 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 			}
 		case "envoy.filters.http.cors":
 			filters.cors = true
+		case compressorFilterName:
+			if i != 0 {
+				return errUnsupportedf("a compressor that is not the first HTTP filter")
+			}
+			if filters.compressor, err = compressorFilter(hf); err != nil {
+				return err
+			}
+		case grpcWebFilterName:
+			if err := grpcWebFilter(hf); err != nil {
+				return err
+			}
+			filters.grpcWeb = true
 		case rbacFilterName:
 			if err := rbacFilter(hf); err != nil {
 				return err
@@ -135,6 +147,9 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 	}
 	r := newHTTPRequest(req)
 	r.headers = withoutHopByHop(r.headers)
+	// The compressor decodes the request first: it keeps the client's
+	// Accept-Encoding as sent.
+	accept, accepts := lookup(r.headers, "accept-encoding")
 	r.client = clientAddressesOf(hcm, req, r.headers)
 	if r.authority == "" {
 		return fmt.Errorf("the request has no host: Envoy answers 400")
@@ -169,13 +184,48 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 		return errUnsupportedf("HTTP connection manager without rds or route_config")
 	}
 	a.RouteConfiguration = rc.GetName()
-	return s.route(rc, r, req, filters, a)
+	if filters.grpcWeb {
+		a.GRPCWeb = grpcWebOf(r)
+	}
+	if err := s.route(rc, r, req, filters, a); err != nil {
+		return err
+	}
+	if g := a.GRPCWeb; g != nil {
+		if a.Response != nil {
+			a.Response = g.localReply(a.Response)
+		}
+		for i := range a.Backends {
+			a.Backends[i].ResponseHeaders = g.response(a.Backends[i].ResponseHeaders)
+		}
+	}
+	if filters.compressor == nil {
+		return nil
+	}
+	// The compressor encodes last, what every other filter answered.
+	var acceptEncoding *string
+	if accepts {
+		acceptEncoding = &accept
+	}
+	headersOnly := req.Method == "HEAD"
+	if resp := a.Response; resp != nil {
+		// Only direct responses' headers are Envoy's own to the byte.
+		if _, ok := lookup(resp.Headers, "content-length"); ok {
+			resp.Headers, resp.Encoding = filters.compressor.respond(acceptEncoding, resp.Headers, headersOnly || resp.Body == "")
+		}
+	}
+	for i := range a.Backends {
+		b := &a.Backends[i]
+		b.ResponseHeaders, b.Encoding = filters.compressor.respond(acceptEncoding, b.ResponseHeaders, headersOnly)
+	}
+	return nil
 }
 
 // httpFilters are the HTTP filters of a connection manager that routes
 // configure, besides the router.
 type httpFilters struct {
-	cors, localRateLimit, rbac, session, lua bool
+	cors, localRateLimit, rbac, session, lua, grpcWeb bool
+	// compressor is the compressor filter; nil without one.
+	compressor *compressor
 	// extAuthz are the ext_authz filters, in the chain's order.
 	extAuthz []extAuthzInstance
 	// rateLimit is the rate limit filter's service; nil without one.

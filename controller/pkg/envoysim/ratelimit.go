@@ -94,7 +94,7 @@ func (s *Simulator) rateLimited(vh *routev3.VirtualHost, rt *routev3.Route, repl
 	if l.GetStatus() != nil {
 		status = int(l.GetStatus().GetCode())
 	}
-	headers, err := mutation{add: l.GetResponseHeadersToAdd()}.apply([]Header{{Name: "x-envoy-ratelimited", Value: "true"}})
+	headers, err := mutation{add: l.GetResponseHeadersToAdd()}.apply([]Header{{Name: "x-envoy-ratelimited", Value: "true"}}, time.Time{})
 	if err != nil {
 		return nil, err
 	}

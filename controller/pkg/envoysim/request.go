@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
@@ -130,7 +131,7 @@ type mutation struct {
 // additions; each addition's append_action (or the deprecated append flag)
 // decides between appending a line, adding only when absent, and
 // overwriting; empty values are skipped unless keep_empty_value.
-func (m mutation) apply(headers []Header) ([]Header, error) {
+func (m mutation) apply(headers []Header, start time.Time) ([]Header, error) {
 	for _, name := range m.remove {
 		name = strings.ToLower(name)
 		headers = slices.DeleteFunc(headers, func(h Header) bool { return h.Name == name })
@@ -143,7 +144,7 @@ func (m mutation) apply(headers []Header) ([]Header, error) {
 			return nil, err
 		}
 		name, value := strings.ToLower(o.GetHeader().GetKey()), o.GetHeader().GetValue()
-		value, err := substitute(value, headers)
+		value, err := substitute(value, headers, start)
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %w", name, err)
 		}
@@ -183,11 +184,12 @@ func (m mutation) apply(headers []Header) ([]Header, error) {
 var reqOperator = regexp.MustCompile(`^REQ\(([\w-]+)(?:\?([\w-]+))?\)(?::(\d+))?$`)
 
 // substitute follows Envoy's custom header values: "%%" is a literal "%",
-// and %REQ(...)% the request's header (empty when missing, as header
-// values omit what a command operator cannot give); other command
+// %REQ(...)% the request's header (empty when missing, as header values
+// omit what a command operator cannot give), and %START_TIME% or
+// %START_TIME(format)% when the request started; other command
 // operators are beyond the simulator, and a lone "%" is what Envoy
 // rejects the configuration over.
-func substitute(value string, headers []Header) (string, error) {
+func substitute(value string, headers []Header, start time.Time) (string, error) {
 	if !strings.Contains(value, "%") {
 		return value, nil
 	}
@@ -206,11 +208,25 @@ func substitute(value string, headers []Header) (string, error) {
 			continue
 		}
 		j := strings.IndexByte(rest, '%')
+		if strings.HasPrefix(rest, "START_TIME(") {
+			// A format holds % of its own: the operator ends at ")%".
+			if k := strings.Index(rest, ")%"); k >= 0 {
+				j = k + 1
+			}
+		}
 		if j < 0 {
 			return "", fmt.Errorf("value %q has an unterminated %% command operator: Envoy rejects the configuration", value)
 		}
 		op := rest[:j]
 		rest = rest[j+1:]
+		if t, ok := strings.CutPrefix(op, "START_TIME"); ok {
+			v, err := startTime(t, start)
+			if err != nil {
+				return "", fmt.Errorf("value %q: %w", value, err)
+			}
+			b.WriteString(v)
+			continue
+		}
 		m := reqOperator.FindStringSubmatch(op)
 		if m == nil {
 			return "", errUnsupportedf("value %q: command operator %%%s%%", value, op)
@@ -238,4 +254,59 @@ func headerValue(headers []Header, name string) string {
 		}
 	}
 	return ""
+}
+
+// startTime formats %START_TIME% (RFC 3339 with milliseconds, in UTC)
+// or %START_TIME(format)%: strftime's %Y %m %d %H %M %S, %s for seconds
+// since the epoch, and %1f to %9f for that many digits of the second's
+// fraction, as Envoy's DateFormatter reads them.
+func startTime(arg string, t time.Time) (string, error) {
+	if t.IsZero() {
+		t = time.Unix(0, 0)
+	}
+	t = t.UTC()
+	if arg == "" {
+		return t.Format("2006-01-02T15:04:05.000Z"), nil
+	}
+	format, ok := strings.CutPrefix(arg, "(")
+	format, closed := strings.CutSuffix(format, ")")
+	if !ok || !closed {
+		return "", errUnsupportedf("command operator START_TIME%s", arg)
+	}
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' || i+1 == len(format) {
+			b.WriteByte(format[i])
+			continue
+		}
+		i++
+		switch c := format[i]; {
+		case c == 'Y':
+			fmt.Fprintf(&b, "%04d", t.Year())
+		case c == 'm':
+			fmt.Fprintf(&b, "%02d", int(t.Month()))
+		case c == 'd':
+			fmt.Fprintf(&b, "%02d", t.Day())
+		case c == 'H':
+			fmt.Fprintf(&b, "%02d", t.Hour())
+		case c == 'M':
+			fmt.Fprintf(&b, "%02d", t.Minute())
+		case c == 'S':
+			fmt.Fprintf(&b, "%02d", t.Second())
+		case c == 's':
+			fmt.Fprintf(&b, "%d", t.Unix())
+		case c == '%':
+			b.WriteByte('%')
+		case c >= '1' && c <= '9' && i+1 < len(format) && format[i+1] == 'f':
+			digits := int(c - '0')
+			fmt.Fprintf(&b, "%09d", t.Nanosecond())
+			s := b.String()
+			b.Reset()
+			b.WriteString(s[:len(s)-9+digits])
+			i++
+		default:
+			return "", errUnsupportedf("START_TIME format %%%c", c)
+		}
+	}
+	return b.String(), nil
 }

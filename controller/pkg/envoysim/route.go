@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
@@ -60,6 +61,12 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 				return nil
 			}
 		}
+		// The gRPC-Web filter resolves the route before it turns the
+		// request into gRPC: the filters after it and the backend see
+		// gRPC.
+		if a.GRPCWeb != nil {
+			a.GRPCWeb.request(r)
+		}
 		var corsHeaders []Header
 		if filters.cors {
 			ps, err := corsPoliciesOf(vh, rt)
@@ -109,6 +116,7 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 			vhostResp:    mutation{vh.GetResponseHeadersToRemove(), vh.GetResponseHeadersToAdd()},
 			configResp:   mutation{rc.GetResponseHeadersToRemove(), rc.GetResponseHeadersToAdd()},
 			specificWins: rc.GetMostSpecificHeaderMutationsWins(),
+			start:        req.StartTime,
 		}
 		if err := checkLuaConfig(vh, rt, filters.lua); err != nil {
 			return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
@@ -263,6 +271,8 @@ type levels struct {
 	route, vhost, config             mutation
 	routeResp, vhostResp, configResp mutation
 	specificWins                     bool
+	// start is when the request started (%START_TIME%).
+	start time.Time
 }
 
 // request applies the request header mutations: the weighted cluster's
@@ -274,7 +284,7 @@ func (lv levels) request(cluster mutation, h []Header) ([]Header, error) {
 	if lv.specificWins {
 		order = []mutation{lv.config, lv.vhost, lv.route, cluster}
 	}
-	return applyAll(order, h)
+	return applyAll(order, h, lv.start)
 }
 
 // response applies the response header mutations in the same order.
@@ -283,13 +293,13 @@ func (lv levels) response(cluster mutation, h []Header) ([]Header, error) {
 	if lv.specificWins {
 		order = []mutation{lv.configResp, lv.vhostResp, lv.routeResp, cluster}
 	}
-	return applyAll(order, h)
+	return applyAll(order, h, lv.start)
 }
 
-func applyAll(ms []mutation, h []Header) ([]Header, error) {
+func applyAll(ms []mutation, h []Header, start time.Time) ([]Header, error) {
 	var err error
 	for _, m := range ms {
-		if h, err = m.apply(h); err != nil {
+		if h, err = m.apply(h, start); err != nil {
 			return nil, err
 		}
 	}

@@ -71,7 +71,13 @@ type request struct {
 	// BackendSetCookies are the Set-Cookie headers the backend answers
 	// with; SetCookies those the client gets, in order.
 	BackendSetCookies []string `json:"backendSetCookies,omitempty"`
-	SetCookies        []string `json:"setCookies,omitempty"`
+	// BackendHeaders are other headers the backend answers with.
+	BackendHeaders []envoysim.Header `json:"backendHeaders,omitempty"`
+	// Encoding is the content coding Envoy compresses the answer's body
+	// with (the backend's, or Envoy's own with Status); "identity" for
+	// none.
+	Encoding   string   `json:"encoding,omitempty"`
+	SetCookies []string `json:"setCookies,omitempty"`
 	// Trace is what Envoy's tracer makes of the request, as
 	// traceSummary writes it.
 	Trace string `json:"trace,omitempty"`
@@ -191,6 +197,7 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	for _, c := range r.BackendSetCookies {
 		req.BackendResponseHeaders = append(req.BackendResponseHeaders, envoysim.Header{Name: "set-cookie", Value: c})
 	}
+	req.BackendResponseHeaders = append(req.BackendResponseHeaders, r.BackendHeaders...)
 	what := r.Method + " " + r.URL
 	a, err := sim.Simulate(req)
 	if err != nil {
@@ -258,6 +265,9 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 			headers = a.Response.Headers
 		}
 		checkResponseHeaders(t, what, r.ResponseHeaders, headers)
+		if a.Response != nil {
+			checkEncoding(t, what, r.Encoding, a.Response.Encoding)
+		}
 		return
 	}
 	if a.Upstream == nil {
@@ -278,6 +288,7 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		t.Errorf("%s: endpoint %s, want %s", what, endpoint, r.Endpoint)
 	}
 	checkResponseHeaders(t, what, r.ResponseHeaders, a.Upstream.ClientHeaders(endpoint))
+	checkEncoding(t, what, r.Encoding, a.Upstream.Encoding)
 	if r.SetCookies != nil {
 		var got []string
 		for _, h := range a.Upstream.ClientHeaders(endpoint) {
@@ -569,5 +580,14 @@ func checkTransport(t *testing.T, what string, r request, b *envoysim.Backend) {
 		if !slices.Equal(b.TLS.SubjectAltNames, r.SubjectNames) {
 			t.Errorf("%s: subject names %v, want %v", what, b.TLS.SubjectAltNames, r.SubjectNames)
 		}
+	}
+}
+
+// checkEncoding compares the content coding of an answer's body with the
+// one a case wants ("identity": none; "": any).
+func checkEncoding(t *testing.T, what, want, got string) {
+	t.Helper()
+	if want != "" && cmp.Or(got, "identity") != want {
+		t.Errorf("%s: the body is encoded %q, want %q", what, cmp.Or(got, "identity"), want)
 	}
 }

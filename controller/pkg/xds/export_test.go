@@ -2,7 +2,6 @@ package xds
 
 import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"isobar.dev/controller/pkg/ir"
 )
@@ -10,7 +9,7 @@ import (
 // PlainRouteConfiguration builds t's route configuration as messages,
 // without encoding anything: what a Translator's must decode to.
 func PlainRouteConfiguration(t *ir.RouteTable) *routev3.RouteConfiguration {
-	rc := &routev3.RouteConfiguration{Name: t.Name, ValidateClusters: wrapperspb.Bool(false), IgnorePortInHostMatching: true}
+	rc := routeConfigurationHead(t.Name)
 	for _, v := range t.VirtualHosts {
 		vh := virtualHostHead(v)
 		for _, r := range v.Routes {

@@ -196,6 +196,14 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 		at := slices.IndexFunc(hcm.HttpFilters, func(f *hcmv3.HttpFilter) bool { return f.Name == extAuthzFilter })
 		hcm.HttpFilters = slices.Insert(hcm.HttpFilters, at, f)
 	}
+	// The compressor, then gRPC-Web, first of all, as Contour orders them:
+	// the compressor sees every answer, and the filters after gRPC-Web
+	// see a gRPC-Web call as the gRPC call it becomes.
+	front := []*hcmv3.HttpFilter{grpcWebHTTPFilter()}
+	if f := compressorHTTPFilter(s); f != nil {
+		front = append([]*hcmv3.HttpFilter{f}, front...)
+	}
+	hcm.HttpFilters = append(front, hcm.HttpFilters...)
 	if fwd != nil {
 		hcm.ForwardClientCertDetails = hcmv3.HttpConnectionManager_SANITIZE_SET
 		hcm.SetCurrentClientCertDetails = &hcmv3.HttpConnectionManager_SetCurrentClientCertDetails{

@@ -2,6 +2,7 @@ package xds
 
 import (
 	"fmt"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"reflect"
 	"slices"
 
@@ -90,16 +91,7 @@ func (x *Translator) routeConfiguration(t *ir.RouteTable, before, b *builtListen
 			return fmt.Errorf("route configuration %s: %w", t.Name, err)
 		}
 	}
-	rc := &routev3.RouteConfiguration{
-		Name: t.Name,
-		// Clusters are served by CDS before routes refer to them; Envoy need
-		// not check, and skipping the check keeps route updates cheap.
-		ValidateClusters: wrapperspb.Bool(false),
-		// The Host header may carry a port and virtual hosts list names
-		// only; the port is ignored for matching, but the backend gets the
-		// Host header as the client sent it.
-		IgnorePortInHostMatching: true,
-	}
+	rc := routeConfigurationHead(t.Name)
 	size := 0
 	for _, b := range encoded {
 		size += protowire.SizeTag(virtualHostsField) + protowire.SizeBytes(len(b))
@@ -336,4 +328,26 @@ func decodeVirtualHost(b []byte, routes map[string]*routev3.Route) (*routev3.Vir
 	}
 	vh.Routes = list
 	return vh, nil
+}
+
+// routeConfigurationHead is a route configuration without its virtual
+// hosts.
+func routeConfigurationHead(name string) *routev3.RouteConfiguration {
+	return &routev3.RouteConfiguration{
+		Name: name,
+		// Clusters are served by CDS before routes refer to them; Envoy need
+		// not check, and skipping the check keeps route updates cheap.
+		ValidateClusters: wrapperspb.Bool(false),
+		// The Host header may carry a port and virtual hosts list names
+		// only; the port is ignored for matching, but the backend gets the
+		// Host header as the client sent it.
+		IgnorePortInHostMatching: true,
+		// When Envoy received the request, in seconds since the epoch
+		// with milliseconds, which APM agents read to measure queueing
+		// before the backend: Contour adds it to every request.
+		RequestHeadersToAdd: []*corev3.HeaderValueOption{{
+			Header:       &corev3.HeaderValue{Key: "x-request-start", Value: "t=%START_TIME(%s.%3f)%"},
+			AppendAction: corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD,
+		}},
+	}
 }

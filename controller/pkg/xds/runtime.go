@@ -52,6 +52,12 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 	for _, c := range rs.TLS.CipherSuites {
 		s.CipherSuites = append(s.CipherSuites, string(c))
 	}
+	if v := h.Compression; v != "" {
+		if _, ok := compressors[v]; !ok {
+			return s, fmt.Errorf("runtimeSettings.http.compression %q is not one of Gzip, Brotli, Zstd, Disabled", v)
+		}
+		s.Compression = v
+	}
 	if v := h.ServerHeader; v != "" {
 		s.ServerHeader = v
 	}

@@ -20,6 +20,8 @@ type Settings struct {
 	// (redirecting to the unescaped path); without it both stay as sent.
 	MergeSlashes         bool
 	MaxRequestHeadersKiB uint32
+	// Compression is Gzip, Brotli, Zstd or Disabled.
+	Compression string
 	// TLSMinimumVersion and TLSMaximumVersion are "1.2" or "1.3".
 	TLSMinimumVersion string
 	TLSMaximumVersion string
@@ -55,6 +57,7 @@ func DefaultSettings() Settings {
 		UpstreamConnectTimeout:        2 * time.Second,
 		MaxRequestHeadersKiB:          60,
 		MergeSlashes:                  true,
+		Compression:                   "Gzip",
 		TLSMinimumVersion:             "1.2",
 		TLSMaximumVersion:             "1.3",
 		ServerHeader:                  "Overwrite",
