@@ -3,7 +3,9 @@ module isobar.dev/e2e
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.3.0
 	github.com/go-jose/go-jose/v4 v4.1.9
+	github.com/klauspost/compress v1.20.4
 	github.com/projectcontour/contour v1.33.8
 	go.opentelemetry.io/proto/otlp v1.11.0
 	isobar.dev/api v0.0.0

@@ -154,7 +154,8 @@ func TestHTTPProxyAuthorizationThroughFleet(t *testing.T) {
 }
 
 // echoed is an answer through the Gateway: its status and body, and when
-// an echo Pod answered, what it echoes of the request.
+// an echo Pod answered, what it echoes of the request (decoded from the
+// fields of that name).
 type echoed struct {
 	status  int
 	body    string

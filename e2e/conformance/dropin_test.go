@@ -1,8 +1,12 @@
 package conformance
 
 import (
+	"compress/gzip"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +26,9 @@ import (
 // (//admin and /%2Fadmin meet /admin's deny list), and Contour's Ingress
 // annotations take effect: allow-http "false" serves no plain HTTP,
 // response-timeout answers a slow backend 504, retry-on and num-retries
-// retry a failing one until it answers.
+// retry a failing one until it answers. Contour's listener defaults hold:
+// the backend's JSON comes gzipped to a client that accepts gzip, and
+// the backend sees X-Request-Start.
 func TestContourObjectsThroughFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
@@ -95,6 +101,16 @@ func TestContourObjectsThroughFleet(t *testing.T) {
 		t.Errorf("GET plain.example.com/?delay=2s (no timeout annotation): %d from %q, want 200 from the echo Pod", status, pod)
 	}
 
+	// Compression: the echo's JSON, gzipped, decodes to the echo of a
+	// request that carried X-Request-Start.
+	coding, echoed := gzipGet(ctx, address, "plain.example.com", "/compressed")
+	if coding != "gzip" {
+		t.Errorf("GET plain.example.com/compressed with Accept-Encoding: gzip: Content-Encoding %q, want gzip", coding)
+	}
+	if start := echoed.Headers["X-Request-Start"]; len(start) != 1 || !strings.HasPrefix(start[0], "t=") || echoed.Pod == "" {
+		t.Errorf("the echo Pod %q got X-Request-Start %q, want one t=<seconds>", echoed.Pod, start)
+	}
+
 	// retry-on 5xx, num-retries 3: the echo Pod fails a request's first
 	// two attempts with 503, and the third gets through; without the
 	// annotations the first 503 is the answer.
@@ -122,4 +138,31 @@ func getNoRedirect(ctx context.Context, address, host, path string) (int, string
 	}
 	defer resp.Body.Close()
 	return resp.StatusCode, resp.Header.Get("Location")
+}
+
+// gzipGet asks the Gateway at address for host's path, accepting gzip,
+// and returns the answer's content coding and the echo it decodes to.
+func gzipGet(ctx context.Context, address, host, path string) (string, echoed) {
+	var out echoed
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+path, nil)
+	if err != nil {
+		return "", out
+	}
+	req.Host = host
+	req.Header.Set("Accept-Encoding", "gzip")
+	// Not the default transport: it would decompress and hide the
+	// coding.
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		return "", out
+	}
+	defer resp.Body.Close()
+	body := io.Reader(resp.Body)
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		if body, err = gzip.NewReader(resp.Body); err != nil {
+			return "gzip", out
+		}
+	}
+	_ = json.NewDecoder(body).Decode(&out)
+	return resp.Header.Get("Content-Encoding"), out
 }

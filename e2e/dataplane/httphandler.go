@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"bufio"
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
@@ -48,6 +49,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	in := d.request()
 	in.Method, in.Authority, in.Path = r.Method, r.Host, r.RequestURI
+	in.StartTime = time.Now()
 	for name, values := range r.Header {
 		for _, v := range values {
 			in.Headers = append(in.Headers, envoysim.Header{Name: name, Value: v})
@@ -61,6 +63,16 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.logf("%s %s%s: %v", r.Method, r.Host, r.RequestURI, err)
 		localReply(w, r, &envoysim.Response{Status: http.StatusServiceUnavailable, Body: "simulated Envoy: " + err.Error()})
 		return
+	}
+	if g := a.GRPCWeb; g != nil && g.Text {
+		// The gRPC-Web filter decodes a text call's body for the
+		// backend; padding is mandatory.
+		decoded, err := base64.StdEncoding.DecodeString(string(body))
+		if err != nil {
+			localReply(w, r, a.Reply(&envoysim.Response{Status: http.StatusBadRequest, Body: "Bad gRPC-web request, invalid base64 data."}))
+			return
+		}
+		body = decoded
 	}
 	s := startSpan(r, a)
 	if s == nil {
@@ -166,9 +178,11 @@ func upgradeType(r *http.Request) string {
 }
 
 // isGRPC is whether Envoy treats a request as gRPC, and answers it in
-// gRPC's terms when it answers itself.
+// gRPC's terms when it answers itself (Grpc::Common::hasGrpcContentType:
+// application/grpc, or application/grpc+ a suffix; gRPC-Web is not).
 func isGRPC(r *http.Request) bool {
-	return strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc")
+	ct := r.Header.Get("Content-Type")
+	return ct == "application/grpc" || strings.HasPrefix(ct, "application/grpc+")
 }
 
 // localReply is an answer Envoy gives itself. A gRPC request gets it as
@@ -191,6 +205,18 @@ func localReply(w http.ResponseWriter, r *http.Request, res *envoysim.Response) 
 	}
 	for _, h := range res.Headers {
 		w.Header().Add(h.Name, h.Value)
+	}
+	if res.Encoding != "" {
+		// The compressor took Content-Length away: the body is sent
+		// chunked, compressed.
+		w.WriteHeader(res.Status)
+		enc, err := newEncoder(res.Encoding, w)
+		if err != nil {
+			return
+		}
+		_, _ = io.WriteString(enc, res.Body)
+		_ = enc.Close()
+		return
 	}
 	if res.Body != "" && w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "text/plain")

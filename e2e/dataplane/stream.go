@@ -153,7 +153,7 @@ func RelayUDP(ctx context.Context, pc net.PacketConn, open func(context.Context)
 // backend switches protocols, bytes flow both ways.
 func (p *proxy) upgrade(w http.ResponseWriter, r *http.Request, sim *envoysim.Simulator, a *envoysim.Answer) {
 	b := a.Upstream
-	if unavailable(w, r, b) {
+	if unavailable(w, r, a) {
 		return
 	}
 	hj, ok := w.(http.Hijacker)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,14 +26,14 @@ import (
 // under the route's timeout and retry policy in wall-clock time.
 func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Request, sim *envoysim.Simulator, a *envoysim.Answer, body []byte) {
 	b := a.Upstream
-	if unavailable(w, r, b) {
+	if unavailable(w, r, a) {
 		return
 	}
 	rt := a.Retries()
 	p.mirror(sim, a.Mirrors, rt.Timeout, body)
 	done, ok := p.limits.request(b)
 	if !ok {
-		localReply(w, r, overflow)
+		localReply(w, r, a.Reply(overflow))
 		return
 	}
 	defer done()
@@ -53,16 +54,16 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 		endpoint := p.health.pick(try, b, rand.Uint64())
 		if endpoint == "" {
 			cancel()
-			localReply(w, r, &envoysim.Response{Status: http.StatusServiceUnavailable, Body: "no healthy upstream"})
+			localReply(w, r, a.Reply(&envoysim.Response{Status: http.StatusServiceUnavailable, Body: "no healthy upstream"}))
 			return
 		}
 		disconnect, ok := p.limits.connect(try, b, endpoint)
 		if !ok {
 			cancel()
 			if ctx.Err() != nil {
-				localReply(w, r, outcome(late))
+				localReply(w, r, a.Reply(outcome(late)))
 			} else {
-				localReply(w, r, overflow)
+				localReply(w, r, a.Reply(overflow))
 			}
 			return
 		}
@@ -82,7 +83,7 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 			at.Status, at.GRPCStatus = resp.StatusCode, resp.Header.Get("Grpc-Status")
 		case ctx.Err() != nil:
 			cancel()
-			localReply(w, r, outcome(late))
+			localReply(w, r, a.Reply(outcome(late)))
 			return
 		case try.Err() != nil:
 			timedOut = true
@@ -100,15 +101,15 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 			case <-time.After(rt.BackOff(n + 1)):
 				continue
 			case <-ctx.Done():
-				localReply(w, r, outcome(late))
+				localReply(w, r, a.Reply(outcome(late)))
 				return
 			}
 		}
 		switch {
 		case timedOut:
-			localReply(w, r, outcome(envoysim.TimedOut))
+			localReply(w, r, a.Reply(outcome(envoysim.TimedOut)))
 		case at.Reset:
-			localReply(w, r, outcome(envoysim.WasReset))
+			localReply(w, r, a.Reply(outcome(envoysim.WasReset)))
 		default:
 			if next, na, ok := follow(sim, in, a, resp); ok {
 				cancel()
@@ -128,12 +129,13 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 // unavailable answers for Envoy when a route's backend cannot be tried:
 // its cluster does not exist (the route's cluster_not_found_response_code)
 // or has no endpoint (503, "no healthy upstream").
-func unavailable(w http.ResponseWriter, r *http.Request, b *envoysim.Backend) bool {
+func unavailable(w http.ResponseWriter, r *http.Request, a *envoysim.Answer) bool {
+	b := a.Upstream
 	switch {
 	case b == nil:
-		localReply(w, r, &envoysim.Response{Status: http.StatusInternalServerError, Body: "simulated Envoy: no upstream"})
+		localReply(w, r, a.Reply(&envoysim.Response{Status: http.StatusInternalServerError, Body: "simulated Envoy: no upstream"}))
 	case b.Status != 0 || len(b.Endpoints) == 0:
-		localReply(w, r, &envoysim.Response{Status: max(b.Status, http.StatusServiceUnavailable), Body: "no healthy upstream"})
+		localReply(w, r, a.Reply(&envoysim.Response{Status: max(b.Status, http.StatusServiceUnavailable), Body: "no healthy upstream"}))
 	default:
 		return false
 	}
@@ -308,52 +310,94 @@ var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfe
 
 // respond gives the client the backend's answer as Envoy passes it on:
 // the response headers as the route's and cluster's response header
-// changes leave them (envoysim, told what the backend answered), the body
-// as it streams, and the trailers. A session the request did not name
-// endpoint in is updated to it.
+// changes, the gRPC-Web filter and the compressor leave them (envoysim,
+// told what the backend answered), the body as it streams (compressed,
+// or turned into gRPC-Web, when envoysim says so), and the trailers. A
+// session the request did not name endpoint in is updated to it.
 func (p *proxy) respond(w http.ResponseWriter, r *http.Request, in envoysim.Request, sim *envoysim.Simulator, endpoint string, resp *http.Response) {
 	defer resp.Body.Close()
 	for _, h := range hopByHop {
 		resp.Header.Del(h)
 	}
 	headers := headerList(resp.Header)
+	// The compressor reads how the body is framed.
+	switch {
+	case resp.ContentLength >= 0:
+		headers = append(headers, envoysim.Header{Name: "content-length", Value: strconv.FormatInt(resp.ContentLength, 10)})
+	case slices.Contains(resp.TransferEncoding, "chunked"):
+		headers = append(headers, envoysim.Header{Name: "transfer-encoding", Value: "chunked"})
+	}
 	in.BackendResponseHeaders = headers
 	// The same seed picks the same backend, whose changes apply; the
 	// request was counted (a rate limit's token) the first time.
 	in.Replay = true
+	encoding, grpcWeb := "", (*envoysim.GRPCWeb)(nil)
 	if a, err := sim.Simulate(in); err == nil && a.Upstream != nil {
-		headers = a.Upstream.ClientHeaders(endpoint)
+		headers, encoding, grpcWeb = a.Upstream.ClientHeaders(endpoint), a.Upstream.Encoding, a.GRPCWeb
 	}
+	length := ""
 	for _, h := range headers {
-		w.Header().Add(h.Name, h.Value)
+		switch h.Name {
+		case "transfer-encoding":
+			// The server frames the body itself.
+		case "content-length":
+			length = h.Value
+		default:
+			w.Header().Add(h.Name, h.Value)
+		}
 	}
 	if _, ok := w.Header()["Content-Type"]; !ok {
 		w.Header()["Content-Type"] = nil // no sniffing
 	}
-	if resp.ContentLength >= 0 {
-		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	body, trailer := io.Reader(resp.Body), resp.Trailer
+	if grpcWeb != nil {
+		if !isGRPCResponse(resp) {
+			nonGRPCToGRPCWeb(w, resp)
+			return
+		}
+		body, trailer = grpcWebBody(resp, grpcWeb), nil
+	} else if length != "" {
+		w.Header().Set("Content-Length", length)
 	}
 	w.WriteHeader(resp.StatusCode)
-	rc := http.NewResponseController(w)
+	out, flush := flushWriter(nopFlusher{w}), http.NewResponseController(w).Flush
+	if encoding != "" {
+		enc, err := newEncoder(encoding, w)
+		if err != nil {
+			return
+		}
+		defer enc.Close()
+		out = enc
+	}
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := resp.Body.Read(buf)
+		n, err := body.Read(buf)
 		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
+			if _, werr := out.Write(buf[:n]); werr != nil {
 				return
 			}
-			_ = rc.Flush()
+			_ = out.Flush()
+			_ = flush()
 		}
 		if err != nil {
 			break
 		}
 	}
-	for k, vv := range resp.Trailer {
+	if encoding != "" {
+		_ = out.Close()
+	}
+	for k, vv := range trailer {
 		for _, v := range vv {
 			w.Header().Add(http.TrailerPrefix+k, v)
 		}
 	}
 }
+
+// nopFlusher writes as it is; the response controller flushes.
+type nopFlusher struct{ io.Writer }
+
+func (nopFlusher) Flush() error { return nil }
+func (nopFlusher) Close() error { return nil }
 
 // headerList is a header map as envoysim's header lines, names lower case.
 func headerList(h http.Header) []envoysim.Header {

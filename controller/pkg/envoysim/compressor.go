@@ -1,6 +1,7 @@
 package envoysim
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -231,4 +232,45 @@ func lookup(headers []Header, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// encoder is the compressor's view of one request: its Accept-Encoding
+// (nil: none), and whether every answer ends with its headers (HEAD).
+type encoder struct {
+	compressor  *compressor
+	accept      *string
+	headersOnly bool
+}
+
+func (e *encoder) respond(headers []Header, noBody bool) ([]Header, string) {
+	return e.compressor.respond(e.accept, headers, e.headersOnly || noBody)
+}
+
+// Reply is what the client gets of an answer Envoy makes up itself while
+// it handles the request (no healthy upstream, a timeout, a denial): the
+// body's length, text/plain for a body, then what the gRPC-Web filter
+// and the compressor make of it.
+func (a *Answer) Reply(r *Response) *Response {
+	out := *r
+	if _, ok := lookup(out.Headers, "content-length"); !ok {
+		out.Headers = append(slices.Clone(out.Headers), Header{Name: "content-length", Value: strconv.Itoa(len(out.Body))})
+		if _, ok := lookup(out.Headers, "content-type"); !ok && out.Body != "" {
+			out.Headers = append(out.Headers, Header{Name: "content-type", Value: "text/plain"})
+		}
+	}
+	return a.encode(&out)
+}
+
+// encode applies the gRPC-Web filter's and the compressor's changes to
+// a local reply with Envoy's headers.
+func (a *Answer) encode(r *Response) *Response {
+	if a.GRPCWeb != nil {
+		r = a.GRPCWeb.localReply(r)
+	}
+	if a.encoder != nil {
+		out := *r
+		out.Headers, out.Encoding = a.encoder.respond(r.Headers, r.Body == "")
+		r = &out
+	}
+	return r
 }

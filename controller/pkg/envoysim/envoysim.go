@@ -198,6 +198,9 @@ type Answer struct {
 
 	// retries are what a forwarded request is played against.
 	retries Retries
+	// encoder is the compressor's view of the request; nil without a
+	// compressor.
+	encoder *encoder
 }
 
 // Backend is one cluster a request may go to, and the request as that

@@ -190,32 +190,30 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 	if err := s.route(rc, r, req, filters, a); err != nil {
 		return err
 	}
-	if g := a.GRPCWeb; g != nil {
-		if a.Response != nil {
-			a.Response = g.localReply(a.Response)
+	// The gRPC-Web filter and then the compressor encode last, what
+	// every other filter answered.
+	if filters.compressor != nil {
+		a.encoder = &encoder{compressor: filters.compressor, headersOnly: req.Method == "HEAD"}
+		if accepts {
+			a.encoder.accept = &accept
 		}
-		for i := range a.Backends {
-			a.Backends[i].ResponseHeaders = g.response(a.Backends[i].ResponseHeaders)
-		}
 	}
-	if filters.compressor == nil {
-		return nil
-	}
-	// The compressor encodes last, what every other filter answered.
-	var acceptEncoding *string
-	if accepts {
-		acceptEncoding = &accept
-	}
-	headersOnly := req.Method == "HEAD"
 	if resp := a.Response; resp != nil {
 		// Only direct responses' headers are Envoy's own to the byte.
 		if _, ok := lookup(resp.Headers, "content-length"); ok {
-			resp.Headers, resp.Encoding = filters.compressor.respond(acceptEncoding, resp.Headers, headersOnly || resp.Body == "")
+			a.Response = a.encode(resp)
+		} else if a.GRPCWeb != nil {
+			a.Response = a.GRPCWeb.localReply(resp)
 		}
 	}
 	for i := range a.Backends {
 		b := &a.Backends[i]
-		b.ResponseHeaders, b.Encoding = filters.compressor.respond(acceptEncoding, b.ResponseHeaders, headersOnly)
+		if a.GRPCWeb != nil {
+			b.ResponseHeaders = a.GRPCWeb.response(b.ResponseHeaders)
+		}
+		if a.encoder != nil {
+			b.ResponseHeaders, b.Encoding = a.encoder.respond(b.ResponseHeaders, false)
+		}
 	}
 	return nil
 }
