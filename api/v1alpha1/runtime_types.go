@@ -285,6 +285,35 @@ type HTTPSettings struct {
 	// +optional
 	Compression string `json:"compression,omitempty"`
 
+	// StripTrailingHostDot routes a request for "app.example.com." as one
+	// for "app.example.com", and forwards it without the dot (Contour's
+	// strip-trailing-host-dot). Off, such a request matches no virtual
+	// host but a wildcard one.
+	// +optional
+	StripTrailingHostDot bool `json:"stripTrailingHostDot,omitempty"`
+
+	// AllowChunkedLength accepts an HTTP/1.1 request that has both
+	// Transfer-Encoding: chunked and Content-Length, dropping the latter
+	// as RFC 9112 asks; false answers it 400 (Contour's
+	// disableAllowChunkedLength).
+	// +kubebuilder:default=true
+	// +optional
+	AllowChunkedLength *bool `json:"allowChunkedLength,omitempty"`
+
+	// MaxRequestsPerConnection closes a client connection after this many
+	// requests (Contour's listener maxRequestsPerConnection). Unset, no
+	// limit.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxRequestsPerConnection *int32 `json:"maxRequestsPerConnection,omitempty"`
+
+	// HTTP2MaxConcurrentStreams is how many streams a client may have
+	// open at once on an HTTP/2 connection (Contour's
+	// httpMaxConcurrentStreams). Unset, Envoy's 2147483647.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	HTTP2MaxConcurrentStreams *int32 `json:"http2MaxConcurrentStreams,omitempty"`
+
 	// MaxRequestHeadersKiB is the largest request header block Envoy
 	// accepts.
 	// +kubebuilder:default=60
@@ -333,6 +362,25 @@ type TimeoutSettings struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +optional
 	ConnectionShutdownGracePeriod *metav1.Duration `json:"connectionShutdownGracePeriod,omitempty"`
+
+	// Request limits how long a client may take to send a whole request,
+	// headers and body (Contour's timeouts.request-timeout; Envoy's
+	// request_timeout): Envoy answers 408 when it passes. Unset, no
+	// limit.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	Request *metav1.Duration `json:"request,omitempty"`
+
+	// DelayedClose is how long Envoy waits, after it answers and closes
+	// its side, for the client to close the connection before Envoy
+	// closes it (Contour's timeouts.delayed-close-timeout); 0s closes at
+	// once, which may cut the answer short for a client still sending.
+	// +kubebuilder:default="1s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	DelayedClose *metav1.Duration `json:"delayedClose,omitempty"`
 
 	// UpstreamConnect limits how long Envoy waits to connect to a backend.
 	// +kubebuilder:default="2s"

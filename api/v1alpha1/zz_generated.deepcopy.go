@@ -363,6 +363,21 @@ func (in *HTTPSettings) DeepCopyInto(out *HTTPSettings) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.AllowChunkedLength != nil {
+		in, out := &in.AllowChunkedLength, &out.AllowChunkedLength
+		*out = new(bool)
+		**out = **in
+	}
+	if in.MaxRequestsPerConnection != nil {
+		in, out := &in.MaxRequestsPerConnection, &out.MaxRequestsPerConnection
+		*out = new(int32)
+		**out = **in
+	}
+	if in.HTTP2MaxConcurrentStreams != nil {
+		in, out := &in.HTTP2MaxConcurrentStreams, &out.HTTP2MaxConcurrentStreams
+		*out = new(int32)
+		**out = **in
+	}
 	if in.MaxRequestHeadersKiB != nil {
 		in, out := &in.MaxRequestHeadersKiB, &out.MaxRequestHeadersKiB
 		*out = new(int32)
@@ -693,6 +708,16 @@ func (in *TimeoutSettings) DeepCopyInto(out *TimeoutSettings) {
 	}
 	if in.ConnectionShutdownGracePeriod != nil {
 		in, out := &in.ConnectionShutdownGracePeriod, &out.ConnectionShutdownGracePeriod
+		*out = new(v1.Duration)
+		**out = **in
+	}
+	if in.Request != nil {
+		in, out := &in.Request, &out.Request
+		*out = new(v1.Duration)
+		**out = **in
+	}
+	if in.DelayedClose != nil {
+		in, out := &in.DelayedClose, &out.DelayedClose
 		*out = new(v1.Duration)
 		**out = **in
 	}

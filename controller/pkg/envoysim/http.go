@@ -20,7 +20,7 @@ var hcmFieldsKnown = []string{
 	"http_protocol_options", "http2_protocol_options", "server_name", "server_header_transformation", "access_log",
 	"generate_request_id", "preserve_external_request_id", "delayed_close_timeout", "tracing", "skip_xff_append", "via",
 	"add_user_agent", "forward_client_cert_details", "set_current_client_cert_details", "internal_address_config",
-	"path_with_escaped_slashes_action",
+	"path_with_escaped_slashes_action", "strip_trailing_host_dot",
 }
 
 // normalizePath follows ConnectionManagerUtility::maybeNormalizePath:
@@ -146,6 +146,14 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 		}
 	}
 	r := newHTTPRequest(req)
+	// HTTP/1.1's codec refuses a chunked request with a Content-Length,
+	// unless allow_chunked_length (then it drops the length).
+	if hasToken(r.header("transfer-encoding"), "chunked") && r.header("content-length") != "" {
+		if !hcm.GetHttpProtocolOptions().GetAllowChunkedLength() {
+			return s.localReply(a, 400, "Bad Request")
+		}
+		r.headers = slices.DeleteFunc(r.headers, func(h Header) bool { return h.Name == "content-length" })
+	}
 	r.headers = withoutHopByHop(r.headers)
 	// The compressor decodes the request first: it keeps the client's
 	// Accept-Encoding as sent.
@@ -159,6 +167,9 @@ func (s *Simulator) http(f *listenerv3.Filter, req Request, peer [][]byte, a *An
 	}
 	if hcm.GetStripAnyHostPort() {
 		r.authority = stripPort(r.authority)
+	}
+	if hcm.GetStripTrailingHostDot() {
+		r.authority = stripTrailingDot(r.authority)
 	}
 	// An edge Envoy sets x-forwarded-proto to the downstream scheme (the
 	// other headers it adds, such as x-request-id, are not modelled).
@@ -272,4 +283,16 @@ func valueOf(hs []Header, name string) string {
 		}
 	}
 	return strings.Join(vals, ",")
+}
+
+// stripTrailingDot removes the dot that ends a fully qualified host name
+// ("app.example.com." or "app.example.com.:8080"), as
+// HeaderUtility::stripTrailingHostDot does.
+func stripTrailingDot(host string) string {
+	if i := strings.LastIndexByte(host, ':'); i > 0 && !strings.HasSuffix(host, "]") {
+		if _, err := strconv.Atoi(host[i+1:]); err == nil {
+			return strings.TrimSuffix(host[:i], ".") + host[i:]
+		}
+	}
+	return strings.TrimSuffix(host, ".")
 }

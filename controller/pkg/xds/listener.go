@@ -161,7 +161,8 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 		// HTTP/1.0 with a Host header, chunked bodies that also carry a
 		// Content-Length (the latter dropped, as RFC 9112 asks), and a
 		// client's own X-Request-Id: as Contour's listeners accept them.
-		HttpProtocolOptions:          &corev3.Http1ProtocolOptions{AcceptHttp_10: true, AllowChunkedLength: true},
+		HttpProtocolOptions:          &corev3.Http1ProtocolOptions{AcceptHttp_10: true, AllowChunkedLength: s.AllowChunkedLength},
+		StripTrailingHostDot:         s.StripTrailingHostDot,
 		PreserveExternalRequestId:    true,
 		UseRemoteAddress:             wrapperspb.Bool(true),
 		XffNumTrustedHops:            s.NumTrustedHops,
@@ -170,9 +171,12 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 		PathWithEscapedSlashesAction: escapedSlashes(s),
 		UpgradeConfigs:               []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{
-			IdleTimeout:           duration(s.ConnectionIdleTimeout),
-			MaxConnectionDuration: duration(s.MaxConnectionDuration),
+			IdleTimeout:              duration(s.ConnectionIdleTimeout),
+			MaxConnectionDuration:    duration(s.MaxConnectionDuration),
+			MaxRequestsPerConnection: optionalUInt32(s.MaxRequestsPerConnection),
 		},
+		RequestTimeout:             duration(s.RequestTimeout),
+		DelayedCloseTimeout:        delayedClose(s.DelayedCloseTimeout),
 		StreamIdleTimeout:          duration(s.StreamIdleTimeout),
 		RequestHeadersTimeout:      duration(s.RequestHeadersTimeout),
 		DrainTimeout:               duration(s.ConnectionShutdownGracePeriod),
@@ -204,6 +208,9 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 		front = append([]*hcmv3.HttpFilter{f}, front...)
 	}
 	hcm.HttpFilters = append(front, hcm.HttpFilters...)
+	if n := s.HTTP2MaxConcurrentStreams; n > 0 {
+		hcm.Http2ProtocolOptions = &corev3.Http2ProtocolOptions{MaxConcurrentStreams: wrapperspb.UInt32(n)}
+	}
 	if fwd != nil {
 		hcm.ForwardClientCertDetails = hcmv3.HttpConnectionManager_SANITIZE_SET
 		hcm.SetCurrentClientCertDetails = &hcmv3.HttpConnectionManager_SetCurrentClientCertDetails{
@@ -284,4 +291,21 @@ func duration(d time.Duration) *durationpb.Duration {
 		return nil
 	}
 	return durationpb.New(d)
+}
+
+// delayedClose is Envoy's delayed_close_timeout, left out at Envoy's own
+// default (1s); 0 is sent, as it turns the delay off.
+func delayedClose(d time.Duration) *durationpb.Duration {
+	if d == time.Second {
+		return nil
+	}
+	return durationpb.New(d)
+}
+
+// optionalUInt32 is nil for 0, Envoy's "no limit".
+func optionalUInt32(n uint32) *wrapperspb.UInt32Value {
+	if n == 0 {
+		return nil
+	}
+	return wrapperspb.UInt32(n)
 }

@@ -30,7 +30,29 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 	if t.UpstreamConnect != nil {
 		s.UpstreamConnectTimeout = t.UpstreamConnect.Duration
 	}
+	if t.Request != nil {
+		s.RequestTimeout = t.Request.Duration
+	}
+	if t.DelayedClose != nil {
+		s.DelayedCloseTimeout = t.DelayedClose.Duration
+	}
 	h := rs.HTTP
+	s.StripTrailingHostDot = h.StripTrailingHostDot
+	if h.AllowChunkedLength != nil {
+		s.AllowChunkedLength = *h.AllowChunkedLength
+	}
+	if v := h.MaxRequestsPerConnection; v != nil {
+		if *v < 1 {
+			return s, fmt.Errorf("runtimeSettings.http.maxRequestsPerConnection %d is not positive", *v)
+		}
+		s.MaxRequestsPerConnection = uint32(*v)
+	}
+	if v := h.HTTP2MaxConcurrentStreams; v != nil {
+		if *v < 1 {
+			return s, fmt.Errorf("runtimeSettings.http.http2MaxConcurrentStreams %d is not positive", *v)
+		}
+		s.HTTP2MaxConcurrentStreams = uint32(*v)
+	}
 	if h.NumTrustedHops != nil {
 		if *h.NumTrustedHops < 0 {
 			return s, fmt.Errorf("runtimeSettings.http.numTrustedHops %d is negative", *h.NumTrustedHops)

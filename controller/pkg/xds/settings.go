@@ -15,7 +15,19 @@ type Settings struct {
 	MaxConnectionDuration         time.Duration
 	ConnectionShutdownGracePeriod time.Duration
 	UpstreamConnectTimeout        time.Duration
-	NumTrustedHops                uint32
+	// RequestTimeout limits receiving a whole request (0: no limit);
+	// DelayedCloseTimeout is Envoy's delayed close (its default 1s).
+	RequestTimeout      time.Duration
+	DelayedCloseTimeout time.Duration
+	// StripTrailingHostDot routes "host." as "host".
+	StripTrailingHostDot bool
+	// AllowChunkedLength accepts chunked requests with a Content-Length.
+	AllowChunkedLength bool
+	// MaxRequestsPerConnection and HTTP2MaxConcurrentStreams limit client
+	// connections; 0 is Envoy's default (no limit).
+	MaxRequestsPerConnection  uint32
+	HTTP2MaxConcurrentStreams uint32
+	NumTrustedHops            uint32
 	// MergeSlashes merges repeated slashes and unescapes escaped ones
 	// (redirecting to the unescaped path); without it both stay as sent.
 	MergeSlashes         bool
@@ -55,6 +67,8 @@ func DefaultSettings() Settings {
 		RequestHeadersTimeout:         10 * time.Second,
 		ConnectionShutdownGracePeriod: 5 * time.Second,
 		UpstreamConnectTimeout:        2 * time.Second,
+		DelayedCloseTimeout:           time.Second,
+		AllowChunkedLength:            true,
 		MaxRequestHeadersKiB:          60,
 		MergeSlashes:                  true,
 		Compression:                   "Gzip",
