@@ -349,13 +349,14 @@ func (p *proxy) respond(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 	if _, ok := w.Header()["Content-Type"]; !ok {
 		w.Header()["Content-Type"] = nil // no sniffing
 	}
-	body, trailer := io.Reader(resp.Body), resp.Trailer
+	body := io.Reader(resp.Body)
 	if grpcWeb != nil {
 		if !isGRPCResponse(resp) {
 			nonGRPCToGRPCWeb(w, resp)
 			return
 		}
-		body, trailer = grpcWebBody(resp, grpcWeb), nil
+		// The trailers go in the body's last frame.
+		body = grpcWebBody(resp, grpcWeb)
 	} else if length != "" {
 		w.Header().Set("Content-Length", length)
 	}
@@ -386,7 +387,12 @@ func (p *proxy) respond(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 	if encoding != "" {
 		_ = out.Close()
 	}
-	for k, vv := range trailer {
+	if grpcWeb != nil {
+		return
+	}
+	// Only now: the transport fills (or makes) the trailer map once the
+	// body has been read to its end.
+	for k, vv := range resp.Trailer {
 		for _, v := range vv {
 			w.Header().Add(http.TrailerPrefix+k, v)
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"isobar.dev/api/supported"
+	"isobar.dev/controller/pkg/contourconfig"
 )
 
 // Generate returns the generated pages by path from the repository root.
@@ -27,6 +28,7 @@ func Generate(root string) (map[string][]byte, error) {
 	return map[string][]byte{
 		"docs/reference/contourdeployment.md": ref,
 		"docs/features.md":                    featureTable(),
+		"docs/contour-configuration.md":       contourSettings(),
 	}, nil
 }
 
@@ -161,4 +163,32 @@ func fieldTable(b *bytes.Buffer, fields []supported.FieldSupport) {
 	for _, f := range fields {
 		fmt.Fprintf(b, "| %s | `%s` | %s | %s | %s |\n", f.Kind, f.Path, f.Support, oneLine(f.Note), oneLine(f.Test))
 	}
+}
+
+// contourSettings is the table of every setting of Contour's
+// configuration and where the converter puts it.
+func contourSettings() []byte {
+	var b bytes.Buffer
+	b.WriteString(generated)
+	b.WriteString("# Contour's configuration in Isobar\n\n")
+	b.WriteString("Every setting of Contour's `ContourConfiguration` (and of a Contour `ContourDeployment`: its `spec.runtimeSettings` are\n" +
+		"these, and its deployment settings the `contour.` and `envoy.` rows below them), and where it goes in Isobar.\n" +
+		"`isobar-controller convert contour -f FILE` carries the settings of the first kind into a profile, and lists every\n" +
+		"other setting a file sets on standard error with the reason given here. A row covers the fields under its path.\n\n")
+	b.WriteString("| Contour setting | Isobar |\n| --- | --- |\n")
+	for _, r := range contourconfig.Rules {
+		var where string
+		switch {
+		case r.Profile == "(IngressClass)":
+			where = "an IngressClass of each name, whose parameters name the converted Gateway"
+		case r.Profile != "":
+			where = "`spec." + r.Profile + "`"
+		case r.Operator != "":
+			where = "operator-managed: " + r.Operator
+		default:
+			where = "not carried: " + r.NotCarried
+		}
+		fmt.Fprintf(&b, "| `%s` | %s |\n", r.Path, where)
+	}
+	return b.Bytes()
 }

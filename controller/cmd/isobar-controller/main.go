@@ -20,6 +20,9 @@ Usage:
                                translate Gateway API YAML into Envoy configuration offline
   isobar-controller explain -f FILE|DIR... --request '[METHOD] URL' [-H 'Name: value']... [-o text|yaml|json]
                                show what the Gateway's Envoy does with a request (simulated)
+  isobar-controller convert contour -f FILE [--namespace NS] [--name NAME] [--gateway-class NAME]
+                               turn Contour's ContourConfiguration or ContourDeployment into an Isobar profile,
+                               GatewayClass, Gateway and IngressClasses; what is not carried goes to stderr
   isobar-controller bootstrap --cluster NS/NAME --xds-address HOST [--node-id ID] [--certs-dir DIR] [--output-dir DIR]
                                write an Envoy bootstrap for the fleet (run by Envoy pods' init container)
   isobar-controller drain [--listen :8004] [--admin-address 127.0.0.1:9001] [--timeout 60s]
@@ -41,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return translate(args[1:], stdout, stderr)
 	case "explain":
 		return explain(args[1:], stdout, stderr)
+	case "convert":
+		return convert(args[1:], stdout, stderr)
 	case "serve":
 		return serveCmd(args[1:], stderr)
 	case "drain":

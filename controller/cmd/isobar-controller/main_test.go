@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,6 +58,10 @@ func TestRun(t *testing.T) {
 		{name: "translate notes a profile missing from the input", args: []string{"translate", "-f", "testdata/missing-backend.yaml"}, code: 0,
 			stderr: "ContourDeployment isobar-system/default not in the input; its runtimeSettings are taken as the defaults"},
 		{name: "a gateway not in the input", args: []string{"translate", "-f", golden, "--gateway", "default/nope"}, code: 1, stderr: "--gateway default/nope: no such Gateway in the input"},
+		{name: "convert a Contour configuration", args: []string{"convert", "contour", "-f", "../../pkg/contourconfig/testdata/configuration.yaml"}, code: 0,
+			stdout: "compression: Brotli", stderr: "envoy.listener.useProxyProtocol = true not carried over: not yet in the profile"},
+		{name: "convert without contour", args: []string{"convert", "-f", "x.yaml"}, code: 2, stderr: "Usage: isobar-controller convert contour"},
+		{name: "convert bad input", args: []string{"convert", "contour", "-f", "testdata/bad-input.yaml"}, code: 1, stderr: "testdata/bad-input.yaml: document 1 is"},
 		{name: "secrets are redacted", args: []string{"translate", "-f", "../../pkg/offline/testdata/https-certificates.in.yaml", "--type", "secrets"}, code: 0, stdout: "[redacted]", notInStdot: "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t" /* base64 of -----BEGIN PRIVATE KEY----- */},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,5 +86,58 @@ func TestRun(t *testing.T) {
 				t.Errorf("stdout contains %q", tc.notInStdot)
 			}
 		})
+	}
+}
+
+// A converted Contour configuration serves the user's HTTPProxies with
+// its settings: convert, then translate the output with an HTTPProxy of
+// the converted IngressClass.
+func TestConvertThenTranslate(t *testing.T) {
+	dir := t.TempDir()
+	var out, errs bytes.Buffer
+	if code := run([]string{"convert", "contour", "-f", "../../pkg/contourconfig/testdata/configuration.yaml"}, &out, &errs); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, errs.String())
+	}
+	profile := filepath.Join(dir, "isobar.yaml")
+	apps := filepath.Join(dir, "apps.yaml")
+	if err := os.WriteFile(profile, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(apps, []byte(`apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: app, namespace: apps}
+spec:
+  ingressClassName: contour
+  virtualhost: {fqdn: app.example.com}
+  routes:
+  - services: [{name: app, port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: app, namespace: apps}
+spec:
+  ports: [{port: 80}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errs.Reset()
+	if code := run([]string{"translate", "-f", profile, "-f", apps}, &out, &errs); code != 0 {
+		t.Fatalf("translate: exit %d: %s", code, errs.String())
+	}
+	if !strings.Contains(out.String(), "message: Valid HTTPProxy") {
+		t.Errorf("the HTTPProxy is not valid on the converted Gateway:\n%s", out.String())
+	}
+	out.Reset()
+	if code := run([]string{"translate", "-f", profile, "-f", apps, "--type", "listeners", "-o", "json"}, &out, &errs); code != 0 {
+		t.Fatalf("translate: exit %d: %s", code, errs.String())
+	}
+	for _, want := range []string{`"name": "ingress_http"`, "envoy.compression.brotli.compressor", `"server_header_transformation": "APPEND_IF_ABSENT"`, `"xff_num_trusted_hops": 1`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the listeners lack %s", want)
+		}
+	}
+	if strings.Contains(out.String(), `"merge_slashes": true`) {
+		t.Errorf("the listeners merge slashes; the configuration disables it")
 	}
 }

@@ -1,0 +1,78 @@
+package contourconfig
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Parse reads the Contour configuration objects of a YAML file: each
+// ContourConfiguration and ContourDeployment (projectcontour.io/v1alpha1),
+// decoded strictly, so that a misspelt or unknown field is an error that
+// names it. Other objects are an error too: a file given to convert is
+// meant to hold Contour's configuration.
+func Parse(file string, data []byte) ([]Source, error) {
+	var out []Source
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for n := 1; ; n++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, n, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		var generic map[string]any
+		if err := yaml.Unmarshal(doc, &generic); err != nil {
+			return nil, fmt.Errorf("%s: document %d is not YAML: %w", file, n, err)
+		}
+		if len(generic) == 0 {
+			continue // comments only
+		}
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &tm); err != nil {
+			return nil, fmt.Errorf("%s: document %d is not YAML: %w", file, n, err)
+		}
+		if tm.APIVersion != contourv1alpha1.GroupVersion.String() {
+			return nil, fmt.Errorf("%s: document %d is %s %s; convert reads Contour's ContourConfiguration and ContourDeployment (%s)",
+				file, n, tm.APIVersion, tm.Kind, contourv1alpha1.GroupVersion)
+		}
+		switch tm.Kind {
+		case "ContourConfiguration":
+			var c contourv1alpha1.ContourConfiguration
+			if err := yaml.UnmarshalStrict(doc, &c); err != nil {
+				return nil, fmt.Errorf("%s: ContourConfiguration %s: %w", file, c.Name, err)
+			}
+			out = append(out, Source{File: file, Object: "ContourConfiguration " + objectName(c.ObjectMeta), Config: &c.Spec})
+		case "ContourDeployment":
+			var d contourv1alpha1.ContourDeployment
+			if err := yaml.UnmarshalStrict(doc, &d); err != nil {
+				return nil, fmt.Errorf("%s: ContourDeployment %s: %w", file, d.Name, err)
+			}
+			out = append(out, Source{File: file, Object: "ContourDeployment " + objectName(d.ObjectMeta), Config: d.Spec.RuntimeSettings, Deployment: &d.Spec})
+		default:
+			return nil, fmt.Errorf("%s: document %d is a %s; convert reads Contour's ContourConfiguration and ContourDeployment", file, n, tm.Kind)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no ContourConfiguration or ContourDeployment", file)
+	}
+	return out, nil
+}
+
+func objectName(m metav1.ObjectMeta) string {
+	if m.Namespace == "" {
+		return m.Name
+	}
+	return m.Namespace + "/" + m.Name
+}

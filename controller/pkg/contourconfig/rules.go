@@ -1,0 +1,391 @@
+package contourconfig
+
+import (
+	"fmt"
+	"strings"
+
+	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"isobar.dev/api/v1alpha1"
+	"isobar.dev/controller/pkg/timeout"
+)
+
+// Rule says where one of Contour's settings goes. Exactly one of Profile
+// (with carry), Operator and NotCarried is set.
+type Rule struct {
+	// Path is the setting in Contour's ContourConfiguration spec (or, with
+	// "contour." and "envoy.", its ContourDeployment's deployment
+	// settings), as JSON field names joined by dots; it covers the fields
+	// under it.
+	Path string
+	// Profile is the field of the Isobar profile (ContourDeployment spec)
+	// that carries it.
+	Profile string
+	// Operator is what of Isobar does the setting's job itself.
+	Operator string
+	// NotCarried is why the setting has no home in the profile.
+	NotCarried string
+
+	carry func(in *input, out *v1alpha1.ContourDeploymentSpec) error
+}
+
+// input is one Contour configuration: its ContourConfiguration spec and,
+// from a ContourDeployment, its deployment settings.
+type input struct {
+	config     *contourv1alpha1.ContourConfigurationSpec
+	deployment *contourv1alpha1.ContourDeploymentSpec
+}
+
+const (
+	notYet         = "not yet in the profile"
+	perGateway     = "the operator gives each Gateway its own fleet and Services, with ports from the Gateway's listeners"
+	xdsOperator    = "the operator serves each fleet's xDS from its own controller over mTLS, with certificates it issues"
+	probesOperator = "the operator sets the controller's and Envoy's health probes and metrics ports"
+)
+
+// Rules are every setting of Contour's configuration, in the order of its
+// documentation.
+var Rules = []Rule{
+	{Path: "xdsServer", Operator: xdsOperator},
+	{Path: "ingress.classNames", Profile: "(IngressClass)", carry: func(*input, *v1alpha1.ContourDeploymentSpec) error { return nil }},
+	{Path: "ingress.statusAddress", NotCarried: notYet + ": an Ingress's status has the address of its Gateway's Service"},
+	{Path: "debug", NotCarried: "the controller has no debug endpoint; `isobar-controller explain` shows what a request meets"},
+	{Path: "health", Operator: probesOperator},
+	{Path: "metrics", Operator: probesOperator},
+	{Path: "gateway", NotCarried: "every Gateway of the GatewayClass gets a fleet of its own; the converter writes the GatewayClass and a Gateway"},
+	{Path: "envoy.listener.useProxyProtocol", NotCarried: notYet},
+	{Path: "envoy.listener.compression", Profile: "runtimeSettings.http.compression", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		a := in.config.Envoy.Listener.Compression.Algorithm
+		v, ok := map[contourv1alpha1.CompressionAlgorithm]string{"gzip": "Gzip", "brotli": "Brotli", "zstd": "Zstd", "disabled": "Disabled", "": "Gzip"}[a]
+		if !ok {
+			return fmt.Errorf("envoy.listener.compression.algorithm %q is not gzip, brotli, zstd or disabled", a)
+		}
+		out.RuntimeSettings.HTTP.Compression = v
+		return nil
+	}},
+	{Path: "envoy.listener.disableAllowChunkedLength", Profile: "runtimeSettings.http.allowChunkedLength", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.RuntimeSettings.HTTP.AllowChunkedLength = ptr.To(!*in.config.Envoy.Listener.DisableAllowChunkedLength)
+		return nil
+	}},
+	{Path: "envoy.listener.disableMergeSlashes", Profile: "runtimeSettings.http.mergeSlashes", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.RuntimeSettings.HTTP.MergeSlashes = ptr.To(!*in.config.Envoy.Listener.DisableMergeSlashes)
+		return nil
+	}},
+	{Path: "envoy.listener.serverHeaderTransformation", Profile: "runtimeSettings.http.serverHeader", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		v := in.config.Envoy.Listener.ServerHeaderTransformation
+		h, ok := map[contourv1alpha1.ServerHeaderTransformationType]string{"overwrite": "Overwrite", "append_if_absent": "AppendIfAbsent", "pass_through": "PassThrough"}[v]
+		if !ok {
+			return fmt.Errorf("envoy.listener.serverHeaderTransformation %q is not overwrite, append_if_absent or pass_through", v)
+		}
+		out.RuntimeSettings.HTTP.ServerHeader = h
+		return nil
+	}},
+	{Path: "envoy.listener.connectionBalancer", NotCarried: notYet},
+	{Path: "envoy.listener.maxRequestsPerConnection", Profile: "runtimeSettings.http.maxRequestsPerConnection", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		n, err := int32Of("envoy.listener.maxRequestsPerConnection", *in.config.Envoy.Listener.MaxRequestsPerConnection)
+		out.RuntimeSettings.HTTP.MaxRequestsPerConnection = n
+		return err
+	}},
+	{Path: "envoy.listener.per-connection-buffer-limit-bytes", NotCarried: notYet + ": every listener buffers 32 KiB per connection"},
+	{Path: "envoy.listener.tls.minimumProtocolVersion", Profile: "runtimeSettings.tls.minimumVersion", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		v, err := tlsVersion("envoy.listener.tls.minimumProtocolVersion", in.config.Envoy.Listener.TLS.MinimumProtocolVersion)
+		out.RuntimeSettings.TLS.MinimumVersion = v
+		return err
+	}},
+	{Path: "envoy.listener.tls.maximumProtocolVersion", Profile: "runtimeSettings.tls.maximumVersion", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		v, err := tlsVersion("envoy.listener.tls.maximumProtocolVersion", in.config.Envoy.Listener.TLS.MaximumProtocolVersion)
+		out.RuntimeSettings.TLS.MaximumVersion = v
+		return err
+	}},
+	{Path: "envoy.listener.tls.cipherSuites", Profile: "runtimeSettings.tls.cipherSuites", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		for _, c := range in.config.Envoy.Listener.TLS.CipherSuites {
+			out.RuntimeSettings.TLS.CipherSuites = append(out.RuntimeSettings.TLS.CipherSuites, v1alpha1.CipherSuite(c))
+		}
+		return nil
+	}},
+	{Path: "envoy.listener.socketOptions", NotCarried: notYet},
+	{Path: "envoy.listener.maxRequestsPerIOCycle", NotCarried: notYet},
+	{Path: "envoy.listener.httpMaxConcurrentStreams", Profile: "runtimeSettings.http.http2MaxConcurrentStreams", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		n, err := int32Of("envoy.listener.httpMaxConcurrentStreams", *in.config.Envoy.Listener.HTTP2MaxConcurrentStreams)
+		out.RuntimeSettings.HTTP.HTTP2MaxConcurrentStreams = n
+		return err
+	}},
+	{Path: "envoy.listener.maxConnectionsPerListener", NotCarried: notYet},
+	{Path: "envoy.service", Operator: perGateway},
+	{Path: "envoy.http", Operator: perGateway + "; Envoy logs requests to standard output"},
+	{Path: "envoy.https", Operator: perGateway + "; Envoy logs requests to standard output"},
+	{Path: "envoy.health", Operator: probesOperator},
+	{Path: "envoy.metrics", Operator: probesOperator},
+	{Path: "envoy.clientCertificate", NotCarried: notYet + ": a BackendTLSPolicy or an HTTPProxy service's validation verifies backends, and Envoy presents no client certificate to them"},
+	{Path: "envoy.logging.accessLogFormat", Profile: "runtimeSettings.accessLog.format", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		v, ok := map[contourv1alpha1.AccessLogType]string{"envoy": "Text", "json": "JSON"}[in.config.Envoy.Logging.AccessLogFormat]
+		if !ok {
+			return fmt.Errorf("envoy.logging.accessLogFormat %q is not envoy or json", in.config.Envoy.Logging.AccessLogFormat)
+		}
+		out.RuntimeSettings.AccessLog.Format = v
+		return nil
+	}},
+	{Path: "envoy.logging.accessLogFormatString", Profile: "runtimeSettings.accessLog.textFormat", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.RuntimeSettings.AccessLog.TextFormat = in.config.Envoy.Logging.AccessLogFormatString
+		return nil
+	}},
+	{Path: "envoy.logging.accessLogJSONFields", Profile: "runtimeSettings.accessLog.jsonFields", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		for _, f := range in.config.Envoy.Logging.AccessLogJSONFields {
+			if !strings.Contains(f, "=") {
+				op, ok := contourJSONFields[f]
+				if !ok {
+					return fmt.Errorf("envoy.logging.accessLogJSONFields: %q is not a field Contour knows by name; write it as %s=%%OPERATOR%%", f, f)
+				}
+				f += "=" + op
+			}
+			out.RuntimeSettings.AccessLog.JSONFields = append(out.RuntimeSettings.AccessLog.JSONFields, f)
+		}
+		return nil
+	}},
+	{Path: "envoy.logging.accessLogLevel", NotCarried: notYet + ": Envoy logs every request"},
+	{Path: "envoy.defaultHTTPVersions", NotCarried: notYet + ": Envoy offers HTTP/2 and HTTP/1.1 to TLS clients, and speaks to a backend in its Service port's appProtocol"},
+	{Path: "envoy.timeouts.requestTimeout", Profile: "runtimeSettings.timeouts.request", carry: durationRule("envoy.timeouts.requestTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.RequestTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.Request }, true)},
+	{Path: "envoy.timeouts.connectionIdleTimeout", Profile: "runtimeSettings.timeouts.connectionIdle", carry: durationRule("envoy.timeouts.connectionIdleTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.ConnectionIdleTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.ConnectionIdle }, false)},
+	{Path: "envoy.timeouts.streamIdleTimeout", Profile: "runtimeSettings.timeouts.streamIdle", carry: durationRule("envoy.timeouts.streamIdleTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.StreamIdleTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.StreamIdle }, false)},
+	{Path: "envoy.timeouts.maxConnectionDuration", Profile: "runtimeSettings.timeouts.maxConnectionDuration", carry: durationRule("envoy.timeouts.maxConnectionDuration", func(in *input) *string { return in.config.Envoy.Timeouts.MaxConnectionDuration }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.MaxConnectionDuration }, true)},
+	{Path: "envoy.timeouts.delayedCloseTimeout", Profile: "runtimeSettings.timeouts.delayedClose", carry: durationRule("envoy.timeouts.delayedCloseTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.DelayedCloseTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.DelayedClose }, false)},
+	{Path: "envoy.timeouts.connectionShutdownGracePeriod", Profile: "runtimeSettings.timeouts.connectionShutdownGracePeriod", carry: durationRule("envoy.timeouts.connectionShutdownGracePeriod", func(in *input) *string { return in.config.Envoy.Timeouts.ConnectionShutdownGracePeriod }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.ConnectionShutdownGracePeriod }, false)},
+	{Path: "envoy.timeouts.connectTimeout", Profile: "runtimeSettings.timeouts.upstreamConnect", carry: durationRule("envoy.timeouts.connectTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.ConnectTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.UpstreamConnect }, false)},
+	{Path: "envoy.cluster.dnsLookupFamily", NotCarried: notYet},
+	{Path: "envoy.cluster.maxRequestsPerConnection", NotCarried: notYet},
+	{Path: "envoy.cluster.per-connection-buffer-limit-bytes", NotCarried: notYet},
+	{Path: "envoy.cluster.circuitBreakers", NotCarried: notYet + ": an HTTPProxy service's or a BackendTrafficPolicy's limits apply per backend"},
+	{Path: "envoy.cluster.upstreamTLS", NotCarried: notYet + ": Envoy connects to backends with TLS 1.2 to 1.3"},
+	{Path: "envoy.network.numTrustedHops", Profile: "runtimeSettings.http.numTrustedHops", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		n, err := int32Of("envoy.network.numTrustedHops", *in.config.Envoy.Network.XffNumTrustedHops)
+		out.RuntimeSettings.HTTP.NumTrustedHops = n
+		return err
+	}},
+	{Path: "envoy.network.adminPort", Operator: "the operator binds Envoy's admin interface to 127.0.0.1 in the pod, out of the network's reach"},
+	{Path: "envoy.network.stripTrailingHostDot", Profile: "runtimeSettings.http.stripTrailingHostDot", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.RuntimeSettings.HTTP.StripTrailingHostDot = *in.config.Envoy.Network.EnvoyStripTrailingHostDot
+		return nil
+	}},
+	{Path: "envoy.omEnforcedHealth", NotCarried: notYet},
+	{Path: "httpproxy.disablePermitInsecure", Profile: "runtimeSettings.httpproxy.disablePermitInsecure", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		httpProxy(out).DisablePermitInsecure = *in.config.HTTPProxy.DisablePermitInsecure
+		return nil
+	}},
+	{Path: "httpproxy.rootNamespaces", Profile: "runtimeSettings.httpproxy.rootNamespaces", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		httpProxy(out).RootNamespaces = in.config.HTTPProxy.RootNamespaces
+		return nil
+	}},
+	{Path: "httpproxy.fallbackCertificate", Profile: "runtimeSettings.httpproxy.fallbackCertificate", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		f := in.config.HTTPProxy.FallbackCertificate
+		httpProxy(out).FallbackCertificate = &v1alpha1.SecretReference{Namespace: f.Namespace, Name: f.Name}
+		return nil
+	}},
+	{Path: "enableExternalNameService", Profile: "runtimeSettings.httpproxy.enableExternalNameService", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		httpProxy(out).EnableExternalNameService = *in.config.EnableExternalNameService
+		return nil
+	}},
+	{Path: "globalExtAuth", NotCarried: notYet + ": an HTTPProxy's virtualhost.authorization names its authorization server"},
+	{Path: "rateLimitService", Profile: "runtimeSettings.httpproxy.rateLimitService", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		r := in.config.RateLimitService
+		httpProxy(out).RateLimitService = &v1alpha1.RateLimitServiceSettings{
+			ExtensionService:             v1alpha1.ObjectReference{Namespace: r.ExtensionService.Namespace, Name: r.ExtensionService.Name},
+			Domain:                       r.Domain,
+			FailOpen:                     ptr.Deref(r.FailOpen, false),
+			EnableXRateLimitHeaders:      ptr.Deref(r.EnableXRateLimitHeaders, false),
+			EnableResourceExhaustedCode:  ptr.Deref(r.EnableResourceExhaustedCode, false),
+			DefaultGlobalRateLimitPolicy: r.DefaultGlobalRateLimitPolicy,
+		}
+		return nil
+	}},
+	{Path: "policy", NotCarried: notYet + ": an HTTPProxy's requestHeadersPolicy and responseHeadersPolicy set headers per route"},
+	{Path: "tracing", Profile: "runtimeSettings.tracing", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		t := in.config.Tracing
+		if t.ExtensionService == nil {
+			return fmt.Errorf("tracing needs an extensionService")
+		}
+		s := &v1alpha1.TracingSettings{
+			ExtensionService: v1alpha1.ObjectReference{Namespace: t.ExtensionService.Namespace, Name: t.ExtensionService.Name},
+			ServiceName:      ptr.Deref(t.ServiceName, ""),
+			OverallSampling:  ptr.Deref(t.OverallSampling, ""),
+			MaxPathTagLength: ptr.Deref(t.MaxPathTagLength, 0),
+			IncludePodDetail: ptr.Deref(t.IncludePodDetail, false),
+		}
+		for _, c := range t.CustomTags {
+			if c != nil {
+				s.CustomTags = append(s.CustomTags, v1alpha1.CustomTag{TagName: c.TagName, Literal: c.Literal, RequestHeaderName: c.RequestHeaderName})
+			}
+		}
+		out.RuntimeSettings.Tracing = s
+		return nil
+	}},
+	{Path: "featureFlags", NotCarried: "Isobar always reads EndpointSlices, the one feature Contour's flags turn on"},
+
+	// A ContourDeployment's deployment settings.
+	{Path: "contour.replicas", Profile: "controller.replicas", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Controller.Replicas = ptr.To(in.deployment.Contour.Replicas)
+		return nil
+	}},
+	{Path: "contour.deployment.replicas", Profile: "controller.replicas", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Controller.Replicas = ptr.To(in.deployment.Contour.Deployment.Replicas)
+		return nil
+	}},
+	{Path: "contour.deployment.strategy", NotCarried: "the operator rolls controllers itself, one fleet after another (rollout.maxFleets)"},
+	{Path: "contour.nodePlacement", Profile: "controller.nodePlacement", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Controller.NodePlacement = nodePlacement(in.deployment.Contour.NodePlacement)
+		return nil
+	}},
+	{Path: "contour.kubernetesLogLevel", NotCarried: "the controller logs Kubernetes client errors at its own logLevel"},
+	{Path: "contour.logLevel", Profile: "controller.logLevel", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Controller.LogLevel = v1alpha1.ControllerLogLevel(in.deployment.Contour.LogLevel)
+		return nil
+	}},
+	{Path: "contour.resources", Profile: "controller.resources", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		r := in.deployment.Contour.Resources
+		out.Controller.Resources = &v1alpha1.Resources{Limits: r.Limits, Requests: r.Requests}
+		return nil
+	}},
+	{Path: "contour.podAnnotations", Profile: "controller.podAnnotations", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Controller.PodAnnotations = in.deployment.Contour.PodAnnotations
+		return nil
+	}},
+	{Path: "contour.watchNamespaces", NotCarried: "a Gateway's routes come from the namespaces its listeners allow (allowedRoutes), and its HTTPProxies from rootNamespaces"},
+	{Path: "contour.disabledFeatures", NotCarried: "a GatewayClass serves every route kind; Contour's CRDs that Isobar does not install are not watched"},
+	{Path: "envoy.workloadType", Profile: "envoy.workloadType", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.WorkloadType = v1alpha1.WorkloadType(in.deployment.Envoy.WorkloadType)
+		return nil
+	}},
+	{Path: "envoy.replicas", Profile: "envoy.replicas", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.Replicas = ptr.To(in.deployment.Envoy.Replicas)
+		return nil
+	}},
+	{Path: "envoy.deployment.replicas", Profile: "envoy.replicas", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.Replicas = ptr.To(in.deployment.Envoy.Deployment.Replicas)
+		return nil
+	}},
+	{Path: "envoy.deployment.strategy", NotCarried: "the operator drains and rolls Envoys itself (envoy.drain)"},
+	{Path: "envoy.daemonSet", NotCarried: "the operator drains and rolls Envoys itself (envoy.drain)"},
+	{Path: "envoy.networkPublishing.type", Profile: "envoy.networkPublishing.type", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.NetworkPublishing.Type = v1alpha1.NetworkPublishingType(in.deployment.Envoy.NetworkPublishing.Type)
+		return nil
+	}},
+	{Path: "envoy.networkPublishing.externalTrafficPolicy", Profile: "envoy.networkPublishing.externalTrafficPolicy", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.NetworkPublishing.ExternalTrafficPolicy = ptr.To(in.deployment.Envoy.NetworkPublishing.ExternalTrafficPolicy)
+		return nil
+	}},
+	{Path: "envoy.networkPublishing.ipFamilyPolicy", Profile: "envoy.networkPublishing.ipFamilyPolicy", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.NetworkPublishing.IPFamilyPolicy = ptr.To(in.deployment.Envoy.NetworkPublishing.IPFamilyPolicy)
+		return nil
+	}},
+	{Path: "envoy.networkPublishing.serviceAnnotations", Profile: "envoy.networkPublishing.serviceAnnotations", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.NetworkPublishing.ServiceAnnotations = in.deployment.Envoy.NetworkPublishing.ServiceAnnotations
+		return nil
+	}},
+	{Path: "envoy.nodePlacement", Profile: "envoy.nodePlacement", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.NodePlacement = nodePlacement(in.deployment.Envoy.NodePlacement)
+		return nil
+	}},
+	{Path: "envoy.extraVolumes", NotCarried: "the profile's envoy.extraVolumes take ConfigMap, Secret, emptyDir, hostPath, PVC and CSI volumes only; add them by hand"},
+	{Path: "envoy.extraVolumeMounts", Profile: "envoy.extraVolumeMounts", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.ExtraVolumeMounts = in.deployment.Envoy.ExtraVolumeMounts
+		return nil
+	}},
+	{Path: "envoy.podAnnotations", Profile: "envoy.podAnnotations", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.PodAnnotations = in.deployment.Envoy.PodAnnotations
+		return nil
+	}},
+	{Path: "envoy.resources", Profile: "envoy.resources", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		r := in.deployment.Envoy.Resources
+		out.Envoy.Resources = &v1alpha1.Resources{Limits: r.Limits, Requests: r.Requests}
+		return nil
+	}},
+	{Path: "envoy.logLevel", Profile: "envoy.logLevel", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.LogLevel = v1alpha1.EnvoyLogLevel(in.deployment.Envoy.LogLevel)
+		return nil
+	}},
+	{Path: "envoy.baseID", Profile: "envoy.baseID", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.BaseID = ptr.To(in.deployment.Envoy.BaseID)
+		return nil
+	}},
+	{Path: "envoy.overloadMaxHeapSize", Profile: "envoy.overloadMaxHeapSize", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.OverloadMaxHeapSize = resource.NewQuantity(int64(in.deployment.Envoy.OverloadMaxHeapSize), resource.BinarySI)
+		return nil
+	}},
+	{Path: "envoy.overloadMaxDownstreamConnections", NotCarried: notYet},
+	{Path: "resourceLabels", NotCarried: "the operator labels what it creates with the Gateway's name and its own; add labels with envoy.podLabels"},
+}
+
+// contourJSONFields are the access log fields Contour's jsonFields know
+// by name alone (Contour's config.JSONFields defaults).
+var contourJSONFields = map[string]string{
+	"@timestamp": "%START_TIME%", "ts": "%START_TIME%", "authority": "%REQ(:AUTHORITY)%", "method": "%REQ(:METHOD)%",
+	"path": "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%", "protocol": "%PROTOCOL%", "response_code": "%RESPONSE_CODE%",
+	"response_flags": "%RESPONSE_FLAGS%", "bytes_received": "%BYTES_RECEIVED%", "bytes_sent": "%BYTES_SENT%",
+	"duration": "%DURATION%", "upstream_service_time": "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%",
+	"x_forwarded_for": "%REQ(X-FORWARDED-FOR)%", "user_agent": "%REQ(USER-AGENT)%", "request_id": "%REQ(X-REQUEST-ID)%",
+	"upstream_host": "%UPSTREAM_HOST%", "upstream_cluster": "%UPSTREAM_CLUSTER%", "downstream_remote_address": "%DOWNSTREAM_REMOTE_ADDRESS%",
+	"downstream_local_address": "%DOWNSTREAM_LOCAL_ADDRESS%", "upstream_local_address": "%UPSTREAM_LOCAL_ADDRESS%",
+	"route_name": "%ROUTE_NAME%", "requested_server_name": "%REQUESTED_SERVER_NAME%",
+}
+
+func httpProxy(out *v1alpha1.ContourDeploymentSpec) *v1alpha1.HTTPProxySettings {
+	if out.RuntimeSettings.HTTPProxy == nil {
+		out.RuntimeSettings.HTTPProxy = &v1alpha1.HTTPProxySettings{}
+	}
+	return out.RuntimeSettings.HTTPProxy
+}
+
+func nodePlacement(p *contourv1alpha1.NodePlacement) *v1alpha1.NodePlacement {
+	out := &v1alpha1.NodePlacement{Tolerations: p.Tolerations}
+	for k, v := range p.NodeSelector {
+		if out.NodeSelector == nil {
+			out.NodeSelector = map[string]v1alpha1.LabelValue{}
+		}
+		out.NodeSelector[k] = v1alpha1.LabelValue(v)
+	}
+	return out
+}
+
+func int32Of(path string, n uint32) (*int32, error) {
+	if n > 1<<31-1 {
+		return nil, fmt.Errorf("%s %d is too large", path, n)
+	}
+	return ptr.To(int32(n)), nil
+}
+
+// tlsVersion is Contour's "1.2" or "1.3".
+func tlsVersion(path, v string) (string, error) {
+	if v != "1.2" && v != "1.3" {
+		return "", fmt.Errorf("%s %q is not 1.2 or 1.3", path, v)
+	}
+	return v, nil
+}
+
+// durationRule carries one of Contour's timeouts: a duration, or
+// "infinity" (and "infinite"), which the profile can express only where
+// leaving the field unset means no limit (unlimited).
+func durationRule(path string, get func(*input) *string, set func(*v1alpha1.TimeoutSettings) **metav1.Duration, unlimited bool) func(*input, *v1alpha1.ContourDeploymentSpec) error {
+	return func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		v := *get(in)
+		d, err := timeout.Parse(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		switch {
+		case d < 0 && !unlimited:
+			return notCarried("the profile cannot turn this timeout off; Envoy's default applies")
+		case d < 0:
+			return nil
+		}
+		*set(&out.RuntimeSettings.Timeouts) = &metav1.Duration{Duration: d}
+		return nil
+	}
+}
+
+// notCarried is a value a carried setting has that the profile cannot
+// take, though it is valid: a Note, not an error.
+type notCarried string
+
+func (n notCarried) Error() string { return string(n) }
