@@ -97,6 +97,9 @@ var effects = []effect{
 	{path: "spec.runtimeSettings.accessLog.jsonFields", base: "runtimeSettings: {accessLog: {format: JSON}}", spec: "runtimeSettings: {accessLog: {format: JSON, jsonFields: ['s=%RESPONSE_CODE%']}}"},
 	{path: "spec.runtimeSettings.accessLog.textFormat", spec: "runtimeSettings: {accessLog: {textFormat: \"%RESPONSE_CODE%\\n\"}}"},
 	{path: "spec.runtimeSettings.httpproxy.disablePermitInsecure", spec: "runtimeSettings: {httpproxy: {disablePermitInsecure: true}}"},
+	{path: "spec.runtimeSettings.httpproxy.policy.requestHeaders", spec: "runtimeSettings: {httpproxy: {policy: {requestHeaders: {set: {X-Env: prod}, remove: [X-Debug]}}}}"},
+	{path: "spec.runtimeSettings.httpproxy.policy.responseHeaders", spec: "runtimeSettings: {httpproxy: {policy: {responseHeaders: {set: {X-Frame-Options: DENY}, remove: [X-Powered-By]}}}}"},
+	{path: "spec.runtimeSettings.httpproxy.policy.applyToIngress", base: "runtimeSettings: {httpproxy: {policy: {requestHeaders: {set: {X-Env: prod}}}}}", spec: "runtimeSettings: {httpproxy: {policy: {applyToIngress: true, requestHeaders: {set: {X-Env: prod}}}}}"},
 	{path: "spec.runtimeSettings.httpproxy.rootNamespaces", spec: "runtimeSettings: {httpproxy: {rootNamespaces: [platform]}}"},
 	{path: "spec.runtimeSettings.httpproxy.enableExternalNameService", spec: "runtimeSettings: {httpproxy: {enableExternalNameService: true}}"},
 	{path: "spec.runtimeSettings.httpproxy.fallbackCertificate", spec: "runtimeSettings: {httpproxy: {fallbackCertificate: {namespace: $NAMESPACE, name: cert}}}"},
@@ -356,6 +359,13 @@ spec:
   virtualhost: {fqdn: ext.example.com}
   routes:
   - services: [{name: external, port: 80}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: shop, namespace: %[1]s}
+spec:
+  ingressClassName: walk
+  rules: [{host: shop.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: app, port: {number: 80}}}}]}}]
 ---
 apiVersion: v1
 kind: Service

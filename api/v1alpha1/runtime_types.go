@@ -164,6 +164,42 @@ type HTTPProxySettings struct {
 	// envoyproxy/ratelimit is a service that fits.
 	// +optional
 	RateLimitService *RateLimitServiceSettings `json:"rateLimitService,omitempty"`
+
+	// Policy sets and removes headers on the requests and responses of
+	// every HTTPProxy service, and with applyToIngress of every Ingress
+	// backend (Contour's policy): a header a service's own policy sets
+	// keeps the service's value; removals add up. A Host in
+	// requestHeaders.set rewrites the host of services that do not.
+	// +optional
+	Policy *GlobalHeadersPolicy `json:"policy,omitempty"`
+}
+
+// GlobalHeadersPolicy is Contour's policy: default header changes for
+// every service.
+type GlobalHeadersPolicy struct {
+	// +optional
+	RequestHeaders *HeadersPolicy `json:"requestHeaders,omitempty"`
+	// +optional
+	ResponseHeaders *HeadersPolicy `json:"responseHeaders,omitempty"`
+	// ApplyToIngress applies the policy to Ingresses' backends too.
+	// +optional
+	ApplyToIngress bool `json:"applyToIngress,omitempty"`
+}
+
+// HeadersPolicy sets and removes headers.
+type HeadersPolicy struct {
+	// Set are header names and the values they get; a value may hold
+	// Contour's dynamic values (%CONTOUR_NAMESPACE%, %REQ(name)%, ...).
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z0-9!#$&*+.^_|~-]+$'))",message="header names are HTTP tokens"
+	// +optional
+	Set map[string]string `json:"set,omitempty"`
+	// Remove are header names to remove.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9!#$&*+.^_|~-]+$`
+	// +listType=set
+	// +optional
+	Remove []string `json:"remove,omitempty"`
 }
 
 // RateLimitServiceSettings are Contour's rateLimitService settings.

@@ -200,7 +200,19 @@ var Rules = []Rule{
 		}
 		return nil
 	}},
-	{Path: "policy", NotCarried: notYet + ": an HTTPProxy's requestHeadersPolicy and responseHeadersPolicy set headers per route"},
+	{Path: "policy", Profile: "runtimeSettings.httpproxy.policy", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		p := in.config.Policy
+		conv := func(h *contourv1alpha1.HeadersPolicy) *v1alpha1.HeadersPolicy {
+			if h == nil {
+				return nil
+			}
+			return &v1alpha1.HeadersPolicy{Set: h.Set, Remove: h.Remove}
+		}
+		httpProxy(out).Policy = &v1alpha1.GlobalHeadersPolicy{
+			RequestHeaders: conv(p.RequestHeadersPolicy), ResponseHeaders: conv(p.ResponseHeadersPolicy), ApplyToIngress: ptr.Deref(p.ApplyToIngress, false),
+		}
+		return nil
+	}},
 	{Path: "tracing", Profile: "runtimeSettings.tracing", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		t := in.config.Tracing
 		if t.ExtensionService == nil {

@@ -12,6 +12,7 @@ import (
 	"isobar.dev/api/ingressclass"
 	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/hostname"
+	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
@@ -76,7 +77,13 @@ func (t *gatewayTranslator) attachIngress(ing *networkingv1.Ingress, rank int32)
 		o.Detail = &detail{problems: []string{msg}}
 		return
 	}
-	rules := ingress.Translate(t.newEnv(&o.Reads), &t.cache.Names, ing, t.gw, *t.ingressShape)
+	var defaults ingress.Defaults
+	if pol := t.proxySettings.Policy; pol != nil && pol.ApplyToIngress {
+		defaults = func(service string, port int) (*ir.HeaderModifier, *ir.HeaderModifier, string, error) {
+			return httpproxy.GlobalHeaders(pol, ing.Namespace, service, port)
+		}
+	}
+	rules := ingress.Translate(t.newEnv(&o.Reads), &t.cache.Names, ing, t.gw, *t.ingressShape, defaults)
 	o.Clusters, o.Detail = rules.Clusters, &detail{problems: rules.Problems}
 	for i, h := range rules.Hosts {
 		add := func(l *listener, routes []*ir.Route) {

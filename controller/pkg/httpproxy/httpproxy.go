@@ -44,6 +44,9 @@ type Options struct {
 	// no effect, and the proxy warns. Its defaultGlobalRateLimitPolicy
 	// applies to the virtual hosts without a global policy.
 	RateLimitService *v1alpha1.RateLimitServiceSettings
+	// Policy are the profile's default header changes of every service
+	// (httpproxy.policy); nil for none.
+	Policy *v1alpha1.GlobalHeadersPolicy
 	// Serves says whether the Gateway serves a proxy: its ingress class
 	// names one of the Gateway's IngressClasses. An include of a proxy it
 	// does not serve is an include of a proxy that does not exist.

@@ -12,6 +12,7 @@ import (
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/envoyrules"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/routerule"
@@ -106,17 +107,27 @@ func headers(p *contourv1.HeadersPolicy, what, typ, invalid string, hosts hostRe
 // serviceHeaders are a service's header policies: for its share of the
 // route's requests, and of their responses; host is the literal Host its
 // requests get, "" for the route's.
-func serviceHeaders(p *contourv1.HTTPProxy, s *contourv1.Service, route, service int) (req, resp *ir.HeaderModifier, host string, bad *problem) {
-	if s.RequestHeadersPolicy == nil && s.ResponseHeadersPolicy == nil {
+//
+// The profile's policy (pol) is the default under the service's own: a
+// mistake in it is reported as the profile's, on every proxy.
+func serviceHeaders(p *contourv1.HTTPProxy, s *contourv1.Service, route, service int, pol *v1alpha1.GlobalHeadersPolicy) (req, resp *ir.HeaderModifier, host string, bad *problem) {
+	vars := contourVars{namespace: p.Namespace, service: s.Name, port: s.Port}
+	reqPolicy, respPolicy := s.RequestHeadersPolicy, s.ResponseHeadersPolicy
+	if pol != nil {
+		if _, _, _, err := GlobalHeaders(pol, p.Namespace, s.Name, s.Port); err != nil {
+			return nil, nil, "", refused(contourv1.ConditionTypeServiceError, "RequestHeadersPolicyInvalid", "the Gateway's profile: "+err.Error())
+		}
+		reqPolicy, respPolicy = withDefaults(reqPolicy, pol.RequestHeaders), withDefaults(respPolicy, pol.ResponseHeaders)
+	}
+	if reqPolicy == nil && respPolicy == nil {
 		return nil, nil, "", nil
 	}
 	at := fmt.Sprintf("routes[%d].services[%d]", route, service)
-	vars := contourVars{namespace: p.Namespace, service: s.Name, port: s.Port}
 	var rw ir.Rewrite
-	if req, rw, bad = headers(s.RequestHeadersPolicy, at+".requestHeadersPolicy", contourv1.ConditionTypeServiceError, "RequestHeadersPolicyInvalid", literalHost, vars); bad != nil {
+	if req, rw, bad = headers(reqPolicy, at+".requestHeadersPolicy", contourv1.ConditionTypeServiceError, "RequestHeadersPolicyInvalid", literalHost, vars); bad != nil {
 		return nil, nil, "", bad
 	}
-	if resp, _, bad = headers(s.ResponseHeadersPolicy, at+".responseHeadersPolicy", contourv1.ConditionTypeServiceError, "ResponseHeadersPolicyInvalid", noHost, vars); bad != nil {
+	if resp, _, bad = headers(respPolicy, at+".responseHeadersPolicy", contourv1.ConditionTypeServiceError, "ResponseHeadersPolicyInvalid", noHost, vars); bad != nil {
 		return nil, nil, "", bad
 	}
 	return req, resp, rw.Hostname, nil

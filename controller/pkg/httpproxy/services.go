@@ -54,7 +54,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 			mirrored, mirroredAt = s, j
 			continue
 		}
-		reqHeaders, respHeaders, serviceHost, bad := serviceHeaders(p, s, i, j)
+		reqHeaders, respHeaders, serviceHost, bad := serviceHeaders(p, s, i, j, w.opts.Policy)
 		if bad != nil {
 			return bad
 		}

@@ -167,9 +167,16 @@ func pathMatch(path string, typ *networkingv1.PathType) (ir.Match, string) {
 	}
 }
 
+// Defaults are the header changes every backend of an Ingress gets (the
+// profile's httpproxy.policy with applyToIngress), for a backend Service
+// and port: its requests', its responses', and the host its requests
+// get ("" to keep theirs).
+type Defaults func(service string, port int) (req, resp *ir.HeaderModifier, host string, err error)
+
 // Translate turns an Ingress's rules into IR routes for a Gateway of the
-// given shape, reading Services through e and naming clusters from names.
-func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw *gatewayv1.Gateway, shape Shape) Rules {
+// given shape, reading Services through e and naming clusters from names;
+// defaults, when set, change every backend's headers.
+func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw *gatewayv1.Gateway, shape Shape, defaults Defaults) Rules {
 	var out Rules
 	tlsHosts := map[string]bool{}
 	if shape.HTTPS != nil {
@@ -190,7 +197,16 @@ func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw 
 	// reports its own problem.
 	backend := func(where string, b *networkingv1.IngressBackend) *ir.Route {
 		ref, problem := backendRef(e, ing, b)
-		bs := routerule.HTTPBackends(e, names, "Ingress", ing.Namespace, ing.Generation, []routerule.Backend{{HTTPBackendRef: ref}})
+		be := routerule.Backend{HTTPBackendRef: ref}
+		if defaults != nil && b.Service != nil {
+			req, resp, host, err := defaults(b.Service.Name, int(b.Service.Port.Number))
+			if err != nil {
+				out.Problems = append(out.Problems, where+": the Gateway's profile: "+err.Error())
+			} else {
+				be.RequestHeaders, be.ResponseHeaders, be.Hostname = req, resp, host
+			}
+		}
+		bs := routerule.HTTPBackends(e, names, "Ingress", ing.Namespace, ing.Generation, []routerule.Backend{be})
 		out.Clusters = append(out.Clusters, bs.Clusters...)
 		if problem != "" {
 			out.Problems = append(out.Problems, where+": "+problem)
