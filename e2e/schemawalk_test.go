@@ -110,6 +110,12 @@ var effects = []effect{
 	{path: "spec.runtimeSettings.httpproxy.rateLimitService.enableResourceExhaustedCode", base: "runtimeSettings: {httpproxy: {rateLimitService: {extensionService: {namespace: $NAMESPACE, name: ratelimit}}}}", spec: "runtimeSettings: {httpproxy: {rateLimitService: {extensionService: {namespace: $NAMESPACE, name: ratelimit}, enableResourceExhaustedCode: true}}}"},
 	{path: "spec.runtimeSettings.httpproxy.rateLimitService.defaultGlobalRateLimitPolicy", base: "runtimeSettings: {httpproxy: {rateLimitService: {extensionService: {namespace: $NAMESPACE, name: ratelimit}}}}",
 		spec: "runtimeSettings: {httpproxy: {rateLimitService: {extensionService: {namespace: $NAMESPACE, name: ratelimit}, defaultGlobalRateLimitPolicy: {disabled: false, descriptors: [{entries: [{genericKey: {key: k, value: v}}, {requestHeader: {headerName: x-user, descriptorKey: user}}, {remoteAddress: {}}, {requestHeaderValueMatch: {headers: [{name: x-plan, exact: free, notexact: x, present: true, notpresent: false, contains: f, notcontains: g, regex: 'f.*', ignoreCase: true, treatMissingAsEmpty: true}], value: free, expectMatch: true}}]}]}}}}"},
+	{path: "spec.runtimeSettings.listener.perConnectionBufferLimitBytes", spec: "runtimeSettings: {listener: {perConnectionBufferLimitBytes: 65536}}"},
+	{path: "spec.runtimeSettings.cluster.circuitBreakers", spec: "runtimeSettings: {cluster: {circuitBreakers: {maxConnections: 50, maxPendingRequests: 60, maxRequests: 70, maxRetries: 5, perHostMaxConnections: 10}}}"},
+	{path: "spec.runtimeSettings.cluster.maxRequestsPerConnection", spec: "runtimeSettings: {cluster: {maxRequestsPerConnection: 1000}}"},
+	{path: "spec.runtimeSettings.cluster.perConnectionBufferLimitBytes", spec: "runtimeSettings: {cluster: {perConnectionBufferLimitBytes: 65536}}"},
+	{path: "spec.runtimeSettings.cluster.dnsLookupFamily", base: "runtimeSettings: {httpproxy: {enableExternalNameService: true}}", spec: "runtimeSettings: {httpproxy: {enableExternalNameService: true}, cluster: {dnsLookupFamily: v4}}"},
+	{path: "spec.runtimeSettings.cluster.upstreamTLS", spec: "runtimeSettings: {cluster: {upstreamTLS: {minimumVersion: '1.3', maximumVersion: '1.3', cipherSuites: [ECDHE-RSA-AES256-GCM-SHA384]}}}"},
 	{path: "spec.runtimeSettings.http.compression", spec: "runtimeSettings: {http: {compression: Brotli}}"},
 	{path: "spec.runtimeSettings.http.stripTrailingHostDot", spec: "runtimeSettings: {http: {stripTrailingHostDot: true}}"},
 	{path: "spec.runtimeSettings.http.allowChunkedLength", spec: "runtimeSettings: {http: {allowChunkedLength: false}}"},
@@ -341,6 +347,8 @@ spec:
   - conditions: [{prefix: /public}]
     permitInsecure: true
     services: [{name: app, port: 80}]
+  - conditions: [{prefix: /secure}]
+    services: [{name: app, port: 80, protocol: tls}]
 ---
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy

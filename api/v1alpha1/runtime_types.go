@@ -39,6 +39,17 @@ type RuntimeSettings struct {
 	// +optional
 	AccessLog AccessLogSettings `json:"accessLog,omitempty"`
 
+	// Cluster holds defaults for Envoy's connections to backends, of
+	// every route kind (Contour's envoy.cluster).
+	// +kubebuilder:default={}
+	// +optional
+	Cluster ClusterSettings `json:"cluster,omitempty"`
+
+	// Listener holds settings of every listener, of every protocol.
+	// +kubebuilder:default={}
+	// +optional
+	Listener ListenerSettings `json:"listener,omitempty"`
+
 	// HTTPProxy configures how the Gateway serves Contour's HTTPProxies,
 	// with Contour's names for the settings. Unset, it is the defaults
 	// (and a profile without it renders as before it existed, so an
@@ -425,6 +436,87 @@ type TimeoutSettings struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="upstreamConnect must be greater than zero"
 	// +optional
 	UpstreamConnect *metav1.Duration `json:"upstreamConnect,omitempty"`
+}
+
+// ClusterSettings are defaults for Envoy's connections to backends.
+type ClusterSettings struct {
+	// CircuitBreakers are the limits of every backend's cluster, where a
+	// Service's own (Contour's circuit breaker annotations, a
+	// BackendTrafficPolicy) do not set one (Contour's
+	// circuitBreakers). Unset, Envoy's (1024 each, 3 retries).
+	// +optional
+	CircuitBreakers *CircuitBreakerSettings `json:"circuitBreakers,omitempty"`
+
+	// MaxRequestsPerConnection closes a connection to a backend after
+	// this many requests. Unset, no limit.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxRequestsPerConnection *int32 `json:"maxRequestsPerConnection,omitempty"`
+
+	// PerConnectionBufferLimitBytes is how much Envoy buffers per
+	// connection to a backend. Unset, Envoy's 1 MiB.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	PerConnectionBufferLimitBytes *int32 `json:"perConnectionBufferLimitBytes,omitempty"`
+
+	// DNSLookupFamily is which addresses Envoy resolves an ExternalName
+	// Service's name to, where the route does not say: auto (IPv6,
+	// else IPv4), v4, v6, or all.
+	// +kubebuilder:validation:Enum=auto;v4;v6;all
+	// +optional
+	DNSLookupFamily string `json:"dnsLookupFamily,omitempty"`
+
+	// UpstreamTLS bounds the TLS Envoy speaks to backends over TLS.
+	// +optional
+	UpstreamTLS *UpstreamTLSSettings `json:"upstreamTLS,omitempty"`
+}
+
+// CircuitBreakerSettings are a cluster's limits.
+type CircuitBreakerSettings struct {
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxConnections *int32 `json:"maxConnections,omitempty"`
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxPendingRequests *int32 `json:"maxPendingRequests,omitempty"`
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxRequests *int32 `json:"maxRequests,omitempty"`
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxRetries *int32 `json:"maxRetries,omitempty"`
+	// PerHostMaxConnections limits the connections to each endpoint.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	PerHostMaxConnections *int32 `json:"perHostMaxConnections,omitempty"`
+}
+
+// UpstreamTLSSettings bound the TLS Envoy speaks to backends.
+// +kubebuilder:validation:XValidation:rule="!has(self.minimumVersion) || !has(self.maximumVersion) || !(self.minimumVersion == '1.3' && self.maximumVersion == '1.2')",message="minimumVersion must not be greater than maximumVersion"
+type UpstreamTLSSettings struct {
+	// Unset, 1.2.
+	// +kubebuilder:validation:Enum="1.2";"1.3"
+	// +optional
+	MinimumVersion string `json:"minimumVersion,omitempty"`
+	// Unset, 1.3.
+	// +kubebuilder:validation:Enum="1.2";"1.3"
+	// +optional
+	MaximumVersion string `json:"maximumVersion,omitempty"`
+	// CipherSuites for TLS 1.2, in order of preference; unset, Envoy's.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	// +optional
+	CipherSuites []CipherSuite `json:"cipherSuites,omitempty"`
+}
+
+// ListenerSettings apply to every listener.
+type ListenerSettings struct {
+	// PerConnectionBufferLimitBytes is how much Envoy buffers per client
+	// connection; large headers and uploads stream through it.
+	// +kubebuilder:default=32768
+	// +kubebuilder:validation:Minimum=1024
+	// +optional
+	PerConnectionBufferLimitBytes *int32 `json:"perConnectionBufferLimitBytes,omitempty"`
 }
 
 // TLSSettings are the defaults for TLS listeners.

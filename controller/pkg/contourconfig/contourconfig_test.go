@@ -128,6 +128,7 @@ func TestConvert(t *testing.T) {
 			"runtimeSettings.http.allowChunkedLength": "false", "runtimeSettings.timeouts.delayedClose": `"0s"`,
 			"runtimeSettings.http.stripTrailingHostDot": "true", "runtimeSettings.tracing.serviceName": `"edge"`,
 			"runtimeSettings.tracing.customTags":                `[{"requestHeaderName":"X-Team","tagName":"team"}]`,
+			"runtimeSettings.cluster":                           `{"circuitBreakers":{"maxConnections":50},"dnsLookupFamily":"v4","upstreamTLS":{"minimumVersion":"1.3"}}`,
 			"runtimeSettings.httpproxy.rateLimitService.domain": `"edge"`, "runtimeSettings.httpproxy.rateLimitService.failOpen": "true",
 		},
 		notes: []string{"(Gateway)", "contour.watchNamespaces", "envoy.timeouts.connectionIdleTimeout"},

@@ -89,7 +89,11 @@ var Rules = []Rule{
 		out.RuntimeSettings.HTTP.MaxRequestsPerConnection = n
 		return err
 	}},
-	{Path: "envoy.listener.per-connection-buffer-limit-bytes", NotCarried: notYet + ": every listener buffers 32 KiB per connection"},
+	{Path: "envoy.listener.per-connection-buffer-limit-bytes", Profile: "runtimeSettings.listener.perConnectionBufferLimitBytes", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		n, err := int32Of("envoy.listener.per-connection-buffer-limit-bytes", *in.config.Envoy.Listener.PerConnectionBufferLimitBytes)
+		out.RuntimeSettings.Listener.PerConnectionBufferLimitBytes = n
+		return err
+	}},
 	{Path: "envoy.listener.tls.minimumProtocolVersion", Profile: "runtimeSettings.tls.minimumVersion", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		v, err := tlsVersion("envoy.listener.tls.minimumProtocolVersion", in.config.Envoy.Listener.TLS.MinimumProtocolVersion)
 		out.RuntimeSettings.TLS.MinimumVersion = v
@@ -154,11 +158,58 @@ var Rules = []Rule{
 	{Path: "envoy.timeouts.delayedCloseTimeout", Profile: "runtimeSettings.timeouts.delayedClose", carry: durationRule("envoy.timeouts.delayedCloseTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.DelayedCloseTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.DelayedClose }, false)},
 	{Path: "envoy.timeouts.connectionShutdownGracePeriod", Profile: "runtimeSettings.timeouts.connectionShutdownGracePeriod", carry: durationRule("envoy.timeouts.connectionShutdownGracePeriod", func(in *input) *string { return in.config.Envoy.Timeouts.ConnectionShutdownGracePeriod }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.ConnectionShutdownGracePeriod }, false)},
 	{Path: "envoy.timeouts.connectTimeout", Profile: "runtimeSettings.timeouts.upstreamConnect", carry: durationRule("envoy.timeouts.connectTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.ConnectTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.UpstreamConnect }, false)},
-	{Path: "envoy.cluster.dnsLookupFamily", NotCarried: notYet},
-	{Path: "envoy.cluster.maxRequestsPerConnection", NotCarried: notYet},
-	{Path: "envoy.cluster.per-connection-buffer-limit-bytes", NotCarried: notYet},
-	{Path: "envoy.cluster.circuitBreakers", NotCarried: notYet + ": an HTTPProxy service's or a BackendTrafficPolicy's limits apply per backend"},
-	{Path: "envoy.cluster.upstreamTLS", NotCarried: notYet + ": Envoy connects to backends with TLS 1.2 to 1.3"},
+	{Path: "envoy.cluster.dnsLookupFamily", Profile: "runtimeSettings.cluster.dnsLookupFamily", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		f := string(in.config.Envoy.Cluster.DNSLookupFamily)
+		if f != "auto" && f != "v4" && f != "v6" && f != "all" {
+			return fmt.Errorf("envoy.cluster.dnsLookupFamily %q is not auto, v4, v6 or all", f)
+		}
+		out.RuntimeSettings.Cluster.DNSLookupFamily = f
+		return nil
+	}},
+	{Path: "envoy.cluster.maxRequestsPerConnection", Profile: "runtimeSettings.cluster.maxRequestsPerConnection", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		n, err := int32Of("envoy.cluster.maxRequestsPerConnection", *in.config.Envoy.Cluster.MaxRequestsPerConnection)
+		out.RuntimeSettings.Cluster.MaxRequestsPerConnection = n
+		return err
+	}},
+	{Path: "envoy.cluster.per-connection-buffer-limit-bytes", Profile: "runtimeSettings.cluster.perConnectionBufferLimitBytes", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		n, err := int32Of("envoy.cluster.per-connection-buffer-limit-bytes", *in.config.Envoy.Cluster.PerConnectionBufferLimitBytes)
+		out.RuntimeSettings.Cluster.PerConnectionBufferLimitBytes = n
+		return err
+	}},
+	{Path: "envoy.cluster.circuitBreakers", Profile: "runtimeSettings.cluster.circuitBreakers", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		c := in.config.Envoy.Cluster.GlobalCircuitBreakerDefaults
+		limit := func(n uint32) *int32 {
+			if n == 0 || n > 1<<31-1 {
+				return nil
+			}
+			return ptr.To(int32(n))
+		}
+		out.RuntimeSettings.Cluster.CircuitBreakers = &v1alpha1.CircuitBreakerSettings{
+			MaxConnections: limit(c.MaxConnections), MaxPendingRequests: limit(c.MaxPendingRequests), MaxRequests: limit(c.MaxRequests),
+			MaxRetries: limit(c.MaxRetries), PerHostMaxConnections: limit(c.PerHostMaxConnections),
+		}
+		return nil
+	}},
+	{Path: "envoy.cluster.upstreamTLS", Profile: "runtimeSettings.cluster.upstreamTLS", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		t := in.config.Envoy.Cluster.UpstreamTLS
+		u := &v1alpha1.UpstreamTLSSettings{}
+		var err error
+		if t.MinimumProtocolVersion != "" {
+			if u.MinimumVersion, err = tlsVersion("envoy.cluster.upstreamTLS.minimumProtocolVersion", t.MinimumProtocolVersion); err != nil {
+				return err
+			}
+		}
+		if t.MaximumProtocolVersion != "" {
+			if u.MaximumVersion, err = tlsVersion("envoy.cluster.upstreamTLS.maximumProtocolVersion", t.MaximumProtocolVersion); err != nil {
+				return err
+			}
+		}
+		for _, c := range t.CipherSuites {
+			u.CipherSuites = append(u.CipherSuites, v1alpha1.CipherSuite(c))
+		}
+		out.RuntimeSettings.Cluster.UpstreamTLS = u
+		return nil
+	}},
 	{Path: "envoy.network.numTrustedHops", Profile: "runtimeSettings.http.numTrustedHops", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		n, err := int32Of("envoy.network.numTrustedHops", *in.config.Envoy.Network.XffNumTrustedHops)
 		out.RuntimeSettings.HTTP.NumTrustedHops = n

@@ -112,7 +112,7 @@ func (s *Simulator) upstream(b *Backend, notFound int) error {
 		if err := understand(po, "explicit_http_config", "common_http_protocol_options"); err != nil {
 			return err
 		}
-		if err := understand(po.GetCommonHttpProtocolOptions(), "idle_timeout"); err != nil {
+		if err := understand(po.GetCommonHttpProtocolOptions(), "idle_timeout", "max_requests_per_connection"); err != nil {
 			return err
 		}
 		b.HTTP2 = po.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil

@@ -43,21 +43,26 @@ func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 			out.LbConfig = &clusterv3.Cluster_RoundRobinLbConfig_{RoundRobinLbConfig: &clusterv3.Cluster_RoundRobinLbConfig{SlowStartConfig: ss}}
 		}
 	}
-	if c.CircuitBreakers != (ir.CircuitBreakers{}) {
-		out.CircuitBreakers = circuitBreakers(c.CircuitBreakers)
+	if limits := withDefaultLimits(c.CircuitBreakers, s.Cluster.CircuitBreakers); limits != (ir.CircuitBreakers{}) {
+		out.CircuitBreakers = circuitBreakers(limits)
+	}
+	if n := s.Cluster.BufferLimit; n > 0 {
+		out.PerConnectionBufferLimitBytes = wrapperspb.UInt32(n)
 	}
 	if c.DNS {
 		// Envoy resolves the names itself, and keeps every address.
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
 		out.EdsClusterConfig, out.LoadAssignment = nil, LoadAssignment(c)
-		switch c.DNSFamily {
+		switch cmp.Or(c.DNSFamily, s.Cluster.DNSFamily) {
 		case "v4":
 			out.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
 		case "v6":
 			out.DnsLookupFamily = clusterv3.Cluster_V6_ONLY
+		case "all":
+			out.DnsLookupFamily = clusterv3.Cluster_ALL
 		}
 	}
-	if c.HTTP2 || c.IdleTimeout != 0 {
+	if c.HTTP2 || c.IdleTimeout != 0 || s.Cluster.MaxRequestsPerConnection > 0 {
 		po := &httpv3.HttpProtocolOptions{}
 		if c.HTTP2 {
 			po.UpstreamProtocolOptions = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
@@ -72,10 +77,16 @@ func cluster(c *ir.Cluster, s Settings) *clusterv3.Cluster {
 			// Zero turns Envoy's idle timeout off.
 			po.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(max(c.IdleTimeout, 0))}
 		}
+		if n := s.Cluster.MaxRequestsPerConnection; n > 0 {
+			if po.CommonHttpProtocolOptions == nil {
+				po.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{}
+			}
+			po.CommonHttpProtocolOptions.MaxRequestsPerConnection = wrapperspb.UInt32(n)
+		}
 		out.TypedExtensionProtocolOptions = map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": typed(po)}
 	}
 	if c.TLS != nil {
-		out.TransportSocket = upstreamTLS(c.TLS)
+		out.TransportSocket = upstreamTLS(c.TLS, s.Cluster)
 	}
 	if len(c.Shares) > 0 {
 		out.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{LocalityConfigSpecifier: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{
@@ -127,12 +138,14 @@ const systemCABundle = "/etc/ssl/certs/ca-certificates.crt"
 // upstreamTLS connects to a backend over TLS, asking for the SNI and
 // presenting the client certificate if any, and verifying the backend's
 // certificate unless told not to.
-func upstreamTLS(t *ir.UpstreamTLS) *corev3.TransportSocket {
-	// TLS 1.2 to 1.3, as Contour offers backends; Envoy's own default
-	// stops at 1.2, which a backend that speaks only 1.3 refuses.
+func upstreamTLS(t *ir.UpstreamTLS, d ClusterDefaults) *corev3.TransportSocket {
+	// TLS 1.2 to 1.3 unless the profile says otherwise, as Contour
+	// offers backends; Envoy's own default stops at 1.2, which a backend
+	// that speaks only 1.3 refuses.
 	ctx := &tlsv3.UpstreamTlsContext{Sni: t.SNI, CommonTlsContext: &tlsv3.CommonTlsContext{TlsParams: &tlsv3.TlsParameters{
-		TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
-		TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
+		TlsMinimumProtocolVersion: tlsVersion(cmp.Or(d.TLSMinimumVersion, "1.2")),
+		TlsMaximumProtocolVersion: tlsVersion(cmp.Or(d.TLSMaximumVersion, "1.3")),
+		CipherSuites:              d.CipherSuites,
 	}}}
 	if !t.Unverified {
 		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: validation(t)}
@@ -283,4 +296,17 @@ func circuitBreakers(l ir.CircuitBreakers) *clusterv3.CircuitBreakers {
 		out.PerHostThresholds = []*clusterv3.CircuitBreakers_Thresholds{{MaxConnections: u32(l.PerHostMaxConnections), TrackRemaining: true}}
 	}
 	return out
+}
+
+// withDefaultLimits fills the limits a cluster does not set with the
+// profile's.
+func withDefaultLimits(own, def ir.CircuitBreakers) ir.CircuitBreakers {
+	own.MaxConnections = cmp.Or(own.MaxConnections, def.MaxConnections)
+	own.MaxPendingRequests = cmp.Or(own.MaxPendingRequests, def.MaxPendingRequests)
+	own.MaxRequests = cmp.Or(own.MaxRequests, def.MaxRequests)
+	if own.RetryBudget == (ir.RetryBudget{}) {
+		own.MaxRetries = cmp.Or(own.MaxRetries, def.MaxRetries)
+	}
+	own.PerHostMaxConnections = cmp.Or(own.PerHostMaxConnections, def.PerHostMaxConnections)
+	return own
 }

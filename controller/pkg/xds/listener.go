@@ -47,8 +47,9 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings, before *built
 			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(l.ContainerPort)},
 		}}},
 		// Envoy's default buffer limit is 1 MiB per connection; large
-		// headers and uploads stream through it.
-		PerConnectionBufferLimitBytes: wrapperspb.UInt32(32768),
+		// headers and uploads stream through the profile's, 32 KiB by
+		// default.
+		PerConnectionBufferLimitBytes: wrapperspb.UInt32(cmp.Or(s.ListenerBufferLimit, 32768)),
 	}
 	switch l.Protocol {
 	case ir.HTTP:

@@ -65,6 +65,15 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 	if h.MaxRequestHeadersKiB != nil {
 		s.MaxRequestHeadersKiB = uint32(*h.MaxRequestHeadersKiB)
 	}
+	if v := rs.Listener.PerConnectionBufferLimitBytes; v != nil {
+		if *v < 1024 {
+			return s, fmt.Errorf("runtimeSettings.listener.perConnectionBufferLimitBytes %d is below 1024", *v)
+		}
+		s.ListenerBufferLimit = uint32(*v)
+	}
+	if err := clusterDefaults(rs.Cluster, &s.Cluster); err != nil {
+		return s, err
+	}
 	if v := rs.TLS.MinimumVersion; v != "" {
 		s.TLSMinimumVersion = v
 	}
@@ -102,4 +111,55 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 	s.AccessLogText = rs.AccessLog.TextFormat
 	s.AccessLogJSON = rs.AccessLog.JSONFields
 	return s, nil
+}
+
+// clusterDefaults reads runtimeSettings.cluster.
+func clusterDefaults(c v1alpha1.ClusterSettings, out *ClusterDefaults) error {
+	positive := func(field string, v *int32) (uint32, error) {
+		if v == nil {
+			return 0, nil
+		}
+		if *v < 1 {
+			return 0, fmt.Errorf("runtimeSettings.cluster.%s %d is not positive", field, *v)
+		}
+		return uint32(*v), nil
+	}
+	var err error
+	if b := c.CircuitBreakers; b != nil {
+		cb := &out.CircuitBreakers
+		for _, f := range []struct {
+			name string
+			v    *int32
+			to   *uint32
+		}{
+			{"circuitBreakers.maxConnections", b.MaxConnections, &cb.MaxConnections},
+			{"circuitBreakers.maxPendingRequests", b.MaxPendingRequests, &cb.MaxPendingRequests},
+			{"circuitBreakers.maxRequests", b.MaxRequests, &cb.MaxRequests},
+			{"circuitBreakers.maxRetries", b.MaxRetries, &cb.MaxRetries},
+			{"circuitBreakers.perHostMaxConnections", b.PerHostMaxConnections, &cb.PerHostMaxConnections},
+		} {
+			if *f.to, err = positive(f.name, f.v); err != nil {
+				return err
+			}
+		}
+	}
+	if out.MaxRequestsPerConnection, err = positive("maxRequestsPerConnection", c.MaxRequestsPerConnection); err != nil {
+		return err
+	}
+	if out.BufferLimit, err = positive("perConnectionBufferLimitBytes", c.PerConnectionBufferLimitBytes); err != nil {
+		return err
+	}
+	switch c.DNSLookupFamily {
+	case "", "auto", "v4", "v6", "all":
+		out.DNSFamily = c.DNSLookupFamily
+	default:
+		return fmt.Errorf("runtimeSettings.cluster.dnsLookupFamily %q is not auto, v4, v6 or all", c.DNSLookupFamily)
+	}
+	if t := c.UpstreamTLS; t != nil {
+		out.TLSMinimumVersion, out.TLSMaximumVersion = t.MinimumVersion, t.MaximumVersion
+		for _, cs := range t.CipherSuites {
+			out.CipherSuites = append(out.CipherSuites, string(cs))
+		}
+	}
+	return nil
 }

@@ -32,6 +32,10 @@ type Settings struct {
 	// (redirecting to the unescaped path); without it both stay as sent.
 	MergeSlashes         bool
 	MaxRequestHeadersKiB uint32
+	// ListenerBufferLimit is every listener's per-connection buffer.
+	ListenerBufferLimit uint32
+	// Cluster are the defaults of every backend's cluster.
+	Cluster ClusterDefaults
 	// Compression is Gzip, Brotli, Zstd or Disabled.
 	Compression string
 	// TLSMinimumVersion and TLSMaximumVersion are "1.2" or "1.3".
@@ -72,9 +76,25 @@ func DefaultSettings() Settings {
 		MaxRequestHeadersKiB:          60,
 		MergeSlashes:                  true,
 		Compression:                   "Gzip",
+		ListenerBufferLimit:           32768,
 		TLSMinimumVersion:             "1.2",
 		TLSMaximumVersion:             "1.3",
 		ServerHeader:                  "Overwrite",
 		AccessLog:                     "Text",
 	}
+}
+
+// ClusterDefaults are the profile's runtimeSettings.cluster: what every
+// backend's cluster gets where its own configuration says nothing.
+type ClusterDefaults struct {
+	CircuitBreakers          ir.CircuitBreakers
+	MaxRequestsPerConnection uint32
+	// BufferLimit is the per-connection buffer; 0 is Envoy's.
+	BufferLimit uint32
+	// DNSFamily is auto, v4, v6 or all; "" is auto.
+	DNSFamily string
+	// TLSMinimumVersion and TLSMaximumVersion bound upstream TLS ("1.2",
+	// "1.3"); CipherSuites are its TLS 1.2 suites.
+	TLSMinimumVersion, TLSMaximumVersion string
+	CipherSuites                         []string
 }
