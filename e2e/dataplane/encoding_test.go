@@ -30,7 +30,8 @@ func withFront(t *testing.T, l *hcmv3.HttpConnectionManager, lib proto.Message) 
 	comp := &hcmv3.HttpFilter{Name: "envoy.filters.http.compressor", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &compressorv3.Compressor{
 		CompressorLibrary: &corev3.TypedExtensionConfig{Name: "lib", TypedConfig: typed(t, lib)},
 		ResponseDirectionConfig: &compressorv3.Compressor_ResponseDirectionConfig{
-			CommonConfig: &compressorv3.Compressor_CommonDirectionConfig{ContentType: []string{"application/json", "text/plain"}},
+			// As the translator sends it, for Envoys before 1.40.
+			CommonConfig: &compressorv3.Compressor_CommonDirectionConfig{ContentType: []string{"application/json", "text/plain"}}, //nolint:staticcheck // see above
 		},
 	})}}
 	web := &hcmv3.HttpFilter{Name: "envoy.filters.http.grpc_web", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &grpcwebv3.GrpcWeb{})}}

@@ -85,7 +85,7 @@ func Convert(src Source, opt Options) (*Result, error) {
 			Contour        *contourv1alpha1.ContourSettings `json:"contour,omitempty"`
 			Envoy          *contourv1alpha1.EnvoySettings   `json:"envoy,omitempty"`
 			ResourceLabels map[string]string                `json:"resourceLabels,omitempty"`
-		}{d.Contour, d.Envoy, d.ResourceLabels}
+		}{d.Contour, d.Envoy, d.ResourceLabels} //nolint:staticcheck // a deprecated setting is still one a user may have set
 		if err := flatten("", deployment, leaves); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}

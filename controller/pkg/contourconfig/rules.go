@@ -288,7 +288,7 @@ var Rules = []Rule{
 
 	// A ContourDeployment's deployment settings.
 	{Path: "contour.replicas", Profile: "controller.replicas", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
-		out.Controller.Replicas = ptr.To(in.deployment.Contour.Replicas)
+		out.Controller.Replicas = ptr.To(in.deployment.Contour.Replicas) //nolint:staticcheck // deprecated by Contour, still set by its users
 		return nil
 	}},
 	{Path: "contour.deployment.replicas", Profile: "controller.replicas", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
@@ -321,7 +321,7 @@ var Rules = []Rule{
 		return nil
 	}},
 	{Path: "envoy.replicas", Profile: "envoy.replicas", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
-		out.Envoy.Replicas = ptr.To(in.deployment.Envoy.Replicas)
+		out.Envoy.Replicas = ptr.To(in.deployment.Envoy.Replicas) //nolint:staticcheck // deprecated by Contour, still set by its users
 		return nil
 	}},
 	{Path: "envoy.deployment.replicas", Profile: "envoy.replicas", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {

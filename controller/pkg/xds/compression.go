@@ -54,7 +54,9 @@ func compressorHTTPFilter(s Settings) *hcmv3.HttpFilter {
 		ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&compressorv3.Compressor{
 			CompressorLibrary: &corev3.TypedExtensionConfig{Name: c.name, TypedConfig: typed(c.library())},
 			ResponseDirectionConfig: &compressorv3.Compressor_ResponseDirectionConfig{
-				CommonConfig: &compressorv3.Compressor_CommonDirectionConfig{ContentType: compressibleContentTypes},
+				// content_type_matcher replaces content_type only from
+				// Envoy 1.40; the fleets this controller serves may be older.
+				CommonConfig: &compressorv3.Compressor_CommonDirectionConfig{ContentType: compressibleContentTypes}, //nolint:staticcheck // see above
 			},
 		})},
 	}
