@@ -517,6 +517,15 @@ type ListenerSettings struct {
 	// +kubebuilder:validation:Minimum=1024
 	// +optional
 	PerConnectionBufferLimitBytes *int32 `json:"perConnectionBufferLimitBytes,omitempty"`
+
+	// UseProxyProtocol makes every TCP listener read a PROXY protocol
+	// header (v1 or v2) first, and take the client's address from it, as
+	// a fleet behind a load balancer that sends one (an AWS NLB with
+	// proxy protocol on) needs (Contour's useProxyProtocol). A
+	// connection without the header is closed: turn it on only behind
+	// such a load balancer.
+	// +optional
+	UseProxyProtocol bool `json:"useProxyProtocol,omitempty"`
 }
 
 // TLSSettings are the defaults for TLS listeners.

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -33,12 +34,15 @@ type downstream struct {
 	hello *tls.ClientHelloInfo
 	// tls is set when Envoy terminated TLS.
 	tls *tls.ConnectionState
+	// proxied says the connection started with a PROXY protocol header
+	// (client is then the header's source).
+	proxied bool
 }
 
 // request is the envoysim request of an HTTP request on this connection,
 // without the HTTP part.
 func (d *downstream) request() envoysim.Request {
-	r := envoysim.Request{Port: d.port, Seed: rand.Uint64(), ClientAddress: d.client}
+	r := envoysim.Request{Port: d.port, Seed: rand.Uint64(), ClientAddress: d.client, ProxyProtocol: d.proxied}
 	if d.hello != nil {
 		r.TLS, r.SNI, r.ALPN = true, d.hello.ServerName, d.hello.SupportedProtos
 	}
@@ -68,11 +72,23 @@ func (p *proxy) serveConn(ctx context.Context, c net.Conn, port uint32) {
 		d.client = a.IP.String()
 	}
 	conn := c
+	if proxied, err := sim.ExpectsProxyProtocol(port); err != nil {
+		c.Close()
+		return
+	} else if proxied {
+		src, rest, err := readProxyHeader(c, sim.ListenerFiltersTimeout(port))
+		if err != nil {
+			p.logf("port %d: %v", port, err)
+			c.Close()
+			return
+		}
+		d.proxied, d.client, conn = true, cmp.Or(src, d.client), rest
+	}
 	if inspect, err := sim.InspectsTLS(port); err != nil {
 		c.Close()
 		return
 	} else if inspect {
-		if d.hello, conn, err = inspectTLS(c, sim.ListenerFiltersTimeout(port)); err != nil {
+		if d.hello, conn, err = inspectTLS(conn, sim.ListenerFiltersTimeout(port)); err != nil {
 			c.Close()
 			return
 		}

@@ -54,6 +54,9 @@ type Envoy struct {
 	changed    chan struct{}
 	// stopServing stops the data plane Serve started.
 	stopServing func()
+	// lastClient is the client address of the last HTTP request, as
+	// Envoy took it (the connection's, or its PROXY protocol header's).
+	lastClientAddr string
 	// sim interprets resources as they are; nil once they change.
 	sim *envoysim.Simulator
 	// added says when each endpoint of a cluster's assignment came: the
@@ -460,4 +463,11 @@ func (e *Envoy) EndpointAge(cluster, endpoint string) time.Duration {
 		return time.Duration(math.MaxInt64)
 	}
 	return time.Since(t)
+}
+
+// lastClient is the client address of the last HTTP request served.
+func (e *Envoy) lastClient() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastClientAddr
 }

@@ -50,6 +50,9 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	in := d.request()
 	in.Method, in.Authority, in.Path = r.Method, r.Host, r.RequestURI
 	in.StartTime = time.Now()
+	p.envoy.mu.Lock()
+	p.envoy.lastClientAddr = in.ClientAddress
+	p.envoy.mu.Unlock()
 	for name, values := range r.Header {
 		for _, v := range values {
 			in.Headers = append(in.Headers, envoysim.Header{Name: name, Value: v})

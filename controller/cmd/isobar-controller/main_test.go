@@ -59,7 +59,7 @@ func TestRun(t *testing.T) {
 			stderr: "ContourDeployment isobar-system/default not in the input; its runtimeSettings are taken as the defaults"},
 		{name: "a gateway not in the input", args: []string{"translate", "-f", golden, "--gateway", "default/nope"}, code: 1, stderr: "--gateway default/nope: no such Gateway in the input"},
 		{name: "convert a Contour configuration", args: []string{"convert", "contour", "-f", "../../pkg/contourconfig/testdata/configuration.yaml"}, code: 0,
-			stdout: "compression: Brotli", stderr: "envoy.listener.useProxyProtocol = true not carried over: not yet in the profile"},
+			stdout: "compression: Brotli", stderr: "envoy.network.adminPort = 9001 not carried over: the operator does this"},
 		{name: "convert without contour", args: []string{"convert", "-f", "x.yaml"}, code: 2, stderr: "Usage: isobar-controller convert contour"},
 		{name: "convert bad input", args: []string{"convert", "contour", "-f", "testdata/bad-input.yaml"}, code: 1, stderr: "testdata/bad-input.yaml: document 1 is"},
 		{name: "secrets are redacted", args: []string{"translate", "-f", "../../pkg/offline/testdata/https-certificates.in.yaml", "--type", "secrets"}, code: 0, stdout: "[redacted]", notInStdot: "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t" /* base64 of -----BEGIN PRIVATE KEY----- */},

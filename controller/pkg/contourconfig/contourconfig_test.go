@@ -96,7 +96,7 @@ func TestConvert(t *testing.T) {
 	}{{
 		file: "configuration.yaml",
 		want: map[string]string{
-			"runtimeSettings.http.compression": `"Brotli"`, "runtimeSettings.http.mergeSlashes": "false",
+			"runtimeSettings.http.compression": `"Brotli"`, "runtimeSettings.listener.useProxyProtocol": "true", "runtimeSettings.http.mergeSlashes": "false",
 			"runtimeSettings.http.serverHeader": `"AppendIfAbsent"`, "runtimeSettings.tls.minimumVersion": `"1.3"`,
 			"runtimeSettings.accessLog.format":     `"JSON"`,
 			"runtimeSettings.accessLog.jsonFields": `["method=%REQ(:METHOD)%","path=%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%","status=%RESPONSE_CODE%"]`,
@@ -105,7 +105,7 @@ func TestConvert(t *testing.T) {
 			"runtimeSettings.httpproxy.enableExternalNameService": "true",
 			"runtimeSettings.httpproxy.fallbackCertificate.name":  `"fallback"`,
 		},
-		notes:          []string{"envoy.listener.useProxyProtocol", "envoy.network.adminPort", "xdsServer.port"},
+		notes:          []string{"envoy.network.adminPort", "xdsServer.port"},
 		ingressClasses: []string{"contour"},
 	}, {
 		file:           "envoy-deployment.yaml",

@@ -56,7 +56,10 @@ var Rules = []Rule{
 	{Path: "health", Operator: probesOperator},
 	{Path: "metrics", Operator: probesOperator},
 	{Path: "gateway", NotCarried: "every Gateway of the GatewayClass gets a fleet of its own; the converter writes the GatewayClass and a Gateway"},
-	{Path: "envoy.listener.useProxyProtocol", NotCarried: notYet},
+	{Path: "envoy.listener.useProxyProtocol", Profile: "runtimeSettings.listener.useProxyProtocol", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.RuntimeSettings.Listener.UseProxyProtocol = *in.config.Envoy.Listener.UseProxyProto
+		return nil
+	}},
 	{Path: "envoy.listener.compression", Profile: "runtimeSettings.http.compression", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		a := in.config.Envoy.Listener.Compression.Algorithm
 		v, ok := map[contourv1alpha1.CompressionAlgorithm]string{"gzip": "Gzip", "brotli": "Brotli", "zstd": "Zstd", "disabled": "Disabled", "": "Gzip"}[a]

@@ -130,6 +130,10 @@ type Request struct {
 	BackendResponseHeaders []Header `json:"backendResponseHeaders,omitempty"`
 	// Seed picks one of weighted backends deterministically.
 	Seed uint64 `json:"seed,omitempty"`
+	// ProxyProtocol says the connection starts with a PROXY protocol
+	// header (a load balancer's in front of Envoy), whose source address
+	// is ClientAddress.
+	ProxyProtocol bool `json:"proxyProtocol,omitempty"`
 	// ClientAddress is the IP address the connection comes from, which
 	// IP filters read (with X-Forwarded-For, as the connection manager
 	// trusts it).

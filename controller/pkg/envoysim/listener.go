@@ -3,6 +3,7 @@ package envoysim
 import (
 	"crypto/tls"
 	"fmt"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 const (
 	tlsInspector          = "envoy.filters.listener.tls_inspector"
+	proxyProtocolFilter   = "envoy.filters.listener.proxy_protocol"
 	udpProxy              = "envoy.filters.udp_listener.udp_proxy"
 	httpConnectionManager = "envoy.filters.network.http_connection_manager"
 	tcpProxy              = "envoy.filters.network.tcp_proxy"
@@ -79,12 +81,28 @@ func (s *Simulator) Connect(req Request) (*Connection, error) {
 	if req.UDP {
 		return c, nil
 	}
-	inspected := false
-	for _, f := range l.GetListenerFilters() {
-		if f.GetName() != tlsInspector {
+	inspected, proxied := false, false
+	for i, f := range l.GetListenerFilters() {
+		switch f.GetName() {
+		case tlsInspector:
+			inspected = true
+		case proxyProtocolFilter:
+			if i != 0 {
+				return nil, errUnsupportedf("listener %s: a PROXY protocol filter after another listener filter", l.GetName())
+			}
+			if err := proxyProtocolConfig(f); err != nil {
+				return nil, fmt.Errorf("listener %s: %w", l.GetName(), err)
+			}
+			proxied = true
+		default:
 			return nil, errUnsupportedf("listener %s: listener filter %s", l.GetName(), f.GetName())
 		}
-		inspected = true
+	}
+	switch {
+	case proxied && !req.ProxyProtocol:
+		return nil, fmt.Errorf("listener %s expects a PROXY protocol header, and the connection has none: Envoy closes it", l.GetName())
+	case !proxied && req.ProxyProtocol:
+		return nil, fmt.Errorf("listener %s does not expect a PROXY protocol header: Envoy reads it as the connection's data and the connection fails", l.GetName())
 	}
 	m := connection{port: req.Port, transport: "raw_buffer"}
 	// Only the TLS inspector tells Envoy a connection is TLS, and its SNI
@@ -383,6 +401,17 @@ func (s *Simulator) InspectsTLS(port uint32) (bool, error) {
 	return false, nil
 }
 
+// ExpectsProxyProtocol says whether a port's listener reads a PROXY
+// protocol header (v1 or v2) before anything else: the client address
+// is then the header's source.
+func (s *Simulator) ExpectsProxyProtocol(port uint32) (bool, error) {
+	l, err := s.listener(Request{Port: port})
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(l.GetListenerFilters(), func(f *listenerv3.ListenerFilter) bool { return f.GetName() == proxyProtocolFilter }), nil
+}
+
 // ListenerFiltersTimeout is how long Envoy waits for the listener filters
 // (the TLS inspector's first bytes) on a port's listener before it closes
 // the connection: listener_filters_timeout, 15 s when unset.
@@ -406,4 +435,14 @@ func (s *Simulator) Ports() map[string][]uint32 {
 		out[proto] = append(out[proto], sa.GetPortValue())
 	}
 	return out
+}
+
+// proxyProtocolConfig reads the PROXY protocol filter: the simulator
+// follows it as configured by default (v1 and v2, a header required).
+func proxyProtocolConfig(f *listenerv3.ListenerFilter) error {
+	cfg, err := unpack[proxyprotocolv3.ProxyProtocol](f.GetTypedConfig(), "PROXY protocol filter")
+	if err != nil {
+		return err
+	}
+	return understand(cfg)
 }

@@ -34,6 +34,12 @@ type request struct {
 	// ClientAddress is the address the connection comes from; default
 	// 192.0.2.1.
 	ClientAddress string `json:"clientAddress,omitempty"`
+	// ProxyProtocol: the connection starts with a PROXY protocol header
+	// whose source is ClientAddress.
+	ProxyProtocol bool `json:"proxyProtocol,omitempty"`
+	// Refused is what Envoy's refusal of the connection says, when it
+	// refuses it.
+	Refused string `json:"refused,omitempty"`
 
 	Route    string            `json:"route,omitempty"`    // the matched route's name
 	Status   int               `json:"status,omitempty"`   // Envoy's own answer: direct response, redirect, 404
@@ -183,7 +189,7 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 		host, port = h, int32(n)
 	}
 	req := envoysim.Request{Method: r.Method, Scheme: scheme, Authority: host, Path: "/" + path, Headers: r.Headers, Seed: r.Seed,
-		ClientAddress: cmp.Or(r.ClientAddress, "192.0.2.1")}
+		ClientAddress: cmp.Or(r.ClientAddress, "192.0.2.1"), ProxyProtocol: r.ProxyProtocol}
 	if scheme == "https" {
 		if port == 80 {
 			port = 443
@@ -200,7 +206,13 @@ func check(t *testing.T, sims map[string]*envoysim.Simulator, r request) {
 	req.BackendResponseHeaders = append(req.BackendResponseHeaders, r.BackendHeaders...)
 	what := r.Method + " " + r.URL
 	a, err := sim.Simulate(req)
-	if err != nil {
+	switch {
+	case r.Refused != "" && (err == nil || !strings.Contains(err.Error(), r.Refused)):
+		t.Errorf("%s: %v, want Envoy to refuse the connection: %s", what, err, r.Refused)
+		return
+	case r.Refused != "":
+		return
+	case err != nil:
 		t.Errorf("%s: %v", what, err)
 		return
 	}

@@ -3,6 +3,7 @@ package xds
 import (
 	"cmp"
 	"fmt"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	"slices"
 	"time"
 
@@ -95,6 +96,13 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings, before *built
 		out.ListenerFilters = []*listenerv3.ListenerFilter{udpProxy(l.Name, l.UDP, s)}
 	default:
 		return nil, fmt.Errorf("listener %s: protocol %s is not supported so far", l.Name, l.Protocol)
+	}
+	if s.ProxyProtocol && l.Protocol != ir.UDP {
+		// First of all: the TLS inspector reads what follows the header.
+		out.ListenerFilters = append([]*listenerv3.ListenerFilter{{
+			Name:       "envoy.filters.listener.proxy_protocol",
+			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(&proxyprotocolv3.ProxyProtocol{})},
+		}}, out.ListenerFilters...)
 	}
 	b.listener = out
 	return b, nil

@@ -71,6 +71,7 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 		}
 		s.ListenerBufferLimit = uint32(*v)
 	}
+	s.ProxyProtocol = rs.Listener.UseProxyProtocol
 	if err := clusterDefaults(rs.Cluster, &s.Cluster); err != nil {
 		return s, err
 	}

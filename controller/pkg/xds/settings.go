@@ -34,6 +34,8 @@ type Settings struct {
 	MaxRequestHeadersKiB uint32
 	// ListenerBufferLimit is every listener's per-connection buffer.
 	ListenerBufferLimit uint32
+	// ProxyProtocol makes TCP listeners read a PROXY protocol header.
+	ProxyProtocol bool
 	// Cluster are the defaults of every backend's cluster.
 	Cluster ClusterDefaults
 	// Compression is Gzip, Brotli, Zstd or Disabled.
