@@ -526,6 +526,33 @@ type ListenerSettings struct {
 	// such a load balancer.
 	// +optional
 	UseProxyProtocol bool `json:"useProxyProtocol,omitempty"`
+
+	// ConnectionBalancer Exact hands each new connection to the Envoy
+	// worker thread with the fewest, instead of the kernel's choice
+	// (Contour's connectionBalancer: exact): even load for few,
+	// long-lived connections, at some cost per connection.
+	// +kubebuilder:validation:Enum=Exact
+	// +optional
+	ConnectionBalancer string `json:"connectionBalancer,omitempty"`
+
+	// SocketOptions mark the packets Envoy sends to clients (Contour's
+	// socketOptions).
+	// +optional
+	SocketOptions *SocketOptions `json:"socketOptions,omitempty"`
+}
+
+// SocketOptions are IP header fields of the packets Envoy sends.
+type SocketOptions struct {
+	// TOS is the IPv4 Type of Service byte (DSCP and ECN).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=255
+	// +optional
+	TOS *int32 `json:"tos,omitempty"`
+	// TrafficClass is the IPv6 Traffic Class byte.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=255
+	// +optional
+	TrafficClass *int32 `json:"trafficClass,omitempty"`
 }
 
 // TLSSettings are the defaults for TLS listeners.
@@ -564,6 +591,16 @@ type AccessLogSettings struct {
 	// +kubebuilder:validation:Enum=Text;JSON;Disabled
 	// +optional
 	Format string `json:"format,omitempty"`
+
+	// Level is which HTTP requests are logged (Contour's
+	// accessLogLevel): Info every one, Error those answered 300 or more
+	// or failed on Envoy's side (a response flag), Critical those
+	// answered 500 or more or failed. TCP and UDP sessions are all
+	// logged.
+	// +kubebuilder:default=Info
+	// +kubebuilder:validation:Enum=Info;Error;Critical
+	// +optional
+	Level string `json:"level,omitempty"`
 
 	// TextFormat overrides the line format of Text, in Envoy's command
 	// operators, e.g. "%REQ(:METHOD)% %REQ(:PATH)% %RESPONSE_CODE%\n".

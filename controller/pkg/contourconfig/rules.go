@@ -86,7 +86,16 @@ var Rules = []Rule{
 		out.RuntimeSettings.HTTP.ServerHeader = h
 		return nil
 	}},
-	{Path: "envoy.listener.connectionBalancer", NotCarried: notYet},
+	{Path: "envoy.listener.connectionBalancer", Profile: "runtimeSettings.listener.connectionBalancer", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		switch b := in.config.Envoy.Listener.ConnectionBalancer; b {
+		case "exact":
+			out.RuntimeSettings.Listener.ConnectionBalancer = "Exact"
+		case "":
+		default:
+			return fmt.Errorf("envoy.listener.connectionBalancer %q is not exact", b)
+		}
+		return nil
+	}},
 	{Path: "envoy.listener.maxRequestsPerConnection", Profile: "runtimeSettings.http.maxRequestsPerConnection", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		n, err := int32Of("envoy.listener.maxRequestsPerConnection", *in.config.Envoy.Listener.MaxRequestsPerConnection)
 		out.RuntimeSettings.HTTP.MaxRequestsPerConnection = n
@@ -113,7 +122,23 @@ var Rules = []Rule{
 		}
 		return nil
 	}},
-	{Path: "envoy.listener.socketOptions", NotCarried: notYet},
+	{Path: "envoy.listener.socketOptions", Profile: "runtimeSettings.listener.socketOptions", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		o := in.config.Envoy.Listener.SocketOptions
+		so := &v1alpha1.SocketOptions{}
+		for name, v := range map[string]int32{"tos": o.TOS, "trafficClass": o.TrafficClass} {
+			if v < 0 || v > 255 {
+				return fmt.Errorf("envoy.listener.socketOptions.%s %d is not a byte", name, v)
+			}
+		}
+		if o.TOS != 0 {
+			so.TOS = ptr.To(o.TOS)
+		}
+		if o.TrafficClass != 0 {
+			so.TrafficClass = ptr.To(o.TrafficClass)
+		}
+		out.RuntimeSettings.Listener.SocketOptions = so
+		return nil
+	}},
 	{Path: "envoy.listener.maxRequestsPerIOCycle", NotCarried: notYet},
 	{Path: "envoy.listener.httpMaxConcurrentStreams", Profile: "runtimeSettings.http.http2MaxConcurrentStreams", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		n, err := int32Of("envoy.listener.httpMaxConcurrentStreams", *in.config.Envoy.Listener.HTTP2MaxConcurrentStreams)
@@ -152,7 +177,21 @@ var Rules = []Rule{
 		}
 		return nil
 	}},
-	{Path: "envoy.logging.accessLogLevel", NotCarried: notYet + ": Envoy logs every request"},
+	{Path: "envoy.logging.accessLogLevel", Profile: "runtimeSettings.accessLog.level", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		switch l := in.config.Envoy.Logging.AccessLogLevel; l {
+		case "info":
+			out.RuntimeSettings.AccessLog.Level = "Info"
+		case "error":
+			out.RuntimeSettings.AccessLog.Level = "Error"
+		case "critical":
+			out.RuntimeSettings.AccessLog.Level = "Critical"
+		case "disabled":
+			out.RuntimeSettings.AccessLog.Format = "Disabled"
+		default:
+			return fmt.Errorf("envoy.logging.accessLogLevel %q is not info, error, critical or disabled", l)
+		}
+		return nil
+	}},
 	{Path: "envoy.defaultHTTPVersions", NotCarried: notYet + ": Envoy offers HTTP/2 and HTTP/1.1 to TLS clients, and speaks to a backend in its Service port's appProtocol"},
 	{Path: "envoy.timeouts.requestTimeout", Profile: "runtimeSettings.timeouts.request", carry: durationRule("envoy.timeouts.requestTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.RequestTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.Request }, true)},
 	{Path: "envoy.timeouts.connectionIdleTimeout", Profile: "runtimeSettings.timeouts.connectionIdle", carry: durationRule("envoy.timeouts.connectionIdleTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.ConnectionIdleTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.ConnectionIdle }, false)},

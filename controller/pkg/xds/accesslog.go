@@ -59,6 +59,34 @@ func accessLogs(s Settings, udp bool) []*accesslogv3.AccessLog {
 	}}
 }
 
+// httpAccessLogs are an HTTP connection manager's access loggers: those
+// of accessLogs, logging only the requests of the profile's level.
+func httpAccessLogs(s Settings) []*accesslogv3.AccessLog {
+	logs := accessLogs(s, false)
+	min := map[string]uint32{"Error": 300, "Critical": 500}[s.AccessLogLevel]
+	for _, l := range logs {
+		if min > 0 {
+			l.Filter = errorsFrom(min)
+		}
+	}
+	return logs
+}
+
+// errorsFrom passes what Envoy answered with a status of min or more, or
+// what failed on its side (any response flag), as Contour's levels do.
+func errorsFrom(min uint32) *accesslogv3.AccessLogFilter {
+	return &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_OrFilter{OrFilter: &accesslogv3.OrFilter{
+		Filters: []*accesslogv3.AccessLogFilter{{
+			FilterSpecifier: &accesslogv3.AccessLogFilter_StatusCodeFilter{StatusCodeFilter: &accesslogv3.StatusCodeFilter{
+				Comparison: &accesslogv3.ComparisonFilter{Op: accesslogv3.ComparisonFilter_GE,
+					Value: &corev3.RuntimeUInt32{DefaultValue: min, RuntimeKey: "isobar.accesslog.filter.status_code"}},
+			}},
+		}, {
+			FilterSpecifier: &accesslogv3.AccessLogFilter_ResponseFlagFilter{ResponseFlagFilter: &accesslogv3.ResponseFlagFilter{}},
+		}},
+	}}}
+}
+
 // serverHeader is Envoy's server_header_transformation for a profile's
 // serverHeader.
 func serverHeader(s Settings) hcmv3.HttpConnectionManager_ServerHeaderTransformation {

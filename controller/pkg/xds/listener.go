@@ -97,6 +97,9 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings, before *built
 	default:
 		return nil, fmt.Errorf("listener %s: protocol %s is not supported so far", l.Name, l.Protocol)
 	}
+	if l.Protocol != ir.UDP {
+		listenerOptions(out, s)
+	}
 	if s.ProxyProtocol && l.Protocol != ir.UDP {
 		// First of all: the TLS inspector reads what follows the header.
 		out.ListenerFilters = append([]*listenerv3.ListenerFilter{{
@@ -191,7 +194,7 @@ func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fw
 		DrainTimeout:               duration(s.ConnectionShutdownGracePeriod),
 		MaxRequestHeadersKb:        wrapperspb.UInt32(s.MaxRequestHeadersKiB),
 		ServerHeaderTransformation: serverHeader(s),
-		AccessLog:                  accessLogs(s, false),
+		AccessLog:                  httpAccessLogs(s),
 		Tracing:                    tracing(s.Tracing),
 	}
 	// After RBAC, before the stateful session.
@@ -317,4 +320,28 @@ func optionalUInt32(n uint32) *wrapperspb.UInt32Value {
 		return nil
 	}
 	return wrapperspb.UInt32(n)
+}
+
+// listenerOptions are the profile's options of a TCP listener: exact
+// connection balancing, and the IP header bytes of what it sends
+// (IP_TOS, IPV6_TCLASS, set on the listening socket so that every
+// accepted connection has them).
+func listenerOptions(out *listenerv3.Listener, s Settings) {
+	if s.ExactBalance {
+		out.ConnectionBalanceConfig = &listenerv3.Listener_ConnectionBalanceConfig{
+			BalanceType: &listenerv3.Listener_ConnectionBalanceConfig_ExactBalance_{ExactBalance: &listenerv3.Listener_ConnectionBalanceConfig_ExactBalance{}},
+		}
+	}
+	const (
+		ipprotoIP, ipTOS       = 0, 1
+		ipprotoIPv6, ipv6TClas = 41, 67
+	)
+	if s.TOS != nil {
+		out.SocketOptions = append(out.SocketOptions, &corev3.SocketOption{Description: "IP_TOS", Level: ipprotoIP, Name: ipTOS,
+			Value: &corev3.SocketOption_IntValue{IntValue: int64(*s.TOS)}, State: corev3.SocketOption_STATE_LISTENING})
+	}
+	if s.TrafficClass != nil {
+		out.SocketOptions = append(out.SocketOptions, &corev3.SocketOption{Description: "IPV6_TCLASS", Level: ipprotoIPv6, Name: ipv6TClas,
+			Value: &corev3.SocketOption_IntValue{IntValue: int64(*s.TrafficClass)}, State: corev3.SocketOption_STATE_LISTENING})
+	}
 }

@@ -72,6 +72,21 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 		s.ListenerBufferLimit = uint32(*v)
 	}
 	s.ProxyProtocol = rs.Listener.UseProxyProtocol
+	switch rs.Listener.ConnectionBalancer {
+	case "":
+	case "Exact":
+		s.ExactBalance = true
+	default:
+		return s, fmt.Errorf("runtimeSettings.listener.connectionBalancer %q is not Exact", rs.Listener.ConnectionBalancer)
+	}
+	if o := rs.Listener.SocketOptions; o != nil {
+		for name, v := range map[string]*int32{"tos": o.TOS, "trafficClass": o.TrafficClass} {
+			if v != nil && (*v < 0 || *v > 255) {
+				return s, fmt.Errorf("runtimeSettings.listener.socketOptions.%s %d is not a byte", name, *v)
+			}
+		}
+		s.TOS, s.TrafficClass = o.TOS, o.TrafficClass
+	}
 	if err := clusterDefaults(rs.Cluster, &s.Cluster); err != nil {
 		return s, err
 	}
@@ -110,6 +125,12 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 		s.AccessLog = v
 	}
 	s.AccessLogText = rs.AccessLog.TextFormat
+	switch v := rs.AccessLog.Level; v {
+	case "", "Info", "Error", "Critical":
+		s.AccessLogLevel = v
+	default:
+		return s, fmt.Errorf("runtimeSettings.accessLog.level %q is not Info, Error or Critical", v)
+	}
 	s.AccessLogJSON = rs.AccessLog.JSONFields
 	return s, nil
 }

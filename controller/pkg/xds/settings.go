@@ -36,6 +36,10 @@ type Settings struct {
 	ListenerBufferLimit uint32
 	// ProxyProtocol makes TCP listeners read a PROXY protocol header.
 	ProxyProtocol bool
+	// ExactBalance balances connections over worker threads exactly.
+	ExactBalance bool
+	// TOS and TrafficClass mark packets to clients; nil leaves them.
+	TOS, TrafficClass *int32
 	// Cluster are the defaults of every backend's cluster.
 	Cluster ClusterDefaults
 	// Compression is Gzip, Brotli, Zstd or Disabled.
@@ -51,7 +55,10 @@ type Settings struct {
 	// one) and AccessLogJSON the JSON fields, "key=operators".
 	AccessLog     string
 	AccessLogText string
-	AccessLogJSON []string
+	// AccessLogLevel is Info, Error or Critical: which HTTP requests
+	// are logged.
+	AccessLogLevel string
+	AccessLogJSON  []string
 	// RateLimit is the Gateway's rate limit service (the IR's, set for
 	// each translation): connection managers have Envoy's rate limit
 	// filter only with one.
