@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -160,4 +162,32 @@ func ingressGateway(t *testing.T, ctx context.Context, ns string) *networkingv1.
 		_ = env.Client.Delete(context.Background(), ingressClass)
 	})
 	return ingressClass
+}
+
+// The profile's ingress.statusAddress is what Ingresses' status gives,
+// instead of the Gateway's address: the address behind an outer load
+// balancer that external-dns should publish.
+func TestIngressStatusAddress(t *testing.T) {
+	ctx, cancel := harness.Context()
+	defer cancel()
+	ns := namespace(t)
+	ingressClass := ingressGateway(t, ctx, ns)
+	backend(t, ctx, ns, "app", "10.1.2.3")
+	create(t, ctx, &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}, Spec: networkingv1.IngressSpec{
+		IngressClassName: ptr.To(ingressClass.Name),
+		DefaultBackend:   &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "app", Port: networkingv1.ServiceBackendPort{Name: "http"}}},
+	}})
+	settings := filepath.Join(t.TempDir(), "runtime.json")
+	if err := os.WriteFile(settings, []byte(`{"ingress": {"statusAddress": "edge.example.com"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve(t, ns, "web", nil, "--runtime-settings", settings)
+	eventually(t, 30*time.Second, "the Ingress's load balancer status is the profile's edge.example.com", func() bool {
+		i := &networkingv1.Ingress{}
+		if err := env.Client.Get(ctx, keyOf(ns, "shop"), i); err != nil {
+			t.Fatal(err)
+		}
+		lb := i.Status.LoadBalancer.Ingress
+		return len(lb) == 1 && lb[0].Hostname == "edge.example.com" && lb[0].IP == ""
+	})
 }

@@ -40,15 +40,19 @@ type RuntimeSettings struct {
 	AccessLog AccessLogSettings `json:"accessLog,omitempty"`
 
 	// Cluster holds defaults for Envoy's connections to backends, of
-	// every route kind (Contour's envoy.cluster).
-	// +kubebuilder:default={}
+	// every route kind (Contour's envoy.cluster). Unset (as HTTPProxy,
+	// Listener and Ingress), a profile renders as before these fields
+	// existed, so that an upgrade does not roll the controllers.
 	// +optional
-	Cluster ClusterSettings `json:"cluster,omitempty"`
+	Cluster *ClusterSettings `json:"cluster,omitempty"`
 
 	// Listener holds settings of every listener, of every protocol.
-	// +kubebuilder:default={}
 	// +optional
-	Listener ListenerSettings `json:"listener,omitempty"`
+	Listener *ListenerSettings `json:"listener,omitempty"`
+
+	// Ingress configures how the Gateway serves Ingresses.
+	// +optional
+	Ingress *IngressSettings `json:"ingress,omitempty"`
 
 	// HTTPProxy configures how the Gateway serves Contour's HTTPProxies,
 	// with Contour's names for the settings. Unset, it is the defaults
@@ -436,6 +440,19 @@ type TimeoutSettings struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="upstreamConnect must be greater than zero"
 	// +optional
 	UpstreamConnect *metav1.Duration `json:"upstreamConnect,omitempty"`
+}
+
+// IngressSettings configure how the Gateway serves Ingresses.
+type IngressSettings struct {
+	// StatusAddress is the address the Ingresses' status gives (an IP
+	// address, else a host name) instead of the Gateway's: the address
+	// clients reach the fleet at when it is not the Service's, behind an
+	// outer load balancer (Contour's ingress.statusAddress). Tools such
+	// as external-dns read it.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[0-9A-Za-z.:-]+$`
+	// +optional
+	StatusAddress string `json:"statusAddress,omitempty"`
 }
 
 // ClusterSettings are defaults for Envoy's connections to backends.

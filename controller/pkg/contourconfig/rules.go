@@ -51,13 +51,16 @@ const (
 var Rules = []Rule{
 	{Path: "xdsServer", Operator: xdsOperator},
 	{Path: "ingress.classNames", Profile: "(IngressClass)", carry: func(*input, *v1alpha1.ContourDeploymentSpec) error { return nil }},
-	{Path: "ingress.statusAddress", NotCarried: notYet + ": an Ingress's status has the address of its Gateway's Service"},
+	{Path: "ingress.statusAddress", Profile: "runtimeSettings.ingress.statusAddress", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		ingressOf(out).StatusAddress = in.config.Ingress.StatusAddress
+		return nil
+	}},
 	{Path: "debug", NotCarried: "the controller has no debug endpoint; `isobar-controller explain` shows what a request meets"},
 	{Path: "health", Operator: probesOperator},
 	{Path: "metrics", Operator: probesOperator},
 	{Path: "gateway", NotCarried: "every Gateway of the GatewayClass gets a fleet of its own; the converter writes the GatewayClass and a Gateway"},
 	{Path: "envoy.listener.useProxyProtocol", Profile: "runtimeSettings.listener.useProxyProtocol", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
-		out.RuntimeSettings.Listener.UseProxyProtocol = *in.config.Envoy.Listener.UseProxyProto
+		listenerOf(out).UseProxyProtocol = *in.config.Envoy.Listener.UseProxyProto
 		return nil
 	}},
 	{Path: "envoy.listener.compression", Profile: "runtimeSettings.http.compression", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
@@ -89,7 +92,7 @@ var Rules = []Rule{
 	{Path: "envoy.listener.connectionBalancer", Profile: "runtimeSettings.listener.connectionBalancer", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		switch b := in.config.Envoy.Listener.ConnectionBalancer; b {
 		case "exact":
-			out.RuntimeSettings.Listener.ConnectionBalancer = "Exact"
+			listenerOf(out).ConnectionBalancer = "Exact"
 		case "":
 		default:
 			return fmt.Errorf("envoy.listener.connectionBalancer %q is not exact", b)
@@ -103,7 +106,7 @@ var Rules = []Rule{
 	}},
 	{Path: "envoy.listener.per-connection-buffer-limit-bytes", Profile: "runtimeSettings.listener.perConnectionBufferLimitBytes", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		n, err := int32Of("envoy.listener.per-connection-buffer-limit-bytes", *in.config.Envoy.Listener.PerConnectionBufferLimitBytes)
-		out.RuntimeSettings.Listener.PerConnectionBufferLimitBytes = n
+		listenerOf(out).PerConnectionBufferLimitBytes = n
 		return err
 	}},
 	{Path: "envoy.listener.tls.minimumProtocolVersion", Profile: "runtimeSettings.tls.minimumVersion", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
@@ -136,7 +139,7 @@ var Rules = []Rule{
 		if o.TrafficClass != 0 {
 			so.TrafficClass = ptr.To(o.TrafficClass)
 		}
-		out.RuntimeSettings.Listener.SocketOptions = so
+		listenerOf(out).SocketOptions = so
 		return nil
 	}},
 	{Path: "envoy.listener.maxRequestsPerIOCycle", NotCarried: notYet},
@@ -205,17 +208,17 @@ var Rules = []Rule{
 		if f != "auto" && f != "v4" && f != "v6" && f != "all" {
 			return fmt.Errorf("envoy.cluster.dnsLookupFamily %q is not auto, v4, v6 or all", f)
 		}
-		out.RuntimeSettings.Cluster.DNSLookupFamily = f
+		clusterOf(out).DNSLookupFamily = f
 		return nil
 	}},
 	{Path: "envoy.cluster.maxRequestsPerConnection", Profile: "runtimeSettings.cluster.maxRequestsPerConnection", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		n, err := int32Of("envoy.cluster.maxRequestsPerConnection", *in.config.Envoy.Cluster.MaxRequestsPerConnection)
-		out.RuntimeSettings.Cluster.MaxRequestsPerConnection = n
+		clusterOf(out).MaxRequestsPerConnection = n
 		return err
 	}},
 	{Path: "envoy.cluster.per-connection-buffer-limit-bytes", Profile: "runtimeSettings.cluster.perConnectionBufferLimitBytes", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		n, err := int32Of("envoy.cluster.per-connection-buffer-limit-bytes", *in.config.Envoy.Cluster.PerConnectionBufferLimitBytes)
-		out.RuntimeSettings.Cluster.PerConnectionBufferLimitBytes = n
+		clusterOf(out).PerConnectionBufferLimitBytes = n
 		return err
 	}},
 	{Path: "envoy.cluster.circuitBreakers", Profile: "runtimeSettings.cluster.circuitBreakers", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
@@ -226,7 +229,7 @@ var Rules = []Rule{
 			}
 			return ptr.To(int32(n))
 		}
-		out.RuntimeSettings.Cluster.CircuitBreakers = &v1alpha1.CircuitBreakerSettings{
+		clusterOf(out).CircuitBreakers = &v1alpha1.CircuitBreakerSettings{
 			MaxConnections: limit(c.MaxConnections), MaxPendingRequests: limit(c.MaxPendingRequests), MaxRequests: limit(c.MaxRequests),
 			MaxRetries: limit(c.MaxRetries), PerHostMaxConnections: limit(c.PerHostMaxConnections),
 		}
@@ -249,7 +252,7 @@ var Rules = []Rule{
 		for _, c := range t.CipherSuites {
 			u.CipherSuites = append(u.CipherSuites, v1alpha1.CipherSuite(c))
 		}
-		out.RuntimeSettings.Cluster.UpstreamTLS = u
+		clusterOf(out).UpstreamTLS = u
 		return nil
 	}},
 	{Path: "envoy.network.numTrustedHops", Profile: "runtimeSettings.http.numTrustedHops", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
@@ -494,3 +497,24 @@ func durationRule(path string, get func(*input) *string, set func(*v1alpha1.Time
 type notCarried string
 
 func (n notCarried) Error() string { return string(n) }
+
+func listenerOf(out *v1alpha1.ContourDeploymentSpec) *v1alpha1.ListenerSettings {
+	if out.RuntimeSettings.Listener == nil {
+		out.RuntimeSettings.Listener = &v1alpha1.ListenerSettings{}
+	}
+	return out.RuntimeSettings.Listener
+}
+
+func clusterOf(out *v1alpha1.ContourDeploymentSpec) *v1alpha1.ClusterSettings {
+	if out.RuntimeSettings.Cluster == nil {
+		out.RuntimeSettings.Cluster = &v1alpha1.ClusterSettings{}
+	}
+	return out.RuntimeSettings.Cluster
+}
+
+func ingressOf(out *v1alpha1.ContourDeploymentSpec) *v1alpha1.IngressSettings {
+	if out.RuntimeSettings.Ingress == nil {
+		out.RuntimeSettings.Ingress = &v1alpha1.IngressSettings{}
+	}
+	return out.RuntimeSettings.Ingress
+}

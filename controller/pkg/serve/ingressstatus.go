@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"net"
 	"slices"
 	"strings"
 
@@ -22,6 +23,9 @@ import (
 // Warning Event when they change: an Ingress has no conditions.
 func (w *statusWriter) writeIngresses(ctx context.Context, desired map[types.NamespacedName]*gatewayapi.IngressStatus, addresses []gatewayv1.GatewayStatusAddress) error {
 	lb := loadBalancer(addresses)
+	if a := w.opts.IngressStatusAddress; a != "" {
+		lb = statusAddress(a)
+	}
 	for k, is := range desired {
 		if is.Gateway != w.gateway {
 			continue
@@ -63,6 +67,15 @@ func loadBalancer(addresses []gatewayv1.GatewayStatusAddress) networkingv1.Ingre
 		}
 	}
 	return out
+}
+
+// statusAddress is the profile's address for Ingresses: an IP address,
+// else a host name.
+func statusAddress(a string) networkingv1.IngressLoadBalancerStatus {
+	if net.ParseIP(a) != nil {
+		return networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{{IP: a}}}
+	}
+	return networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{{Hostname: a}}}
 }
 
 func (w *statusWriter) writeIngress(ctx context.Context, name types.NamespacedName, lb networkingv1.IngressLoadBalancerStatus) error {

@@ -54,6 +54,9 @@ type Options struct {
 	HTTPProxy v1alpha1.HTTPProxySettings
 	// Tracing is the profile's tracing (runtimeSettings); nil for none.
 	Tracing *v1alpha1.TracingSettings
+	// IngressStatusAddress, when set, is the address Ingresses' status
+	// gives instead of the Gateway's (runtimeSettings.ingress).
+	IngressStatusAddress string
 	// KindsInterval is how often the served Gateway API kinds are checked
 	// again; a change restarts the controller.
 	KindsInterval       time.Duration
@@ -142,6 +145,9 @@ func (o *Options) ApplyRuntimeSettings(rs v1alpha1.RuntimeSettings) (xds.Setting
 		o.HTTPProxy = *rs.HTTPProxy
 	}
 	o.Tracing = rs.Tracing
+	if rs.Ingress != nil {
+		o.IngressStatusAddress = rs.Ingress.StatusAddress
+	}
 	if d := rs.XDS.UpdateDelay; d != nil {
 		o.UpdateDelay = d.Duration
 	}

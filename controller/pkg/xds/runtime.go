@@ -3,6 +3,8 @@ package xds
 import (
 	"fmt"
 
+	"k8s.io/utils/ptr"
+
 	"isobar.dev/api/accesslog"
 	"isobar.dev/api/v1alpha1"
 )
@@ -65,21 +67,22 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 	if h.MaxRequestHeadersKiB != nil {
 		s.MaxRequestHeadersKiB = uint32(*h.MaxRequestHeadersKiB)
 	}
-	if v := rs.Listener.PerConnectionBufferLimitBytes; v != nil {
+	listener := ptr.Deref(rs.Listener, v1alpha1.ListenerSettings{})
+	if v := listener.PerConnectionBufferLimitBytes; v != nil {
 		if *v < 1024 {
 			return s, fmt.Errorf("runtimeSettings.listener.perConnectionBufferLimitBytes %d is below 1024", *v)
 		}
 		s.ListenerBufferLimit = uint32(*v)
 	}
-	s.ProxyProtocol = rs.Listener.UseProxyProtocol
-	switch rs.Listener.ConnectionBalancer {
+	s.ProxyProtocol = listener.UseProxyProtocol
+	switch listener.ConnectionBalancer {
 	case "":
 	case "Exact":
 		s.ExactBalance = true
 	default:
-		return s, fmt.Errorf("runtimeSettings.listener.connectionBalancer %q is not Exact", rs.Listener.ConnectionBalancer)
+		return s, fmt.Errorf("runtimeSettings.listener.connectionBalancer %q is not Exact", listener.ConnectionBalancer)
 	}
-	if o := rs.Listener.SocketOptions; o != nil {
+	if o := listener.SocketOptions; o != nil {
 		for name, v := range map[string]*int32{"tos": o.TOS, "trafficClass": o.TrafficClass} {
 			if v != nil && (*v < 0 || *v > 255) {
 				return s, fmt.Errorf("runtimeSettings.listener.socketOptions.%s %d is not a byte", name, *v)
@@ -87,7 +90,7 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 		}
 		s.TOS, s.TrafficClass = o.TOS, o.TrafficClass
 	}
-	if err := clusterDefaults(rs.Cluster, &s.Cluster); err != nil {
+	if err := clusterDefaults(ptr.Deref(rs.Cluster, v1alpha1.ClusterSettings{}), &s.Cluster); err != nil {
 		return s, err
 	}
 	if v := rs.TLS.MinimumVersion; v != "" {
