@@ -173,8 +173,9 @@ func contourSettings() []byte {
 	b.WriteString("# Contour's configuration in Isobar\n\n")
 	b.WriteString("Every setting of Contour's `ContourConfiguration` (and of a Contour `ContourDeployment`: its `spec.runtimeSettings` are\n" +
 		"these, and its deployment settings the `contour.` and `envoy.` rows below them), and where it goes in Isobar.\n" +
-		"`isobar-controller convert contour -f FILE` carries the settings of the first kind into a profile, and lists every\n" +
-		"other setting a file sets on standard error with the reason given here. A row covers the fields under its path.\n\n")
+		"`isobar-controller convert contour -f FILE` (a ContourConfiguration, a ContourDeployment, or a contour.yaml) carries\n" +
+		"each setting that has a profile field into a profile, and lists every other setting the file sets on standard\n" +
+		"error with the reason given here. A row covers the fields under its path.\n\n")
 	b.WriteString("| Contour setting | Isobar |\n| --- | --- |\n")
 	for _, r := range contourconfig.Rules {
 		var where string

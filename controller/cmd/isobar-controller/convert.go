@@ -23,7 +23,7 @@ func convert(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("convert contour", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	file := fs.String("f", "", "a YAML file with Contour's ContourConfiguration or ContourDeployment (projectcontour.io/v1alpha1), - for standard input")
+	file := fs.String("f", "", "a YAML file with Contour's ContourConfiguration or ContourDeployment (projectcontour.io/v1alpha1), its contour.yaml, or the ConfigMap holding it; - for standard input")
 	namespace := fs.String("namespace", "projectcontour", "the namespace of the profile and the Gateway")
 	name := fs.String("name", "contour", "the name of the profile and the Gateway")
 	class := fs.String("gateway-class", "isobar", "the name of the GatewayClass")

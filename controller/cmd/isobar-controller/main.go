@@ -21,7 +21,7 @@ Usage:
   isobar-controller explain -f FILE|DIR... --request '[METHOD] URL' [-H 'Name: value']... [-o text|yaml|json]
                                show what the Gateway's Envoy does with a request (simulated)
   isobar-controller convert contour -f FILE [--namespace NS] [--name NAME] [--gateway-class NAME]
-                               turn Contour's ContourConfiguration or ContourDeployment into an Isobar profile,
+                               turn Contour's ContourConfiguration, ContourDeployment or contour.yaml into an Isobar profile,
                                GatewayClass, Gateway and IngressClasses; what is not carried goes to stderr
   isobar-controller bootstrap --cluster NS/NAME --xds-address HOST [--node-id ID] [--certs-dir DIR] [--output-dir DIR]
                                write an Envoy bootstrap for the fleet (run by Envoy pods' init container)

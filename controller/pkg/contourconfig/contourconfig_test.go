@@ -110,12 +110,12 @@ func TestConvert(t *testing.T) {
 	}, {
 		file:           "envoy-deployment.yaml",
 		want:           map[string]string{"envoy.workloadType": `"Deployment"`},
-		notes:          []string{"(Gateway)"},
+		notes:          []string{""},
 		ingressClasses: []string{"contour"},
 	}, {
 		file:           "ingress-class.yaml",
 		want:           map[string]string{"runtimeSettings": ""},
-		notes:          []string{"(Gateway)"},
+		notes:          []string{""},
 		ingressClasses: []string{"ingress-class-1"},
 	}, {
 		file: "deployment.yaml",
@@ -131,7 +131,23 @@ func TestConvert(t *testing.T) {
 			"runtimeSettings.cluster":                           `{"circuitBreakers":{"maxConnections":50},"dnsLookupFamily":"v4","upstreamTLS":{"minimumVersion":"1.3"}}`,
 			"runtimeSettings.httpproxy.rateLimitService.domain": `"edge"`, "runtimeSettings.httpproxy.rateLimitService.failOpen": "true",
 		},
-		notes: []string{"(Gateway)", "contour.watchNamespaces", "envoy.timeouts.connectionIdleTimeout"},
+		notes: []string{"", "contour.watchNamespaces", "envoy.timeouts.connectionIdleTimeout"},
+	}, {
+		file: "contour-configmap.yaml",
+		want: map[string]string{
+			"runtimeSettings.tls.minimumVersion": `"1.3"`, "runtimeSettings.accessLog.format": `"JSON"`,
+			"runtimeSettings.accessLog.jsonFields":    `["@timestamp=%START_TIME%","method=%REQ(:METHOD)%","status=%RESPONSE_CODE%"]`,
+			"runtimeSettings.ingress.statusAddress":   `"local.projectcontour.io"`,
+			"runtimeSettings.timeouts.connectionIdle": `"2m0s"`, "runtimeSettings.timeouts.request": "",
+			"runtimeSettings.cluster":                    `{"circuitBreakers":{"maxConnections":50,"perHostMaxConnections":10},"dnsLookupFamily":"v4"}`,
+			"runtimeSettings.http.numTrustedHops":        "1",
+			"runtimeSettings.listener":                   `{"connectionBalancer":"Exact","socketOptions":{"tos":64}}`,
+			"runtimeSettings.httpproxy.policy":           `{"applyToIngress":true,"requestHeaders":{"set":{"X-Env":"prod"}}}`,
+			"runtimeSettings.httpproxy.rateLimitService": `{"domain":"contour","extensionService":{"name":"ratelimit","namespace":"projectcontour"}}`,
+			"runtimeSettings.tracing":                    `{"extensionService":{"name":"otel","namespace":"tracing"},"serviceName":"edge"}`,
+		},
+		notes:          []string{"", "incluster", "network.admin-port"},
+		ingressClasses: []string{"contour"},
 	}} {
 		t.Run(tc.file, func(t *testing.T) {
 			res, notes := convertFile(t, tc.file)
@@ -214,7 +230,10 @@ func TestConvertRefuses(t *testing.T) {
 		{"value Contour refuses", "apiVersion: projectcontour.io/v1alpha1\nkind: ContourConfiguration\nmetadata: {name: c}\nspec:\n  envoy:\n    listener:\n      compression: {algorithm: lz4}\n", `in.yaml: ContourConfiguration c: envoy.listener.compression.algorithm "lz4" is not gzip, brotli, zstd or disabled`},
 		{"bad duration", "apiVersion: projectcontour.io/v1alpha1\nkind: ContourConfiguration\nmetadata: {name: c}\nspec:\n  envoy:\n    timeouts: {requestTimeout: soon}\n", `envoy.timeouts.requestTimeout: "soon" is not a duration`},
 		{"not YAML", "{{{", "in.yaml: document 1 is not YAML"},
-		{"another kind", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: contour}\n", "in.yaml: document 1 is v1 ConfigMap"},
+		{"another kind", "apiVersion: v1\nkind: Secret\nmetadata: {name: contour}\n", "in.yaml: document 1 is v1 Secret"},
+		{"a ConfigMap without contour.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: contour}\n", "in.yaml: ConfigMap contour has no contour.yaml"},
+		{"a contour.yaml key Contour does not know", "disablePermitInsecure: false\ntimeouts:\n  request-timeuot: 1s\n", "field request-timeuot not found in type config.TimeoutParameters"},
+		{"a contour.yaml value Contour refuses", "accesslog-format: xml\n", `in.yaml: contour.yaml: invalid access log format "xml"`},
 		{"nothing", "# empty\n", "in.yaml: no ContourConfiguration or ContourDeployment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,6 +34,9 @@ type Source struct {
 	Config       *contourv1alpha1.ContourConfigurationSpec
 	// Deployment is set for a Contour ContourDeployment.
 	Deployment *contourv1alpha1.ContourDeploymentSpec
+	// notes are what reading it found not carried (a contour.yaml's
+	// keys that have no ContourConfiguration field set).
+	notes []Note
 }
 
 // Note is a setting the profile does not carry.
@@ -45,6 +48,9 @@ type Note struct {
 }
 
 func (n Note) String() string {
+	if n.Setting == "" {
+		return fmt.Sprintf("%s: %s", n.Source, n.Why)
+	}
 	return fmt.Sprintf("%s: %s = %s not carried over: %s", n.Source, n.Setting, n.Value, n.Why)
 }
 
@@ -94,7 +100,7 @@ func Convert(src Source, opt Options) (*Result, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ContourDeployment"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: opt.Namespace, Name: opt.Name},
 	}
-	res := &Result{Profile: profile}
+	res := &Result{Profile: profile, Notes: slices.Clone(src.notes)}
 	carried := map[*Rule]bool{}
 	for _, path := range slices.Sorted(maps.Keys(leaves)) {
 		r := ruleFor(path)
@@ -142,8 +148,8 @@ func Convert(src Source, opt Options) (*Result, error) {
 				Why: "the Gateway's ingress-https listener presents it too: a ReferenceGrant in " + ns + " must let Gateways of " + opt.Namespace + " refer to it"})
 		}
 	} else {
-		res.Notes = append(res.Notes, Note{Source: where, Setting: "(Gateway)", Value: string(cert.Name),
-			Why: "create this TLS Secret in " + opt.Namespace + ": the Gateway's ingress-https listener presents it to TLS clients whose server name is no HTTPProxy's or Ingress's"})
+		res.Notes = append(res.Notes, Note{Source: where,
+			Why: "create the TLS Secret " + opt.Namespace + "/" + string(cert.Name) + ": the Gateway's ingress-https listener presents it to TLS clients whose server name is no HTTPProxy's or Ingress's"})
 	}
 	everyone := &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromAll)}}
 	res.Gateway = &gatewayv1.Gateway{

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -43,6 +44,32 @@ func Parse(file string, data []byte) ([]Source, error) {
 		if err := yaml.Unmarshal(doc, &tm); err != nil {
 			return nil, fmt.Errorf("%s: document %d is not YAML: %w", file, n, err)
 		}
+		switch {
+		case tm.APIVersion == "" && tm.Kind == "":
+			// Contour's configuration file, contour.yaml.
+			src, err := contourYAMLSource(file, "contour.yaml", doc)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, src)
+			continue
+		case tm.APIVersion == "v1" && tm.Kind == "ConfigMap":
+			// The ConfigMap Contour's install mounts it from.
+			var cm corev1.ConfigMap
+			if err := yaml.UnmarshalStrict(doc, &cm); err != nil {
+				return nil, fmt.Errorf("%s: ConfigMap %s: %w", file, cm.Name, err)
+			}
+			data, ok := cm.Data["contour.yaml"]
+			if !ok {
+				return nil, fmt.Errorf("%s: ConfigMap %s has no contour.yaml", file, objectName(cm.ObjectMeta))
+			}
+			src, err := contourYAMLSource(file, "ConfigMap "+objectName(cm.ObjectMeta)+" contour.yaml", []byte(data))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, src)
+			continue
+		}
 		if tm.APIVersion != contourv1alpha1.GroupVersion.String() {
 			return nil, fmt.Errorf("%s: document %d is %s %s; convert reads Contour's ContourConfiguration and ContourDeployment (%s)",
 				file, n, tm.APIVersion, tm.Kind, contourv1alpha1.GroupVersion)
@@ -75,4 +102,13 @@ func objectName(m metav1.ObjectMeta) string {
 		return m.Name
 	}
 	return m.Namespace + "/" + m.Name
+}
+
+// contourYAMLSource is a contour.yaml as a Source.
+func contourYAMLSource(file, object string, data []byte) (Source, error) {
+	spec, notes, err := fromContourYAML(file+": "+object, data)
+	if err != nil {
+		return Source{}, err
+	}
+	return Source{File: file, Object: object, Config: spec, notes: notes}, nil
 }
