@@ -125,6 +125,7 @@ var effects = []effect{
 	{path: "spec.runtimeSettings.cluster.perConnectionBufferLimitBytes", spec: "runtimeSettings: {cluster: {perConnectionBufferLimitBytes: 65536}}"},
 	{path: "spec.runtimeSettings.cluster.dnsLookupFamily", base: "runtimeSettings: {httpproxy: {enableExternalNameService: true}}", spec: "runtimeSettings: {httpproxy: {enableExternalNameService: true}, cluster: {dnsLookupFamily: v4}}"},
 	{path: "spec.runtimeSettings.cluster.upstreamTLS", spec: "runtimeSettings: {cluster: {upstreamTLS: {minimumVersion: '1.3', maximumVersion: '1.3', cipherSuites: [ECDHE-RSA-AES256-GCM-SHA384]}}}"},
+	{path: "spec.runtimeSettings.http.versions", spec: "runtimeSettings: {http: {versions: [HTTP/1.1]}}"},
 	{path: "spec.runtimeSettings.http.compression", spec: "runtimeSettings: {http: {compression: Brotli}}"},
 	{path: "spec.runtimeSettings.http.stripTrailingHostDot", spec: "runtimeSettings: {http: {stripTrailingHostDot: true}}"},
 	{path: "spec.runtimeSettings.http.allowChunkedLength", spec: "runtimeSettings: {http: {allowChunkedLength: false}}"},

@@ -365,6 +365,16 @@ type HTTPSettings struct {
 	// +optional
 	HTTP2MaxConcurrentStreams *int32 `json:"http2MaxConcurrentStreams,omitempty"`
 
+	// Versions are the HTTP versions Envoy speaks with clients (Contour's
+	// defaultHTTPVersions): what it offers TLS clients in ALPN, and the
+	// codec of every HTTP listener. Unset, both.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:Enum="HTTP/1.1";"HTTP/2"
+	// +listType=set
+	// +optional
+	Versions []string `json:"versions,omitempty"`
+
 	// MaxRequestHeadersKiB is the largest request header block Envoy
 	// accepts.
 	// +kubebuilder:default=60

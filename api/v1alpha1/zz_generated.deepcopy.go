@@ -483,6 +483,11 @@ func (in *HTTPSettings) DeepCopyInto(out *HTTPSettings) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.Versions != nil {
+		in, out := &in.Versions, &out.Versions
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.MaxRequestHeadersKiB != nil {
 		in, out := &in.MaxRequestHeadersKiB, &out.MaxRequestHeadersKiB
 		*out = new(int32)

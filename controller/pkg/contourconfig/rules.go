@@ -195,7 +195,20 @@ var Rules = []Rule{
 		}
 		return nil
 	}},
-	{Path: "envoy.defaultHTTPVersions", NotCarried: notYet + ": Envoy offers HTTP/2 and HTTP/1.1 to TLS clients, and speaks to a backend in its Service port's appProtocol"},
+	{Path: "envoy.defaultHTTPVersions", Profile: "runtimeSettings.http.versions", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.RuntimeSettings.HTTP.Versions = nil
+		for _, v := range in.config.Envoy.DefaultHTTPVersions {
+			switch strings.ToUpper(string(v)) {
+			case "HTTP/1.1":
+				out.RuntimeSettings.HTTP.Versions = append(out.RuntimeSettings.HTTP.Versions, "HTTP/1.1")
+			case "HTTP/2":
+				out.RuntimeSettings.HTTP.Versions = append(out.RuntimeSettings.HTTP.Versions, "HTTP/2")
+			default:
+				return fmt.Errorf("envoy.defaultHTTPVersions: %q is not HTTP/1.1 or HTTP/2", v)
+			}
+		}
+		return nil
+	}},
 	{Path: "envoy.timeouts.requestTimeout", Profile: "runtimeSettings.timeouts.request", carry: durationRule("envoy.timeouts.requestTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.RequestTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.Request }, true)},
 	{Path: "envoy.timeouts.connectionIdleTimeout", Profile: "runtimeSettings.timeouts.connectionIdle", carry: durationRule("envoy.timeouts.connectionIdleTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.ConnectionIdleTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.ConnectionIdle }, false)},
 	{Path: "envoy.timeouts.streamIdleTimeout", Profile: "runtimeSettings.timeouts.streamIdle", carry: durationRule("envoy.timeouts.streamIdleTimeout", func(in *input) *string { return in.config.Envoy.Timeouts.StreamIdleTimeout }, func(t *v1alpha1.TimeoutSettings) **metav1.Duration { return &t.StreamIdle }, false)},

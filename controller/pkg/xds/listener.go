@@ -121,7 +121,7 @@ func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings, before
 	if !ok || !x.changes.KeepsChain(c.HTTP.Name) {
 		fc = &listenerv3.FilterChain{
 			Filters:         []*listenerv3.Filter{httpConnectionManager(listener, c.HTTP, s, c.ForwardClientCert)},
-			TransportSocket: downstreamTLS(c, []string{"h2", "http/1.1"}, s),
+			TransportSocket: downstreamTLS(c, alpn(s), s),
 		}
 		if len(c.ServerNames) > 0 {
 			fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: c.ServerNames}
@@ -142,7 +142,7 @@ func (x *Translator) httpsChain(listener string, c *ir.Chain, s Settings, before
 func httpConnectionManager(listener string, table *ir.RouteTable, s Settings, fwd *ir.ForwardClientCert) *listenerv3.Filter {
 	hcm := &hcmv3.HttpConnectionManager{
 		StatPrefix: listener,
-		CodecType:  hcmv3.HttpConnectionManager_AUTO,
+		CodecType:  codec(s),
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
 			RouteConfigName: table.Name,
 			ConfigSource:    ads(),
@@ -344,4 +344,29 @@ func listenerOptions(out *listenerv3.Listener, s Settings) {
 		out.SocketOptions = append(out.SocketOptions, &corev3.SocketOption{Description: "IPV6_TCLASS", Level: ipprotoIPv6, Name: ipv6TClas,
 			Value: &corev3.SocketOption_IntValue{IntValue: int64(*s.TrafficClass)}, State: corev3.SocketOption_STATE_LISTENING})
 	}
+}
+
+// alpn is what HTTPS listeners offer TLS clients: the profile's HTTP
+// versions, HTTP/2 first.
+func alpn(s Settings) []string {
+	var out []string
+	if s.HTTP2 {
+		out = append(out, "h2")
+	}
+	if s.HTTP1 {
+		out = append(out, "http/1.1")
+	}
+	return out
+}
+
+// codec is the connection managers' codec for the profile's versions:
+// AUTO tells them apart by the connection's first bytes.
+func codec(s Settings) hcmv3.HttpConnectionManager_CodecType {
+	switch {
+	case s.HTTP1 && !s.HTTP2:
+		return hcmv3.HttpConnectionManager_HTTP1
+	case s.HTTP2 && !s.HTTP1:
+		return hcmv3.HttpConnectionManager_HTTP2
+	}
+	return hcmv3.HttpConnectionManager_AUTO
 }

@@ -64,6 +64,19 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 	if h.MergeSlashes != nil {
 		s.MergeSlashes = *h.MergeSlashes
 	}
+	if len(h.Versions) > 0 {
+		s.HTTP1, s.HTTP2 = false, false
+		for _, v := range h.Versions {
+			switch v {
+			case "HTTP/1.1":
+				s.HTTP1 = true
+			case "HTTP/2":
+				s.HTTP2 = true
+			default:
+				return s, fmt.Errorf("runtimeSettings.http.versions: %q is not HTTP/1.1 or HTTP/2", v)
+			}
+		}
+	}
 	if h.MaxRequestHeadersKiB != nil {
 		s.MaxRequestHeadersKiB = uint32(*h.MaxRequestHeadersKiB)
 	}

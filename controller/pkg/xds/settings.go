@@ -42,6 +42,8 @@ type Settings struct {
 	TOS, TrafficClass *int32
 	// Cluster are the defaults of every backend's cluster.
 	Cluster ClusterDefaults
+	// HTTP1 and HTTP2 are the HTTP versions Envoy speaks with clients.
+	HTTP1, HTTP2 bool
 	// Compression is Gzip, Brotli, Zstd or Disabled.
 	Compression string
 	// TLSMinimumVersion and TLSMaximumVersion are "1.2" or "1.3".
@@ -85,6 +87,8 @@ func DefaultSettings() Settings {
 		MaxRequestHeadersKiB:          60,
 		MergeSlashes:                  true,
 		Compression:                   "Gzip",
+		HTTP1:                         true,
+		HTTP2:                         true,
 		ListenerBufferLimit:           32768,
 		TLSMinimumVersion:             "1.2",
 		TLSMaximumVersion:             "1.3",
