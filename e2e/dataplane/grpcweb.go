@@ -22,7 +22,7 @@ const grpcWebTrailerFlag = 0x80
 func isGRPCResponse(resp *http.Response) bool {
 	ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
 	ct = strings.TrimSpace(ct)
-	grpc := ct == "application/grpc" || strings.HasPrefix(ct, "application/grpc+")
+	grpc := envoysim.IsGRPC(ct)
 	web := strings.EqualFold(ct, "application/grpc-web") || strings.EqualFold(ct, "application/grpc-web+proto")
 	return resp.StatusCode == http.StatusOK && (grpc || web)
 }
@@ -32,7 +32,10 @@ func isGRPCResponse(resp *http.Response) bool {
 // "name:value\r\n", names lower case); all of it base64-encoded frame
 // by frame for a client that asked for text. A trailers-only answer
 // (its status in the headers) has no trailer frame.
-func grpcWebBody(resp *http.Response, g *envoysim.GRPCWeb) io.Reader {
+//
+// The caller closes the reader: a client gone mid-answer stops the
+// copying.
+func grpcWebBody(resp *http.Response, g *envoysim.GRPCWeb) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		var frame bytes.Buffer

@@ -181,11 +181,9 @@ func upgradeType(r *http.Request) string {
 }
 
 // isGRPC is whether Envoy treats a request as gRPC, and answers it in
-// gRPC's terms when it answers itself (Grpc::Common::hasGrpcContentType:
-// application/grpc, or application/grpc+ a suffix; gRPC-Web is not).
+// gRPC's terms when it answers itself.
 func isGRPC(r *http.Request) bool {
-	ct := r.Header.Get("Content-Type")
-	return ct == "application/grpc" || strings.HasPrefix(ct, "application/grpc+")
+	return envoysim.IsGRPC(r.Header.Get("Content-Type"))
 }
 
 // localReply is an answer Envoy gives itself. A gRPC request gets it as

@@ -356,7 +356,9 @@ func (p *proxy) respond(w http.ResponseWriter, r *http.Request, in envoysim.Requ
 			return
 		}
 		// The trailers go in the body's last frame.
-		body = grpcWebBody(resp, grpcWeb)
+		web := grpcWebBody(resp, grpcWeb)
+		defer web.Close()
+		body = web
 	} else if length != "" {
 		w.Header().Set("Content-Length", length)
 	}

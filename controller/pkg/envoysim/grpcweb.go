@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	grpcwebv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_web/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -115,4 +116,12 @@ func httpToGRPCStatus(status int) int {
 		return 14 // Unavailable
 	}
 	return 2 // Unknown
+}
+
+// IsGRPC is Grpc::Common::hasGrpcContentType: a request Envoy treats as
+// gRPC (and answers in gRPC's terms when it answers itself) has the
+// Content-Type application/grpc, or application/grpc+ a suffix; gRPC-Web's
+// is not.
+func IsGRPC(contentType string) bool {
+	return contentType == "application/grpc" || strings.HasPrefix(contentType, "application/grpc+")
 }

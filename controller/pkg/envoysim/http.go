@@ -60,7 +60,7 @@ func (s *Simulator) normalizePath(hcm *hcmv3.HttpConnectionManager, r *httpReque
 	if !redirect {
 		return false, nil
 	}
-	if strings.HasPrefix(r.header("content-type"), "application/grpc") {
+	if IsGRPC(r.header("content-type")) {
 		return true, s.localReply(a, 400, "Bad Request")
 	}
 	a.Response = &Response{Status: 307, Headers: []Header{{Name: "location", Value: r.path}}}

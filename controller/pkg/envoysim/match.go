@@ -57,7 +57,7 @@ func routeMatches(m *routev3.RouteMatch, r *httpRequest) (matched string, ok boo
 	default:
 		return "", false, fmt.Errorf("route match has an unsupported path specifier %T", spec)
 	}
-	if m.GetGrpc() != nil && !strings.HasPrefix(r.header("content-type"), "application/grpc") {
+	if m.GetGrpc() != nil && !IsGRPC(r.header("content-type")) {
 		return "", false, nil
 	}
 	for _, h := range m.GetHeaders() {
