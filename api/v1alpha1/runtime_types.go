@@ -67,6 +67,13 @@ type RuntimeSettings struct {
 	// traces nothing.
 	// +optional
 	Tracing *TracingSettings `json:"tracing,omitempty"`
+
+	// GlobalExtAuth makes Envoy ask one authorization server about every
+	// request of every HTTP route of the Gateway, as Contour's
+	// globalExtAuth does. Unset, only the routes that name a server of
+	// their own are checked.
+	// +optional
+	GlobalExtAuth *GlobalExtAuthSettings `json:"globalExtAuth,omitempty"`
 }
 
 // TracingSettings are Contour's tracing settings.

@@ -163,8 +163,9 @@ type echoed struct {
 	Headers map[string][]string `json:"headers"`
 }
 
-// tlsGet sends a GET over TLS to the Gateway at address, for host (the server name too), with a bearer token
-// for user (authzserver allows alice's).
+// tlsGet sends a GET over TLS to the Gateway at address, for host (the
+// server name too), with a bearer token for user (authzserver allows
+// alice's).
 func tlsGet(ctx context.Context, address, host, path, user string) echoed {
 	client := &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{ServerName: host, InsecureSkipVerify: true}, // the fleet's certificate is the test's own
@@ -173,10 +174,23 @@ func tlsGet(ctx context.Context, address, host, path, user string) echoed {
 		},
 	}}
 	defer client.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+path, nil)
+	return getAs(ctx, client, "https://"+host+path, host, user)
+}
+
+// plainGet sends a GET over plain HTTP to the Gateway at address, for
+// host, with a bearer token for user.
+func plainGet(ctx context.Context, address, host, path, user string) echoed {
+	return getAs(ctx, http.DefaultClient, "http://"+address+path, host, user)
+}
+
+// getAs sends a GET of url for host with a bearer token for user, and
+// decodes what an echo Pod says of it.
+func getAs(ctx context.Context, client *http.Client, url, host, user string) echoed {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return echoed{}
 	}
+	req.Host = host
 	req.Header.Set("Authorization", "Bearer "+user)
 	resp, err := client.Do(req)
 	if err != nil {

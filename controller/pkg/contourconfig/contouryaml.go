@@ -71,6 +71,7 @@ var contourYAML = []struct {
 	{file: "listener.max-connections-per-listener", config: "envoy.listener.maxConnectionsPerListener"},
 	{file: "rateLimitService.extensionService", config: "rateLimitService.extensionService", nsName: true},
 	{file: "rateLimitService", config: "rateLimitService"},
+	{file: "globalExtAuth.extensionService", config: "globalExtAuth.extensionRef", nsName: true},
 	{file: "globalExtAuth", config: "globalExtAuth"},
 	{file: "metrics", config: "metrics"},
 	{file: "tracing.extensionService", config: "tracing.extensionService", nsName: true},

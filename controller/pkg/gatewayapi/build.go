@@ -58,7 +58,7 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 			}
 		}
 	}
-	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name, RateLimit: t.rateLimit, Tracing: t.tracer}
+	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name, RateLimit: t.rateLimit, Tracing: t.tracer, ExtAuth: t.extAuth}
 	t.state.Build(g)
 	g.ExtAuthHeaders = extAuthHeaders(g)
 	for _, c := range t.clusters {

@@ -54,6 +54,7 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 	}
 	t.setDefaultCondition(&c)
 	t.setTracingCondition(&c)
+	t.setExtAuthCondition(&c)
 	st.Conditions = c.Sorted()
 	t.status.Gateways[types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name}] = st
 }

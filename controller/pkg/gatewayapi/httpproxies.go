@@ -54,6 +54,7 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 		EnableExternalNameService: t.proxySettings.EnableExternalNameService,
 		RateLimitService:          t.proxySettings.RateLimitService,
 		Policy:                    t.proxySettings.Policy,
+		GlobalExtAuth:             t.extAuthSettings,
 		FallbackChain:             shape.HTTPS != nil && shape.HTTPS.Hostname == nil,
 		FallbackCertificate:       fallbackOf(t.proxySettings),
 		Serves:                    func(p *contourv1.HTTPProxy) bool { return served[p] },

@@ -2,9 +2,11 @@ package gatewayapi
 
 import (
 	"cmp"
+	"time"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ir"
 )
@@ -29,18 +31,8 @@ func (t *gatewayTranslator) tracing() {
 	if s == nil {
 		return
 	}
-	ref := key(s.ExtensionService.Namespace, s.ExtensionService.Name)
-	cluster, authority, timeout, clusters, msg := httpproxy.TracingCollector(t.env, &t.cache.Names, ref)
-	for _, c := range clusters {
-		t.ensureCluster(c)
-	}
-	if msg != "" {
-		t.clusters[cluster] = &ir.Cluster{Name: cluster, HTTP2: true}
-		t.tracingProblem = msg
-	}
-	if x, ok := t.env.ExtensionService(ref.Namespace, ref.Name); ok {
-		t.status.ExtensionServices[ref] = httpproxy.ExtensionStatus(t.env, nil, x)
-	}
+	cluster, authority, timeout, msg := t.extensionServer(s.ExtensionService, "tracing")
+	t.tracingProblem = msg
 	// The profile was validated when it was read.
 	sampling, _ := s.Sampling()
 	tr := &ir.Tracing{
@@ -69,4 +61,23 @@ func (t *gatewayTranslator) setTracingCondition(c *gatewayConditions) {
 	default:
 		c.Set(ConditionTracing, true, "Tracing", "spans of sampled requests go to ExtensionService "+s.ExtensionService.Namespace+"/"+s.ExtensionService.Name)
 	}
+}
+
+// extensionServer resolves an ExtensionService the profile names for
+// every connection manager (ExtensionServer), adds the clusters it needs
+// (one without endpoints when it cannot be used: msg says why) and
+// writes the ExtensionService's status.
+func (t *gatewayTranslator) extensionServer(ref v1alpha1.ObjectReference, purpose string) (cluster, authority string, timeout time.Duration, msg string) {
+	k := key(ref.Namespace, ref.Name)
+	cluster, authority, timeout, clusters, msg := httpproxy.ExtensionServer(t.env, &t.cache.Names, k, purpose)
+	for _, c := range clusters {
+		t.ensureCluster(c)
+	}
+	if msg != "" {
+		t.clusters[cluster] = &ir.Cluster{Name: cluster, HTTP2: true}
+	}
+	if x, ok := t.env.ExtensionService(k.Namespace, k.Name); ok {
+		t.status.ExtensionServices[k] = httpproxy.ExtensionStatus(t.env, nil, x)
+	}
+	return cluster, authority, timeout, msg
 }

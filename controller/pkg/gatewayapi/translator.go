@@ -49,6 +49,10 @@ type Options struct {
 	// Tracing returns the tracing settings of a Gateway's profile; nil,
 	// or a nil result, traces nothing.
 	Tracing func(gateway types.NamespacedName) *v1alpha1.TracingSettings
+	// GlobalExtAuth returns the global external authorization of a
+	// Gateway's profile; nil, or a nil result, checks only the routes
+	// that name a server of their own.
+	GlobalExtAuth func(gateway types.NamespacedName) *v1alpha1.GlobalExtAuthSettings
 }
 
 // Result is the output of a translation.
@@ -109,6 +113,9 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 		}
 		if tr.opts.Tracing != nil {
 			t.tracingSettings = tr.opts.Tracing(name)
+		}
+		if tr.opts.GlobalExtAuth != nil {
+			t.extAuthSettings = tr.opts.GlobalExtAuth(name)
 		}
 		out.Gateways = append(out.Gateways, t.translate(res, tr.states[name]))
 		states[name] = t.state
@@ -211,6 +218,12 @@ type gatewayTranslator struct {
 	tracingSettings *v1alpha1.TracingSettings
 	tracer          *ir.Tracing
 	tracingProblem  string
+	// extAuthSettings are the profile's global authorization (nil for
+	// none), extAuth what every route gets of it, and extAuthProblem why
+	// its server cannot be used.
+	extAuthSettings *v1alpha1.GlobalExtAuthSettings
+	extAuth         *ir.GlobalExtAuth
+	extAuthProblem  string
 	// traffic are the XBackendTrafficPolicies that apply, by Service.
 	traffic map[types.NamespacedName]*backendtraffic.Policy
 }
@@ -223,6 +236,7 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	t.buildClusters()
 	t.rateLimitService()
 	t.tracing()
+	t.globalExtAuth()
 	t.status.addGatewayRoutes(t.state.Routes())
 	g := t.build()
 	t.writeGatewayStatus()

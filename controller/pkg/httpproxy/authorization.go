@@ -49,6 +49,19 @@ func (w *walk) authorization(root *contourv1.HTTPProxy) (*authorization, *proble
 	if a == nil {
 		return nil, nil
 	}
+	ref := a.ExtensionServiceRef
+	if ref.Name == "" {
+		// A policy alone: whether the global server checks the virtual
+		// host's routes, and what the checks carry (globalAuthPolicy).
+		if msg := contextProblem(a.AuthPolicy); msg != "" {
+			return nil, refused(contourv1.ConditionTypeAuthError, "AuthPolicyInvalid", "Spec.Virtualhost.Authorization.AuthPolicy: "+msg)
+		}
+		if w.opts.GlobalExtAuth == nil {
+			w.status(root).Valid.AddWarning(contourv1.ConditionTypeAuthError, "PolicyHasNoEffect",
+				"Spec.VirtualHost.Authorization without an extensionRef takes effect only with the profile's globalExtAuth")
+		}
+		return nil, nil
+	}
 	if vh.TLS == nil {
 		return nil, refused(contourv1.ConditionTypeAuthError, "AuthNotPermitted",
 			"Spec.VirtualHost.Authorization.ExtensionServiceRef can only be defined for root HTTPProxies that terminate TLS")
@@ -57,7 +70,6 @@ func (w *walk) authorization(root *contourv1.HTTPProxy) (*authorization, *proble
 		return nil, refused(contourv1.ConditionTypeAuthError, "AuthNotPermitted",
 			"Spec.VirtualHost.Authorization cannot apply to a TLS passthrough virtual host: Envoy sees no requests to check")
 	}
-	ref := a.ExtensionServiceRef
 	if v := cmp.Or(ref.APIVersion, contourv1alpha1.GroupVersion.String()); v != contourv1alpha1.GroupVersion.String() {
 		return nil, refused(contourv1.ConditionTypeAuthError, "AuthBadResourceVersion",
 			fmt.Sprintf("Spec.Virtualhost.Authorization.extensionRef specifies an unsupported resource version %q", v))
@@ -169,5 +181,46 @@ func (a *authorization) secure(r route) *ir.Route {
 	// Envoy's answer when it cannot ask the server, after the filters
 	// before it (CORS, rate limits, IP filters, JWT verification).
 	return &ir.Route{Name: cp.Name, Match: cp.Match, IPFilter: cp.IPFilter, CORS: cp.CORS, LocalRateLimit: cp.LocalRateLimit,
-		JWTProvider: cp.JWTProvider, DirectResponse: &ir.DirectResponse{Status: 403}}
+		JWTProvider: cp.JWTProvider, DirectResponse: &ir.DirectResponse{Status: 403}, ExtAuthPolicy: unchecked}
+}
+
+// unchecked is the policy of a route the global server does not check.
+var unchecked = &ir.AuthPolicy{Disabled: true}
+
+// globalAuthPolicy is how the Gateway's global authorization server
+// checks a route of the root with authPolicy p (nil for none), as Contour
+// decides: the profile's policy, replaced by the virtual host's when it
+// has an authorization (with or without a server of its own), then the
+// route's (whose context adds to the one before). Nil without a global
+// server.
+func (w *walk) globalAuthPolicy(p *contourv1.AuthorizationPolicy) *ir.AuthPolicy {
+	g := w.opts.GlobalExtAuth
+	if g == nil {
+		return nil
+	}
+	var out ir.AuthPolicy
+	if g.AuthPolicy != nil {
+		out = ir.AuthPolicy{Disabled: g.AuthPolicy.Disabled, Context: g.AuthPolicy.Context}
+	}
+	if a := w.root.Spec.VirtualHost.Authorization; a != nil {
+		out = ir.AuthPolicy{}
+		if a.AuthPolicy != nil {
+			out = ir.AuthPolicy{Disabled: a.AuthPolicy.Disabled, Context: a.AuthPolicy.Context}
+		}
+	}
+	if p != nil {
+		out.Disabled = p.Disabled
+		if len(p.Context) > 0 {
+			ctx := maps.Clone(out.Context)
+			if ctx == nil {
+				ctx = make(map[string]string, len(p.Context))
+			}
+			maps.Copy(ctx, p.Context)
+			out.Context = ctx
+		}
+	}
+	if out.Disabled {
+		return unchecked
+	}
+	return &out
 }

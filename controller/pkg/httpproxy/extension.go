@@ -77,15 +77,17 @@ func (w *walk) usableExtension(ref types.NamespacedName) (*extension, string) {
 	return ext, ""
 }
 
-// TracingCollector resolves the profile's OpenTelemetry collector: its
-// cluster, the exports' :authority and timeout, and the clusters it
-// needs. When its ExtensionService cannot be used, msg says why, and the
-// cluster is one to build without endpoints: Envoy's exports go nowhere.
-func TracingCollector(e env.Env, names *routerule.Names, ref types.NamespacedName) (cluster, authority string, timeout time.Duration, clusters []routerule.ClusterSpec, msg string) {
+// ExtensionServer resolves an ExtensionService the profile names for
+// every connection manager (the tracing collector, the global
+// authorization server): its cluster, the requests' :authority and
+// timeout, and the clusters it needs. When the ExtensionService cannot be
+// used, msg says why, and the cluster is "purpose/namespace/name", one to
+// build without endpoints: Envoy answers as when the server is down.
+func ExtensionServer(e env.Env, names *routerule.Names, ref types.NamespacedName, purpose string) (cluster, authority string, timeout time.Duration, clusters []routerule.ClusterSpec, msg string) {
 	w := &walk{e: e, names: names, tree: &Tree{}}
 	ext, msg := w.usableExtension(ref)
 	if msg != "" {
-		return "tracing/" + ref.Namespace + "/" + ref.Name, "", 0, nil, msg
+		return purpose + "/" + ref.Namespace + "/" + ref.Name, "", 0, nil, msg
 	}
 	return ext.cluster, ext.sni, ext.timeout, w.tree.Clusters, ""
 }

@@ -47,6 +47,12 @@ type Options struct {
 	// Policy are the profile's default header changes of every service
 	// (httpproxy.policy); nil for none.
 	Policy *v1alpha1.GlobalHeadersPolicy
+	// GlobalExtAuth is the Gateway's global authorization server
+	// (runtimeSettings.globalExtAuth): it checks every route whose policy
+	// does not disable it, on plain and TLS virtual hosts, unless a TLS
+	// root names a server of its own; nil for none. Only its policy is
+	// read here; the server is resolved once for the Gateway.
+	GlobalExtAuth *v1alpha1.GlobalExtAuthSettings
 	// Serves says whether the Gateway serves a proxy: its ingress class
 	// names one of the Gateway's IngressClasses. An include of a proxy it
 	// does not serve is an include of a proxy that does not exist.

@@ -197,6 +197,8 @@ func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Opt
 			Match:    r.route.Match,
 			Redirect: &ir.Redirect{Scheme: "https", Port: uint32(httpsPort), StatusCode: 301},
 			IPFilter: r.route.IPFilter,
+			// Checked or not as the route it redirects to, as in Contour.
+			ExtAuthPolicy: r.route.ExtAuthPolicy,
 		})
 	}
 	return w.tree
@@ -465,8 +467,8 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		w.warn(p, i, "LoadBalancerPolicyIgnored", msg)
 	}
 	out.HashPolicies = hashes
-	if r.AuthPolicy != nil && w.root.Spec.VirtualHost.Authorization == nil {
-		w.warn(p, i, "PolicyHasNoEffect", "authPolicy takes effect only under a root whose virtualhost has authorization")
+	if r.AuthPolicy != nil && w.root.Spec.VirtualHost.Authorization == nil && w.opts.GlobalExtAuth == nil {
+		w.warn(p, i, "PolicyHasNoEffect", "authPolicy takes effect only under a root whose virtualhost has authorization, or with the profile's globalExtAuth")
 	}
 	if out.JWTProvider, bad = w.jwtRequirement(i, r); bad != nil {
 		return route{}, bad
@@ -477,6 +479,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 	if msg := contextProblem(r.AuthPolicy); msg != "" {
 		return route{}, refused(contourv1.ConditionTypeAuthError, "AuthPolicyInvalid", fmt.Sprintf("routes[%d].authPolicy: %s", i, msg))
 	}
+	out.ExtAuthPolicy = w.globalAuthPolicy(r.AuthPolicy)
 	if out.InternalRedirect, bad = internalRedirect(r.InternalRedirectPolicy); bad != nil {
 		return route{}, bad
 	}

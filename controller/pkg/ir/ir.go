@@ -45,6 +45,11 @@ type Gateway struct {
 	// Envoy takes the list from its ext_authz filter, not from a route,
 	// so every connection manager has a filter for each.
 	ExtAuthHeaders [][]string `json:"extAuthHeaders,omitempty"`
+	// ExtAuth is the profile's global authorization server, which checks
+	// every route without a server of its own (Route.ExtAuth) unless the
+	// route's policy (Route.ExtAuthPolicy), or else its own, disables it;
+	// nil for none.
+	ExtAuth *GlobalExtAuth `json:"extAuth,omitempty"`
 	// Serial tells this IR from every other its process built; Changes,
 	// when set, say what differs from the IR of serial Changes.Base.
 	Serial  uint64   `json:"-"`
@@ -431,6 +436,10 @@ type Route struct {
 	// ExtAuth is the authorization server Envoy asks about each request
 	// before it acts on it.
 	ExtAuth *ExtAuth `json:"extAuth,omitempty"`
+	// ExtAuthPolicy is whether the Gateway's global authorization server
+	// (Gateway.ExtAuth) checks the route, and the context it carries, when
+	// the route has no server of its own; nil takes the global policy.
+	ExtAuthPolicy *AuthPolicy `json:"extAuthPolicy,omitempty"`
 	// GlobalRateLimits are the descriptors the rate limit service is
 	// asked about, in place of the virtual host's; IgnoreVirtualHostRateLimits
 	// asks about none of the virtual host's when the route has none.
@@ -479,6 +488,39 @@ type ExtAuth struct {
 	// every header to a gRPC server, those it always carries to an HTTP
 	// one.
 	AllowedHeaders []string `json:"allowedHeaders,omitempty"`
+}
+
+// GlobalExtAuth is the server that checks every route of a Gateway by
+// default, with its default policy.
+type GlobalExtAuth struct {
+	// Server is the check; its Context is the default policy's.
+	Server ExtAuth `json:"server"`
+	// Disabled leaves routes unchecked unless their policy enables the
+	// check.
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// AuthPolicy is a route's own answer to the global authorization
+// server's policy.
+type AuthPolicy struct {
+	Disabled bool              `json:"disabled,omitempty"`
+	Context  map[string]string `json:"context,omitempty"`
+}
+
+// For is the check the global server makes of a route with policy p (nil:
+// the default policy), nil when the route is not checked.
+func (g *GlobalExtAuth) For(p *AuthPolicy) *ExtAuth {
+	switch {
+	case g == nil:
+		return nil
+	case p == nil && g.Disabled, p != nil && p.Disabled:
+		return nil
+	case p == nil:
+		return &g.Server
+	}
+	out := g.Server
+	out.Context = p.Context
+	return &out
 }
 
 // InternalRedirect makes Envoy follow a backend's redirect itself: the

@@ -36,6 +36,13 @@ func profileOptions(res func() *resources.Resources) gatewayapi.Options {
 	return gatewayapi.Options{
 		HTTPProxy: func(gw types.NamespacedName) v1alpha1.HTTPProxySettings { return proxySettings(res())(gw) },
 		Tracing:   func(gw types.NamespacedName) *v1alpha1.TracingSettings { return tracingSettings(res())(gw) },
+		GlobalExtAuth: func(gw types.NamespacedName) *v1alpha1.GlobalExtAuthSettings {
+			rs, ok := validRuntimeSettings(res(), gw)
+			if !ok {
+				return nil
+			}
+			return rs.GlobalExtAuth
+		},
 	}
 }
 
@@ -67,6 +74,19 @@ func tracingSettings(res *resources.Resources) func(types.NamespacedName) *v1alp
 		}
 		return rs.Tracing
 	}
+}
+
+// validRuntimeSettings are the runtimeSettings of a Gateway's profile
+// when they resolve and the live controller would take them.
+func validRuntimeSettings(res *resources.Resources, gw types.NamespacedName) (v1alpha1.RuntimeSettings, bool) {
+	rs, _, _, ok := runtimeSettings(res, gw.String())
+	if !ok {
+		return rs, false
+	}
+	if _, err := xds.FromRuntime(rs); err != nil {
+		return rs, false
+	}
+	return rs, true
 }
 
 // runtimeSettings resolves the runtimeSettings of the Gateway named

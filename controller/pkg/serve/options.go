@@ -54,6 +54,9 @@ type Options struct {
 	HTTPProxy v1alpha1.HTTPProxySettings
 	// Tracing is the profile's tracing (runtimeSettings); nil for none.
 	Tracing *v1alpha1.TracingSettings
+	// GlobalExtAuth is the profile's global external authorization
+	// (runtimeSettings); nil for none.
+	GlobalExtAuth *v1alpha1.GlobalExtAuthSettings
 	// IngressStatusAddress, when set, is the address Ingresses' status
 	// gives instead of the Gateway's (runtimeSettings.ingress).
 	IngressStatusAddress string
@@ -144,7 +147,7 @@ func (o *Options) ApplyRuntimeSettings(rs v1alpha1.RuntimeSettings) (xds.Setting
 	if rs.HTTPProxy != nil {
 		o.HTTPProxy = *rs.HTTPProxy
 	}
-	o.Tracing = rs.Tracing
+	o.Tracing, o.GlobalExtAuth = rs.Tracing, rs.GlobalExtAuth
 	if rs.Ingress != nil {
 		o.IngressStatusAddress = rs.Ingress.StatusAddress
 	}

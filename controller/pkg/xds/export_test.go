@@ -7,13 +7,14 @@ import (
 )
 
 // PlainRouteConfiguration builds t's route configuration as messages,
-// without encoding anything: what a Translator's must decode to.
-func PlainRouteConfiguration(t *ir.RouteTable) *routev3.RouteConfiguration {
+// without encoding anything: what a Translator's must decode to, with the
+// Gateway's global authorization server.
+func PlainRouteConfiguration(t *ir.RouteTable, global *ir.GlobalExtAuth) *routev3.RouteConfiguration {
 	rc := routeConfigurationHead(t.Name)
 	for _, v := range t.VirtualHosts {
 		vh := virtualHostHead(v)
 		for _, r := range v.Routes {
-			vh.Routes = append(vh.Routes, (&Translator{actions: map[string]*routev3.Route_Route{}}).route(r, &routeMessages{}))
+			vh.Routes = append(vh.Routes, (&Translator{actions: map[string]*routev3.Route_Route{}, globalExtAuth: global}).route(r, &routeMessages{}))
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"cmp"
 	"regexp"
 	"strings"
 
@@ -62,8 +63,8 @@ func (x *Translator) route(r *ir.Route, in *routeMessages) *routev3.Route {
 	if r.JWTProvider != "" {
 		set(jwtAuthnFilter, jwtRequirement(r.JWTProvider))
 	}
-	if r.ExtAuth != nil {
-		set(extAuthz(r.ExtAuth))
+	if a := cmp.Or(r.ExtAuth, x.globalExtAuth.For(r.ExtAuthPolicy)); a != nil {
+		set(extAuthz(a))
 	}
 	if r.IgnoreVirtualHostRateLimits && len(r.GlobalRateLimits) == 0 {
 		set(globalRateLimitFilter, ignoreVirtualHostRateLimits)

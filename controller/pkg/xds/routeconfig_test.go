@@ -48,6 +48,15 @@ func TestEncodedRouteConfigurationsDecodeToThemselves(t *testing.T) {
 			})
 			checkEncoded(t, f+" (first virtual host removed)", x, without)
 			checkEncoded(t, f+" (first virtual host back)", x, g)
+			// Every route's encoding depends on the global authorization
+			// server: none of it is kept when the server changes.
+			checked := *g
+			checked.ExtAuth = &ir.GlobalExtAuth{Server: ir.ExtAuth{GRPC: true, Cluster: "extauth/test/authz", Authority: "authz.test"}}
+			if g.ExtAuth != nil {
+				checked.ExtAuth = nil
+			}
+			checkEncoded(t, f+" (global authorization changed)", x, &checked)
+			checkEncoded(t, f+" (global authorization back)", x, g)
 		}
 	}
 }
@@ -131,7 +140,7 @@ func checkEncoded(t *testing.T, what string, x *xds.Translator, g *ir.Gateway) {
 		if err := proto.Unmarshal(b, got); err != nil {
 			t.Fatalf("%s: %s: %v", what, rc.Name, err)
 		}
-		if want := xds.PlainRouteConfiguration(tables[rc.Name]); !proto.Equal(got, want) {
+		if want := xds.PlainRouteConfiguration(tables[rc.Name], g.ExtAuth); !proto.Equal(got, want) {
 			t.Errorf("%s: route configuration %s decodes to something else", what, rc.Name)
 		}
 		if !proto.Equal(decoded.Routes[i], got) {

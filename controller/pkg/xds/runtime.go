@@ -137,6 +137,11 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 			return s, err
 		}
 	}
+	if a := rs.GlobalExtAuth; a != nil {
+		if err := a.Validate(); err != nil {
+			return s, err
+		}
+	}
 	if v := rs.AccessLog.Format; v != "" {
 		s.AccessLog = v
 	}

@@ -109,6 +109,10 @@ type Translator struct {
 	rateLimit      *ir.RateLimitService
 	tracing        *ir.Tracing
 	extAuthHeaders [][]string
+	// globalExtAuth is the Gateway's global authorization server, which
+	// every route's encoding depends on: when it changes, nothing built
+	// is kept.
+	globalExtAuth *ir.GlobalExtAuth
 }
 
 // builtListener is a listener as built last, with the route
@@ -135,6 +139,9 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	if g.Changes != nil && x.serial != 0 && g.Changes.Base == x.serial && reflect.DeepEqual(g.RateLimit, x.rateLimit) && reflect.DeepEqual(g.Tracing, x.tracing) &&
 		reflect.DeepEqual(g.ExtAuthHeaders, x.extAuthHeaders) {
 		x.changes = g.Changes
+	}
+	if !reflect.DeepEqual(g.ExtAuth, x.globalExtAuth) {
+		x.listeners, x.changes, x.globalExtAuth = nil, nil, g.ExtAuth
 	}
 	// A translation that fails leaves nothing to build on.
 	x.serial = 0

@@ -25,6 +25,11 @@ func validate(spec v1alpha1.ContourDeploymentSpec, nodePorts PortRange) error {
 			return fmt.Errorf("spec.%w", err)
 		}
 	}
+	if a := spec.RuntimeSettings.GlobalExtAuth; a != nil {
+		if err := a.Validate(); err != nil {
+			return fmt.Errorf("spec.%w", err)
+		}
+	}
 	es := spec.Envoy
 	if heap := es.OverloadMaxHeapSize; heap != nil && es.Resources != nil {
 		if limit, ok := es.Resources.Limits[corev1.ResourceMemory]; ok && heap.Cmp(limit) >= 0 {
