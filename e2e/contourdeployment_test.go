@@ -206,6 +206,21 @@ func TestContourDeploymentValidation(t *testing.T) {
 			want: []string{"spec.envoy.overloadMaxHeapSize", "overloadMaxHeapSize must be greater than zero"},
 		},
 		{
+			name: "no connections",
+			spec: "envoy: {overloadMaxDownstreamConnections: 0}",
+			want: []string{"spec.envoy.overloadMaxDownstreamConnections", "should be greater than or equal to 1"},
+		},
+		{
+			name: "global authorization without a positive timeout",
+			spec: "runtimeSettings: {globalExtAuth: {extensionService: {namespace: a, name: b}, responseTimeout: 0s}}",
+			want: []string{"spec.runtimeSettings.globalExtAuth.responseTimeout", "responseTimeout must be positive"},
+		},
+		{
+			name: "global authorization context with an empty key",
+			spec: "runtimeSettings: {globalExtAuth: {extensionService: {namespace: a, name: b}, authPolicy: {context: {'': x}}}}",
+			want: []string{"spec.runtimeSettings.globalExtAuth.authPolicy.context", "context keys must be 1 to 256 characters"},
+		},
+		{
 			name: "TLS versions upside down",
 			spec: "runtimeSettings: {tls: {minimumVersion: '1.3', maximumVersion: '1.2'}}",
 			want: []string{"spec.runtimeSettings.tls", "minimumVersion must not be greater than maximumVersion"},

@@ -80,6 +80,8 @@ var effects = []effect{
 	{path: "spec.envoy.nodePlacement.tolerations", spec: "envoy: {nodePlacement: {tolerations: [{key: edge, operator: Exists}]}}"},
 	{path: "spec.envoy.nodePlacement.topologySpreadConstraints", spec: "envoy: {nodePlacement: {topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {a: b}}, minDomains: 2, nodeAffinityPolicy: Honor, nodeTaintsPolicy: Ignore, matchLabelKeys: [pod-template-hash]}]}}"},
 	{path: "spec.envoy.overloadMaxHeapSize", spec: "envoy: {overloadMaxHeapSize: 900Mi}"},
+	{path: "spec.envoy.overloadMaxDownstreamConnections", spec: "envoy: {overloadMaxDownstreamConnections: 50000}"},
+	{path: "spec.envoy.maxRequestsPerIOCycle", spec: "envoy: {maxRequestsPerIOCycle: 8}"},
 	{path: "spec.envoy.podAnnotations", spec: "envoy: {podAnnotations: {example.com/a: b}}"},
 	{path: "spec.envoy.podDisruptionBudget.maxUnavailable", spec: "envoy: {podDisruptionBudget: {maxUnavailable: 1}}"},
 	{path: "spec.envoy.podDisruptionBudget.minAvailable", spec: "envoy: {podDisruptionBudget: {minAvailable: 50%}}"},

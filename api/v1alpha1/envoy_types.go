@@ -49,6 +49,25 @@ type EnvoySettings struct {
 	// +optional
 	OverloadMaxHeapSize *resource.Quantity `json:"overloadMaxHeapSize,omitempty"`
 
+	// OverloadMaxDownstreamConnections is how many client connections each
+	// Envoy holds at once over all its listeners, Contour's setting of
+	// that name: Envoy's overload manager refuses the ones beyond it. The
+	// probes' and metrics' listeners are not counted nor refused.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	OverloadMaxDownstreamConnections *int64 `json:"overloadMaxDownstreamConnections,omitempty"`
+
+	// MaxRequestsPerIOCycle bounds how many requests of its connections'
+	// streams Envoy processes in one iteration of its event loop (Envoy's
+	// runtime key http.max_requests_per_io_cycle, Contour's
+	// envoy.listener.maxRequestsPerIOCycle): a mitigation of HTTP/2 rapid
+	// reset floods. Envoy reads it when it starts, so a change rolls the
+	// fleet.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	// +optional
+	MaxRequestsPerIOCycle *int64 `json:"maxRequestsPerIOCycle,omitempty"`
+
 	// ExtraVolumes are added to the Envoy pods, for mounting with
 	// extraVolumeMounts.
 	// +kubebuilder:validation:MaxItems=16

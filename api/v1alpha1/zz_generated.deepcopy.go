@@ -316,6 +316,16 @@ func (in *EnvoySettings) DeepCopyInto(out *EnvoySettings) {
 		x := (*in).DeepCopy()
 		*out = &x
 	}
+	if in.OverloadMaxDownstreamConnections != nil {
+		in, out := &in.OverloadMaxDownstreamConnections, &out.OverloadMaxDownstreamConnections
+		*out = new(int64)
+		**out = **in
+	}
+	if in.MaxRequestsPerIOCycle != nil {
+		in, out := &in.MaxRequestsPerIOCycle, &out.MaxRequestsPerIOCycle
+		*out = new(int64)
+		**out = **in
+	}
 	if in.ExtraVolumes != nil {
 		in, out := &in.ExtraVolumes, &out.ExtraVolumes
 		*out = make([]ExtraVolume, len(*in))

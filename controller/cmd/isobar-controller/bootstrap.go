@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"isobar.dev/api/fleet"
 	"isobar.dev/controller/pkg/bootstrap"
@@ -28,6 +29,15 @@ func bootstrapCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.CertsDir, "certs-dir", defaultCertsDir, "directory with tls.crt, tls.key and ca.crt for the xDS connection")
 	fs.StringVar(&c.OutputDir, "output-dir", defaultOutputDir, "directory to write "+bootstrap.BootstrapFile+" and the SDS files into")
 	fs.Uint64Var(&c.MaxHeapBytes, "max-heap-bytes", 0, "turn on Envoy's overload manager for this heap size; 0 leaves it off")
+	fs.Uint64Var(&c.MaxDownstreamConnections, "max-downstream-connections", 0, "the most client connections Envoy holds at once over all listeners but admin and stats; 0 for no limit")
+	fs.Func("max-requests-per-io-cycle", "the most requests Envoy processes per event loop iteration (runtime http.max_requests_per_io_cycle); unset for Envoy's default", func(v string) error {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return fmt.Errorf("want a positive number")
+		}
+		c.MaxRequestsPerIOCycle = uint32(n)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

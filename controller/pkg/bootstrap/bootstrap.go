@@ -24,6 +24,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	downstreamconnectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
@@ -33,6 +34,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"isobar.dev/api/fleet"
 	"isobar.dev/api/ports"
@@ -56,6 +58,15 @@ type Config struct {
 	OutputDir string
 	// MaxHeapBytes, when not zero, turns on the overload manager.
 	MaxHeapBytes uint64
+	// MaxDownstreamConnections, when not zero, is how many client
+	// connections Envoy holds at once over all its listeners; the admin
+	// and stats listeners (probes, metrics) are not counted nor refused.
+	MaxDownstreamConnections uint64
+	// MaxRequestsPerIOCycle, when not zero, bounds how many requests of
+	// its connections' streams Envoy processes in one event loop
+	// iteration (runtime key http.max_requests_per_io_cycle): a
+	// mitigation of HTTP/2 rapid reset floods.
+	MaxRequestsPerIOCycle uint32
 }
 
 // File names in OutputDir.
@@ -107,8 +118,18 @@ func Build(c Config) (*bootstrapv3.Bootstrap, map[string]proto.Message, error) {
 			Listeners: []*listenerv3.Listener{statsListener()},
 		},
 	}
-	if c.MaxHeapBytes > 0 {
-		b.OverloadManager = overloadManager(c.MaxHeapBytes)
+	b.OverloadManager = overloadManager(c.MaxHeapBytes, c.MaxDownstreamConnections)
+	if c.MaxDownstreamConnections > 0 {
+		b.Admin.IgnoreGlobalConnLimit = true
+		b.StaticResources.Listeners[0].IgnoreGlobalConnLimit = true
+	}
+	if c.MaxRequestsPerIOCycle > 0 {
+		b.LayeredRuntime = &bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{{
+			Name: "static",
+			LayerSpecifier: &bootstrapv3.RuntimeLayer_StaticLayer{StaticLayer: &structpb.Struct{Fields: map[string]*structpb.Value{
+				"http.max_requests_per_io_cycle": structpb.NewNumberValue(float64(c.MaxRequestsPerIOCycle)),
+			}}},
+		}}}
 	}
 	sds := map[string]proto.Message{
 		sdsCertificateFile: discovery(&tlsv3.Secret{Name: "isobar_xds_certificate", Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
@@ -274,22 +295,37 @@ func statsListener() *listenerv3.Listener {
 	}
 }
 
-// overloadManager shrinks the heap at 95% of the limit and stops accepting
-// requests at 98%, rather than letting the kernel kill Envoy.
-func overloadManager(maxHeap uint64) *overloadv3.OverloadManager {
-	const monitor = "envoy.resource_monitors.fixed_heap"
-	threshold := func(v float64) *overloadv3.Trigger {
-		return &overloadv3.Trigger{Name: monitor, TriggerOneof: &overloadv3.Trigger_Threshold{Threshold: &overloadv3.ThresholdTrigger{Value: v}}}
+// overloadManager shrinks the heap at 95% of maxHeap and stops accepting
+// requests at 98%, rather than letting the kernel kill Envoy; and refuses
+// client connections beyond maxConnections. Nil when neither is set.
+func overloadManager(maxHeap, maxConnections uint64) *overloadv3.OverloadManager {
+	if maxHeap == 0 && maxConnections == 0 {
+		return nil
 	}
-	return &overloadv3.OverloadManager{
-		RefreshInterval: durationpb.New(250 * time.Millisecond),
-		ResourceMonitors: []*overloadv3.ResourceMonitor{{
+	out := &overloadv3.OverloadManager{RefreshInterval: durationpb.New(250 * time.Millisecond)}
+	if maxHeap > 0 {
+		const monitor = "envoy.resource_monitors.fixed_heap"
+		threshold := func(v float64) *overloadv3.Trigger {
+			return &overloadv3.Trigger{Name: monitor, TriggerOneof: &overloadv3.Trigger_Threshold{Threshold: &overloadv3.ThresholdTrigger{Value: v}}}
+		}
+		out.ResourceMonitors = append(out.ResourceMonitors, &overloadv3.ResourceMonitor{
 			Name:       monitor,
 			ConfigType: &overloadv3.ResourceMonitor_TypedConfig{TypedConfig: typed(&fixedheapv3.FixedHeapConfig{MaxHeapSizeBytes: maxHeap})},
-		}},
-		Actions: []*overloadv3.OverloadAction{
+		})
+		out.Actions = []*overloadv3.OverloadAction{
 			{Name: "envoy.overload_actions.shrink_heap", Triggers: []*overloadv3.Trigger{threshold(0.95)}},
 			{Name: "envoy.overload_actions.stop_accepting_requests", Triggers: []*overloadv3.Trigger{threshold(0.98)}},
-		},
+		}
 	}
+	if maxConnections > 0 {
+		// A proactive monitor: Envoy checks it as it accepts, and needs
+		// no action to refuse.
+		out.ResourceMonitors = append(out.ResourceMonitors, &overloadv3.ResourceMonitor{
+			Name: "envoy.resource_monitors.global_downstream_max_connections",
+			ConfigType: &overloadv3.ResourceMonitor_TypedConfig{TypedConfig: typed(&downstreamconnectionsv3.DownstreamConnectionsConfig{
+				MaxActiveDownstreamConnections: int64(min(maxConnections, 1<<62)),
+			})},
+		})
+	}
+	return out
 }

@@ -3,13 +3,16 @@ package bootstrap
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	downstreamconnectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"isobar.dev/controller/pkg/xdscheck"
 )
@@ -94,5 +97,60 @@ func TestBuildRefusesIncompleteConfig(t *testing.T) {
 	b, _, err := Build(c)
 	if err != nil || b.GetOverloadManager() != nil {
 		t.Errorf("without MaxHeapBytes: %v, overload manager %v", err, b.GetOverloadManager())
+	}
+}
+
+// The connection limit and the requests per I/O cycle are Envoy's to
+// enforce: the bootstrap carries them where Envoy reads them, valid, and
+// the probes' and metrics' listeners are exempt from the limit. Without
+// them the bootstrap has neither.
+func TestLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		heap, connections     uint64
+		perCycle              uint32
+		monitors              []string
+		exempt, runtime, none bool
+	}{
+		{name: "none", none: true},
+		{name: "heap only", heap: 1 << 30, monitors: []string{"envoy.resource_monitors.fixed_heap"}},
+		{name: "connections only", connections: 50000, monitors: []string{"envoy.resource_monitors.global_downstream_max_connections"}, exempt: true},
+		{name: "both and per cycle", heap: 1 << 30, connections: 100, perCycle: 8, runtime: true,
+			monitors: []string{"envoy.resource_monitors.fixed_heap", "envoy.resource_monitors.global_downstream_max_connections"}, exempt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := config(t)
+			c.MaxHeapBytes, c.MaxDownstreamConnections, c.MaxRequestsPerIOCycle = tc.heap, tc.connections, tc.perCycle
+			b, _, err := Build(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := xdscheck.Validate(b); err != nil {
+				t.Fatalf("bootstrap is invalid: %v", err)
+			}
+			var monitors []string
+			for _, m := range b.GetOverloadManager().GetResourceMonitors() {
+				monitors = append(monitors, m.GetName())
+			}
+			if !slices.Equal(monitors, tc.monitors) || (b.GetOverloadManager() == nil) != tc.none {
+				t.Errorf("resource monitors %q, want %q", monitors, tc.monitors)
+			}
+			if m := b.GetOverloadManager().GetResourceMonitors(); tc.connections > 0 {
+				cfg := &downstreamconnectionsv3.DownstreamConnectionsConfig{}
+				if err := m[len(m)-1].GetTypedConfig().UnmarshalTo(cfg); err != nil || cfg.GetMaxActiveDownstreamConnections() != int64(tc.connections) {
+					t.Errorf("connection limit %v (%v), want %d", cfg, err, tc.connections)
+				}
+			}
+			if got := b.GetAdmin().GetIgnoreGlobalConnLimit() && b.GetStaticResources().GetListeners()[0].GetIgnoreGlobalConnLimit(); got != tc.exempt {
+				t.Errorf("admin and stats exempt from the connection limit: %v, want %v", got, tc.exempt)
+			}
+			var v *structpb.Value
+			for _, l := range b.GetLayeredRuntime().GetLayers() {
+				v = l.GetStaticLayer().GetFields()["http.max_requests_per_io_cycle"]
+			}
+			if (v != nil) != tc.runtime || v != nil && v.GetNumberValue() != float64(tc.perCycle) {
+				t.Errorf("runtime %v, want http.max_requests_per_io_cycle %d", b.GetLayeredRuntime(), tc.perCycle)
+			}
+		})
 	}
 }

@@ -108,19 +108,22 @@ var configurationRules = []Rule{
 		listenerOf(out).SocketOptions = so
 		return nil
 	}},
-	{Path: "envoy.listener.maxRequestsPerIOCycle", NotCarried: notYet},
+	{Path: "envoy.listener.maxRequestsPerIOCycle", Profile: "envoy.maxRequestsPerIOCycle", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.MaxRequestsPerIOCycle = ptr.To(int64(*in.config.Envoy.Listener.MaxRequestsPerIOCycle))
+		return nil
+	}},
 	{Path: "envoy.listener.httpMaxConcurrentStreams", Profile: "runtimeSettings.http.http2MaxConcurrentStreams", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		n, err := int32Of("envoy.listener.httpMaxConcurrentStreams", *in.config.Envoy.Listener.HTTP2MaxConcurrentStreams)
 		out.RuntimeSettings.HTTP.HTTP2MaxConcurrentStreams = n
 		return err
 	}},
-	{Path: "envoy.listener.maxConnectionsPerListener", NotCarried: notYet},
+	{Path: "envoy.listener.maxConnectionsPerListener", NotCarried: notYet + ": Envoy limits a listener's connections by a runtime key named after the listener, which only the controller knows; envoy.overloadMaxDownstreamConnections limits all listeners together"},
 	{Path: "envoy.service", Operator: perGateway},
 	{Path: "envoy.http", Operator: perGateway + "; Envoy logs requests to standard output"},
 	{Path: "envoy.https", Operator: perGateway + "; Envoy logs requests to standard output"},
 	{Path: "envoy.health", Operator: probesOperator},
 	{Path: "envoy.metrics", Operator: probesOperator},
-	{Path: "envoy.clientCertificate", NotCarried: notYet + ": a BackendTLSPolicy or an HTTPProxy service's validation verifies backends, and Envoy presents no client certificate to them"},
+	{Path: "envoy.clientCertificate", Profile: "(Gateway spec.tls.backend.clientCertificateRef)", carry: func(*input, *v1alpha1.ContourDeploymentSpec) error { return nil }},
 	{Path: "envoy.logging.accessLogFormat", Profile: "runtimeSettings.accessLog.format", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		v, ok := map[contourv1alpha1.AccessLogType]string{"envoy": "Text", "json": "JSON"}[in.config.Envoy.Logging.AccessLogFormat]
 		if !ok {
@@ -244,7 +247,7 @@ var configurationRules = []Rule{
 		out.RuntimeSettings.HTTP.StripTrailingHostDot = *in.config.Envoy.Network.EnvoyStripTrailingHostDot
 		return nil
 	}},
-	{Path: "envoy.omEnforcedHealth", NotCarried: notYet},
+	{Path: "envoy.omEnforcedHealth", NotCarried: notYet + ": Envoy's readiness endpoint (the stats port's /ready) is exempt from envoy.overloadMaxDownstreamConnections, so a load balancer's health check does not see the limit"},
 	{Path: "httpproxy.disablePermitInsecure", Profile: "runtimeSettings.httpproxy.disablePermitInsecure", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		httpProxy(out).DisablePermitInsecure = *in.config.HTTPProxy.DisablePermitInsecure
 		return nil

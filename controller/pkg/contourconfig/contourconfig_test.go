@@ -2,9 +2,11 @@ package contourconfig
 
 import (
 	"encoding/json"
+	"k8s.io/utils/ptr"
 	"os"
 	"path/filepath"
 	"reflect"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"slices"
 	"strings"
 	"testing"
@@ -47,7 +49,13 @@ func TestEveryContourSettingHasARule(t *testing.T) {
 		if set != 1 || (r.Profile != "") != (r.carry != nil) {
 			t.Errorf("rule %s: want exactly one of Profile (with carry), Operator, NotCarried", r.Path)
 		}
-		if r.Profile != "" && r.Profile != "(IngressClass)" && !hasField(reflect.TypeOf(v1alpha1.ContourDeploymentSpec{}), r.Profile) {
+		switch gw, isGateway := strings.CutPrefix(r.Profile, "(Gateway "); {
+		case r.Profile == "" || r.Profile == "(IngressClass)":
+		case isGateway:
+			if !hasField(reflect.TypeOf(gatewayv1.Gateway{}), strings.TrimSuffix(gw, ")")) {
+				t.Errorf("rule %s: the Gateway has no field %s", r.Path, gw)
+			}
+		case !hasField(reflect.TypeOf(v1alpha1.ContourDeploymentSpec{}), r.Profile):
 			t.Errorf("rule %s: the profile has no field %s", r.Path, r.Profile)
 		}
 	}
@@ -93,6 +101,9 @@ func TestConvert(t *testing.T) {
 		// notes are the settings listed as not carried.
 		notes          []string
 		ingressClasses []string
+		// backendClient is the Secret the Gateway presents to TLS
+		// backends, "namespace/name".
+		backendClient string
 	}{{
 		file: "configuration.yaml",
 		want: map[string]string{
@@ -130,9 +141,11 @@ func TestConvert(t *testing.T) {
 			"runtimeSettings.tracing.customTags":                `[{"requestHeaderName":"X-Team","tagName":"team"}]`,
 			"runtimeSettings.cluster":                           `{"circuitBreakers":{"maxConnections":50},"dnsLookupFamily":"v4","upstreamTLS":{"minimumVersion":"1.3"}}`,
 			"runtimeSettings.httpproxy.rateLimitService.domain": `"edge"`, "runtimeSettings.httpproxy.rateLimitService.failOpen": "true",
+			"envoy.overloadMaxDownstreamConnections": "50000", "envoy.maxRequestsPerIOCycle": "10",
 			"runtimeSettings.globalExtAuth": `{"authPolicy":{"disabled":true},"extensionService":{"name":"authz","namespace":"auth"},"failOpen":true,"withRequestBody":{"maxRequestBytes":2048,"packAsBytes":true}}`,
 		},
-		notes: []string{"", "contour.watchNamespaces", "envoy.timeouts.connectionIdleTimeout"},
+		notes:         []string{"", "contour.watchNamespaces", "envoy.clientCertificate", "envoy.timeouts.connectionIdleTimeout"},
+		backendClient: "certs/envoy-client",
 	}, {
 		file: "contour-configmap.yaml",
 		want: map[string]string{
@@ -172,6 +185,14 @@ func TestConvert(t *testing.T) {
 			}
 			if tc.ingressClasses != nil && !slices.Equal(classes, tc.ingressClasses) {
 				t.Errorf("IngressClasses %q, want %q", classes, tc.ingressClasses)
+			}
+			var client string
+			if b := res.Gateway.Spec.TLS; b != nil && b.Backend != nil && b.Backend.ClientCertificateRef != nil {
+				ref := b.Backend.ClientCertificateRef
+				client = cmpOr(string(ptr.Deref(ref.Namespace, "")), options.Namespace) + "/" + string(ref.Name)
+			}
+			if client != tc.backendClient {
+				t.Errorf("the Gateway presents %q to TLS backends, want %q", client, tc.backendClient)
 			}
 			if got := res.GatewayClass.Spec.ParametersRef; got == nil || got.Name != options.Name || string(*got.Namespace) != options.Namespace {
 				t.Errorf("the GatewayClass's parametersRef %+v does not name the profile", got)

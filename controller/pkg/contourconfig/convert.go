@@ -164,6 +164,17 @@ func Convert(src Source, opt Options) (*Result, error) {
 			},
 		},
 	}
+	// Contour's client certificate is presented to every TLS backend; so
+	// is the Gateway's backend certificate.
+	if c := in.config.Envoy; c != nil && c.ClientCertificate != nil {
+		ref := &gatewayv1.SecretObjectReference{Name: gatewayv1.ObjectName(c.ClientCertificate.Name)}
+		if ns := c.ClientCertificate.Namespace; ns != "" && ns != opt.Namespace {
+			ref.Namespace = ptr.To(gatewayv1.Namespace(ns))
+			res.Notes = append(res.Notes, Note{Source: where, Setting: "envoy.clientCertificate", Value: ns + "/" + c.ClientCertificate.Name,
+				Why: "the Gateway presents it to TLS backends: a ReferenceGrant in " + ns + " must let Gateways of " + opt.Namespace + " refer to it"})
+		}
+		res.Gateway.Spec.TLS = &gatewayv1.GatewayTLSConfig{Backend: &gatewayv1.GatewayBackendTLS{ClientCertificateRef: ref}}
+	}
 	classes := []string{"contour"}
 	if i := in.config.Ingress; i != nil && len(i.ClassNames) > 0 {
 		classes = i.ClassNames

@@ -1,6 +1,8 @@
 package contourconfig
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
@@ -100,5 +102,12 @@ var deploymentRules = []Rule{
 		out.Envoy.OverloadMaxHeapSize = resource.NewQuantity(int64(in.deployment.Envoy.OverloadMaxHeapSize), resource.BinarySI)
 		return nil
 	}},
-	{Path: "envoy.overloadMaxDownstreamConnections", NotCarried: notYet},
+	{Path: "envoy.overloadMaxDownstreamConnections", Profile: "envoy.overloadMaxDownstreamConnections", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		n := in.deployment.Envoy.OverloadMaxDownstreamConnections
+		if n > 1<<63-1 {
+			return fmt.Errorf("envoy.overloadMaxDownstreamConnections %d is too large", n)
+		}
+		out.Envoy.OverloadMaxDownstreamConnections = ptr.To(int64(n))
+		return nil
+	}},
 	{Path: "resourceLabels", NotCarried: "the operator labels what it creates with the Gateway's name and its own; add labels with envoy.podLabels"}}

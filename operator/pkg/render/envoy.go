@@ -107,7 +107,7 @@ func (r *renderer) envoyWorkload() (client.Object, error) {
 				"--xds-address=" + r.names.ControllerServiceDNS,
 				"--certs-dir=" + CertsDir,
 				"--output-dir=" + BootstrapDir,
-			}, maxHeap(es)...),
+			}, bootstrapLimits(es)...),
 			Env:             podEnv,
 			SecurityContext: containerSecurity(),
 			VolumeMounts: []corev1.VolumeMount{
@@ -204,11 +204,19 @@ func (r *renderer) podDisruptionBudget() *policyv1.PodDisruptionBudget {
 	}
 }
 
-// maxHeap turns on Envoy's overload manager in the bootstrap for the
-// profile's heap size.
-func maxHeap(es v1alpha1.EnvoySettings) []string {
-	if es.OverloadMaxHeapSize == nil {
-		return nil
+// bootstrapLimits are the profile's limits Envoy reads from its bootstrap:
+// the overload manager's heap size and connection limit, and the
+// requests per I/O cycle.
+func bootstrapLimits(es v1alpha1.EnvoySettings) []string {
+	var out []string
+	if es.OverloadMaxHeapSize != nil {
+		out = append(out, "--max-heap-bytes="+strconv.FormatInt(es.OverloadMaxHeapSize.Value(), 10))
 	}
-	return []string{"--max-heap-bytes=" + strconv.FormatInt(es.OverloadMaxHeapSize.Value(), 10)}
+	if n := es.OverloadMaxDownstreamConnections; n != nil {
+		out = append(out, "--max-downstream-connections="+strconv.FormatInt(*n, 10))
+	}
+	if n := es.MaxRequestsPerIOCycle; n != nil {
+		out = append(out, "--max-requests-per-io-cycle="+strconv.FormatInt(*n, 10))
+	}
+	return out
 }

@@ -36,6 +36,12 @@ func validate(spec v1alpha1.ContourDeploymentSpec, nodePorts PortRange) error {
 			return fmt.Errorf("spec.envoy.overloadMaxHeapSize %s must be below the memory limit %s: Envoy is killed at the limit before the overload manager acts", heap, &limit)
 		}
 	}
+	if n := es.OverloadMaxDownstreamConnections; n != nil && *n < 1 {
+		return fmt.Errorf("spec.envoy.overloadMaxDownstreamConnections %d must be at least 1", *n)
+	}
+	if n := es.MaxRequestsPerIOCycle; n != nil && (*n < 1 || *n > 1<<32-1) {
+		return fmt.Errorf("spec.envoy.maxRequestsPerIOCycle %d must be from 1 to 4294967295", *n)
+	}
 	if nodePorts.Max > 0 {
 		for i, p := range es.NetworkPublishing.NodePorts {
 			if p.NodePort < nodePorts.Min || p.NodePort > nodePorts.Max {
