@@ -98,6 +98,20 @@ type TracingSettings struct {
 	// +optional
 	OverallSampling string `json:"overallSampling,omitempty"`
 
+	// ClientSampling is the percentage of requests with an
+	// x-client-trace-id header that are traced (before overallSampling),
+	// a decimal from 0 to 100; 100 when unset, as in Envoy.
+	// +kubebuilder:validation:Pattern=`^(100(\.0+)?|[0-9]{1,2}(\.[0-9]+)?)$`
+	// +optional
+	ClientSampling string `json:"clientSampling,omitempty"`
+
+	// RandomSampling is the percentage of the other requests that are
+	// traced (before overallSampling), chosen by their x-request-id; 100
+	// when unset, as in Envoy.
+	// +kubebuilder:validation:Pattern=`^(100(\.0+)?|[0-9]{1,2}(\.[0-9]+)?)$`
+	// +optional
+	RandomSampling string `json:"randomSampling,omitempty"`
+
 	// MaxPathTagLength is how much of the request's URL the http.url
 	// attribute keeps.
 	// +kubebuilder:default=256

@@ -20,6 +20,9 @@ func (s *TracingSettings) Validate() error {
 	if _, err := s.Sampling(); err != nil {
 		return err
 	}
+	if _, _, err := s.ClientAndRandomSampling(); err != nil {
+		return err
+	}
 	for i, t := range s.CustomTags {
 		switch {
 		case t.TagName == "" || !isText(t.TagName, 253):
@@ -38,14 +41,31 @@ func (s *TracingSettings) Validate() error {
 // Sampling is the percentage of requests traced: OverallSampling, 100
 // when unset.
 func (s *TracingSettings) Sampling() (float64, error) {
-	if s.OverallSampling == "" {
+	return percentage("overallSampling", s.OverallSampling)
+}
+
+// ClientAndRandomSampling are the percentages of requests with and
+// without an x-client-trace-id that are traced before Sampling: 100 each
+// when unset.
+func (s *TracingSettings) ClientAndRandomSampling() (client, random float64, err error) {
+	if client, err = percentage("clientSampling", s.ClientSampling); err != nil {
+		return 0, 0, err
+	}
+	random, err = percentage("randomSampling", s.RandomSampling)
+	return client, random, err
+}
+
+// percentage reads a sampling field: a decimal from 0 to 100, 100 when
+// empty.
+func percentage(field, v string) (float64, error) {
+	if v == "" {
 		return 100, nil
 	}
-	v, err := strconv.ParseFloat(s.OverallSampling, 64)
-	if err != nil || v < 0 || v > 100 {
-		return 0, fmt.Errorf("runtimeSettings.tracing.overallSampling %q is not a percentage from 0 to 100", s.OverallSampling)
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 100 {
+		return 0, fmt.Errorf("runtimeSettings.tracing.%s %q is not a percentage from 0 to 100", field, v)
 	}
-	return v, nil
+	return f, nil
 }
 
 // isText reports whether v is text Envoy can carry: UTF-8 without

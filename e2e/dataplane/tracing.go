@@ -43,7 +43,7 @@ func startSpan(r *http.Request, a *envoysim.Answer) *span {
 	if id == "" {
 		id = hex.EncodeToString(randomBytes(16))
 	}
-	if !t.Sampled(id) {
+	if !t.Sampled(id, r.Header.Get("X-Client-Trace-Id") != "") {
 		return nil
 	}
 	s := &span{trace: t, traceID: randomBytes(16), spanID: randomBytes(8), requestID: id, start: time.Now()}

@@ -47,7 +47,7 @@ func TestTracing(t *testing.T) {
 	})
 	t.Setenv("ISOBAR_TEST_POD", "envoy-abc")
 
-	hcm := func(sampling float64) *hcmv3.HttpConnectionManager {
+	hcm := func(sampling, client, random float64) *hcmv3.HttpConnectionManager {
 		return &hcmv3.HttpConnectionManager{
 			StatPrefix: "test",
 			RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
@@ -60,6 +60,8 @@ func TestTracing(t *testing.T) {
 			HttpFilters: []*hcmv3.HttpFilter{{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &routerv3.Router{})}}},
 			Tracing: &hcmv3.HttpConnectionManager_Tracing{
 				OverallSampling:  &typev3.Percent{Value: sampling},
+				ClientSampling:   &typev3.Percent{Value: client},
+				RandomSampling:   &typev3.Percent{Value: random},
 				MaxPathTagLength: wrapperspb.UInt32(32),
 				CustomTags: []*tracingv3.CustomTag{
 					{Tag: "environment", Type: &tracingv3.CustomTag_Literal_{Literal: &tracingv3.CustomTag_Literal{Value: "production"}}},
@@ -73,10 +75,11 @@ func TestTracing(t *testing.T) {
 			},
 		}
 	}
-	traced, quiet := freePort(t), freePort(t)
+	traced, quiet, clientOnly := freePort(t), freePort(t), freePort(t)
 	collector := backendCluster(t, gl.Addr().(*net.TCPAddr), true)
 	collector.Name, collector.LoadAssignment.ClusterName = "otel", "otel"
-	staticEnvoy(t, hcmListener(t, "traced", traced, hcm(100)), hcmListener(t, "quiet", quiet, hcm(0)), backendCluster(t, be, false), collector)
+	staticEnvoy(t, hcmListener(t, "traced", traced, hcm(100, 100, 100)), hcmListener(t, "quiet", quiet, hcm(0, 100, 100)),
+		hcmListener(t, "client-only", clientOnly, hcm(100, 100, 0)), backendCluster(t, be, false), collector)
 	get(t, traced, "/")
 	get(t, quiet, "/")
 	// The spans of the requests that waited for the listeners.
@@ -144,5 +147,30 @@ func TestTracing(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if got := len(receiver.Spans()); got != n {
 		t.Errorf("a connection manager sampling 0%% exported %d spans", got-n)
+	}
+
+	// Random sampling none, client sampling all: only the requests with
+	// an x-client-trace-id are traced.
+	for range 5 {
+		if r, _ := get(t, clientOnly, "/"); r.StatusCode != http.StatusOK {
+			t.Fatalf("untraced request: %d", r.StatusCode)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := len(receiver.Spans()); got != n {
+		t.Errorf("random sampling 0%%: %d spans of requests without x-client-trace-id", got-n)
+	}
+	req, err = http.NewRequest(http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(clientOnly)+"/client", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Client-Trace-Id", "debug-1")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if spans := waitSpans(n + 1); len(spans) != n+1 {
+		t.Errorf("client sampling 100%%: %d spans of a request with x-client-trace-id, want 1", len(spans)-n)
 	}
 }

@@ -3,6 +3,7 @@ package envoysim
 import (
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -22,8 +23,12 @@ type Trace struct {
 	Authority   string        `json:"authority"`
 	Timeout     time.Duration `json:"timeout,omitempty"`
 	ServiceName string        `json:"serviceName"`
-	// Sampling is the percentage of requests traced.
-	Sampling float64 `json:"sampling"`
+	// Sampling is the percentage of requests traced (overall_sampling),
+	// of those ClientSampling (with an x-client-trace-id) or
+	// RandomSampling (the others) choose first.
+	Sampling       float64 `json:"sampling"`
+	ClientSampling float64 `json:"clientSampling"`
+	RandomSampling float64 `json:"randomSampling"`
 	// URL is the request's URL as the http.url attribute keeps it, cut
 	// at the connection manager's max_path_tag_length.
 	URL string `json:"url"`
@@ -44,7 +49,7 @@ func (s *Simulator) traceOf(hcm *hcmv3.HttpConnectionManager, r *httpRequest) (*
 	if t == nil {
 		return nil, nil
 	}
-	if err := understand(t, "overall_sampling", "max_path_tag_length", "custom_tags", "provider"); err != nil {
+	if err := understand(t, "overall_sampling", "client_sampling", "random_sampling", "max_path_tag_length", "custom_tags", "provider"); err != nil {
 		return nil, err
 	}
 	p := t.GetProvider()
@@ -67,13 +72,19 @@ func (s *Simulator) traceOf(hcm *hcmv3.HttpConnectionManager, r *httpRequest) (*
 	}
 	out := &Trace{
 		Collector: Backend{Cluster: g.GetEnvoyGrpc().GetClusterName()}, Authority: g.GetEnvoyGrpc().GetAuthority(),
-		Timeout: g.GetTimeout().AsDuration(), ServiceName: cfg.GetServiceName(), Sampling: 100,
+		Timeout: g.GetTimeout().AsDuration(), ServiceName: cfg.GetServiceName(), Sampling: 100, ClientSampling: 100, RandomSampling: 100,
 	}
 	if out.Authority == "" {
 		out.Authority = out.Collector.Cluster
 	}
 	if v := t.GetOverallSampling(); v != nil {
 		out.Sampling = v.GetValue()
+	}
+	if v := t.GetClientSampling(); v != nil {
+		out.ClientSampling = v.GetValue()
+	}
+	if v := t.GetRandomSampling(); v != nil {
+		out.RandomSampling = v.GetValue()
 	}
 	max := uint32(defaultMaxPathTagLength)
 	if v := t.GetMaxPathTagLength(); v != nil {
@@ -133,10 +144,19 @@ func lookupHeader(headers []Header, name string) (string, bool) {
 	return "", false
 }
 
-// Sampled is Envoy's decision for the request of an x-request-id: a
-// stable share of Sampling per cent of the ids.
-func (t *Trace) Sampled(requestID string) bool {
+// Sampled is Envoy's decision for the request of an x-request-id, with or
+// without an x-client-trace-id, as ConnectionManagerUtility makes it: a
+// request with a client trace id is chosen by ClientSampling (at random),
+// the others by RandomSampling of their id; either is then kept by
+// Sampling of their id. A share of the ids is stable: the same id gets
+// the same decision.
+func (t *Trace) Sampled(requestID string, clientTraceID bool) bool {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(requestID))
-	return float64(h.Sum64()%10000) < t.Sampling*100
+	n := float64(h.Sum64() % 10000)
+	chosen := n < t.RandomSampling*100
+	if clientTraceID {
+		chosen = rand.Float64()*100 < t.ClientSampling
+	}
+	return chosen && n < t.Sampling*100
 }

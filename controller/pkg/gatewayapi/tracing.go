@@ -35,9 +35,10 @@ func (t *gatewayTranslator) tracing() {
 	t.tracingProblem = msg
 	// The profile was validated when it was read.
 	sampling, _ := s.Sampling()
+	client, random, _ := s.ClientAndRandomSampling()
 	tr := &ir.Tracing{
 		Cluster: cluster, Authority: authority, Timeout: timeout,
-		ServiceName: cmp.Or(s.ServiceName, defaultTracingService), Sampling: sampling,
+		ServiceName: cmp.Or(s.ServiceName, defaultTracingService), Sampling: sampling, ClientSampling: client, RandomSampling: random,
 		MaxPathTagLength: cmp.Or(s.MaxPathTagLength, defaultMaxPathTagLength),
 	}
 	if s.IncludePodDetail {

@@ -331,6 +331,11 @@ type Tracing struct {
 	ServiceName string        `json:"serviceName"`
 	// Sampling is the percentage of requests traced.
 	Sampling float64 `json:"sampling"`
+	// ClientSampling and RandomSampling are the percentages of requests
+	// with an x-client-trace-id, and of the others, that are traced
+	// before Sampling; 100 each as Envoy's default.
+	ClientSampling float64 `json:"clientSampling"`
+	RandomSampling float64 `json:"randomSampling"`
 	// MaxPathTagLength is how much of the URL http.url keeps.
 	MaxPathTagLength uint32 `json:"maxPathTagLength"`
 	// Tags are the attributes every span carries besides Envoy's own.

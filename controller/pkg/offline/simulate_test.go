@@ -425,7 +425,11 @@ func traceSummary(tr *envoysim.Trace) string {
 	if tr.Timeout > 0 {
 		s += fmt.Sprintf(", within %s", tr.Timeout)
 	}
-	s += fmt.Sprintf("), %g%%, url %s", tr.Sampling, tr.URL)
+	s += fmt.Sprintf("), %g%%", tr.Sampling)
+	if tr.ClientSampling != 100 || tr.RandomSampling != 100 {
+		s += fmt.Sprintf(" of client %g%% and random %g%%", tr.ClientSampling, tr.RandomSampling)
+	}
+	s += ", url " + tr.URL
 	for _, part := range []struct {
 		name string
 		m    map[string]string

@@ -33,6 +33,13 @@ func tracing(t *ir.Tracing) *hcmv3.HttpConnectionManager_Tracing {
 			ConfigType: &tracev3.Tracing_Http_TypedConfig{TypedConfig: typed(&tracev3.OpenTelemetryConfig{GrpcService: grpc, ServiceName: t.ServiceName})},
 		},
 	}
+	// Envoy's default is 100 for both: only a lower share is sent.
+	if t.ClientSampling < 100 {
+		out.ClientSampling = &typev3.Percent{Value: t.ClientSampling}
+	}
+	if t.RandomSampling < 100 {
+		out.RandomSampling = &typev3.Percent{Value: t.RandomSampling}
+	}
 	for _, tag := range t.Tags {
 		ct := &tracingv3.CustomTag{Tag: tag.Name}
 		switch {
