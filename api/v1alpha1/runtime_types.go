@@ -622,7 +622,21 @@ type TLSSettings struct {
 	// +listType=set
 	// +optional
 	CipherSuites []CipherSuite `json:"cipherSuites,omitempty"`
+
+	// ECDHCurves are the key exchange groups TLS listeners agree to, in
+	// order of preference (Envoy's ecdh_curves, Contour's ecdhCurves);
+	// unset, Envoy's defaults (X25519 and P-256). A client that offers
+	// none of them cannot connect.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=set
+	// +optional
+	ECDHCurves []ECDHCurve `json:"ecdhCurves,omitempty"`
 }
+
+// ECDHCurve is a TLS key exchange group in BoringSSL's naming, which Envoy
+// uses.
+// +kubebuilder:validation:Enum=X25519MLKEM768;X25519;P-256;P-384;P-521
+type ECDHCurve string
 
 // CipherSuite is a TLS 1.2 cipher suite in BoringSSL's naming, which Envoy
 // uses; "[A|B]" is an equal-preference group.

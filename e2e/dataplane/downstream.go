@@ -151,7 +151,7 @@ func inspectTLS(c net.Conn, timeout time.Duration) (*tls.ClientHelloInfo, net.Co
 // context says: the served certificates, the versions and ALPN it allows,
 // and the client certificate it asks for and how it verifies it.
 func (p *proxy) terminate(ctx context.Context, conn net.Conn, t *envoysim.DownstreamTLS) (*tls.Conn, error) {
-	cfg := &tls.Config{MinVersion: t.MinVersion, MaxVersion: t.MaxVersion, NextProtos: t.ALPN}
+	cfg := &tls.Config{MinVersion: t.MinVersion, MaxVersion: t.MaxVersion, NextProtos: t.ALPN, CurvePreferences: t.Curves}
 	for _, name := range t.Certificates {
 		cert, err := p.certificate(name)
 		if err != nil {

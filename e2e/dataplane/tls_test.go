@@ -123,3 +123,48 @@ func TestTLSFilterChainBySNI(t *testing.T) {
 		t.Errorf("SNI c.example: the handshake succeeded; no filter chain has that name")
 	}
 }
+
+// A TLS listener agrees only to the key exchange groups of its
+// ecdh_curves: a client offering none of them cannot connect, one that
+// offers one of them can.
+func TestTLSKeyExchangeGroups(t *testing.T) {
+	port := freePort(t)
+	const name = "p384.example"
+	cert, key := selfSigned(t, name)
+	chain := answering(t, name)
+	chain.TransportSocket.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: typed(t, &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsParams:                      &tlsv3.TlsParameters{EcdhCurves: []string{"P-384"}},
+		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: name}},
+	}})}
+	l := &listenerv3.Listener{
+		Name:            "tls",
+		Address:         &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{Address: "0.0.0.0", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(port)}}}},
+		ListenerFilters: []*listenerv3.ListenerFilter{{Name: "envoy.filters.listener.tls_inspector", ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(t, &tlsinspectorv3.TlsInspector{})}}},
+		FilterChains:    []*listenerv3.FilterChain{chain},
+	}
+	staticEnvoy(t, l, &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
+		CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: cert}},
+		PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: key}},
+	}}})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	dial := func(groups ...tls.CurveID) error {
+		c, err := tls.Dial("tcp", addr, &tls.Config{ServerName: name, InsecureSkipVerify: true, CurvePreferences: groups})
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	for deadline := time.Now().Add(5 * time.Second); dial(tls.CurveP384) != nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a client offering P-384: %v", dial(tls.CurveP384))
+		}
+	}
+	for _, groups := range [][]tls.CurveID{{tls.X25519}, {tls.X25519, tls.CurveP256}} {
+		if err := dial(groups...); err == nil {
+			t.Errorf("a client offering %v connected to a listener agreeing to P-384 alone", groups)
+		}
+	}
+	if err := dial(tls.X25519, tls.CurveP384); err != nil {
+		t.Errorf("a client offering X25519 and P-384: %v", err)
+	}
+}

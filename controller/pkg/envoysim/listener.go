@@ -55,6 +55,9 @@ type DownstreamTLS struct {
 	// MinVersion and MaxVersion are crypto/tls versions (tls_params, or
 	// Envoy's server defaults TLS 1.2 and 1.3).
 	MinVersion, MaxVersion uint16
+	// Curves are the key exchange groups Envoy agrees to (tls_params'
+	// ecdh_curves, or Envoy's server defaults X25519 and P-256).
+	Curves []tls.CurveID
 	// ClientCertificate is "", "optional" or "required".
 	ClientCertificate string
 	validation        *clientValidation
@@ -332,6 +335,9 @@ func (s *Simulator) downstreamTLS(ts *corev3.TransportSocket) (*DownstreamTLS, e
 	if t.MinVersion, t.MaxVersion, err = tlsVersions(common.GetTlsParams(), tls.VersionTLS12, tls.VersionTLS13); err != nil {
 		return nil, err
 	}
+	if t.Curves, err = curves(common.GetTlsParams().GetEcdhCurves()); err != nil {
+		return nil, err
+	}
 	if cv != nil {
 		t.ClientCertificate = "optional"
 		if cv.required {
@@ -350,6 +356,25 @@ func (s *Simulator) downstreamTLS(ts *corev3.TransportSocket) (*DownstreamTLS, e
 	return t, nil
 }
 
+// curves are the key exchange groups of ecdh_curves as crypto/tls numbers
+// them; Envoy's server defaults, X25519 and P-256, for none. A name
+// BoringSSL does not know makes Envoy reject the listener.
+func curves(names []string) ([]tls.CurveID, error) {
+	if len(names) == 0 {
+		return []tls.CurveID{tls.X25519, tls.CurveP256}, nil
+	}
+	known := map[string]tls.CurveID{"X25519MLKEM768": tls.X25519MLKEM768, "X25519": tls.X25519, "P-256": tls.CurveP256, "P-384": tls.CurveP384, "P-521": tls.CurveP521}
+	out := make([]tls.CurveID, 0, len(names))
+	for _, n := range names {
+		id, ok := known[n]
+		if !ok {
+			return nil, fmt.Errorf("ecdh_curves: %q is not a group BoringSSL knows: Envoy rejects the listener", n)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
 // tlsVersions are the least and greatest TLS versions tls_params allow,
 // as crypto/tls numbers them; a version left to TLS_AUTO is Envoy's
 // default, least or greatest.
@@ -357,7 +382,7 @@ func tlsVersions(p *tlsv3.TlsParameters, least, greatest uint16) (uint16, uint16
 	if p == nil {
 		return least, greatest, nil
 	}
-	if err := understand(p, "tls_minimum_protocol_version", "tls_maximum_protocol_version", "cipher_suites"); err != nil {
+	if err := understand(p, "tls_minimum_protocol_version", "tls_maximum_protocol_version", "cipher_suites", "ecdh_curves"); err != nil {
 		return 0, 0, err
 	}
 	if v := tlsVersionOf(p.GetTlsMinimumProtocolVersion()); v != 0 {

@@ -246,6 +246,7 @@ func downstreamTLS(c *ir.Chain, alpn []string, s Settings) *corev3.TransportSock
 			TlsMinimumProtocolVersion: tlsVersion(cmp.Or(c.MinTLS, s.TLSMinimumVersion)),
 			TlsMaximumProtocolVersion: tlsVersion(cmp.Or(c.MaxTLS, s.TLSMaximumVersion)),
 			CipherSuites:              s.CipherSuites,
+			EcdhCurves:                s.ECDHCurves,
 		},
 		AlpnProtocols: alpn,
 	}}

@@ -115,6 +115,9 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 	for _, c := range rs.TLS.CipherSuites {
 		s.CipherSuites = append(s.CipherSuites, string(c))
 	}
+	for _, c := range rs.TLS.ECDHCurves {
+		s.ECDHCurves = append(s.ECDHCurves, string(c))
+	}
 	if v := h.Compression; v != "" {
 		if _, ok := compressors[v]; !ok {
 			return s, fmt.Errorf("runtimeSettings.http.compression %q is not one of Gzip, Brotli, Zstd, Disabled", v)

@@ -46,6 +46,9 @@ type Settings struct {
 	HTTP1, HTTP2 bool
 	// Compression is Gzip, Brotli, Zstd or Disabled.
 	Compression string
+	// ECDHCurves are the TLS listeners' key exchange groups; none for
+	// Envoy's defaults.
+	ECDHCurves []string
 	// TLSMinimumVersion and TLSMaximumVersion are "1.2" or "1.3".
 	TLSMinimumVersion string
 	TLSMaximumVersion string
