@@ -211,6 +211,11 @@ func TestContourDeploymentValidation(t *testing.T) {
 			want: []string{"spec.envoy.overloadMaxDownstreamConnections", "should be greater than or equal to 1"},
 		},
 		{
+			name: "a runtime key the profile sets elsewhere",
+			spec: "envoy: {runtime: {http.max_requests_per_io_cycle: '1'}}",
+			want: []string{"spec.envoy.runtime", "set http.max_requests_per_io_cycle with maxRequestsPerIOCycle"},
+		},
+		{
 			name: "global authorization without a positive timeout",
 			spec: "runtimeSettings: {globalExtAuth: {extensionService: {namespace: a, name: b}, responseTimeout: 0s}}",
 			want: []string{"spec.runtimeSettings.globalExtAuth.responseTimeout", "responseTimeout must be positive"},

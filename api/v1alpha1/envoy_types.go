@@ -68,6 +68,18 @@ type EnvoySettings struct {
 	// +optional
 	MaxRequestsPerIOCycle *int64 `json:"maxRequestsPerIOCycle,omitempty"`
 
+	// Runtime overrides Envoy runtime keys (its static runtime layer, as
+	// Contour's envoy runtimeSettings): a key's value is read as Envoy
+	// reads runtime strings, a number, a percentage or true/false. Keys
+	// the profile sets elsewhere (http.max_requests_per_io_cycle) are
+	// refused. Envoy reads them when it starts, so a change rolls the
+	// fleet.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z0-9_][A-Za-z0-9_.-]*$') && size(k) <= 256 && size(self[k]) <= 256)",message="runtime keys are dotted names of at most 256 characters, values at most 256"
+	// +kubebuilder:validation:XValidation:rule="!('http.max_requests_per_io_cycle' in self)",message="set http.max_requests_per_io_cycle with maxRequestsPerIOCycle"
+	// +optional
+	Runtime map[string]string `json:"runtime,omitempty"`
+
 	// ExtraVolumes are added to the Envoy pods, for mounting with
 	// extraVolumeMounts.
 	// +kubebuilder:validation:MaxItems=16

@@ -326,6 +326,13 @@ func (in *EnvoySettings) DeepCopyInto(out *EnvoySettings) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.Runtime != nil {
+		in, out := &in.Runtime, &out.Runtime
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.ExtraVolumes != nil {
 		in, out := &in.ExtraVolumes, &out.ExtraVolumes
 		*out = make([]ExtraVolume, len(*in))

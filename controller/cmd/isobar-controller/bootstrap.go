@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"isobar.dev/api/fleet"
 	"isobar.dev/controller/pkg/bootstrap"
@@ -36,6 +37,17 @@ func bootstrapCmd(args []string, stdout, stderr io.Writer) int {
 			return fmt.Errorf("want a positive number")
 		}
 		c.MaxRequestsPerIOCycle = uint32(n)
+		return nil
+	})
+	fs.Func("runtime", "KEY=VALUE: an Envoy runtime key's value in the static layer (repeatable)", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want KEY=VALUE")
+		}
+		if c.Runtime == nil {
+			c.Runtime = map[string]string{}
+		}
+		c.Runtime[k] = val
 		return nil
 	})
 	if err := fs.Parse(args); err != nil {

@@ -36,6 +36,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"isobar.dev/api/envoyruntime"
 	"isobar.dev/api/fleet"
 	"isobar.dev/api/ports"
 )
@@ -67,6 +68,9 @@ type Config struct {
 	// iteration (runtime key http.max_requests_per_io_cycle): a
 	// mitigation of HTTP/2 rapid reset floods.
 	MaxRequestsPerIOCycle uint32
+	// Runtime are Envoy runtime keys and their values, in the static
+	// layer with MaxRequestsPerIOCycle (envoyruntime.Check).
+	Runtime map[string]string
 }
 
 // File names in OutputDir.
@@ -123,12 +127,20 @@ func Build(c Config) (*bootstrapv3.Bootstrap, map[string]proto.Message, error) {
 		b.Admin.IgnoreGlobalConnLimit = true
 		b.StaticResources.Listeners[0].IgnoreGlobalConnLimit = true
 	}
-	if c.MaxRequestsPerIOCycle > 0 {
+	if err := envoyruntime.Check(c.Runtime); err != nil {
+		return nil, nil, err
+	}
+	if c.MaxRequestsPerIOCycle > 0 || len(c.Runtime) > 0 {
+		fields := make(map[string]*structpb.Value, len(c.Runtime)+1)
+		for k, v := range c.Runtime {
+			fields[k] = structpb.NewStringValue(v)
+		}
+		if c.MaxRequestsPerIOCycle > 0 {
+			fields[envoyruntime.MaxRequestsPerIOCycle] = structpb.NewNumberValue(float64(c.MaxRequestsPerIOCycle))
+		}
 		b.LayeredRuntime = &bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{{
-			Name: "static",
-			LayerSpecifier: &bootstrapv3.RuntimeLayer_StaticLayer{StaticLayer: &structpb.Struct{Fields: map[string]*structpb.Value{
-				"http.max_requests_per_io_cycle": structpb.NewNumberValue(float64(c.MaxRequestsPerIOCycle)),
-			}}},
+			Name:           "static",
+			LayerSpecifier: &bootstrapv3.RuntimeLayer_StaticLayer{StaticLayer: &structpb.Struct{Fields: fields}},
 		}}}
 	}
 	sds := map[string]proto.Message{

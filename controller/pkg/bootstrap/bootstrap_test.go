@@ -154,3 +154,34 @@ func TestLimits(t *testing.T) {
 		})
 	}
 }
+
+// The profile's runtime overrides are in Envoy's static runtime layer,
+// beside the requests per I/O cycle; what Envoy would not read as meant is
+// refused before Envoy starts.
+func TestRuntime(t *testing.T) {
+	c := config(t)
+	c.MaxRequestsPerIOCycle = 4
+	c.Runtime = map[string]string{"envoy.reloadable_features.http1_use_balsa_parser": "false", "overload.premature_reset_min_stream_lifetime_seconds": "2"}
+	b, _, err := Build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xdscheck.Validate(b); err != nil {
+		t.Fatalf("bootstrap is invalid: %v", err)
+	}
+	fields := b.GetLayeredRuntime().GetLayers()[0].GetStaticLayer().GetFields()
+	if len(fields) != 3 || fields["envoy.reloadable_features.http1_use_balsa_parser"].GetStringValue() != "false" ||
+		fields["overload.premature_reset_min_stream_lifetime_seconds"].GetStringValue() != "2" || fields["http.max_requests_per_io_cycle"].GetNumberValue() != 4 {
+		t.Errorf("static layer %v, want the two overrides and the requests per I/O cycle", fields)
+	}
+	for _, bad := range []map[string]string{
+		{"http.max_requests_per_io_cycle": "1"},
+		{"not a key": "1"},
+		{"ok.key": "line\nbreak"},
+	} {
+		c.Runtime = bad
+		if _, _, err := Build(c); err == nil {
+			t.Errorf("runtime %q: built, want it refused", bad)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -217,6 +218,10 @@ func bootstrapLimits(es v1alpha1.EnvoySettings) []string {
 	}
 	if n := es.MaxRequestsPerIOCycle; n != nil {
 		out = append(out, "--max-requests-per-io-cycle="+strconv.FormatInt(*n, 10))
+	}
+	// Sorted, so that the same profile renders the same Pods.
+	for _, k := range slices.Sorted(maps.Keys(es.Runtime)) {
+		out = append(out, "--runtime="+k+"="+es.Runtime[k])
 	}
 	return out
 }

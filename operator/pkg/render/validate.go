@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"isobar.dev/api/accesslog"
+	"isobar.dev/api/envoyruntime"
 	"isobar.dev/api/v1alpha1"
 )
 
@@ -41,6 +42,9 @@ func validate(spec v1alpha1.ContourDeploymentSpec, nodePorts PortRange) error {
 	}
 	if n := es.MaxRequestsPerIOCycle; n != nil && (*n < 1 || *n > 1<<32-1) {
 		return fmt.Errorf("spec.envoy.maxRequestsPerIOCycle %d must be from 1 to 4294967295", *n)
+	}
+	if err := envoyruntime.Check(es.Runtime); err != nil {
+		return fmt.Errorf("spec.envoy.runtime: %w", err)
 	}
 	if nodePorts.Max > 0 {
 		for i, p := range es.NetworkPublishing.NodePorts {
