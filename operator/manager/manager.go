@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,7 @@ import (
 	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/api/fleet"
+	"isobar.dev/api/kubeconfig"
 	"isobar.dev/api/logs"
 	"isobar.dev/api/served"
 	isobarv1alpha1 "isobar.dev/api/v1alpha1"
@@ -65,6 +67,9 @@ type Options struct {
 	// NodePortRange is the API server's --service-node-port-range: the API
 	// server does not publish it, and its dry run does not check it.
 	NodePortRange render.PortRange
+	// Kubeconfig is the kubeconfig file of the cluster; "" finds the
+	// cluster as kubectl does (package kubeconfig).
+	Kubeconfig string
 }
 
 // DefaultOptions work for a single operator replica in a cluster.
@@ -84,6 +89,7 @@ func DefaultOptions() Options {
 
 // Bind registers the options as flags on fs.
 func (o *Options) Bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, kubeconfig.Help)
 	fs.StringVar(&o.ControllerName, "controller-name", o.ControllerName, "GatewayClass spec.controllerName this operator provisions Gateways for")
 	fs.StringVar(&o.ControllerImage, "controller-image", o.ControllerImage, "image of the per-Gateway controller (isobar-controller)")
 	fs.StringVar(&o.EnvoyImage, "envoy-image", o.EnvoyImage, "image of Envoy")
@@ -128,13 +134,15 @@ func Run(o Options) error {
 		return err
 	}
 	ctrl.SetLogger(log)
+	// client-go logs through klog: in the same format, not its own.
+	klog.SetLogger(log)
 	scheme, err := Scheme()
 	if err != nil {
 		return err
 	}
-	cfg, err := ctrl.GetConfig()
+	cfg, err := kubeconfig.Load(o.Kubeconfig)
 	if err != nil {
-		return fmt.Errorf("finding the API server: %w", err)
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,

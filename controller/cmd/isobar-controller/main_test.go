@@ -21,6 +21,8 @@ func TestRun(t *testing.T) {
 		{name: "no command", args: nil, code: 2, stderr: "Usage"},
 		{name: "unknown command", args: []string{"serve-me"}, code: 2, stderr: `unknown command "serve-me"`},
 		{name: "version", args: []string{"version"}, code: 0, stdout: "isobar-controller"},
+		{name: "serve with a kubeconfig that is not there", args: []string{"serve", "--gateway", "default/web", "--kubeconfig", "@TMP@/missing", "--health-address", "127.0.0.1:0", "--metrics-address", "0"}, code: 1,
+			stderr: "serve: kubeconfig: stat @TMP@/missing: no such file or directory\n"},
 		{name: "translate without files", args: []string{"translate"}, code: 2, stderr: "give at least one -f FILE"},
 		{name: "missing file", args: []string{"translate", "-f", "/nonexistent.yaml"}, code: 1, stderr: "no such file"},
 		{name: "bad gateway flag", args: []string{"translate", "-f", golden, "--gateway", "web"}, code: 2, stderr: "want NAMESPACE/NAME"},
@@ -71,6 +73,7 @@ func TestRun(t *testing.T) {
 				args[i] = strings.ReplaceAll(a, "@TMP@", dir)
 			}
 			tc.stdout = strings.ReplaceAll(tc.stdout, "@TMP@", dir)
+			tc.stderr = strings.ReplaceAll(tc.stderr, "@TMP@", dir)
 			var stdout, stderr bytes.Buffer
 			code := run(args, &stdout, &stderr)
 			if code != tc.code {

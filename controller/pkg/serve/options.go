@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"isobar.dev/api/fleet"
+	"isobar.dev/api/kubeconfig"
 	"isobar.dev/api/logs"
 	"isobar.dev/api/ports"
 	"isobar.dev/api/v1alpha1"
@@ -67,6 +68,9 @@ type Options struct {
 	// RuntimeSettingsFile holds a ContourDeployment's runtimeSettings as
 	// JSON (the operator mounts it from a ConfigMap).
 	RuntimeSettingsFile string
+	// Kubeconfig is the kubeconfig file of the cluster; "" finds the
+	// cluster as kubectl does (package kubeconfig).
+	Kubeconfig string
 }
 
 // DefaultOptions are what the operator's Deployment relies on.
@@ -90,6 +94,7 @@ func DefaultOptions() Options {
 
 // Bind registers the options as flags.
 func (o *Options) Bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, kubeconfig.Help)
 	fs.Func("gateway", "the Gateway to serve, NAMESPACE/NAME (what the operator runs); without it, controllerName mode serves the oldest Gateway of the oldest GatewayClass with --controller-name", func(v string) error {
 		ns, name, ok := strings.Cut(v, "/")
 		if !ok || ns == "" || name == "" {

@@ -28,6 +28,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -45,6 +46,7 @@ import (
 	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/api/fleet"
+	"isobar.dev/api/kubeconfig"
 	"isobar.dev/api/logs"
 	"isobar.dev/controller/pkg/batch"
 	"isobar.dev/controller/pkg/endpointwatch"
@@ -98,13 +100,15 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	ctrl.SetLogger(log)
+	// client-go logs through klog: in the same format, not its own.
+	klog.SetLogger(log)
 	s, err := scheme()
 	if err != nil {
 		return err
 	}
-	cfg, err := ctrl.GetConfig()
+	cfg, err := kubeconfig.Load(o.Kubeconfig)
 	if err != nil {
-		return fmt.Errorf("finding the API server: %w", err)
+		return err
 	}
 	leNS, leID := o.LeaderElectionNS, "isobar-controller-"+o.Gateway.Name
 	if leNS == "" {

@@ -13,6 +13,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "version" {
+		fmt.Println("isobar-operator", release.Version)
+		return
+	}
 	opts := manager.DefaultOptions()
 	fs := flag.NewFlagSet("isobar-operator", flag.ContinueOnError)
 	opts.Bind(fs)
