@@ -110,6 +110,11 @@ func Translate(res *resources.Resources, opts Options) (*Result, error) {
 	o := profileOptions(func() *resources.Resources { return res })
 	o.ControllerName, o.Gateways = gatewayv1.GatewayController(opts.ControllerName), opts.Gateways
 	out.Gateways = gatewayapi.Translate(res, o)
+	if len(opts.Gateways) == 0 {
+		out.Notes = append(out.Notes, unserved(res, out.Gateways, opts.ControllerName)...)
+	} else {
+		out.Notes = append(out.Notes, chosenNotOurs(res, opts.Gateways, opts.ControllerName)...)
+	}
 	// What the controller sets once the fleet has acknowledged.
 	programmed.Status(out.Gateways.Status, programmed.Acknowledged)
 	for _, g := range out.Gateways.Gateways {
