@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -75,6 +76,13 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	answer, err := sim.Simulate(req)
+	if errors.Is(err, envoysim.ErrNoListener) {
+		// Envoy's port is the operator's mapping of the Gateway's: say it
+		// as the user wrote the Gateway.
+		fmt.Fprintf(stderr, "explain: Gateway %s has no %s listener on port %d; the connection is refused. Its listeners: %s\n",
+			result.Gateways.Gateways[0].Name, map[bool]string{false: "TCP", true: "UDP"}[req.UDP], gatewayPort, listenersOf(result, result.Gateways.Gateways[0].Name))
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "explain:", err)
 		return 1
@@ -94,7 +102,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		g := result.Gateways.Gateways[0].Name
 		fmt.Fprintf(stdout, "Gateway %s, port %d (Envoy listens on %d)\n", g, gatewayPort, req.Port)
 		writeAnswer(stdout, answer)
-		for _, reason := range why(result, g, answer) {
+		for _, reason := range why(result, g, req.Authority, answer) {
 			fmt.Fprintf(stdout, "why: %s\n", reason)
 		}
 	default:
@@ -271,4 +279,22 @@ func serviceOf(cluster string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (Service %s/%s port %s)", p[0], p[1], p[2])
+}
+
+// listenersOf lists the listeners of the Gateway named "namespace/name"
+// as its spec has them: "name (PROTOCOL port)".
+func listenersOf(result *offline.Result, gateway string) string {
+	var out []string
+	for _, gw := range result.Input.Gateways {
+		if gw.Namespace+"/"+gw.Name != gateway {
+			continue
+		}
+		for _, l := range gw.Spec.Listeners {
+			out = append(out, fmt.Sprintf("%s (%s %d)", l.Name, l.Protocol, l.Port))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }

@@ -2,6 +2,7 @@ package envoysim
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	"slices"
@@ -201,8 +202,11 @@ func (s *Simulator) listener(req Request) (*listenerv3.Listener, error) {
 	if req.UDP {
 		proto = "UDP"
 	}
-	return nil, fmt.Errorf("no listener on %s port %d: the connection is refused", proto, req.Port)
+	return nil, fmt.Errorf("%w on %s port %d: the connection is refused", ErrNoListener, proto, req.Port)
 }
+
+// ErrNoListener is the error of a request to a port no listener has.
+var ErrNoListener = errors.New("no listener")
 
 // connection is what filter chain matching sees of a connection.
 type connection struct {
