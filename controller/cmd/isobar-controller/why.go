@@ -59,11 +59,7 @@ func why(result *offline.Result, gateway, host string, a *envoysim.Answer) []str
 			}
 		}
 		for _, ps := range result.Gateways.Status.Routes[key] {
-			parent := key.Namespace + "/" + string(ps.ParentRef.Name)
-			if ns := ps.ParentRef.Namespace; ns != nil {
-				parent = string(*ns) + "/" + string(ps.ParentRef.Name)
-			}
-			if parent != gateway {
+			if parentOf(key, ps) != gateway {
 				continue
 			}
 			for _, c := range ps.Conditions {
@@ -119,11 +115,7 @@ func notRouted(result *offline.Result, gateway, host string) []string {
 			continue
 		}
 		for _, ps := range parents {
-			parent := key.Namespace + "/" + string(ps.ParentRef.Name)
-			if ns := ps.ParentRef.Namespace; ns != nil {
-				parent = string(*ns) + "/" + string(ps.ParentRef.Name)
-			}
-			if parent != gateway {
+			if parentOf(key, ps) != gateway {
 				continue
 			}
 			for _, c := range ps.Conditions {
@@ -200,4 +192,13 @@ func proxyOf(result *offline.Result, name types.NamespacedName) *contourv1.HTTPP
 		}
 	}
 	return nil
+}
+
+// parentOf is the Gateway, "namespace/name", a route's parent status is
+// about.
+func parentOf(key gatewayapi.RouteKey, ps gatewayv1.RouteParentStatus) string {
+	if ns := ps.ParentRef.Namespace; ns != nil {
+		return string(*ns) + "/" + string(ps.ParentRef.Name)
+	}
+	return key.Namespace + "/" + string(ps.ParentRef.Name)
 }
