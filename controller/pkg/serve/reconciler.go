@@ -29,14 +29,16 @@ import (
 // the result to Envoy and hands the status to the status writer. It runs on
 // every replica.
 type reconciler struct {
-	opts   Options
-	client client.Client
-	snap   *snapshotter
-	stage1 *gatewayapi.Translator
-	stage2 *xds.Translator
-	xds    *xdsserver.Server
-	status *statusWriter
-	ready  atomic.Bool
+	opts Options
+	// proxyGauges are Contour's HTTPProxy gauges, as last set.
+	proxyGauges proxyGauges
+	client      client.Client
+	snap        *snapshotter
+	stage1      *gatewayapi.Translator
+	stage2      *xds.Translator
+	xds         *xdsserver.Server
+	status      *statusWriter
+	ready       atomic.Bool
 	// translated is closed once the first configuration is in the xDS
 	// cache: until then the xDS port is closed (see run).
 	translated     chan struct{}
@@ -110,6 +112,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		result = r.stage1.Translate(res)
 	}
 	endpointNamespaces.Set(float64(len(r.endpoints.Namespaces())))
+	r.proxyGauges.set(countProxies(result.Status.HTTPProxies, res.HTTPProxies))
 	if len(result.Gateways) == 0 {
 		r.clusters = nil
 		if r.opts.Gateway.Name != "" {
