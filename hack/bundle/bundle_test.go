@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,5 +58,15 @@ func TestBundleValidates(t *testing.T) {
 	_ = errors.ErrorInvalidCSV
 	if !strings.Contains(bundle.CSV.GetAnnotations()["alm-examples"], "ContourDeployment") {
 		t.Error("alm-examples lack the ContourDeployment sample")
+	}
+	// Every image the operator runs is listed, for mirroring.
+	var names []string
+	for _, r := range bundle.CSV.Spec.RelatedImages {
+		if r.Image != "" {
+			names = append(names, r.Name)
+		}
+	}
+	if want := []string{"isobar-operator", "isobar-controller", "envoy"}; !slices.Equal(names, want) {
+		t.Errorf("relatedImages %v, want %v", names, want)
 	}
 }

@@ -91,8 +91,22 @@ func Generate(root string, o Options) (map[string][]byte, error) {
 		Name: deployment.Name, Label: deployment.Labels, Spec: deployment.Spec,
 	}}
 	for _, c := range deployment.Spec.Template.Spec.Containers {
-		if c.Name == "operator" {
-			csv.Annotations["containerImage"] = c.Image
+		if c.Name != "operator" {
+			continue
+		}
+		csv.Annotations["containerImage"] = c.Image
+		// Every image the operator runs, so that a disconnected install
+		// can mirror them: its own, and those it gives each fleet.
+		csv.Spec.RelatedImages = []operatorsv1alpha1.RelatedImage{{Name: "isobar-operator", Image: c.Image}}
+		for _, a := range c.Args {
+			for flag, name := range map[string]string{"--controller-image=": "isobar-controller", "--envoy-image=": "envoy"} {
+				if image, ok := strings.CutPrefix(a, flag); ok {
+					csv.Spec.RelatedImages = append(csv.Spec.RelatedImages, operatorsv1alpha1.RelatedImage{Name: name, Image: image})
+				}
+			}
+		}
+		if len(csv.Spec.RelatedImages) != 3 {
+			return nil, fmt.Errorf("the operator's Deployment must give --controller-image and --envoy-image: the bundle lists every image it runs")
 		}
 	}
 	examples, err := almExamples(filepath.Join(root, "config", "samples"))
