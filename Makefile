@@ -51,6 +51,10 @@ manifests: ## Generate the CRD YAML into config/crd/bases, the operator's RBAC i
 bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/.
 	go run isobar.dev/hack/bundle -root .
 
+.PHONY: bundle-image
+bundle-image: ## Build the OLM bundle image, its CSV naming IMG_PREFIX's images, as bin/images/isobar-operator-bundle-VERSION.tar (no container daemon).
+	go run isobar.dev/hack/images -root . -prefix $(IMG_PREFIX) -version $(VERSION) -bundle
+
 .PHONY: docs
 docs: manifests ## Generate docs/reference/contourdeployment.md and docs/features.md.
 	go run isobar.dev/hack/docs -root .

@@ -3,9 +3,6 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -108,11 +105,6 @@ type Manifest struct {
 // the non-root user, with a /tmp. Timestamps are zero, so that the same
 // binary makes the same image; the image's ID is returned.
 func writeArchive(path, ref, name string, bin []byte, opts Options) (string, error) {
-	layer, err := tarOf([]file{{name: "tmp/", dir: true, mode: 0o1777}, {name: name, mode: 0o755, data: bin}})
-	if err != nil {
-		return "", err
-	}
-	layerDigest := sha256.Sum256(layer)
 	var cfg Config
 	cfg.Architecture, cfg.OS = opts.Arch, "linux"
 	cfg.Config.Entrypoint, cfg.Config.User, cfg.Config.WorkingDir = []string{"/" + name}, nonRoot, "/"
@@ -121,31 +113,7 @@ func writeArchive(path, ref, name string, bin []byte, opts Options) (string, err
 		"org.opencontainers.image.version": opts.Version,
 		"org.opencontainers.image.source":  "https://github.com/isobar-dev/isobar",
 	}
-	cfg.RootFS.Type, cfg.RootFS.DiffIDs = "layers", []string{"sha256:" + hex.EncodeToString(layerDigest[:])}
-	config, err := json.Marshal(cfg)
-	if err != nil {
-		return "", err
-	}
-	configDigest := sha256.Sum256(config)
-	configName := hex.EncodeToString(configDigest[:]) + ".json"
-	layerName := hex.EncodeToString(layerDigest[:]) + "/layer.tar"
-	manifest, err := json.Marshal([]Manifest{{Config: configName, RepoTags: []string{ref}, Layers: []string{layerName}}})
-	if err != nil {
-		return "", err
-	}
-	archive, err := tarOf([]file{
-		{name: configName, mode: 0o644, data: config},
-		{name: hex.EncodeToString(layerDigest[:]) + "/", dir: true, mode: 0o755},
-		{name: layerName, mode: 0o644, data: layer},
-		{name: "manifest.json", mode: 0o644, data: manifest},
-	})
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(path, archive, 0o644); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(configDigest[:]), nil
+	return writeImage(path, ref, []file{{name: "tmp/", dir: true, mode: 0o1777}, {name: name, mode: 0o755, data: bin}}, cfg)
 }
 
 type file struct {

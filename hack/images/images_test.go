@@ -166,3 +166,45 @@ func keys(m map[string][]byte) []string {
 	slices.Sort(out)
 	return out
 }
+
+// The bundle image is bundle/ as bundle.Dockerfile lays it out, with the
+// bundle's labels, its CSV naming the images built with it.
+func TestBundleImage(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Prefix: "registry.example.com/team", Version: "v9.8.7", Arch: "amd64"}
+	b, err := BuildBundle(root, opts, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Ref != "registry.example.com/team/isobar-operator-bundle:v9.8.7" {
+		t.Errorf("ref %s", b.Ref)
+	}
+	files := readTar(t, b.Archive)
+	var manifests []Manifest
+	if err := json.Unmarshal(files["manifest.json"], &manifests); err != nil || len(manifests) != 1 || len(manifests[0].Layers) != 1 {
+		t.Fatalf("manifest.json: %v, %v", err, manifests)
+	}
+	var cfg Config
+	if err := json.Unmarshal(files[manifests[0].Config], &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Config.Labels["operators.operatorframework.io.bundle.mediatype.v1"] != "registry+v1" || cfg.Config.Labels["operators.operatorframework.io.bundle.package.v1"] != "isobar" {
+		t.Errorf("labels %v, want the bundle's annotations", cfg.Config.Labels)
+	}
+	layer := readTarBytes(t, files[manifests[0].Layers[0]])
+	csv := string(layer["manifests/isobar.clusterserviceversion.yaml"])
+	for _, want := range []string{"image: registry.example.com/team/isobar-operator:v9.8.7", "--controller-image=registry.example.com/team/isobar-controller:v9.8.7"} {
+		if !strings.Contains(csv, want) {
+			t.Errorf("the CSV does not say %s", want)
+		}
+	}
+	if strings.Contains(csv, "ghcr.io/isobar-dev/isobar-") {
+		t.Error("the CSV still names the release's images")
+	}
+	if _, ok := layer["metadata/annotations.yaml"]; !ok {
+		t.Errorf("no metadata/annotations.yaml in %v", keys(layer))
+	}
+}

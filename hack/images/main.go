@@ -24,7 +24,18 @@ func main() {
 	arch := flag.String("arch", runtime.GOARCH, "the images' architecture (linux/ARCH)")
 	out := flag.String("out", "bin/images", "where the archives go, under -root")
 	deploy := flag.Bool("deploy", false, "also write bin/deploy/kustomization.yaml: config/default with these images")
+	bundle := flag.Bool("bundle", false, "build the OLM bundle image alone (bundle/, its CSV naming these images)")
 	flag.Parse()
+	if *bundle {
+		b, err := BuildBundle(*root, Options{Prefix: *prefix, Version: *version, Arch: *arch}, filepath.Join(*root, *out))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "images:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("%s %s %s\n", b.Archive, b.Ref, b.Digest)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "images: building isobar-operator and isobar-controller for linux/%s (a first build takes minutes), then writing their archives into %s\n", *arch, *out)
 	built, err := Build(*root, Options{Prefix: *prefix, Version: *version, Arch: *arch}, filepath.Join(*root, *out))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
