@@ -59,7 +59,22 @@ func TestInstallConfigDefault(t *testing.T) {
 	}
 
 	// The operator as its ServiceAccount.
-	admin, err := env.Kubeconfig("isobar-installer")
+	kubeconfig := serviceAccountKubeconfig(t, "isobar-system", "isobar-operator")
+	ns := namespace(t)
+	controller := "isobar.dev/install-" + ns
+	operatorWith(t, kubeconfig, controller)
+	provisions(t, ctx, controller, "install-"+ns, ns)
+	var roles rbacv1.ClusterRoleList
+	if err := env.Client.List(ctx, &roles, client.MatchingLabels{"isobar.dev/gateway-namespace": ns}); err != nil || len(roles.Items) != 1 {
+		t.Errorf("the controller's ClusterRole: %d found, %v", len(roles.Items), err)
+	}
+}
+
+// serviceAccountKubeconfig is a kubeconfig of the test cluster that acts
+// as ServiceAccount namespace/name, as a Pod running as it would.
+func serviceAccountKubeconfig(t *testing.T, namespace, name string) string {
+	t.Helper()
+	admin, err := env.Kubeconfig("installer-" + namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,27 +83,28 @@ func TestInstallConfigDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range cfg.AuthInfos {
-		a.Impersonate = "system:serviceaccount:isobar-system:isobar-operator"
-		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:isobar-system", "system:authenticated"}
+		a.Impersonate = "system:serviceaccount:" + namespace + ":" + name
+		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
 	}
-	kubeconfig := filepath.Join(t.TempDir(), "operator-sa.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+	path := filepath.Join(t.TempDir(), "service-account.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
-	ns := namespace(t)
-	controller := "isobar.dev/install-" + ns
-	operatorWith(t, kubeconfig, controller)
-	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "install-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
+	return path
+}
+
+// provisions creates GatewayClass class of controller and a Gateway in
+// namespace ns, and waits for the operator to accept the class and
+// provision the Gateway's fleet.
+func provisions(t *testing.T, ctx context.Context, controller, class, ns string) {
+	t.Helper()
+	gc := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
 	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
-		GatewayClassName: gatewayv1.ObjectName(class.Name),
+		GatewayClassName: gatewayv1.ObjectName(class),
 		Listeners:        []gatewayv1.Listener{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
 	}}
-	create(t, ctx, class, gw)
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
-	classCondition(t, ctx, class.Name, "Accepted", metav1.ConditionTrue, "Accepted", "")
+	create(t, ctx, gc, gw)
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), gc) })
+	classCondition(t, ctx, class, "Accepted", metav1.ConditionTrue, "Accepted", "")
 	waitGatewayCondition(t, ctx, ns, "web", "isobar.dev/Provisioned", metav1.ConditionTrue, "Provisioned", "")
-	var roles rbacv1.ClusterRoleList
-	if err := env.Client.List(ctx, &roles, client.MatchingLabels{"isobar.dev/gateway-namespace": ns}); err != nil || len(roles.Items) != 1 {
-		t.Errorf("the controller's ClusterRole: %d found, %v", len(roles.Items), err)
-	}
 }

@@ -149,7 +149,10 @@ func TestNodeAgent(t *testing.T) {
 func TestOperatorFleetRunsOnTheNodeAgent(t *testing.T) {
 	t.Parallel()
 	e := startCluster(t, harness.Options{ControllerManager: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// This test's cluster starts beside the other parallel tests': on a
+	// loaded two-core machine its controller-manager, the operator and
+	// the fleet's controller take minutes to come up one after another.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	kubeconfig, err := e.Kubeconfig("fleet")
 	if err != nil {
@@ -204,18 +207,30 @@ func TestOperatorFleetRunsOnTheNodeAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, time.Minute, "the fleet's controller to accept the Gateway and report the Envoy Service's address", func() bool {
+	gw := &gatewayv1.Gateway{}
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if errs := agent.Errors(); len(errs) > 0 {
 			t.Fatalf("the node agent could not run a Pod: %v", errs)
 		}
-		gw := &gatewayv1.Gateway{}
 		if err := e.Client.Get(ctx, keyOf(ns, "web"), gw); err != nil {
 			t.Fatal(err)
 		}
 		programmed := meta.FindStatusCondition(gw.Status.Conditions, "Programmed")
-		return meta.IsStatusConditionTrue(gw.Status.Conditions, "Accepted") && len(gw.Status.Addresses) == 1 &&
-			programmed != nil && programmed.Status == metav1.ConditionFalse && programmed.Reason == "Pending"
-	})
+		if meta.IsStatusConditionTrue(gw.Status.Conditions, "Accepted") && len(gw.Status.Addresses) == 1 &&
+			programmed != nil && programmed.Status == metav1.ConditionFalse && programmed.Reason == "Pending" {
+			break
+		}
+		if time.Now().After(deadline) {
+			var pods corev1.PodList
+			_ = e.Client.List(ctx, &pods, client.InNamespace(ns))
+			var phases []string
+			for _, p := range pods.Items {
+				phases = append(phases, p.Name+"="+string(p.Status.Phase))
+			}
+			t.Fatalf("in 3 minutes the fleet's controller did not accept the Gateway and report the Envoy Service's address: conditions %+v, addresses %v; Pods %v",
+				gw.Status.Conditions, gw.Status.Addresses, phases)
+		}
+	}
 	eventually(t, time.Minute, "the Envoy Pods' bootstraps", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

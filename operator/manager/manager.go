@@ -3,10 +3,12 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
@@ -96,7 +98,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddress, "metrics-bind-address", o.MetricsAddress, "address of the Prometheus metrics endpoint; 0 turns it off")
 	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", o.HealthProbeAddress, "address of /healthz and /readyz")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas through a Lease, so only one reconciles")
-	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to the pod's")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease; defaults to $POD_NAMESPACE (the Deployment sets it from the Pod), else the Pod's service account's")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json or console")
 	fs.Func("service-node-port-range", "the API server's --service-node-port-range (default "+render.DefaultNodePortRange.String()+"): profiles' node ports are checked against it", func(v string) error {
@@ -150,7 +152,7 @@ func Run(o Options) error {
 		HealthProbeBindAddress:  o.HealthProbeAddress,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "isobar-operator.isobar.dev",
-		LeaderElectionNamespace: o.LeaderElectionNS,
+		LeaderElectionNamespace: cmp.Or(o.LeaderElectionNS, os.Getenv("POD_NAMESPACE")),
 		// Releasing the Lease on a clean stop lets the next replica take
 		// over at once instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,

@@ -88,7 +88,8 @@ func dataPlaneProblem(dp DataPlane) (gatewayv1.GatewayConditionReason, string) {
 	f := dp.Fleet
 	switch {
 	case dp.NeedAddress && len(dp.Addresses) == 0:
-		return gatewayv1.GatewayReasonAddressNotAssigned, "the Envoy Service has no address yet"
+		return gatewayv1.GatewayReasonAddressNotAssigned, "the Envoy Service has no address yet: a LoadBalancer Service waits for the cluster's load balancer, " +
+			"which kind and bare metal lack (publish Envoy with the profile's envoy.networkPublishing.type NodePortService or ClusterIPService there)"
 	case f.Connected == 0:
 		return gatewayv1.GatewayReasonPending, "no Envoy of the fleet is connected"
 	case len(f.Rejections) > 0:
