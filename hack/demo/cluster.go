@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -187,4 +189,38 @@ func (d *demo) close() error {
 		return d.env.Stop()
 	}
 	return nil
+}
+
+// keepLogs copies the processes' logs out of the cluster's scratch
+// directory into a directory of their own, and returns it ("" when there
+// are none).
+func (d *demo) keepLogs() (string, error) {
+	if d.env == nil {
+		return "", nil
+	}
+	var logs []string
+	err := filepath.WalkDir(d.env.Dir, func(path string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasSuffix(path, ".log") {
+			logs = append(logs, path)
+		}
+		return nil
+	})
+	if err != nil || len(logs) == 0 {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "isobar-demo-logs-")
+	if err != nil {
+		return "", err
+	}
+	for _, l := range logs {
+		data, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		rel, _ := filepath.Rel(d.env.Dir, l)
+		if err := os.WriteFile(filepath.Join(dir, strings.ReplaceAll(rel, string(filepath.Separator), "_")), data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }

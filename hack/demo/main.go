@@ -33,6 +33,13 @@ func main() {
 func run(ctx context.Context, out io.Writer, once bool, timeout time.Duration) (err error) {
 	d := &demo{out: out}
 	defer func() {
+		if err != nil {
+			// The logs live in the cluster's scratch directory, which
+			// close removes: keep them where the error can name them.
+			if dir, kerr := d.keepLogs(); kerr == nil && dir != "" {
+				err = fmt.Errorf("%w (the processes' logs are kept in %s)", err, dir)
+			}
+		}
 		if cerr := d.close(); err == nil {
 			err = cerr
 		}
@@ -41,8 +48,8 @@ func run(ctx context.Context, out io.Writer, once bool, timeout time.Duration) (
 		what string
 		do   func(context.Context) error
 	}{
-		{"starting kube-apiserver, etcd and kube-controller-manager", d.startCluster},
-		{"building and starting isobar-operator", d.startOperator},
+		{"starting kube-apiserver, etcd and kube-controller-manager (a first run builds them from Go modules, about 20 minutes on two cores; later runs take seconds)", d.startCluster},
+		{"building and starting isobar-operator (a first build takes a few minutes)", d.startOperator},
 		{"applying config/samples, with the Services, endpoints and certificate they refer to", d.applySamples},
 		{"waiting for the operator to provision the fleet", d.waitForFleet},
 		{"running the per-Gateway controller as its Deployment describes it", d.runController},
@@ -62,6 +69,9 @@ func run(ctx context.Context, out io.Writer, once bool, timeout time.Duration) (
 	if err := d.report(context.Background()); err != nil {
 		return err
 	}
+	fmt.Fprintln(out, "\nNext: ask what Envoy does with a request, from YAML alone:\n"+
+		"  go run ./controller/cmd/isobar-controller explain -f config/samples --request 'GET http://app.example.com/api/users'\n"+
+		"  try examples/ (an HTTPProxy tree, an Ingress, a Gateway API set), and docs/install.md for a real cluster.")
 	if once {
 		return nil
 	}
