@@ -72,5 +72,13 @@ while read -r mode _ _ f; do
 		fail=1
 	fi
 done < <(git ls-files -s)
+# `go build` in a command's directory leaves a binary named after it:
+# every such binary is ignored, so that it cannot be committed.
+while read -r dir; do
+	if ! git check-ignore -q "$dir/$(basename "$dir")"; then
+		echo "$dir/$(basename "$dir") (what go build leaves in that command's directory) is not in .gitignore" >&2
+		fail=1
+	fi
+done < <(grep -rlE --include='*.go' '^package main$' api operator controller e2e hack | xargs -n1 dirname | sort -u)
 
 exit $fail
