@@ -28,7 +28,7 @@ func translate(args []string, stdout, stderr io.Writer) int {
 	controllerName := fs.String("controller-name", offline.DefaultControllerName, "the GatewayClass controllerName to translate for")
 	namespace := fs.String("namespace", "default", "the namespace of namespaced objects that name none, as kubectl's")
 	typ := fs.String("type", "status", "what to print: "+strings.Join(offline.Types, ", "))
-	format := fs.String("o", "yaml", "output format: yaml or json")
+	format := fs.String("o", "yaml", "output format: yaml or json; dot for --type graph")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: isobar-controller translate -f FILE... [flags]\n\nTranslates Gateway API objects into Envoy configuration offline, as the controller would.\n\n")
 		fs.PrintDefaults()

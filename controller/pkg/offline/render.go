@@ -18,16 +18,24 @@ import (
 	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/graph"
 	"isobar.dev/controller/pkg/xds"
 )
 
 // Types are the parts of a result Render can show.
-var Types = []string{"status", "ir", "listeners", "routes", "clusters", "endpoints", "secrets", "all"}
+var Types = []string{"status", "ir", "listeners", "routes", "clusters", "endpoints", "secrets", "all", "graph"}
 
-// Render shows part of a result as YAML or JSON.
+// Render shows part of a result as YAML or JSON; the graph of what the
+// Gateways serve (package graph) in Graphviz's DOT language.
 func Render(r *Result, typ, format string) ([]byte, error) {
 	if !slices.Contains(Types, typ) {
 		return nil, fmt.Errorf("unknown type %q: want one of %s", typ, strings.Join(Types, ", "))
+	}
+	if typ == "graph" {
+		if format != "dot" {
+			return nil, fmt.Errorf("--type graph is drawn with -o dot (Graphviz: dot -Tsvg)")
+		}
+		return graph.DOT(r.Input, r.Gateways.Status), nil
 	}
 	var v any
 	var err error
