@@ -47,8 +47,11 @@ func BuildBundle(root string, opts Options, out string) (Built, error) {
 	var meta struct {
 		Annotations map[string]string `json:"annotations"`
 	}
-	if err := yaml.Unmarshal(readFile(files, "metadata/annotations.yaml"), &meta); err != nil || len(meta.Annotations) == 0 {
-		return Built{}, fmt.Errorf("bundle/metadata/annotations.yaml: %v: the bundle image's labels come from it", err)
+	if err := yaml.Unmarshal(readFile(files, "metadata/annotations.yaml"), &meta); err != nil {
+		return Built{}, fmt.Errorf("bundle/metadata/annotations.yaml: %w", err)
+	}
+	if len(meta.Annotations) == 0 {
+		return Built{}, fmt.Errorf("bundle/metadata/annotations.yaml has no annotations: the bundle image's labels come from it")
 	}
 	ref := opts.Prefix + "/" + bundleName + ":" + opts.Version
 	if err := os.MkdirAll(out, 0o755); err != nil {
