@@ -30,6 +30,21 @@ func Bind(fs *flag.FlagSet) *string {
 // when it is set, else as kubectl finds it, in-cluster before
 // ~/.kube/config.
 func Load(path string) (*rest.Config, error) {
+	cfg, err := load(path)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.QPS == 0 {
+		// No client-side rate limit unless the kubeconfig sets one, as
+		// controller-runtime has it: the API server's priority and
+		// fairness limits us, and client-go's default of 5 requests a
+		// second would hold a Gateway's route status writes for minutes.
+		cfg.QPS = -1
+	}
+	return cfg, nil
+}
+
+func load(path string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	switch {
 	case path != "":

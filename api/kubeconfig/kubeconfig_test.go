@@ -61,6 +61,9 @@ func TestLoad(t *testing.T) {
 		if err != nil || cfg.Host != tc.want {
 			t.Errorf("KUBECONFIG %q, --kubeconfig %q: %v %v, want %s", tc.env, tc.flag, cfg, err, tc.want)
 		}
+		if err == nil && cfg.QPS >= 0 {
+			t.Errorf("QPS %v: client-side rate limiting is on, want it off (the API server's fairness limits us)", cfg.QPS)
+		}
 	}
 	if _, err := Load(filepath.Join(home, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("a --kubeconfig that does not exist: %v, want an error naming it", err)
