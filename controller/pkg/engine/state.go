@@ -7,9 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
-	"isobar.dev/controller/pkg/routerule"
 )
 
 // An Outcome is everything attaching one route object to one Gateway did:
@@ -24,7 +24,7 @@ type Outcome[D any] struct {
 	// Counted are the indexes of listeners whose attachedRoutes it adds to.
 	Counted  []int
 	Added    []Addition
-	Clusters []routerule.ClusterSpec
+	Clusters []backend.ClusterSpec
 	Kind     string
 	Source   Source
 	Meta     *metav1.ObjectMeta
@@ -54,10 +54,11 @@ type Addition struct {
 	Policy *ir.VirtualHostPolicy
 }
 
-// Rules are a route's translated rules and what translating them read:
+// Rules are a route's translated rules, of whatever type its processor
+// translates rules into (see CachedRules), and what translating them read:
 // while none of that changes, the rules stay as they are.
 type Rules struct {
-	Rules *routerule.Rules
+	Value any
 	Reads env.Reads
 }
 
@@ -74,7 +75,7 @@ type State[D any] struct {
 	listeners []Listener
 	attached  []int32 // per listener
 	tables    map[TableKey]*Table
-	clusters  map[routerule.ClusterSpec]int // by the number of outcomes using them
+	clusters  map[backend.ClusterSpec]int // by the number of outcomes using them
 	routes    map[RouteKey][]gatewayv1.RouteParentStatus
 	// readers are the routes whose outcome read each dep: built when a
 	// dep first changes (a full translation does not pay for it), then
@@ -89,7 +90,7 @@ func NewState[D any](listeners, routes int) *State[D] {
 		applied:  make(map[*metav1.ObjectMeta]*Outcome[D], routes),
 		attached: make([]int32, listeners),
 		tables:   map[TableKey]*Table{},
-		clusters: map[routerule.ClusterSpec]int{},
+		clusters: map[backend.ClusterSpec]int{},
 		routes:   make(map[RouteKey][]gatewayv1.RouteParentStatus, routes),
 	}
 }
@@ -120,8 +121,8 @@ func (s *State[D]) Attached() []int32 { return s.attached }
 func (s *State[D]) Routes() map[RouteKey][]gatewayv1.RouteParentStatus { return s.routes }
 
 // Clusters are the cluster specs the state's outcomes use.
-func (s *State[D]) Clusters() iter.Seq[routerule.ClusterSpec] {
-	return func(yield func(routerule.ClusterSpec) bool) {
+func (s *State[D]) Clusters() iter.Seq[backend.ClusterSpec] {
+	return func(yield func(backend.ClusterSpec) bool) {
 		for c := range s.clusters {
 			if !yield(c) {
 				return

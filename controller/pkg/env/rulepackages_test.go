@@ -12,7 +12,6 @@ import (
 // rulePackages are the packages of rules: they read the snapshot only
 // through an env.Env.
 var rulePackages = []string{
-	"isobar.dev/controller/pkg/routerule",
 	"isobar.dev/controller/pkg/backendtls",
 	"isobar.dev/controller/pkg/ingress",
 	"isobar.dev/controller/pkg/httpproxy",
@@ -78,7 +77,9 @@ func TestRulePackagesReadOnlyThroughEnv(t *testing.T) {
 
 // The engine applies what the processors decide: it reads no snapshot (it
 // imports package env for the types of recorded reads alone) and knows no
-// processor, so that the rules of a routing API live in its processor.
+// processor nor any API's route rules (it keeps backend's cluster specs,
+// and rules only as an opaque value), so that the rules of a routing API
+// live in its processor.
 func TestEngineKnowsNoProcessor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the packages with go list")
@@ -91,7 +92,7 @@ func TestEngineKnowsNoProcessor(t *testing.T) {
 	if packages.PrintErrors(pkgs) > 0 || len(pkgs) != 1 {
 		t.Fatal("the engine did not load")
 	}
-	processors := []string{"isobar.dev/controller/pkg/gatewayapi", "isobar.dev/controller/pkg/ingress", "isobar.dev/controller/pkg/httpproxy"}
+	processors := []string{"isobar.dev/controller/pkg/gatewayapi", "isobar.dev/controller/pkg/ingress", "isobar.dev/controller/pkg/httpproxy", "isobar.dev/controller/pkg/routerule"}
 	for path := range pkgs[0].Imports {
 		if path == "isobar.dev/controller/pkg/resources" {
 			t.Errorf("the engine imports %s", path)

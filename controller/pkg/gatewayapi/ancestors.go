@@ -7,10 +7,10 @@ import (
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/backendtls"
 	"isobar.dev/controller/pkg/backendtraffic"
 	"isobar.dev/controller/pkg/condition"
-	"isobar.dev/controller/pkg/routerule"
 )
 
 // policyAncestor records that this Gateway uses a BackendTLSPolicy, and is
@@ -36,7 +36,7 @@ func (t *gatewayTranslator) trafficAncestor(p *backendtraffic.Policy) {
 }
 
 // backendAncestor records that this Gateway uses an XBackend.
-func (t *gatewayTranslator) backendAncestor(x *routerule.ExternalBackend) {
+func (t *gatewayTranslator) backendAncestor(x *backend.ExternalBackend) {
 	t.ancestor(t.status.Backends, x.Object.Namespace, x.Object.Name, x.Conditions)
 }
 

@@ -9,16 +9,16 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
 
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/circuitbreaker"
 	"isobar.dev/controller/pkg/ir"
-	"isobar.dev/controller/pkg/routerule"
 )
 
 // ensureCluster builds the cluster of a spec the routes use, once per
 // translation, and records the Gateway as an ancestor of the
 // BackendTLSPolicy it applies. A shared cluster's members must be built
 // first.
-func (t *gatewayTranslator) ensureCluster(s routerule.ClusterSpec) {
+func (t *gatewayTranslator) ensureCluster(s backend.ClusterSpec) {
 	if s.Rejected {
 		switch {
 		case s.XBackend != nil:
@@ -152,7 +152,7 @@ func Endpoints(src ir.ClusterSource, endpointSlices []*discoveryv1.EndpointSlice
 // buildShared builds a shared cluster from its members' clusters: spoken
 // to as its first member is (every member is spoken to alike), with each
 // member's endpoints a locality of its weight.
-func (t *gatewayTranslator) buildShared(s routerule.ClusterSpec) {
+func (t *gatewayTranslator) buildShared(s backend.ClusterSpec) {
 	var c *ir.Cluster
 	for _, m := range s.Shares.Members {
 		member := t.clusters[m.Cluster]
@@ -175,7 +175,7 @@ func (t *gatewayTranslator) buildShared(s routerule.ClusterSpec) {
 // buildExternal builds the cluster of an XBackend: its host, which Envoy
 // resolves, over TLS when it asks, presenting its client certificate or
 // else the Gateway's backend one.
-func (t *gatewayTranslator) buildExternal(name string, x *routerule.ExternalBackend) {
+func (t *gatewayTranslator) buildExternal(name string, x *backend.ExternalBackend) {
 	c := &ir.Cluster{Name: name, HTTP2: x.HTTP2, DNS: true, Endpoints: []ir.Endpoint{{Address: x.Host, Port: uint32(x.Port)}}}
 	if x.TLS != nil {
 		tls := *x.TLS

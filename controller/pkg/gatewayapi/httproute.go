@@ -62,11 +62,11 @@ func (t *gatewayTranslator) cachedRules(o *outcome, translate func(env.Env) *rou
 	if t.prev != nil {
 		prev = t.prev.State
 	}
-	hit := engine.CachedRules(t.cache, prev, o.Meta, func(r *env.Reads) *routerule.Rules { return translate(t.newEnv(r)) })
+	hit, rules := engine.CachedRules(t.cache, prev, o.Meta, func(r *env.Reads) *routerule.Rules { return translate(t.newEnv(r)) })
 	o.Rules = hit
 	// Shared and clipped: an outcome never changes its clusters.
-	cs := hit.Rules.Clusters
+	cs := rules.Clusters
 	o.Clusters = cs[:len(cs):len(cs)]
 	// Shared: callers only read it.
-	return hit.Rules
+	return rules
 }

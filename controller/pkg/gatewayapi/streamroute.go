@@ -8,10 +8,10 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
-	"isobar.dev/controller/pkg/routerule"
 )
 
 // streamRoute is a TLSRoute, TCPRoute or UDPRoute: it forwards whole
@@ -79,7 +79,7 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 	}
 	// References are resolved whether or not a listener accepts the
 	// route: ResolvedRefs reports them either way.
-	b := routerule.StreamBackends(t.newEnv(&o.Reads), &t.cache.Names, string(r.kind), r.meta.Namespace, r.meta.Generation, r.backendRefs, routerule.Upstream{})
+	b := backend.ForStream(t.newEnv(&o.Reads), &t.cache.Names, string(r.kind), r.meta.Namespace, r.meta.Generation, r.backendRefs, backend.Upstream{})
 	o.Clusters = b.Clusters
 	dest := t.sharedUDP(o, r, b.Destination)
 	owner := r.meta.Namespace + "/" + r.meta.Name
@@ -107,13 +107,13 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 }
 
 // sharedUDP makes the weighted backends of a UDPRoute one cluster (see
-// routerule.Shares), among the route's clusters.
+// backend.Shares), among the route's clusters.
 func (t *gatewayTranslator) sharedUDP(o *outcome, r *streamRoute, d *ir.Destination) *ir.Destination {
 	if r.kind != "UDPRoute" || len(d.Backends) <= 1 {
 		return d
 	}
 	// ":" cannot be in a namespace, so the name is no Service port's.
-	spec := routerule.SharedCluster(&t.cache.Names, "udproute:"+r.meta.Namespace+"/"+r.meta.Name, d.Backends)
+	spec := backend.SharedCluster(&t.cache.Names, "udproute:"+r.meta.Namespace+"/"+r.meta.Name, d.Backends)
 	o.Clusters = append(o.Clusters, spec)
 	return &ir.Destination{Backends: []ir.WeightedCluster{{Cluster: spec.Name, Weight: 1}}}
 }

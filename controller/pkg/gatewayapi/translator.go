@@ -25,6 +25,7 @@ import (
 
 	"isobar.dev/api/supported"
 	"isobar.dev/api/v1alpha1"
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/backendtls"
 	"isobar.dev/controller/pkg/backendtraffic"
 	"isobar.dev/controller/pkg/engine"
@@ -33,7 +34,6 @@ import (
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
-	"isobar.dev/controller/pkg/routerule"
 )
 
 // Options select what to translate.
@@ -289,7 +289,7 @@ func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gateway
 // buildClusters builds the clusters the state's routes use, on every
 // translation, from this snapshot's endpoints.
 func (t *gatewayTranslator) buildClusters() {
-	var shared []routerule.ClusterSpec
+	var shared []backend.ClusterSpec
 	for spec := range t.state.Clusters() {
 		if spec.Shares != nil {
 			shared = append(shared, spec)

@@ -12,9 +12,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
-	"isobar.dev/controller/pkg/routerule"
 	"isobar.dev/controller/pkg/timeout"
 )
 
@@ -31,12 +31,12 @@ type extension struct {
 	// timeout is the answer's timeout unless the route's user says (0:
 	// Envoy's default).
 	timeout  time.Duration
-	clusters []routerule.ClusterSpec
+	clusters []backend.ClusterSpec
 }
 
 // ExtensionStatus is the status Contour writes on an ExtensionService:
 // Valid, with the errors and warnings of its spec.
-func ExtensionStatus(e env.Env, names *routerule.Names, x *contourv1alpha1.ExtensionService) contourv1alpha1.ExtensionServiceStatus {
+func ExtensionStatus(e env.Env, names *backend.Names, x *contourv1alpha1.ExtensionService) contourv1alpha1.ExtensionServiceStatus {
 	w := &walk{e: e, names: names, tree: &Tree{}}
 	_, valid := w.extension(x)
 	return contourv1alpha1.ExtensionServiceStatus{Conditions: []contourv1.DetailedCondition{valid}}
@@ -83,7 +83,7 @@ func (w *walk) usableExtension(ref types.NamespacedName) (*extension, string) {
 // timeout, and the clusters it needs. When the ExtensionService cannot be
 // used, msg says why, and the cluster is "purpose/namespace/name", one to
 // build without endpoints: Envoy answers as when the server is down.
-func ExtensionServer(e env.Env, names *routerule.Names, ref types.NamespacedName, purpose string) (cluster, authority string, timeout time.Duration, clusters []routerule.ClusterSpec, msg string) {
+func ExtensionServer(e env.Env, names *backend.Names, ref types.NamespacedName, purpose string) (cluster, authority string, timeout time.Duration, clusters []backend.ClusterSpec, msg string) {
 	w := &walk{e: e, names: names, tree: &Tree{}}
 	ext, msg := w.usableExtension(ref)
 	if msg != "" {
@@ -100,7 +100,7 @@ func (w *walk) extensionOf(x *contourv1alpha1.ExtensionService, valid *contourv1
 	if v := spec.ProtocolVersion; v != "" && v != contourv1alpha1.SupportProtocolVersion3 {
 		return nil, refused(contourv1.ConditionTypeSpecError, "UnsupportedProtocolVersion", fmt.Sprintf("spec.protocolVersion %q is not supported: Envoy speaks v3", v))
 	}
-	up := routerule.Upstream{Protocol: "h2"}
+	up := backend.Upstream{Protocol: "h2"}
 	if p := spec.Protocol; p != nil && *p != "" {
 		if *p != "h2" && *p != "h2c" {
 			return nil, refused(contourv1.ConditionTypeSpecError, "UnsupportedProtocol", fmt.Sprintf("spec.protocol %q is not h2 or h2c", *p))
@@ -164,10 +164,10 @@ func (w *walk) extensionOf(x *contourv1alpha1.ExtensionService, valid *contourv1
 		if svc, ok := w.e.Service(x.Namespace, s.Name); ok && svc.Spec.ExternalName != "" {
 			return nil, refused(contourv1.ConditionTypeServiceError, "UnsupportedServiceType", fmt.Sprintf("Service %q is of unsupported type \"ExternalName\".", x.Namespace+"/"+s.Name))
 		}
-		ref := routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+		ref := backend.Ref{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
 			Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port)),
 		}}}, Upstream: up}
-		b := routerule.HTTPBackends(w.e, w.names, "ExtensionService", x.Namespace, x.Generation, []routerule.Backend{ref})
+		b := backend.ForHTTP(w.e, w.names, "ExtensionService", x.Namespace, x.Generation, []backend.Ref{ref})
 		if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
 			return nil, refused(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", fmt.Sprintf("unresolved service %q: %s", x.Namespace+"/"+s.Name, c.Message))
 		}
@@ -184,7 +184,7 @@ func (w *walk) extensionOf(x *contourv1alpha1.ExtensionService, valid *contourv1
 	}
 	// Envoy asks one cluster: the services' endpoints are its localities,
 	// weighted as the services are.
-	shared := routerule.SharedCluster(w.names, "extension/"+x.Namespace+"/"+x.Name+"/services", members)
+	shared := backend.SharedCluster(w.names, "extension/"+x.Namespace+"/"+x.Name+"/services", members)
 	out.cluster, out.clusters = shared.Name, append(out.clusters, shared)
 	return out, nil
 }

@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"isobar.dev/api/v1alpha1"
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
-	"isobar.dev/controller/pkg/routerule"
 	"isobar.dev/controller/pkg/validate"
 )
 
@@ -94,12 +94,12 @@ func (w *walk) checkRateLimitService(p *contourv1.HTTPProxy) {
 // service, and the clusters it needs. When its ExtensionService cannot be
 // used, msg says why, and the service's cluster is one to build without
 // endpoints: Envoy answers as when the service is down.
-func RateLimitService(e env.Env, names *routerule.Names, s *v1alpha1.RateLimitServiceSettings) (svc *ir.RateLimitService, clusters []routerule.ClusterSpec, msg string) {
+func RateLimitService(e env.Env, names *backend.Names, s *v1alpha1.RateLimitServiceSettings) (svc *ir.RateLimitService, clusters []backend.ClusterSpec, msg string) {
 	w := &walk{e: e, names: names, tree: &Tree{}}
 	return w.rateLimitService(s)
 }
 
-func (w *walk) rateLimitService(s *v1alpha1.RateLimitServiceSettings) (*ir.RateLimitService, []routerule.ClusterSpec, string) {
+func (w *walk) rateLimitService(s *v1alpha1.RateLimitServiceSettings) (*ir.RateLimitService, []backend.ClusterSpec, string) {
 	ref := types.NamespacedName{Namespace: s.ExtensionService.Namespace, Name: s.ExtensionService.Name}
 	out := &ir.RateLimitService{
 		Cluster: "ratelimit/" + ref.Namespace + "/" + ref.Name, Domain: cmp.Or(s.Domain, "contour"),

@@ -11,8 +11,8 @@ import (
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/ir"
-	"isobar.dev/controller/pkg/routerule"
 	"isobar.dev/controller/pkg/validate"
 )
 
@@ -114,7 +114,7 @@ func (w *walk) remoteJWKS(root *contourv1.HTTPProxy, r *contourv1.RemoteJWKS) (i
 			return bad("RemoteJWKSPortInvalid", "URI has an invalid port: %q", p)
 		}
 	}
-	up := routerule.Upstream{}
+	up := backend.Upstream{}
 	switch r.DNSLookupFamily {
 	case "", "auto":
 	case "v4", "v6":
@@ -151,7 +151,7 @@ func (w *walk) remoteJWKS(root *contourv1.HTTPProxy, r *contourv1.RemoteJWKS) (i
 			return bad("RemoteJWKSCacheDurationInvalid", "CacheDuration is invalid: %q is not a duration above zero", r.CacheDuration)
 		}
 	}
-	spec := routerule.HostCluster(w.names, host, int32(port), up)
+	spec := backend.HostCluster(w.names, host, int32(port), up)
 	w.tree.Clusters = append(w.tree.Clusters, spec)
 	out.Cluster = spec.Name
 	return out, nil

@@ -11,6 +11,7 @@ import (
 
 	"isobar.dev/api/ingressclass"
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/hostname"
@@ -30,7 +31,7 @@ type Tree struct {
 	// without TLS.
 	HTTPS []*ir.Route
 	// Clusters are the clusters the routes use.
-	Clusters []routerule.ClusterSpec
+	Clusters []backend.ClusterSpec
 	// Statuses are those of every proxy the tree reached, the root's
 	// first, in the order reached.
 	Statuses []ProxyStatus
@@ -68,7 +69,7 @@ type ProxyStatus struct {
 // Root translates a root proxy's tree for a Gateway whose ingress-https
 // is on httpsPort (0 when it has none), reading the proxies it includes
 // and the Services of their routes through e.
-func Root(e env.Env, names *routerule.Names, root *contourv1.HTTPProxy, opts Options, httpsPort int32) *Tree {
+func Root(e env.Env, names *backend.Names, root *contourv1.HTTPProxy, opts Options, httpsPort int32) *Tree {
 	w := &walk{e: e, names: names, opts: opts, root: root, tree: &Tree{}}
 	st := w.status(root)
 	vh := root.Spec.VirtualHost
@@ -220,7 +221,7 @@ func TLSSecret(root *contourv1.HTTPProxy) (string, string, error) {
 // walk translates one tree.
 type walk struct {
 	e     env.Env
-	names *routerule.Names
+	names *backend.Names
 	opts  Options
 	root  *contourv1.HTTPProxy
 	tree  *Tree
@@ -514,7 +515,7 @@ func (w *walk) route(p *contourv1.HTTPProxy, i int, conds []contourv1.MatchCondi
 		if bad != nil {
 			return route{}, bad
 		}
-		up := routerule.Upstream{IdleConnection: idleConnection, LoadBalancer: lb, HealthCheck: w.names.HealthCheck(hc)}
+		up := backend.Upstream{IdleConnection: idleConnection, LoadBalancer: lb, HealthCheck: w.names.HealthCheck(hc)}
 		if bad := w.services(p, i, r, out, up); bad != nil {
 			return route{}, bad
 		}

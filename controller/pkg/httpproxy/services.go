@@ -10,18 +10,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/ir"
-	"isobar.dev/controller/pkg/routerule"
 )
 
 // services resolves route i's services into out's destination; cluster
 // holds what the route asks of its services' clusters (their idle
 // connection timeout, load balancer and health check).
-func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *ir.Route, cluster routerule.Upstream) *problem {
+func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *ir.Route, cluster backend.Upstream) *problem {
 	// Services without weights share the requests equally; with weights,
 	// a service of weight 0 gets none.
 	weighted := slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return s.Weight > 0 && !s.Mirror })
-	var buf [4]routerule.Backend
+	var buf [4]backend.Ref
 	refs := buf[:0]
 	host := ""
 	if out.Rewrite != nil {
@@ -79,7 +79,7 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 		if weighted {
 			weight = int32(min(s.Weight, 1000000))
 		}
-		refs = append(refs, routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
+		refs = append(refs, backend.Ref{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
 			Weight:                 &weight,
 		}}, Upstream: up, RequestHeaders: reqHeaders, ResponseHeaders: respHeaders, CookieRewrites: mergeCookieRewrites(routeCookies, cookies), Hostname: serviceHost})
@@ -91,15 +91,15 @@ func (w *walk) services(p *contourv1.HTTPProxy, i int, r *contourv1.Route, out *
 			return bad
 		}
 		up.IdleConnection, up.LoadBalancer, up.HealthCheck = cluster.IdleConnection, cluster.LoadBalancer, cluster.HealthCheck
-		ref := routerule.Backend{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+		ref := backend.Ref{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
 			Name: gatewayv1.ObjectName(mirrored.Name), Port: ptr(gatewayv1.PortNumber(mirrored.Port)),
 		}}}, Upstream: up}
-		if m := w.backends(p, []routerule.Backend{ref}); !routerule.AllInvalid(m) {
+		if m := w.backends(p, []backend.Ref{ref}); !backend.AllInvalid(m) {
 			out.Mirrors = []ir.Mirror{mirror(m, mirrored.Weight)}
 		}
 	}
 	switch {
-	case routerule.AllInvalid(out.Destination):
+	case backend.AllInvalid(out.Destination):
 		// No service to send to: Envoy's answer is 503.
 		out.Destination, out.DirectResponse = nil, &ir.DirectResponse{Status: 503}
 	default:
@@ -119,8 +119,8 @@ func (w *walk) warn(p *contourv1.HTTPProxy, i int, reason, message string) {
 // clusters they need; a reference that does not resolve is an error on
 // p's status, and its share of requests is answered as the Gateway API
 // answers it.
-func (w *walk) backends(p *contourv1.HTTPProxy, refs []routerule.Backend) *ir.Destination {
-	b := routerule.HTTPBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs)
+func (w *walk) backends(p *contourv1.HTTPProxy, refs []backend.Ref) *ir.Destination {
+	b := backend.ForHTTP(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs)
 	w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)
 	if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
 		w.status(p).Valid.AddErrorf(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", "Spec.Routes unresolved service reference: %s", c.Message)

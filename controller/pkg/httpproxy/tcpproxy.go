@@ -10,8 +10,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/ir"
-	"isobar.dev/controller/pkg/routerule"
 )
 
 // tcpProxy is where a root's tcpproxy sends the connections of its TLS
@@ -129,7 +129,7 @@ func (w *walk) tcpServices(p *contourv1.HTTPProxy) (*ir.Destination, *problem) {
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
 			Weight:                 &weight,
 		}
-		b := routerule.StreamBackends(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, []gatewayv1.BackendRef{ref}, sup)
+		b := backend.ForStream(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, []gatewayv1.BackendRef{ref}, sup)
 		if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
 			return nil, refused(contourv1.ConditionTypeTCPProxyError, "ServiceUnresolvedReference", "Spec.TCPProxy unresolved service reference: "+c.Message)
 		}
@@ -158,7 +158,7 @@ func requestFields(s *contourv1.Service) []string {
 // tcpServiceUpstream is how service j of p's tcpproxy is spoken to: up,
 // over TLS with protocol tls (the only one a connection can have besides
 // plain TCP), verified against validation's CA for its subject names.
-func (w *walk) tcpServiceUpstream(p *contourv1.HTTPProxy, j int, s *contourv1.Service, up routerule.Upstream) (routerule.Upstream, *problem) {
+func (w *walk) tcpServiceUpstream(p *contourv1.HTTPProxy, j int, s *contourv1.Service, up backend.Upstream) (backend.Upstream, *problem) {
 	if s.Protocol != nil && *s.Protocol != "" {
 		if *s.Protocol != "tls" {
 			return up, refused(contourv1.ConditionTypeTCPProxyError, "UnsupportedProtocol",
@@ -186,9 +186,9 @@ func (w *walk) tcpServiceUpstream(p *contourv1.HTTPProxy, j int, s *contourv1.Se
 // balancing strategy of those that pick a connection's endpoint without
 // a request (RoundRobin, WeightedLeastRequest, Random; the others are
 // refused), and a TCP health check with Contour's defaults.
-func (w *walk) tcpUpstream(p *contourv1.HTTPProxy) (routerule.Upstream, *problem) {
+func (w *walk) tcpUpstream(p *contourv1.HTTPProxy) (backend.Upstream, *problem) {
 	tp := p.Spec.TCPProxy
-	var up routerule.Upstream
+	var up backend.Upstream
 	if lb := tp.LoadBalancerPolicy; lb != nil {
 		switch lb.Strategy {
 		case "Cookie", "RequestHash":
@@ -208,7 +208,7 @@ func (w *walk) tcpUpstream(p *contourv1.HTTPProxy) (routerule.Upstream, *problem
 
 // tcpHealth adds to up the TCP health check of p's tcpproxy, with
 // Contour's defaults.
-func (w *walk) tcpHealth(p *contourv1.HTTPProxy, up routerule.Upstream) (routerule.Upstream, *problem) {
+func (w *walk) tcpHealth(p *contourv1.HTTPProxy, up backend.Upstream) (backend.Upstream, *problem) {
 	if hc := p.Spec.TCPProxy.HealthCheckPolicy; hc != nil {
 		if hc.IntervalSeconds < 0 || hc.TimeoutSeconds < 0 {
 			return up, refused(contourv1.ConditionTypeTCPProxyError, "HealthCheckPolicyInvalid", "tcpproxy.healthCheckPolicy: intervals and timeouts cannot be negative")

@@ -6,8 +6,8 @@ import (
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/ir"
-	"isobar.dev/controller/pkg/routerule"
 	"isobar.dev/controller/pkg/validate"
 )
 
@@ -94,7 +94,7 @@ func (w *walk) clientValidation(root *contourv1.HTTPProxy, cv *contourv1.Downstr
 	for _, ref := range []struct {
 		what, secretName, key string
 		to                    *[]byte
-	}{{"CA", cv.CACertificate, routerule.CACertKey, &out.CA}, {"CRL", cv.CertificateRevocationList, CRLKey, &out.CRL}} {
+	}{{"CA", cv.CACertificate, backend.CACertKey, &out.CA}, {"CRL", cv.CertificateRevocationList, CRLKey, &out.CRL}} {
 		if ref.secretName == "" {
 			continue
 		}

@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/circuitbreaker"
-	"isobar.dev/controller/pkg/routerule"
 	"isobar.dev/controller/pkg/validate"
 )
 
@@ -28,8 +28,8 @@ const upstreamProtocolAnnotation = "projectcontour.io/upstream-protocol."
 // rewrite, else an ExternalName Service's name) and verified as
 // s.validation says. An ExternalName Service is used only where the
 // profile enables them.
-func (w *walk) upstream(p *contourv1.HTTPProxy, route, service int, s *contourv1.Service, host string) (routerule.Upstream, *problem) {
-	var up routerule.Upstream
+func (w *walk) upstream(p *contourv1.HTTPProxy, route, service int, s *contourv1.Service, host string) (backend.Upstream, *problem) {
+	var up backend.Upstream
 	if s.Protocol != nil {
 		switch *s.Protocol {
 		case "h2", "h2c", "tls":
@@ -143,11 +143,11 @@ func (w *walk) caSecret(from refgrant.From, what string, v *contourv1.UpstreamVa
 	switch {
 	case !ok:
 		return invalid("invalid CA Secret %q: Secret not found", ns+"/"+name)
-	case len(secret.Data[routerule.CACertKey]) == 0:
-		return invalid("invalid CA Secret %q: empty %q key", ns+"/"+name, routerule.CACertKey)
+	case len(secret.Data[backend.CACertKey]) == 0:
+		return invalid("invalid CA Secret %q: empty %q key", ns+"/"+name, backend.CACertKey)
 	}
-	if err := validate.CABundle(secret.Data[routerule.CACertKey]); err != nil {
-		return invalid("invalid CA Secret %q: %q %v", ns+"/"+name, routerule.CACertKey, err)
+	if err := validate.CABundle(secret.Data[backend.CACertKey]); err != nil {
+		return invalid("invalid CA Secret %q: %q %v", ns+"/"+name, backend.CACertKey, err)
 	}
 	return secret, nil
 }

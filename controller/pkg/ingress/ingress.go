@@ -24,6 +24,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/refgrant"
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/hostname"
 	"isobar.dev/controller/pkg/ir"
@@ -120,7 +121,7 @@ func Listeners(ing *networkingv1.Ingress, gw *gatewayv1.Gateway, shape Shape) ([
 type Rules struct {
 	Hosts []Host
 	// Clusters are the clusters the routes use.
-	Clusters []routerule.ClusterSpec
+	Clusters []backend.ClusterSpec
 	// Problems are what cannot be served as written, for the Ingress's
 	// Events (an Ingress has no conditions).
 	Problems []string
@@ -176,7 +177,7 @@ type Defaults func(service string, port int) (req, resp *ir.HeaderModifier, host
 // Translate turns an Ingress's rules into IR routes for a Gateway of the
 // given shape, reading Services through e and naming clusters from names;
 // defaults, when set, change every backend's headers.
-func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw *gatewayv1.Gateway, shape Shape, defaults Defaults) Rules {
+func Translate(e env.Env, names *backend.Names, ing *networkingv1.Ingress, gw *gatewayv1.Gateway, shape Shape, defaults Defaults) Rules {
 	var out Rules
 	tlsHosts := map[string]bool{}
 	if shape.HTTPS != nil {
@@ -197,7 +198,7 @@ func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw 
 	// reports its own problem.
 	backend := func(where string, b *networkingv1.IngressBackend) *ir.Route {
 		ref, problem := backendRef(e, ing, b)
-		be := routerule.Backend{HTTPBackendRef: ref}
+		be := backend.Ref{HTTPBackendRef: ref}
 		if defaults != nil && b.Service != nil {
 			req, resp, host, err := defaults(b.Service.Name, int(b.Service.Port.Number))
 			if err != nil {
@@ -206,7 +207,7 @@ func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw 
 				be.RequestHeaders, be.ResponseHeaders, be.Hostname = req, resp, host
 			}
 		}
-		bs := routerule.HTTPBackends(e, names, "Ingress", ing.Namespace, ing.Generation, []routerule.Backend{be})
+		bs := backend.ForHTTP(e, names, "Ingress", ing.Namespace, ing.Generation, []backend.Ref{be})
 		out.Clusters = append(out.Clusters, bs.Clusters...)
 		if problem != "" {
 			out.Problems = append(out.Problems, where+": "+problem)
@@ -214,7 +215,7 @@ func Translate(e env.Env, names *routerule.Names, ing *networkingv1.Ingress, gw 
 			out.Problems = append(out.Problems, where+": "+c.Message)
 		}
 		r := &ir.Route{Destination: bs.Destination}
-		if routerule.AllInvalid(r.Destination) {
+		if backend.AllInvalid(r.Destination) {
 			r.Destination, r.DirectResponse = nil, &ir.DirectResponse{Status: 500}
 		}
 		return r

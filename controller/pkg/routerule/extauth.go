@@ -9,6 +9,7 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/validate"
 )
@@ -25,7 +26,7 @@ var authPathPattern = regexp.MustCompile(`^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][
 // without a list), for an HTTP server those besides host, method, path,
 // content-length and authorization, as both Envoy and the Gateway API
 // have it.
-func externalAuth(ev *eval, namespace string, f *gatewayv1.HTTPExternalAuthFilter) (*ir.ExtAuth, bool, error) {
+func externalAuth(ev *backend.Resolver, namespace string, f *gatewayv1.HTTPExternalAuthFilter) (*ir.ExtAuth, bool, error) {
 	if f == nil {
 		return nil, false, errors.New("filter ExternalAuth has no externalAuth")
 	}
@@ -67,7 +68,7 @@ func externalAuth(ev *eval, namespace string, f *gatewayv1.HTTPExternalAuthFilte
 	if f.ForwardBody != nil {
 		out.MaxBody = uint32(f.ForwardBody.MaxSize)
 	}
-	cluster, ok := resolve(ev, "externalAuth: ", namespace, "HTTPRoute", f.BackendRef, Upstream{}, out.GRPC)
+	cluster, ok := ev.ResolveAs("externalAuth: ", namespace, "HTTPRoute", f.BackendRef, backend.Upstream{}, out.GRPC)
 	if !ok {
 		return nil, false, nil
 	}

@@ -213,3 +213,24 @@ func httpFilters(fs []gatewayv1.GRPCRouteFilter) []gatewayv1.HTTPRouteFilter {
 	}
 	return out
 }
+
+// backendFilters applies the filters of one backendRef. Envoy can change
+// headers per weighted cluster; other filters cannot apply to one backend's
+// share and are refused.
+func backendFilters(wc *ir.WeightedCluster, filters []gatewayv1.HTTPRouteFilter) error {
+	for _, f := range filters {
+		var err error
+		switch {
+		case f.Type == gatewayv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil:
+			wc.RequestHeaders, err = mergeHeaders(wc.RequestHeaders, f.RequestHeaderModifier)
+		case f.Type == gatewayv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil:
+			wc.ResponseHeaders, err = mergeHeaders(wc.ResponseHeaders, f.ResponseHeaderModifier)
+		default:
+			err = fmt.Errorf("filter %s is not supported on a backendRef; use RequestHeaderModifier or ResponseHeaderModifier", f.Type)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

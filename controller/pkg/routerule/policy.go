@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/validate"
 )
@@ -17,7 +18,7 @@ import (
 // mirror adds a RequestMirror filter's backend. A mirror that does not
 // resolve is left out and reported: mirrored traffic is a copy, so the rule
 // keeps serving.
-func mirror(ev *eval, r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPRequestMirrorFilter) error {
+func mirror(ev *backend.Resolver, r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPRequestMirrorFilter) error {
 	percent := 100.0
 	switch {
 	case f.Percent != nil && f.Fraction != nil:
@@ -37,7 +38,7 @@ func mirror(ev *eval, r *ir.Route, fromNS, fromKind string, f *gatewayv1.HTTPReq
 	if percent < 0 || percent > 100 {
 		return fmt.Errorf("requestMirror percent %g is not between 0 and 100", percent)
 	}
-	name, ok := resolveBackend(ev, "mirror: ", fromNS, fromKind, f.BackendRef, Upstream{})
+	name, ok := ev.Resolve("mirror: ", fromNS, fromKind, f.BackendRef, backend.Upstream{})
 	if !ok {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/ir"
 )
@@ -109,7 +110,7 @@ func matchRoute(action *ir.Route, last bool, name string, m ir.Match) *ir.Route 
 
 // httpAction is what a rule does, shared by its matches, and why it cannot
 // do what the rule says, if it cannot.
-func httpAction(ev *eval, hr *gatewayv1.HTTPRoute, i int, rule *gatewayv1.HTTPRouteRule) (*ir.Route, error) {
+func httpAction(ev *backend.Resolver, hr *gatewayv1.HTTPRoute, i int, rule *gatewayv1.HTTPRouteRule) (*ir.Route, error) {
 	r := &ir.Route{}
 	if rule.SessionPersistence != nil {
 		s, err := session(rule.SessionPersistence, "httproute", hr.Namespace, hr.Name, i, len(rule.BackendRefs))
@@ -153,13 +154,13 @@ func httpAction(ev *eval, hr *gatewayv1.HTTPRoute, i int, rule *gatewayv1.HTTPRo
 	if err := timeouts(r, rule.Timeouts, rule.Retry); err != nil {
 		return failed(ev, err)
 	}
-	var buf [4]backendRef
+	var buf [4]backend.Ref
 	refs := buf[:0]
 	for _, b := range rule.BackendRefs {
-		refs = append(refs, backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: b.Filters})
+		refs = append(refs, backend.Ref{HTTPBackendRef: b})
 	}
-	r.Destination = httpBackends(ev, hr.Namespace, "HTTPRoute", refs)
-	if AllInvalid(r.Destination) {
+	r.Destination = ev.Weighted(hr.Namespace, "HTTPRoute", refs, backendFilters)
+	if backend.AllInvalid(r.Destination) {
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}
 		return r, nil
@@ -181,24 +182,13 @@ func httpAction(ev *eval, hr *gatewayv1.HTTPRoute, i int, rule *gatewayv1.HTTPRo
 // failed is the action of a rule that cannot do what it says: it answers
 // 500. A reference that cannot be used is reported under ResolvedRefs and
 // leaves the rule valid; any other error makes the rule invalid.
-func failed(ev *eval, err error) (*ir.Route, error) {
+func failed(ev *backend.Resolver, err error) (*ir.Route, error) {
 	var p *condition.RouteProblem
 	if errors.As(err, &p) && p.Type == gatewayv1.RouteConditionResolvedRefs {
-		ev.report(p)
+		ev.Report(p)
 		err = nil
 	}
 	return &ir.Route{DirectResponse: &ir.DirectResponse{Status: 500}}, err
-}
-
-// AllInvalid reports whether no backend of a destination resolved: the
-// route then answers 500 itself.
-func AllInvalid(d *ir.Destination) bool {
-	for _, b := range d.Backends {
-		if !b.Invalid && b.Weight > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // RouteName names an Envoy route after the rule and match it came from,
@@ -223,7 +213,7 @@ func RouteName(kind, namespace, name string, rule int, ruleName *gatewayv1.Secti
 	return string(b)
 }
 
-func grpcAction(ev *eval, gr *gatewayv1.GRPCRoute, i int, rule *gatewayv1.GRPCRouteRule) (*ir.Route, error) {
+func grpcAction(ev *backend.Resolver, gr *gatewayv1.GRPCRoute, i int, rule *gatewayv1.GRPCRouteRule) (*ir.Route, error) {
 	r := &ir.Route{}
 	if rule.SessionPersistence != nil {
 		s, err := session(rule.SessionPersistence, "grpcroute", gr.Namespace, gr.Name, i, len(rule.BackendRefs))
@@ -244,12 +234,12 @@ func grpcAction(ev *eval, gr *gatewayv1.GRPCRoute, i int, rule *gatewayv1.GRPCRo
 			}
 		}
 	}
-	refs := make([]backendRef, len(rule.BackendRefs))
+	refs := make([]backend.Ref, len(rule.BackendRefs))
 	for i, b := range rule.BackendRefs {
-		refs[i] = backendRef{ref: b.BackendObjectReference, weight: b.Weight, filters: httpFilters(b.Filters)}
+		refs[i] = backend.Ref{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: b.BackendRef, Filters: httpFilters(b.Filters)}}
 	}
-	r.Destination = httpBackends(ev, gr.Namespace, "GRPCRoute", refs)
-	if AllInvalid(r.Destination) {
+	r.Destination = ev.Weighted(gr.Namespace, "GRPCRoute", refs, backendFilters)
+	if backend.AllInvalid(r.Destination) {
 		r.Destination = nil
 		r.DirectResponse = &ir.DirectResponse{Status: 500}
 		return r, nil

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -99,7 +100,7 @@ type SessionPolicy interface {
 // the backend's Service says (a rule's own setting is the more specific,
 // as the Policy Attachment GEP orders them). A rule of several backends
 // takes no policy's: its sessions could not hold across the split.
-func policySession(ev *eval, kind, ns, name string, rule int, ref *gatewayv1.BackendObjectReference) (*ir.Session, error) {
+func policySession(ev *backend.Resolver, kind, ns, name string, rule int, ref *gatewayv1.BackendObjectReference) (*ir.Session, error) {
 	if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != "Service" {
 		return nil, nil
 	}
@@ -107,7 +108,7 @@ func policySession(ev *eval, kind, ns, name string, rule int, ref *gatewayv1.Bac
 	if ref.Namespace != nil {
 		svcNS = string(*ref.Namespace)
 	}
-	p, _ := ev.env.BackendTraffic(types.NamespacedName{Namespace: svcNS, Name: string(ref.Name)}).(SessionPolicy)
+	p, _ := ev.Env.BackendTraffic(types.NamespacedName{Namespace: svcNS, Name: string(ref.Name)}).(SessionPolicy)
 	if p == nil || p.SessionPersistence() == nil {
 		return nil, nil
 	}
@@ -121,11 +122,11 @@ func policySession(ev *eval, kind, ns, name string, rule int, ref *gatewayv1.Bac
 // (GEP-1619 asks that it hold across them). One cluster cannot change
 // headers per backend, answer 500 for one backend's share, or speak to
 // backends differently, so a rule that asks for that is refused.
-func splitSession(ev *eval, kind, ns, name string, rule int, d *ir.Destination) error {
+func splitSession(ev *backend.Resolver, kind, ns, name string, rule int, d *ir.Destination) error {
 	if len(d.Backends) < 2 {
 		return nil
 	}
-	var first *ClusterSpec
+	var first *backend.ClusterSpec
 	for _, b := range d.Backends {
 		switch {
 		case b.Invalid:
@@ -133,26 +134,26 @@ func splitSession(ev *eval, kind, ns, name string, rule int, d *ir.Destination) 
 		case b.RequestHeaders != nil || b.ResponseHeaders != nil || len(b.CookieRewrites) > 0 || b.Hostname != "":
 			return errors.New("sessionPersistence across backendRefs cannot keep a backendRef's own filters: its backends are one cluster")
 		}
-		i := slices.IndexFunc(ev.clusters, func(s ClusterSpec) bool { return s.Name == b.Cluster })
-		if i < 0 || ev.clusters[i].Service == nil {
+		i := slices.IndexFunc(ev.Clusters, func(s backend.ClusterSpec) bool { return s.Name == b.Cluster })
+		if i < 0 || ev.Clusters[i].Service == nil {
 			return fmt.Errorf("sessionPersistence across backendRefs needs Services as backends; %s is not one", b.Cluster)
 		}
 		if first == nil {
-			first = &ev.clusters[i]
-		} else if !speaksLike(*first, ev.clusters[i]) {
+			first = &ev.Clusters[i]
+		} else if !speaksLike(*first, ev.Clusters[i]) {
 			return fmt.Errorf("sessionPersistence across backendRefs needs backends spoken to alike, and %s and %s differ in protocol or TLS", first.Name, b.Cluster)
 		}
 	}
-	shared := SharedCluster(ev.names, fmt.Sprintf("session:%s:%s/%s/rule/%d", kind, ns, name, rule), d.Backends)
-	ev.cluster(shared)
+	shared := backend.SharedCluster(ev.Names, fmt.Sprintf("session:%s:%s/%s/rule/%d", kind, ns, name, rule), d.Backends)
+	ev.Use(shared)
 	d.Backends = []ir.WeightedCluster{{Cluster: shared.Name, Weight: 1}}
 	return nil
 }
 
 // speaksLike reports whether Envoy speaks to the endpoints of two Service
 // port clusters alike: the protocol and TLS of one serves the other's.
-func speaksLike(a, b ClusterSpec) bool {
-	appProtocol := func(s ClusterSpec) string {
+func speaksLike(a, b backend.ClusterSpec) bool {
+	appProtocol := func(s backend.ClusterSpec) string {
 		if s.Port == nil || s.Port.AppProtocol == nil {
 			return ""
 		}

@@ -1,4 +1,4 @@
-package routerule
+package backend
 
 import (
 	"crypto/tls"
@@ -43,20 +43,20 @@ type ExternalBackend struct {
 // xbackendGroup is the XBackend's API group.
 const xbackendGroup = "gateway.networking.x-k8s.io"
 
-// resolveXBackend is resolve for a backendRef to an XBackend.
-func resolveXBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.BackendObjectReference, grpc bool) (string, bool) {
+// resolveXBackend is ResolveAs for a backendRef to an XBackend.
+func (r *Resolver) resolveXBackend(what, fromNS, fromKind string, ref gatewayv1.BackendObjectReference, grpc bool) (string, bool) {
 	unresolved := func(reason gatewayv1.RouteConditionReason, msg string) (string, bool) {
-		ev.report(condition.UnresolvedRef(reason, what+msg))
+		r.Report(condition.UnresolvedRef(reason, what+msg))
 		return "", false
 	}
 	ns := fromNS
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
-	if ns != fromNS && !ev.env.Granted(refgrant.From{Group: gatewayv1.GroupName, Kind: fromKind, Namespace: fromNS}, ns, refgrant.To{Group: xbackendGroup, Kind: "XBackend", Name: string(ref.Name)}) {
+	if ns != fromNS && !r.Env.Granted(refgrant.From{Group: gatewayv1.GroupName, Kind: fromKind, Namespace: fromNS}, ns, refgrant.To{Group: xbackendGroup, Kind: "XBackend", Name: string(ref.Name)}) {
 		return unresolved(gatewayv1.RouteReasonRefNotPermitted, fmt.Sprintf("backendRef to XBackend %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns))
 	}
-	b, ok := ev.env.XBackend(ns, string(ref.Name))
+	b, ok := r.Env.XBackend(ns, string(ref.Name))
 	if !ok {
 		return unresolved(gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("XBackend %s/%s does not exist", ns, ref.Name))
 	}
@@ -73,10 +73,10 @@ func resolveXBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.Back
 	}
 	x := &ExternalBackend{Object: b, HTTP2: proto == "http2" && !stream, Conditions: condition.Policy{Generation: b.Generation}}
 	spec := ClusterSpec{Name: "xbackend/" + ns + "/" + string(ref.Name) + "/" + proto, XBackend: x}
-	if err := x.read(ev); err != nil {
+	if err := x.read(r); err != nil {
 		x.Conditions.Set(gatewayv1.PolicyConditionAccepted, false, gatewayv1.PolicyReasonInvalid, err.Error())
 		spec.Rejected = true
-		ev.cluster(spec)
+		r.Use(spec)
 		return unresolved(ReasonXBackendNotAccepted, fmt.Sprintf("backendRef to XBackend %s/%s: %v", ns, ref.Name, err))
 	}
 	msg := fmt.Sprintf("Envoy resolves %s and connects to port %d", x.Host, x.Port)
@@ -84,7 +84,7 @@ func resolveXBackend(ev *eval, what, fromNS, fromKind string, ref gatewayv1.Back
 		msg += " over TLS"
 	}
 	x.Conditions.Set(gatewayv1.PolicyConditionAccepted, true, gatewayv1.PolicyReasonAccepted, msg)
-	ev.cluster(spec)
+	r.Use(spec)
 	return spec.Name, true
 }
 
@@ -124,7 +124,7 @@ func backendProtocol(p *gatewayxv1alpha1.BackendProtocol, fromKind string, grpc 
 
 // read checks the XBackend's hostname, port and TLS, reading the Secrets
 // and ConfigMaps its TLS names.
-func (x *ExternalBackend) read(ev *eval) error {
+func (x *ExternalBackend) read(r *Resolver) error {
 	spec := &x.Object.Spec
 	if spec.Type != gatewayxv1alpha1.BackendTypeExternalHostname || spec.ExternalHostname == nil {
 		return fmt.Errorf("type %q is not supported; use ExternalHostname with externalHostname set", spec.Type)
@@ -163,7 +163,7 @@ func (x *ExternalBackend) read(ev *eval) error {
 		v.WellKnownCACertificates = &system
 	}
 	var problem *backendtls.Problem
-	if x.TLS, problem = backendtls.Resolve(ev.env, x.Object.Namespace, v); problem != nil {
+	if x.TLS, problem = backendtls.Resolve(r.Env, x.Object.Namespace, v); problem != nil {
 		return fmt.Errorf("tls.validation: %s", problem.Message)
 	}
 	switch {
@@ -176,12 +176,12 @@ func (x *ExternalBackend) read(ev *eval) error {
 	case t.ClientCertificateRef == nil:
 		return nil
 	}
-	return x.readClientCertificate(ev, *t.ClientCertificateRef)
+	return x.readClientCertificate(r, *t.ClientCertificateRef)
 }
 
 // readClientCertificate resolves tls.clientCertificateRef; one in another
 // namespace needs a ReferenceGrant there from the XBackend.
-func (x *ExternalBackend) readClientCertificate(ev *eval, ref gatewayv1.SecretObjectReference) error {
+func (x *ExternalBackend) readClientCertificate(r *Resolver, ref gatewayv1.SecretObjectReference) error {
 	if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
 		return fmt.Errorf("tls.clientCertificateRef: only core Secrets are supported")
 	}
@@ -189,10 +189,10 @@ func (x *ExternalBackend) readClientCertificate(ev *eval, ref gatewayv1.SecretOb
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
-	if ns != x.Object.Namespace && !ev.env.Granted(refgrant.From{Group: xbackendGroup, Kind: "XBackend", Namespace: x.Object.Namespace}, ns, refgrant.To{Kind: "Secret", Name: string(ref.Name)}) {
+	if ns != x.Object.Namespace && !r.Env.Granted(refgrant.From{Group: xbackendGroup, Kind: "XBackend", Namespace: x.Object.Namespace}, ns, refgrant.To{Kind: "Secret", Name: string(ref.Name)}) {
 		return fmt.Errorf("tls.clientCertificateRef to Secret %s/%s is not permitted: no ReferenceGrant in namespace %s allows it", ns, ref.Name, ns)
 	}
-	s, ok := ev.env.Secret(ns, string(ref.Name))
+	s, ok := r.Env.Secret(ns, string(ref.Name))
 	if !ok {
 		return fmt.Errorf("tls.clientCertificateRef: Secret %s/%s does not exist", ns, ref.Name)
 	}

@@ -1,4 +1,4 @@
-package routerule
+package backend
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 	"isobar.dev/controller/pkg/ir"
 )
 
-// Backend is a backendRef of an HTTP route with the way its Service is
-// spoken to.
-type Backend struct {
+// Ref is a weighted backendRef of an HTTP route of any API, with the way
+// its Service is spoken to.
+type Ref struct {
 	gatewayv1.HTTPBackendRef
 	Upstream Upstream
 	// RequestHeaders and ResponseHeaders change the headers of this
