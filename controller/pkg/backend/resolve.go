@@ -123,10 +123,15 @@ func (r *Resolver) Weighted(fromNS, fromKind string, refs []Ref, filters Filters
 		wc := ir.WeightedCluster{Cluster: name, Weight: weight, RequestHeaders: ref.RequestHeaders, ResponseHeaders: ref.ResponseHeaders, CookieRewrites: ref.CookieRewrites, Hostname: ref.Hostname}
 		var err error
 		switch {
-		case filters != nil:
-			err = filters(&wc, ref.Filters)
-		case len(ref.Filters) > 0:
+		case len(ref.Filters) == 0:
+		case filters == nil:
 			err = fmt.Errorf("filters are not supported on a backend of a %s", fromKind)
+		default:
+			// Its own variable, so that only a ref with filters puts its
+			// weighted cluster on the heap.
+			filtered := wc
+			err = filters(&filtered, ref.Filters)
+			wc = filtered
 		}
 		if err != nil {
 			r.Report(condition.UnresolvedRef(gatewayv1.RouteReasonUnsupportedValue, fmt.Sprintf("backendRef %s: %v", ref.Name, err)))
