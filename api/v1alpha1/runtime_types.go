@@ -153,6 +153,15 @@ type CustomTag struct {
 	RequestHeaderName string `json:"requestHeaderName,omitempty"`
 }
 
+// HTTPProxyOrDefault is the HTTPProxy settings, the defaults when none
+// are set: every reader of the profile takes them alike.
+func (rs *RuntimeSettings) HTTPProxyOrDefault() HTTPProxySettings {
+	if rs.HTTPProxy == nil {
+		return HTTPProxySettings{}
+	}
+	return *rs.HTTPProxy
+}
+
 // HTTPProxySettings are Contour's settings for HTTPProxy.
 type HTTPProxySettings struct {
 	// RootNamespaces are the namespaces root HTTPProxies (those with a

@@ -23,7 +23,7 @@ const defaultMaxRequestBytes = 1024
 // default policy.
 func (t *gatewayTranslator) globalExtAuth() {
 	t.extAuth, t.extAuthProblem = nil, ""
-	s := t.extAuthSettings
+	s := t.profile.GlobalExtAuth
 	if s == nil {
 		return
 	}
@@ -46,7 +46,7 @@ func (t *gatewayTranslator) globalExtAuth() {
 // setExtAuthCondition says whether the Gateway's routes can be checked;
 // a Gateway without a global authorization server has no such condition.
 func (t *gatewayTranslator) setExtAuthCondition(c *gatewayConditions) {
-	switch s := t.extAuthSettings; {
+	switch s := t.profile.GlobalExtAuth; {
 	case s == nil:
 	case t.extAuthProblem != "" && s.FailOpen:
 		c.Set(ConditionExternalAuthorization, false, "ExtensionServiceNotUsable", "runtimeSettings.globalExtAuth: "+t.extAuthProblem+"; requests go through unchecked (failOpen)")

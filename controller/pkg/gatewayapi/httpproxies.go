@@ -48,15 +48,16 @@ func (t *gatewayTranslator) proxySets(res *resources.Resources) []*listenerSet {
 			named = append(named, p)
 		}
 	}
+	settings := t.profile.HTTPProxyOrDefault()
 	t.proxyOptions = httpproxy.Options{
-		RootNamespaces:            t.proxySettings.RootNamespaces,
-		DisablePermitInsecure:     t.proxySettings.DisablePermitInsecure,
-		EnableExternalNameService: t.proxySettings.EnableExternalNameService,
-		RateLimitService:          t.proxySettings.RateLimitService,
-		Policy:                    t.proxySettings.Policy,
-		GlobalExtAuth:             t.extAuthSettings,
+		RootNamespaces:            settings.RootNamespaces,
+		DisablePermitInsecure:     settings.DisablePermitInsecure,
+		EnableExternalNameService: settings.EnableExternalNameService,
+		RateLimitService:          settings.RateLimitService,
+		Policy:                    settings.Policy,
+		GlobalExtAuth:             t.profile.GlobalExtAuth,
 		FallbackChain:             shape.HTTPS != nil && shape.HTTPS.Hostname == nil,
-		FallbackCertificate:       fallbackOf(t.proxySettings),
+		FallbackCertificate:       fallbackOf(settings),
 		Serves:                    func(p *contourv1.HTTPProxy) bool { return served[p] },
 	}
 	if shape.HTTPS != nil {

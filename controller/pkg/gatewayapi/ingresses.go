@@ -78,7 +78,7 @@ func (t *gatewayTranslator) attachIngress(ing *networkingv1.Ingress, rank int32)
 		return
 	}
 	var defaults ingress.Defaults
-	if pol := t.proxySettings.Policy; pol != nil && pol.ApplyToIngress {
+	if pol := t.profile.HTTPProxyOrDefault().Policy; pol != nil && pol.ApplyToIngress {
 		defaults = func(service string, port int) (*ir.HeaderModifier, *ir.HeaderModifier, string, error) {
 			return httpproxy.GlobalHeaders(pol, ing.Namespace, service, port)
 		}

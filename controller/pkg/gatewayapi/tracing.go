@@ -27,7 +27,7 @@ const (
 // spans' attributes.
 func (t *gatewayTranslator) tracing() {
 	t.tracer, t.tracingProblem = nil, ""
-	s := t.tracingSettings
+	s := t.profile.Tracing
 	if s == nil {
 		return
 	}
@@ -55,7 +55,7 @@ func (t *gatewayTranslator) tracing() {
 // setTracingCondition says whether the Gateway's spans reach the
 // collector; a Gateway without tracing has no such condition.
 func (t *gatewayTranslator) setTracingCondition(c *gatewayConditions) {
-	switch s := t.tracingSettings; {
+	switch s := t.profile.Tracing; {
 	case s == nil:
 	case t.tracingProblem != "":
 		c.Set(ConditionTracing, false, "ExtensionServiceNotUsable", "runtimeSettings.tracing: "+t.tracingProblem+"; spans are dropped")

@@ -43,16 +43,11 @@ type Options struct {
 	// Gateways limits translation to these Gateways; empty means every
 	// Gateway whose class has ControllerName.
 	Gateways []types.NamespacedName
-	// HTTPProxy returns the HTTPProxy settings of a Gateway's profile;
-	// nil gives every Gateway the defaults.
-	HTTPProxy func(gateway types.NamespacedName) v1alpha1.HTTPProxySettings
-	// Tracing returns the tracing settings of a Gateway's profile; nil,
-	// or a nil result, traces nothing.
-	Tracing func(gateway types.NamespacedName) *v1alpha1.TracingSettings
-	// GlobalExtAuth returns the global external authorization of a
-	// Gateway's profile; nil, or a nil result, checks only the routes
-	// that name a server of their own.
-	GlobalExtAuth func(gateway types.NamespacedName) *v1alpha1.GlobalExtAuthSettings
+	// Profile returns the runtimeSettings of a Gateway's profile, as the
+	// controller took them; nil, or a nil result, gives the defaults. It
+	// is the one way a profile setting reaches translation: the step
+	// that needs a setting reads it from the translator's profile.
+	Profile func(gateway types.NamespacedName) *v1alpha1.RuntimeSettings
 }
 
 // Result is the output of a translation.
@@ -107,15 +102,11 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	states := map[types.NamespacedName]*gatewayState{}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-		t := &gatewayTranslator{newEnv: idx.Env, endpoints: idx.EndpointSlices, status: st, gw: gw, controller: tr.opts.ControllerName, httpRoutes: httpRoutes, grpcRoutes: grpcRoutes, streams: streams, cache: c, traffic: traffic}
-		if tr.opts.HTTPProxy != nil {
-			t.proxySettings = tr.opts.HTTPProxy(name)
-		}
-		if tr.opts.Tracing != nil {
-			t.tracingSettings = tr.opts.Tracing(name)
-		}
-		if tr.opts.GlobalExtAuth != nil {
-			t.extAuthSettings = tr.opts.GlobalExtAuth(name)
+		t := &gatewayTranslator{profile: &defaultProfile, newEnv: idx.Env, endpoints: idx.EndpointSlices, status: st, gw: gw, controller: tr.opts.ControllerName, httpRoutes: httpRoutes, grpcRoutes: grpcRoutes, streams: streams, cache: c, traffic: traffic}
+		if tr.opts.Profile != nil {
+			if p := tr.opts.Profile(name); p != nil {
+				t.profile = p
+			}
 		}
 		out.Gateways = append(out.Gateways, t.translate(res, tr.states[name]))
 		states[name] = t.state
@@ -160,6 +151,8 @@ func selectGateways(res *resources.Resources, idx *env.Index, opts Options) []*g
 
 // gatewayTranslator translates one Gateway.
 type gatewayTranslator struct {
+	// profile is the runtimeSettings of the Gateway's profile, never nil.
+	profile *v1alpha1.RuntimeSettings
 	// newEnv makes the Env a rule reads through, recording in the Reads
 	// given; env is one whose reads are not kept, for what is translated
 	// again on every translation (listeners, ListenerSets, the context).
@@ -196,7 +189,6 @@ type gatewayTranslator struct {
 	proxies, roots []*contourv1.HTTPProxy
 	duplicates     map[types.NamespacedName]*httpproxy.Status
 	proxyOptions   httpproxy.Options
-	proxySettings  v1alpha1.HTTPProxySettings
 	httpsPort      int32
 	// lost are the listeners where an HTTPRoute or GRPCRoute loses a
 	// hostname to a route of the other kind (kindConflicts).
@@ -212,18 +204,14 @@ type gatewayTranslator struct {
 	// rateLimit is the rate limit service of every connection manager;
 	// nil for none.
 	rateLimit *ir.RateLimitService
-	// tracingSettings are the profile's tracing (nil for none), tracer
-	// what every connection manager gets of it, and tracingProblem why
-	// its collector cannot be used.
-	tracingSettings *v1alpha1.TracingSettings
-	tracer          *ir.Tracing
-	tracingProblem  string
-	// extAuthSettings are the profile's global authorization (nil for
-	// none), extAuth what every route gets of it, and extAuthProblem why
-	// its server cannot be used.
-	extAuthSettings *v1alpha1.GlobalExtAuthSettings
-	extAuth         *ir.GlobalExtAuth
-	extAuthProblem  string
+	// tracer is what every connection manager gets of the profile's
+	// tracing, and tracingProblem why its collector cannot be used.
+	tracer         *ir.Tracing
+	tracingProblem string
+	// extAuth is what every route gets of the profile's global
+	// authorization, and extAuthProblem why its server cannot be used.
+	extAuth        *ir.GlobalExtAuth
+	extAuthProblem string
 	// traffic are the XBackendTrafficPolicies that apply, by Service.
 	traffic map[types.NamespacedName]*backendtraffic.Policy
 }
@@ -302,6 +290,9 @@ func (t *gatewayTranslator) buildClusters() {
 		t.ensureCluster(spec)
 	}
 }
+
+// defaultProfile is the profile of a Gateway that has none.
+var defaultProfile v1alpha1.RuntimeSettings
 
 func key(ns, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}

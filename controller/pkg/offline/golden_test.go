@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"isobar.dev/api/certrefs"
+	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -117,7 +118,10 @@ func translateAndRender(t *testing.T, res *resources.Resources) (out, envoy *byt
 func onlyReferenced(res *resources.Resources) *resources.Resources {
 	want := map[certrefs.Ref]bool{}
 	for _, gw := range res.Gateways {
-		fallback := proxySettings(res)(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}).FallbackCertificate
+		var fallback *v1alpha1.SecretReference
+		if rs := validRuntimeSettings(res, types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}); rs != nil {
+			fallback = rs.HTTPProxyOrDefault().FallbackCertificate
+		}
 		for _, r := range certrefs.Of(res.CertificateInput(gw, DefaultControllerName, fallback)) {
 			want[r] = true
 		}

@@ -31,62 +31,24 @@ func settings(res *resources.Resources, gateway string) (xds.Settings, string) {
 
 // profileOptions are the translation options the Gateways' profiles in
 // res() give, read at each translation, as the live controller takes
-// them from its profile.
+// them from its profile: a profile that cannot be resolved, or that the
+// controller would refuse, gives the defaults.
 func profileOptions(res func() *resources.Resources) gatewayapi.Options {
-	return gatewayapi.Options{
-		HTTPProxy: func(gw types.NamespacedName) v1alpha1.HTTPProxySettings { return proxySettings(res())(gw) },
-		Tracing:   func(gw types.NamespacedName) *v1alpha1.TracingSettings { return tracingSettings(res())(gw) },
-		GlobalExtAuth: func(gw types.NamespacedName) *v1alpha1.GlobalExtAuthSettings {
-			rs, ok := validRuntimeSettings(res(), gw)
-			if !ok {
-				return nil
-			}
-			return rs.GlobalExtAuth
-		},
-	}
-}
-
-// proxySettings are the HTTPProxy settings of a Gateway's profile, the
-// defaults where settings would give them.
-func proxySettings(res *resources.Resources) func(types.NamespacedName) v1alpha1.HTTPProxySettings {
-	return func(gw types.NamespacedName) v1alpha1.HTTPProxySettings {
-		rs, _, _, ok := runtimeSettings(res, gw.String())
-		if !ok {
-			return v1alpha1.HTTPProxySettings{}
-		}
-		if _, err := xds.FromRuntime(rs); err != nil || rs.HTTPProxy == nil {
-			return v1alpha1.HTTPProxySettings{}
-		}
-		return *rs.HTTPProxy
-	}
-}
-
-// tracingSettings are the tracing of each Gateway's profile, nil for none
-// (or a profile that is not valid, as the live controller refuses it).
-func tracingSettings(res *resources.Resources) func(types.NamespacedName) *v1alpha1.TracingSettings {
-	return func(gw types.NamespacedName) *v1alpha1.TracingSettings {
-		rs, _, _, ok := runtimeSettings(res, gw.String())
-		if !ok {
-			return nil
-		}
-		if _, err := xds.FromRuntime(rs); err != nil {
-			return nil
-		}
-		return rs.Tracing
-	}
+	return gatewayapi.Options{Profile: func(gw types.NamespacedName) *v1alpha1.RuntimeSettings { return validRuntimeSettings(res(), gw) }}
 }
 
 // validRuntimeSettings are the runtimeSettings of a Gateway's profile
-// when they resolve and the live controller would take them.
-func validRuntimeSettings(res *resources.Resources, gw types.NamespacedName) (v1alpha1.RuntimeSettings, bool) {
+// when they resolve and the live controller would take them, nil
+// otherwise.
+func validRuntimeSettings(res *resources.Resources, gw types.NamespacedName) *v1alpha1.RuntimeSettings {
 	rs, _, _, ok := runtimeSettings(res, gw.String())
 	if !ok {
-		return rs, false
+		return nil
 	}
 	if _, err := xds.FromRuntime(rs); err != nil {
-		return rs, false
+		return nil
 	}
-	return rs, true
+	return &rs
 }
 
 // runtimeSettings resolves the runtimeSettings of the Gateway named

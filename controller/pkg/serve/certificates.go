@@ -26,7 +26,7 @@ func (r *reconciler) readCertificates(ctx context.Context, res *resources.Resour
 		if gw.Namespace != served.Namespace || gw.Name != served.Name {
 			continue
 		}
-		refs = certrefs.Of(res.CertificateInput(gw, r.opts.ControllerName, r.opts.HTTPProxy.FallbackCertificate))
+		refs = certrefs.Of(res.CertificateInput(gw, r.opts.ControllerName, r.opts.Runtime.HTTPProxyOrDefault().FallbackCertificate))
 	}
 	for ref, err := range r.certificates.Want(refs, certificateWait) {
 		// The translator reports the reference as not found; the log

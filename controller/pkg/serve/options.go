@@ -51,13 +51,9 @@ type Options struct {
 	// configuration at once (xdsserver.Options); the replica is not ready
 	// while more than that many wait for one.
 	FirstPushes int
-	// HTTPProxy are the profile's HTTPProxy settings (runtimeSettings).
-	HTTPProxy v1alpha1.HTTPProxySettings
-	// Tracing is the profile's tracing (runtimeSettings); nil for none.
-	Tracing *v1alpha1.TracingSettings
-	// GlobalExtAuth is the profile's global external authorization
-	// (runtimeSettings); nil for none.
-	GlobalExtAuth *v1alpha1.GlobalExtAuthSettings
+	// Runtime are the profile's runtimeSettings, which translation reads
+	// what it needs of (gatewayapi.Options.Profile).
+	Runtime v1alpha1.RuntimeSettings
 	// IngressStatusAddress, when set, is the address Ingresses' status
 	// gives instead of the Gateway's (runtimeSettings.ingress).
 	IngressStatusAddress string
@@ -145,14 +141,11 @@ func (o *Options) runtimeSettings() (xds.Settings, error) {
 	return s, nil
 }
 
-// ApplyRuntimeSettings sets the batching, HTTPProxy and tracing options from a
+// ApplyRuntimeSettings sets the batching and translation options from a
 // profile's runtimeSettings and returns the Envoy settings they give:
 // everything the controller takes from the profile.
 func (o *Options) ApplyRuntimeSettings(rs v1alpha1.RuntimeSettings) (xds.Settings, error) {
-	if rs.HTTPProxy != nil {
-		o.HTTPProxy = *rs.HTTPProxy
-	}
-	o.Tracing, o.GlobalExtAuth = rs.Tracing, rs.GlobalExtAuth
+	o.Runtime = rs
 	if rs.Ingress != nil {
 		o.IngressStatusAddress = rs.Ingress.StatusAddress
 	}

@@ -95,9 +95,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A new Gateway to serve starts from empty caches.
 		r.stage1 = gatewayapi.NewTranslator(gatewayapi.Options{
 			ControllerName: gatewayv1.GatewayController(r.opts.ControllerName), Gateways: []types.NamespacedName{tgt.Gateway},
-			HTTPProxy:     func(types.NamespacedName) v1alpha1.HTTPProxySettings { return r.opts.HTTPProxy },
-			Tracing:       func(types.NamespacedName) *v1alpha1.TracingSettings { return r.opts.Tracing },
-			GlobalExtAuth: func(types.NamespacedName) *v1alpha1.GlobalExtAuthSettings { return r.opts.GlobalExtAuth },
+			Profile: func(types.NamespacedName) *v1alpha1.RuntimeSettings { return &r.opts.Runtime },
 		})
 		r.served = tgt.Gateway
 	}
