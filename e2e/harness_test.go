@@ -3,13 +3,11 @@ package e2e
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -140,7 +138,7 @@ func TestBinariesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	health := freePort(t)
+	health := harness.FreePortString(t)
 	op, err := harness.StartProcessEnv(env.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-operator",
 		"--health-probe-bind-address=127.0.0.1:"+health,
 		"--metrics-bind-address=0",
@@ -156,33 +154,6 @@ func TestBinariesRun(t *testing.T) {
 		t.Errorf("isobar-operator stopped with code %d, %v\n%s", code, err, op.Output())
 	}
 }
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	freePorts.Lock()
-	defer freePorts.Unlock()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
-		l.Close()
-		// The kernel may hand a just-closed port out again at once: two
-		// calls in a row gave one process the same port for two
-		// listeners (a CI flake). A port is handed out once per run.
-		if !freePorts.given[port] {
-			freePorts.given[port] = true
-			return port
-		}
-	}
-}
-
-// freePorts are the ports freePort has handed out.
-var freePorts = struct {
-	sync.Mutex
-	given map[string]bool
-}{given: map[string]bool{}}
 
 // eventually polls cond until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {

@@ -96,10 +96,10 @@ func TestControllerWithoutSomeCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	health := freePort(t)
+	health := harness.FreePortString(t)
 	proc := runOn(t, e, "isobar-controller", "isobar-controller", "serve",
 		"--gateway", ns+"/web", "--envoy-service", "web-envoy", "--kinds-interval", "500ms",
-		"--xds-address", "127.0.0.1:"+freePort(t), "--xds-cert-file", pki.ServerCert, "--xds-key-file", pki.ServerKey, "--xds-ca-file", pki.CA,
+		"--xds-address", "127.0.0.1:"+harness.FreePortString(t), "--xds-cert-file", pki.ServerCert, "--xds-key-file", pki.ServerKey, "--xds-ca-file", pki.CA,
 		"--health-address", "127.0.0.1:"+health, "--metrics-address", "0", "--log-format", "console")
 	waitReady(t, proc, "http://127.0.0.1:"+health+"/readyz", 60*time.Second)
 
@@ -139,7 +139,7 @@ func TestControllerWithoutSomeCRDs(t *testing.T) {
 func TestOperatorWithoutGatewayCRDs(t *testing.T) {
 	t.Parallel()
 	e := startCluster(t, harness.Options{Omit: []string{"gatewayclasses.gateway.networking.k8s.io", "gateways.gateway.networking.k8s.io"}})
-	health := freePort(t)
+	health := harness.FreePortString(t)
 	op := runOn(t, e, "isobar-operator", "isobar-operator",
 		"--controller-name="+controllerName, "--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=0",
 		"--log-format=console", "--kinds-interval=500ms")

@@ -190,7 +190,7 @@ func TestOperatorFleetRunsOnTheNodeAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	health := freePort(t)
+	health := harness.FreePortString(t)
 	runOn(t, e, "isobar-operator", "isobar-operator", "--controller-name="+controllerName,
 		"--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=0", "--log-format=console")
 	const ns = "default"

@@ -80,7 +80,7 @@ func TestInstallFromBundleInAnyNamespace(t *testing.T) {
 	kubeconfig := serviceAccountKubeconfig(t, ns, account)
 	c := pod.Containers[0]
 	controller := "isobar.dev/olm-" + ns
-	health := freePort(t)
+	health := harness.FreePortString(t)
 	var args []string
 	for _, a := range c.Args {
 		switch {

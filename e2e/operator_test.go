@@ -53,7 +53,7 @@ func operatorWith(t *testing.T, kubeconfig, controllerName string) (stop func())
 	if err != nil {
 		t.Fatal(err)
 	}
-	health := freePort(t)
+	health := harness.FreePortString(t)
 	op, err := harness.StartProcessEnv(env.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-operator",
 		"--controller-name="+controllerName, "--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=0", "--log-format=console")
 	if err != nil {

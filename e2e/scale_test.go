@@ -256,7 +256,7 @@ func startOperator(t *testing.T, controller string) *runningOperator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	health, metrics := freePort(t), freePort(t)
+	health, metrics := harness.FreePortString(t), harness.FreePortString(t)
 	op, err := harness.StartProcessEnv(env.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-operator", "--controller-name="+controller,
 		"--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=127.0.0.1:"+metrics, "--log-format=console")
 	if err != nil {

@@ -74,7 +74,7 @@ func startController(t *testing.T, kubeconfig, ns, gateway string, pki *harness.
 	if err != nil {
 		t.Fatal(err)
 	}
-	xdsPort, healthPort, metricsPort := freePort(t), freePort(t), freePort(t)
+	xdsPort, healthPort, metricsPort := harness.FreePortString(t), harness.FreePortString(t), harness.FreePortString(t)
 	args := []string{"serve"}
 	if gateway != "" {
 		args = append(args, "--gateway", ns+"/"+gateway, "--envoy-service", gateway+"-envoy")

@@ -2,10 +2,8 @@ package conformance
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -135,7 +133,7 @@ func (r *rig) startOperator(t *testing.T, args ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	health := freePort(t)
+	health := harness.FreePortString(t)
 	op, err := harness.StartProcessEnv(r.env.Dir, []string{"KUBECONFIG=" + operatorConfig}, filepath.Join(bin, "isobar-operator"),
 		append([]string{"--controller-name=" + controllerName, "--health-probe-bind-address=127.0.0.1:" + health, "--metrics-bind-address=0", "--log-format=console"}, args...)...)
 	if err != nil {
@@ -172,15 +170,4 @@ func (r *rig) stopOperator(t *testing.T) {
 	}
 	_, _ = r.operator.Stop(10 * time.Second)
 	r.operator = nil
-}
-
-// freePort returns a port nothing listens on now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }

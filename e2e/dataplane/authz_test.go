@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"isobar.dev/e2e/authzserver"
+	"isobar.dev/e2e/harness"
 )
 
 // Envoy asks each route's authorization server over a real connection
@@ -70,7 +71,7 @@ func TestExternalAuthorization(t *testing.T) {
 	authv3.RegisterAuthorizationServer(gs, authzserver.Server{})
 	go func() { _ = gs.Serve(gl) }()
 	t.Cleanup(gs.Stop)
-	down := freePort(t)
+	down := harness.FreePort(t)
 
 	const failOpen = "envoy.filters.http.ext_authz/fail-open"
 	const withUser = "envoy.filters.http.ext_authz/headers=x-user"
@@ -137,7 +138,7 @@ func TestExternalAuthorization(t *testing.T) {
 					Uri: "http://unused", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "unused"}, Timeout: durationpb.New(time.Second)}}}})},
 		}, {Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &routerv3.Router{})}}},
 	}
-	port := freePort(t)
+	port := harness.FreePort(t)
 	l := hcmListener(t, "test", port, hcm)
 	named := func(name string, addr *net.TCPAddr, http2 bool) *clusterv3.Cluster {
 		c := backendCluster(t, addr, http2)

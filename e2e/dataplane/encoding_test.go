@@ -21,6 +21,8 @@ import (
 	grpcwebv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_web/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
+
+	"isobar.dev/e2e/harness"
 )
 
 // withFront puts the compressor (with library lib) and the gRPC-Web
@@ -44,7 +46,7 @@ func withFront(t *testing.T, l *hcmv3.HttpConnectionManager, lib proto.Message) 
 func frontEnvoy(t *testing.T, lib proto.Message, backendHTTP2 bool, handler http.HandlerFunc) int {
 	t.Helper()
 	addr := backend(t, func(p *http.Protocols) { p.SetHTTP1(true); p.SetUnencryptedHTTP2(true) }, handler)
-	port := freePort(t)
+	port := harness.FreePort(t)
 	base := httpListenerOn(t, port, 5*time.Second)
 	hcm := &hcmv3.HttpConnectionManager{}
 	if err := base.GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(hcm); err != nil {

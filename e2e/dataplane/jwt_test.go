@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"isobar.dev/e2e/harness"
 	"isobar.dev/e2e/jwks"
 )
 
@@ -41,7 +42,7 @@ func TestJWTVerification(t *testing.T) {
 	be := backend(t, func(p *http.Protocols) { p.SetHTTP1(true) }, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Seen-Authorization", r.Header.Get("Authorization"))
 	})
-	down := freePort(t)
+	down := harness.FreePort(t)
 
 	provider := func(cluster string, port int, forward bool) *jwtv3.JwtProvider {
 		return &jwtv3.JwtProvider{
@@ -87,7 +88,7 @@ func TestJWTVerification(t *testing.T) {
 			})},
 		}, {Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(t, &routerv3.Router{})}}},
 	}
-	port := freePort(t)
+	port := harness.FreePort(t)
 	l := hcmListener(t, "test", port, hcm)
 	// The key servers by name, as a provider's URI names them: Envoy
 	// resolves the host.

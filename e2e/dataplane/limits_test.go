@@ -14,6 +14,8 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"isobar.dev/e2e/harness"
 )
 
 // A cluster's circuit breakers turn away, with 503 and x-envoy-overloaded,
@@ -50,7 +52,7 @@ func TestCircuitBreakers(t *testing.T) {
 			if tc.thresholds != nil {
 				c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{tc.thresholds}}
 			}
-			port := freePort(t)
+			port := harness.FreePort(t)
 			staticEnvoy(t, httpListenerOn(t, port, 10*time.Second), c)
 			get(t, port, "/") // the listener is bound and the backend answers
 			mu.Lock()
@@ -140,7 +142,7 @@ func TestRetryBudget(t *testing.T) {
 			if tc.budget != nil {
 				c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{RetryBudget: tc.budget}}}
 			}
-			port := freePort(t)
+			port := harness.FreePort(t)
 			staticEnvoy(t, retryingListener(t, port), c)
 			mu.Lock()
 			release, seen = make(chan struct{}), map[string]bool{}

@@ -23,6 +23,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"isobar.dev/e2e/harness"
 )
 
 // staticEnvoy is a simulated Envoy holding a fixed configuration, with no
@@ -129,16 +131,6 @@ func backend(t *testing.T, protocols func(*http.Protocols), handler http.Handler
 	return l.Addr().(*net.TCPAddr)
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // get sends a request to the Envoy's port once it listens.
 func get(t *testing.T, port int, path string) (*http.Response, time.Duration) {
 	t.Helper()
@@ -171,7 +163,7 @@ func TestRouteTimeoutIsWallClock(t *testing.T) {
 		}
 		fmt.Fprint(w, "late")
 	})
-	port := freePort(t)
+	port := harness.FreePort(t)
 	staticEnvoy(t, httpListenerOn(t, port, time.Second), backendCluster(t, slow, false))
 	get(t, port, "/") // the listener is bound and the backend answers
 	resp, took := get(t, port, "/?delay=3s")
@@ -195,7 +187,7 @@ func TestClusterProtocolReachesBackend(t *testing.T) {
 		want  int
 	}{{true, http.StatusOK}, {false, http.StatusServiceUnavailable}} {
 		t.Run(fmt.Sprintf("http2=%t", tc.http2), func(t *testing.T) {
-			port := freePort(t)
+			port := harness.FreePort(t)
 			staticEnvoy(t, httpListenerOn(t, port, time.Second), backendCluster(t, h2c, tc.http2))
 			if resp, _ := get(t, port, "/"); resp.StatusCode != tc.want {
 				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)

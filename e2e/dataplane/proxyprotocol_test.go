@@ -14,6 +14,8 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
+
+	"isobar.dev/e2e/harness"
 )
 
 // v2Header is a PROXY protocol v2 header for a TCP connection from src.
@@ -36,7 +38,7 @@ func v2Header(src net.IP, cmd byte) []byte {
 // follows it, and closes a connection that does not start with one.
 func TestProxyProtocol(t *testing.T) {
 	echo := backend(t, func(p *http.Protocols) { p.SetHTTP1(true) }, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
-	port := freePort(t)
+	port := harness.FreePort(t)
 	l := httpListenerOn(t, port, time.Second)
 	l.ListenerFilters = []*listenerv3.ListenerFilter{{
 		Name: "envoy.filters.listener.proxy_protocol", ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(t, &proxyprotocolv3.ProxyProtocol{})},

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"isobar.dev/e2e/harness"
 	"isobar.dev/e2e/ratelimitserver"
 )
 
@@ -41,7 +42,7 @@ func TestGlobalRateLimits(t *testing.T) {
 	rlsv3.RegisterRateLimitServiceServer(gs, &ratelimitserver.Server{Limit: 2})
 	go func() { _ = gs.Serve(gl) }()
 	t.Cleanup(gs.Stop)
-	down := freePort(t)
+	down := harness.FreePort(t)
 
 	listener := func(name string, port int, service string, failOpen bool) *listenerv3.Listener {
 		byUser := &routev3.RateLimit{Actions: []*routev3.RateLimit_Action{{ActionSpecifier: &routev3.RateLimit_Action_RequestHeaders_{
@@ -69,7 +70,7 @@ func TestGlobalRateLimits(t *testing.T) {
 		}
 		return hcmListener(t, name, port, hcm)
 	}
-	limited, closed, open := freePort(t), freePort(t), freePort(t)
+	limited, closed, open := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
 	named := func(name string, addr *net.TCPAddr) *clusterv3.Cluster {
 		c := backendCluster(t, addr, true)
 		c.Name, c.LoadAssignment.ClusterName = name, name

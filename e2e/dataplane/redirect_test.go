@@ -12,6 +12,8 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"isobar.dev/e2e/harness"
 )
 
 // A backend's redirect that the route's internal redirect policy takes is
@@ -30,7 +32,7 @@ func TestInternalRedirectFollowed(t *testing.T) {
 			fmt.Fprintf(w, "%s %s from %s", r.Method, r.URL.Path, r.Header.Get("X-Envoy-Original-Url"))
 		}
 	})
-	port = freePort(t)
+	port = harness.FreePort(t)
 	route := func(prefix string, policy *routev3.InternalRedirectPolicy) *routev3.Route {
 		return &routev3.Route{
 			Name:  prefix,

@@ -23,6 +23,8 @@ import (
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+
+	"isobar.dev/e2e/harness"
 )
 
 // selfSigned is a certificate for name, signed by itself, in PEM.
@@ -80,7 +82,7 @@ func answering(t *testing.T, name string) *listenerv3.FilterChain {
 // ClientHello and presents that chain's certificate; a server name no
 // chain has gets its connection closed.
 func TestTLSFilterChainBySNI(t *testing.T) {
-	port := freePort(t)
+	port := harness.FreePort(t)
 	roots := x509.NewCertPool()
 	var secrets []*tlsv3.Secret
 	l := &listenerv3.Listener{
@@ -128,7 +130,7 @@ func TestTLSFilterChainBySNI(t *testing.T) {
 // ecdh_curves: a client offering none of them cannot connect, one that
 // offers one of them can.
 func TestTLSKeyExchangeGroups(t *testing.T) {
-	port := freePort(t)
+	port := harness.FreePort(t)
 	const name = "p384.example"
 	cert, key := selfSigned(t, name)
 	chain := answering(t, name)

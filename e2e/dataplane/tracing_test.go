@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"isobar.dev/e2e/harness"
 	"isobar.dev/e2e/otlpreceiver"
 )
 
@@ -75,7 +76,7 @@ func TestTracing(t *testing.T) {
 			},
 		}
 	}
-	traced, quiet, clientOnly := freePort(t), freePort(t), freePort(t)
+	traced, quiet, clientOnly := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
 	collector := backendCluster(t, gl.Addr().(*net.TCPAddr), true)
 	collector.Name, collector.LoadAssignment.ClusterName = "otel", "otel"
 	staticEnvoy(t, hcmListener(t, "traced", traced, hcm(100, 100, 100)), hcmListener(t, "quiet", quiet, hcm(0, 100, 100)),
