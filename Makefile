@@ -72,7 +72,15 @@ envtest: ## Build (once) the kube-apiserver, kube-controller-manager and etcd th
 .PHONY: test
 # Each channel's conformance report and test list go to bin/conformance/,
 # and are checked against the committed ones in conformance/reports/.
-test: ## Unit and envtest tests against a real kube-apiserver built from Go modules; e2e, with every test of the official conformance suite's profiles, on both Gateway API channels.
+# The packages whose code runs goroutines or shares state between them (the
+# xDS server, the serve loop and its watches, batching, draining, the fleet
+# report, rollouts, the simulated data plane, the e2e harness): make test
+# runs them with the race detector too.
+RACE_PACKAGES := $(addprefix ./controller/pkg/,batch drain envoysim fleetreport programmed resources serve xdsserver) \
+	./controller/cmd/isobar-controller ./operator/pkg/rollout ./e2e/harness ./e2e/dataplane
+
+test: ## Unit and envtest tests against a real kube-apiserver built from Go modules, the concurrent packages with -race; e2e, with every test of the official conformance suite's profiles, on both Gateway API channels.
+	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" go test -race -timeout 15m $(TESTFLAGS) $(RACE_PACKAGES)
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" ISOBAR_CONFORMANCE_REPORTS=$(CURDIR)/bin/conformance go test -timeout 30m $(TESTFLAGS) $(PACKAGES)
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" ISOBAR_CONFORMANCE_REPORTS=$(CURDIR)/bin/conformance ISOBAR_GATEWAY_API_CHANNEL=experimental go test -timeout 30m $(TESTFLAGS) ./e2e/...
 
