@@ -41,6 +41,11 @@ type Report struct {
 	// Acknowledged says every one of them acknowledged what the replica
 	// serves.
 	Acknowledged bool `json:"acknowledged"`
+	// Holding counts those that hold the configuration of Generation (or a
+	// newer one): a change in flight or an Envoy joining does not lower
+	// it. Nil in the report of a replica of a release before it, whose
+	// Envoys then hold it when Acknowledged says so.
+	Holding *int `json:"holding,omitempty"`
 	// Rejections are Envoys' messages for configuration they rejected.
 	Rejections []string `json:"rejections,omitempty"`
 	// Generation is the Gateway's generation in the configuration the
@@ -176,7 +181,9 @@ func expired(s coordinationv1.LeaseSpec, now time.Time) bool {
 // Fleet is the whole fleet's state as the leader judges it at generation:
 // its own report and the others'.
 type Fleet struct {
-	Connected    int
+	Connected int
+	// Holding counts the Envoys that serve the Gateway's generation.
+	Holding      int
 	Acknowledged bool
 	Rejections   []string
 	// Behind names the replicas with connected Envoys that serve an
@@ -189,6 +196,12 @@ func Combine(own Report, others []Report, generation int64) Fleet {
 	f := Fleet{Acknowledged: true}
 	for _, r := range append([]Report{own}, others...) {
 		f.Connected += r.Connected
+		switch {
+		case r.Holding != nil:
+			f.Holding += *r.Holding
+		case r.Acknowledged:
+			f.Holding += r.Connected
+		}
 		f.Acknowledged = f.Acknowledged && r.Acknowledged
 		f.Rejections = append(f.Rejections, r.Rejections...)
 		if r.Connected > 0 && r.Generation < generation {

@@ -17,18 +17,23 @@ func TestCombine(t *testing.T) {
 		want   Fleet
 	}{{
 		name: "the leader alone",
-		own:  Report{Replica: "a", Connected: 2, Acknowledged: true, Generation: 3},
-		want: Fleet{Connected: 2, Acknowledged: true},
+		own:  Report{Replica: "a", Connected: 2, Acknowledged: true, Holding: ptr(2), Generation: 3},
+		want: Fleet{Connected: 2, Holding: 2, Acknowledged: true},
 	}, {
 		name:   "Envoys only on another replica count",
 		own:    Report{Replica: "a", Acknowledged: true, Generation: 3},
 		others: []Report{{Replica: "b", Connected: 1, Acknowledged: true, Generation: 3}},
-		want:   Fleet{Connected: 1, Acknowledged: true},
+		want:   Fleet{Connected: 1, Holding: 1, Acknowledged: true},
 	}, {
-		name:   "another replica's unacknowledged Envoy holds the fleet back",
+		name:   "a replica of a release without holding: its Envoys hold the generation when acknowledged",
 		own:    Report{Replica: "a", Connected: 1, Acknowledged: true, Generation: 3},
 		others: []Report{{Replica: "b", Connected: 1, Generation: 3}},
-		want:   Fleet{Connected: 2},
+		want:   Fleet{Connected: 2, Holding: 1},
+	}, {
+		name:   "a change in flight: Envoys not acknowledged still hold the generation",
+		own:    Report{Replica: "a", Connected: 2, Holding: ptr(2), Generation: 3},
+		others: []Report{{Replica: "b", Connected: 1, Holding: ptr(0), Generation: 3}},
+		want:   Fleet{Connected: 3, Holding: 2},
 	}, {
 		name:   "rejections from every replica",
 		own:    Report{Replica: "a", Connected: 1, Rejections: []string{"x"}, Generation: 3},
@@ -38,7 +43,7 @@ func TestCombine(t *testing.T) {
 		name:   "a replica serving an older generation is behind",
 		own:    Report{Replica: "a", Connected: 1, Acknowledged: true, Generation: 4},
 		others: []Report{{Replica: "b", Connected: 1, Acknowledged: true, Generation: 3}, {Replica: "c", Acknowledged: true, Generation: 1}},
-		want:   Fleet{Connected: 2, Acknowledged: true, Behind: []string{"b"}},
+		want:   Fleet{Connected: 2, Holding: 2, Acknowledged: true, Behind: []string{"b"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,3 +72,5 @@ func TestExpired(t *testing.T) {
 		}
 	}
 }
+
+func ptr(n int) *int { return &n }

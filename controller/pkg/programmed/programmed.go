@@ -3,9 +3,16 @@
 // for `isobar-controller translate`. The translator sets every other
 // condition; Programmed depends on the translation (a Gateway with no valid
 // listener, a ListenerSet that is not accepted, cannot be programmed) and
-// on the data plane: an address assigned and every connected Envoy having
-// acknowledged the configuration. Offline there is no data plane, and
-// translate reports what the controller sets once it has acknowledged
+// on the data plane: an address assigned, and an Envoy of the fleet
+// serving the Gateway's current generation with no Envoy rejecting the
+// configuration. Programmed says the fleet serves the Gateway as its
+// spec now is: it does not go False while a route or endpoint change is
+// in flight, nor when an Envoy joins a fleet that serves (one that has
+// not acknowledged its first configuration is not ready, so it gets no
+// traffic); it goes False when no Envoy of the fleet is connected or
+// holds the current generation, and when an Envoy rejects the
+// configuration, with Envoy's message. Offline there is no data plane,
+// and translate reports what the controller sets once an Envoy serves
 // (Acknowledged).
 package programmed
 
@@ -38,7 +45,7 @@ type DataPlane struct {
 
 // Acknowledged is a data plane that has acknowledged the configuration:
 // what translate reports for.
-var Acknowledged = DataPlane{Fleet: fleetreport.Fleet{Connected: 1, Acknowledged: true}}
+var Acknowledged = DataPlane{Fleet: fleetreport.Fleet{Connected: 1, Holding: 1, Acknowledged: true}}
 
 // Status sets Programmed on every Gateway of a translation and on their
 // ListenerSets, each Gateway's data plane being dp. It replaces the
@@ -96,8 +103,8 @@ func dataPlaneProblem(dp DataPlane) (gatewayv1.GatewayConditionReason, string) {
 		return gatewayv1.GatewayReasonInvalid, fmt.Sprintf("Envoy rejected the configuration: %v", f.Rejections)
 	case len(f.Behind) > 0:
 		return gatewayv1.GatewayReasonPending, fmt.Sprintf("waiting for replicas %s to translate the Gateway's current generation", strings.Join(f.Behind, ", "))
-	case !f.Acknowledged:
-		return gatewayv1.GatewayReasonPending, fmt.Sprintf("waiting for %d connected Envoys to acknowledge the configuration", f.Connected)
+	case f.Holding == 0:
+		return gatewayv1.GatewayReasonPending, fmt.Sprintf("waiting for an Envoy of the %d connected to acknowledge the configuration of the Gateway's current generation", f.Connected)
 	}
 	return "", ""
 }

@@ -15,7 +15,7 @@ func TestGateway(t *testing.T) {
 	ip := gatewayv1.IPAddressType
 	assigned := []gatewayv1.GatewayStatusAddress{{Type: &ip, Value: "192.0.2.1"}}
 	listener := []gatewayv1.ListenerStatus{{Name: "http"}}
-	acked := fleetreport.Fleet{Connected: 2, Acknowledged: true}
+	acked := fleetreport.Fleet{Connected: 2, Holding: 2, Acknowledged: true}
 	accepted := func(status metav1.ConditionStatus) []metav1.Condition {
 		return []metav1.Condition{{Type: "Accepted", Status: status, Reason: "R", ObservedGeneration: 3}}
 	}
@@ -36,8 +36,14 @@ func TestGateway(t *testing.T) {
 		{"a requested address missing", accepted("True"), listener, DataPlane{Fleet: acked, Addresses: assigned, Requested: missing}, "False", gatewayv1.GatewayReasonAddressNotAssigned},
 		{"no Envoy connected", accepted("True"), listener, DataPlane{}, "False", gatewayv1.GatewayReasonPending},
 		{"rejected", accepted("True"), listener, DataPlane{Fleet: fleetreport.Fleet{Connected: 1, Rejections: []string{"bad"}}}, "False", gatewayv1.GatewayReasonInvalid},
-		{"a replica behind", accepted("True"), listener, DataPlane{Fleet: fleetreport.Fleet{Connected: 1, Acknowledged: true, Behind: []string{"b"}}}, "False", gatewayv1.GatewayReasonPending},
+		{"a replica behind", accepted("True"), listener, DataPlane{Fleet: fleetreport.Fleet{Connected: 1, Holding: 1, Acknowledged: true, Behind: []string{"b"}}}, "False", gatewayv1.GatewayReasonPending},
 		{"not acknowledged yet", accepted("True"), listener, DataPlane{Fleet: fleetreport.Fleet{Connected: 1}}, "False", gatewayv1.GatewayReasonPending},
+		// A change in flight, or an Envoy joining, leaves the Envoys that
+		// serve the Gateway's generation serving it.
+		{"a change in flight", accepted("True"), listener, DataPlane{Fleet: fleetreport.Fleet{Connected: 2, Holding: 2}}, "True", gatewayv1.GatewayReasonProgrammed},
+		{"an Envoy joining", accepted("True"), listener, DataPlane{Fleet: fleetreport.Fleet{Connected: 3, Holding: 2}}, "True", gatewayv1.GatewayReasonProgrammed},
+		{"none holds the generation", accepted("True"), listener, DataPlane{Fleet: fleetreport.Fleet{Connected: 2, Acknowledged: true}}, "False", gatewayv1.GatewayReasonPending},
+		{"one holds it, another rejects", accepted("True"), listener, DataPlane{Fleet: fleetreport.Fleet{Connected: 2, Holding: 1, Rejections: []string{"bad"}}}, "False", gatewayv1.GatewayReasonInvalid},
 	} {
 		in := gatewayv1.GatewayStatus{Conditions: tc.conds, Listeners: tc.listeners}
 		out := Gateway(in, tc.dp)

@@ -46,9 +46,10 @@ type reconciler struct {
 	// serving is set once the xDS port is open: the replica is ready only
 	// then, or a client told it is ready is refused a connection.
 	serving atomic.Bool
-	// generation is the served Gateway's generation in the configuration
-	// served: what this replica reports to the leader.
-	generation atomic.Int64
+	// pushed is the served Gateway's generation in the configuration
+	// the xDS server holds, and the server's mark when that generation
+	// was first pushed: what an Envoy must hold to serve it.
+	pushed atomic.Pointer[servedGeneration]
 	// clusters are the last full translation's, by Service: what the
 	// endpoint fast path may update.
 	clusters map[types.NamespacedName][]*ir.Cluster
@@ -142,7 +143,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.clusters = clustersByService(result.Gateways[0].Clusters)
 	for _, gw := range res.Gateways {
 		if gw.Namespace == tgt.Gateway.Namespace && gw.Name == tgt.Gateway.Name {
-			r.generation.Store(gw.Generation)
+			if cur := r.pushed.Load(); cur == nil || cur.generation != gw.Generation {
+				r.pushed.Store(&servedGeneration{generation: gw.Generation, mark: r.xds.Mark()})
+			}
 		}
 	}
 	r.markReady()
@@ -154,6 +157,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// push to Envoy.
 	r.status.set(&statusWork{target: tgt, status: result.Status})
 	return ctrl.Result{}, nil
+}
+
+// servedGeneration is a Gateway generation the xDS server serves, and
+// the server's versions when it was first pushed.
+type servedGeneration struct {
+	generation int64
+	mark       xdsserver.Mark
 }
 
 // markReady records that the xDS cache holds a complete configuration.

@@ -252,7 +252,11 @@ func Run(ctx context.Context, o Options) error {
 	})
 	own := func() fleetreport.Report {
 		st := xdsServer.Status()
-		return fleetreport.Report{Replica: replica, Connected: st.Connected, Acknowledged: st.Acknowledged, Rejections: st.Rejections, Generation: r.generation.Load()}
+		rep := fleetreport.Report{Replica: replica, Connected: st.Connected, Acknowledged: st.Acknowledged, Rejections: st.Rejections, Holding: new(int)}
+		if g := r.pushed.Load(); g != nil {
+			rep.Generation, *rep.Holding = g.generation, xdsServer.Holding(g.mark)
+		}
+		return rep
 	}
 	fleetStatus := func() (fleetreport.Fleet, error) {
 		mine := own()

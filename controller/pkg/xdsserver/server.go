@@ -455,6 +455,65 @@ func (s *Server) Status() FleetStatus {
 	return st
 }
 
+// A Mark is the version of each type the server held at a moment: what
+// a configuration served then is, for Holding.
+type Mark map[string]uint64
+
+// Mark returns the versions the server holds now.
+func (s *Server) Mark() Mark {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(Mark, len(s.versions))
+	for t, v := range s.versions {
+		m[t] = v
+	}
+	return m
+}
+
+// Holding counts the connected Envoys that hold the configuration served
+// at m, or a newer one: each has acknowledged, for every type it was
+// sent, what of it was served at m (see neededAt). An Envoy that has not
+// yet acknowledged its first push holds nothing, so one joining a serving
+// fleet does not change the count of those that serve; nor does a change
+// pushed after m, in flight.
+func (s *Server) Holding(m Mark) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, str := range s.streams {
+		holds := len(str.sent) > 0
+		for t := range str.sent {
+			acked, err := strconv.ParseUint(str.acked[t], 10, 64)
+			if err != nil || acked < s.neededAt(t, str.subs[t], m[t]) {
+				holds = false
+				break
+			}
+		}
+		if holds {
+			n++
+		}
+	}
+	return n
+}
+
+// neededAt is the version of type t a stream subscribed as sub must have
+// acknowledged to hold what was served at version at: at itself for a
+// wildcard subscription, else the last change at or before it of the
+// resources it names. A resource changed since at is not counted: its
+// version at at is no longer known, and the stream is sent its newest.
+func (s *Server) neededAt(t string, sub *subscription, at uint64) uint64 {
+	if sub == nil || sub.wildcard {
+		return at
+	}
+	var v uint64
+	for name := range sub.names {
+		if c := s.changedAt[t][name]; c <= at {
+			v = max(v, c)
+		}
+	}
+	return v
+}
+
 // Counters are the server's totals for metrics.
 type Counters struct {
 	Connected   int
