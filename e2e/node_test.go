@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -244,5 +245,78 @@ func TestOperatorFleetRunsOnTheNodeAgent(t *testing.T) {
 				t.Errorf("the bootstrap of %s lacks %s:\n%s", pod, want, b)
 			}
 		}
+	}
+}
+
+// Two node agents never give Pods one address, even while the first is
+// still stopping what it ran: a Pod listens on its address's ports, and a
+// process of an earlier rig holding them made a later rig's controller
+// fail to listen while its Envoys reached the old controller (another
+// fleet's certificate, a CA they do not trust, then connection refused).
+// Each agent claims a block of addresses no running agent holds, and
+// gives it up once what it ran has stopped.
+func TestNodeAgentsNeverShareAnAddress(t *testing.T) {
+	t.Parallel()
+	e := startCluster(t, harness.Options{})
+	listenOnPort := func(stopped chan struct{}) harness.PodRunner {
+		return func(pod *corev1.Pod) (func(), error) {
+			l, err := net.Listen("tcp", net.JoinHostPort(harness.Loopback(pod.Status.PodIP), "8001"))
+			if err != nil {
+				return nil, err
+			}
+			// The process takes its time to stop, as a controller does.
+			return func() {
+				<-stopped
+				l.Close()
+			}, nil
+		}
+	}
+	running := func(ctx context.Context, name string) string {
+		t.Helper()
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c:test"}}}}
+		if err := e.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "Pod "+name+" running", func() bool {
+			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				t.Fatal(err)
+			}
+			return pod.Status.Phase == corev1.PodRunning
+		})
+		return pod.Status.PodIP
+	}
+	lingering := make(chan struct{})
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	first, err := harness.StartNodeAgent(ctx1, e.Config, listenOnPort(lingering))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip1 := running(ctx1, "first")
+	cancel1()
+
+	// The next agent starts while the first one's process still listens.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	done := make(chan struct{})
+	defer close(done)
+	second, err := harness.StartNodeAgent(ctx2, e.Config, listenOnPort(done))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip2 := running(ctx2, "second")
+	if ip1 == ip2 {
+		t.Errorf("both agents gave their Pod %s", ip1)
+	}
+	for _, a := range []*harness.NodeAgent{first, second} {
+		for _, err := range a.Errors() {
+			t.Errorf("node agent: %v", err)
+		}
+	}
+	close(lingering)
+	select {
+	case <-first.Stopped():
+	case <-time.After(30 * time.Second):
+		t.Error("the first agent did not stop what it ran")
 	}
 }

@@ -63,6 +63,19 @@ func startRigWith(t *testing.T, opts rigOptions) *rig {
 	if err := xv1alpha1.Install(e.Client.Scheme()); err != nil {
 		t.Fatal(err)
 	}
+	// After cancel (cleanups run last first): the next test's rig starts
+	// once this one's Pods have stopped.
+	var agent *harness.NodeAgent
+	t.Cleanup(func() {
+		if agent == nil {
+			return
+		}
+		select {
+		case <-agent.Stopped():
+		case <-time.After(time.Minute):
+			t.Error("the node agent did not stop its Pods in a minute")
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	kubeconfig, err := e.Kubeconfig("fleet")
@@ -76,7 +89,7 @@ func startRigWith(t *testing.T, opts rigOptions) *rig {
 	if opts.probe {
 		ready = func(pod *corev1.Pod) bool { return f.ready(ctx, pod) }
 	}
-	agent, err := harness.StartProbingNodeAgent(ctx, e.Config, f.run, ready)
+	agent, err = harness.StartProbingNodeAgent(ctx, e.Config, f.run, ready)
 	if err != nil {
 		t.Fatal(err)
 	}

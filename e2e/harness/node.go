@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sync"
 	"time"
 
@@ -42,12 +41,19 @@ type NodeAgent struct {
 	ready func(pod *corev1.Pod) bool
 
 	mu      sync.Mutex
-	next    netip.Addr
+	block   *block
 	ips     map[string]string // pod UID -> IP
 	running map[string]func() // pod UID -> stop
 	uids    map[string]string // namespace/name -> UID of the Pod running
 	errs    []error
+	// stopped is closed once ctx has ended and everything the runner
+	// started has stopped.
+	stopped chan struct{}
 }
+
+// Stopped is closed once the agent's context has ended and everything its
+// PodRunner started has stopped (its Pod addresses are then free).
+func (a *NodeAgent) Stopped() <-chan struct{} { return a.stopped }
 
 // StartNodeAgent registers the Node and serves Pods until ctx ends, when it
 // stops everything the PodRunner started. Pods are Ready once started.
@@ -65,8 +71,13 @@ func StartProbingNodeAgent(ctx context.Context, cfg *rest.Config, run PodRunner,
 	if err != nil {
 		return nil, err
 	}
-	a := &NodeAgent{client: c, run: run, ready: ready, next: netip.MustParseAddr("10.244.0.10"), ips: map[string]string{}, running: map[string]func(){}, uids: map[string]string{}}
+	b, err := claimBlock()
+	if err != nil {
+		return nil, err
+	}
+	a := &NodeAgent{client: c, run: run, ready: ready, block: b, ips: map[string]string{}, running: map[string]func(){}, uids: map[string]string{}, stopped: make(chan struct{})}
 	if err := a.register(ctx); err != nil {
+		b.release()
 		return nil, err
 	}
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
@@ -93,6 +104,8 @@ func StartProbingNodeAgent(ctx context.Context, cfg *rest.Config, run PodRunner,
 			key, quit := queue.Get()
 			if quit {
 				a.stopAll()
+				a.block.release()
+				close(a.stopped)
 				return
 			}
 			obj, exists, err := informer.GetStore().GetByKey(key)
@@ -187,7 +200,13 @@ func (a *NodeAgent) sync(ctx context.Context, key string, pod *corev1.Pod) error
 	}
 	// The runner sees the Pod with its IP, as a container sees its
 	// network from the start.
-	ip := a.ip(string(pod.UID))
+	ip, err := a.ip(string(pod.UID))
+	if err != nil {
+		a.mu.Lock()
+		a.errs = append(a.errs, fmt.Errorf("pod %s: %w", key, err))
+		a.mu.Unlock()
+		return nil // left Pending; the error is in Errors
+	}
 	pod = pod.DeepCopy()
 	pod.Status.HostIP, pod.Status.PodIP = "127.0.0.1", ip
 	pod.Status.HostIPs, pod.Status.PodIPs = []corev1.HostIP{{IP: "127.0.0.1"}}, []corev1.PodIP{{IP: ip}}
@@ -308,17 +327,20 @@ func (a *NodeAgent) stopAll() {
 	}
 }
 
-// ip gives a Pod an address of its own, the same for as long as it lives.
-func (a *NodeAgent) ip(uid string) string {
+// ip gives a Pod an address of its own, the same for as long as it lives,
+// and no other Pod's on this machine (see block).
+func (a *NodeAgent) ip(uid string) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if ip, ok := a.ips[uid]; ok {
-		return ip
+		return ip, nil
 	}
-	ip := a.next.String()
-	a.next = a.next.Next()
+	ip, err := a.block.take()
+	if err != nil {
+		return "", err
+	}
 	a.ips[uid] = ip
-	return ip
+	return ip, nil
 }
 
 func ptrTo[T any](v T) *T { return &v }
