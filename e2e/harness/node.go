@@ -317,14 +317,19 @@ func (a *NodeAgent) stop(uid string) {
 	}
 }
 
+// stopAll stops what the runner started, every Pod at once, as a node
+// going away stops its containers: each stop may wait for its process to
+// exit.
 func (a *NodeAgent) stopAll() {
 	a.mu.Lock()
 	running := a.running
 	a.running = map[string]func(){}
 	a.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, stop := range running {
-		stop()
+		wg.Go(stop)
 	}
+	wg.Wait()
 }
 
 // ip gives a Pod an address of its own, the same for as long as it lives,
