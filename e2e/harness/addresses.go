@@ -57,3 +57,21 @@ func (b *block) take() (string, error) {
 
 // release gives the block up, once its Pods' processes have stopped.
 func (b *block) release() { _ = b.sentinel.Close() }
+
+// PodAddress is an address for a Pod run without a node agent (the demo
+// runs its controller's Pod so): one of a block claimed as an agent
+// claims one, so that the Pod's ports are its own whatever else listens
+// on this machine. release gives the block up once the Pod's processes
+// have stopped.
+func PodAddress() (ip string, release func(), err error) {
+	b, err := claimBlock()
+	if err != nil {
+		return "", nil, err
+	}
+	ip, err = b.take()
+	if err != nil {
+		b.release()
+		return "", nil, err
+	}
+	return ip, b.release, nil
+}

@@ -40,6 +40,8 @@ type demo struct {
 	envoy      *simulatedEnvoy
 	names      render.Names
 	xdsAddress string
+	// releaseAddress gives the controller Pod's address up.
+	releaseAddress func()
 }
 
 func (d *demo) startCluster(context.Context) error {
@@ -184,6 +186,9 @@ func (d *demo) close() error {
 		if p != nil {
 			_, _ = p.Stop(20 * time.Second)
 		}
+	}
+	if d.releaseAddress != nil {
+		d.releaseAddress()
 	}
 	if d.env != nil {
 		return d.env.Stop()

@@ -10,12 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"isobar.dev/e2e/harness"
 )
 
 // runController runs isobar-controller as the controller Deployment's pod
 // template describes it (harness.RunPodProcess: its Secret and ConfigMap
-// volumes written to files, listen addresses on loopback), as one Pod of
-// it would run.
+// volumes written to files, listen addresses on a loopback address of its
+// own), as one Pod of it would run.
 func (d *demo) runController(ctx context.Context) error {
 	dep := &appsv1.Deployment{}
 	key := types.NamespacedName{Namespace: sampleGateway.Namespace, Name: d.names.Controller}
@@ -23,6 +25,14 @@ func (d *demo) runController(ctx context.Context) error {
 		return err
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: dep.Namespace, Name: dep.Name + "-demo"}, Spec: dep.Spec.Template.Spec}
+	// An address of its own, so that the controller's ports (health,
+	// xDS, metrics) are free whatever listens on 127.0.0.1.
+	ip, release, err := harness.PodAddress()
+	if err != nil {
+		return err
+	}
+	d.releaseAddress = release
+	pod.Status.PodIP = ip
 	c := pod.Spec.Containers[0]
 	p, err := d.env.RunPodProcess(ctx, d.kubeconfig, pod, c.Name, "isobar-controller")
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -10,10 +11,17 @@ import (
 )
 
 // make demo's acceptance: on the test assets alone, the sample Gateway
-// becomes Programmed and the simulated Envoy routes the sample requests.
+// becomes Programmed and the simulated Envoy routes the sample requests,
+// with the controller's usual ports (8000, 8001, 8003) on 127.0.0.1 taken
+// by something else, as a developer's machine may have them.
 func TestDemo(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("KUBEBUILDER_ASSETS is not set; make test sets it")
+	}
+	for _, port := range []string{"8000", "8001", "8003"} {
+		if l, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
+			defer l.Close()
+		}
 	}
 	var out bytes.Buffer
 	if err := run(context.Background(), &out, true, 3*time.Minute); err != nil {
