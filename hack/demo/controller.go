@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,7 +48,13 @@ func (d *demo) runController(ctx context.Context) error {
 		if exited, err := d.controller.Exited(); exited {
 			return false, fmt.Errorf("isobar-controller exited (%w); see %s", err, d.controller.Log)
 		}
-		resp, err := http.Get("http://" + health + "/readyz")
+		// Bounded: something else on the address may take the connection
+		// and never answer.
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+health+"/readyz", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := readyzClient.Do(req)
 		if err != nil {
 			return false, nil
 		}
@@ -55,3 +62,7 @@ func (d *demo) runController(ctx context.Context) error {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 }
+
+// readyzClient asks the controller whether it is ready, giving up on an
+// answer that does not come.
+var readyzClient = &http.Client{Timeout: 2 * time.Second}
