@@ -143,8 +143,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.clusters = clustersByService(result.Gateways[0].Clusters)
 	for _, gw := range res.Gateways {
 		if gw.Namespace == tgt.Gateway.Namespace && gw.Name == tgt.Gateway.Name {
-			if cur := r.pushed.Load(); cur == nil || cur.generation != gw.Generation {
-				r.pushed.Store(&servedGeneration{generation: gw.Generation, mark: r.xds.Mark()})
+			// Another Gateway (controllerName mode serves the oldest) may
+			// have the same generation: it is new all the same.
+			if cur := r.pushed.Load(); cur == nil || cur.uid != gw.UID || cur.generation != gw.Generation {
+				r.pushed.Store(&servedGeneration{uid: gw.UID, generation: gw.Generation, mark: r.xds.Mark()})
 			}
 		}
 	}
@@ -159,9 +161,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// servedGeneration is a Gateway generation the xDS server serves, and
-// the server's versions when it was first pushed.
+// servedGeneration is a generation of a Gateway (by UID) the xDS server
+// serves, and the server's versions when it was first pushed.
 type servedGeneration struct {
+	uid        types.UID
 	generation int64
 	mark       xdsserver.Mark
 }
