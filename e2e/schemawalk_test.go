@@ -82,6 +82,7 @@ var effects = []effect{
 	{path: "spec.envoy.overloadMaxHeapSize", spec: "envoy: {overloadMaxHeapSize: 900Mi}"},
 	{path: "spec.envoy.overloadMaxDownstreamConnections", spec: "envoy: {overloadMaxDownstreamConnections: 50000}"},
 	{path: "spec.envoy.maxRequestsPerIOCycle", spec: "envoy: {maxRequestsPerIOCycle: 8}"},
+	{path: "spec.envoy.omEnforcedHealth", spec: "envoy: {omEnforcedHealth: true}"},
 	{path: "spec.envoy.runtime", spec: "envoy: {runtime: {overload.premature_reset_min_stream_lifetime_seconds: '2'}}"},
 	{path: "spec.envoy.podAnnotations", spec: "envoy: {podAnnotations: {example.com/a: b}}"},
 	{path: "spec.envoy.podDisruptionBudget.maxUnavailable", spec: "envoy: {podDisruptionBudget: {maxUnavailable: 1}}"},

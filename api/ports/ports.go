@@ -33,16 +33,22 @@ const (
 	EnvoyAdmin = 9001
 	// EnvoyShutdown serves the drain hook that a stopping Envoy pod calls.
 	EnvoyShutdown = 8004
+	// EnvoyOverloadHealth is Envoy's /ready that the overload manager's
+	// connection limit governs (envoy.omEnforcedHealth). It is reserved
+	// whether or not a profile turns it on, so that turning it on never
+	// takes a port from a Gateway's listener.
+	EnvoyOverloadHealth = 8005
 )
 
 // reserved names the ports above, for error messages.
 var reserved = map[int32]string{
-	XDS:               "the controller's xDS server",
-	ControllerHealth:  "the controller's health endpoint",
-	ControllerMetrics: "the controller's metrics endpoint",
-	EnvoyStats:        "Envoy's stats and readiness listener",
-	EnvoyAdmin:        "Envoy's admin interface",
-	EnvoyShutdown:     "Envoy's drain hook",
+	XDS:                 "the controller's xDS server",
+	ControllerHealth:    "the controller's health endpoint",
+	ControllerMetrics:   "the controller's metrics endpoint",
+	EnvoyStats:          "Envoy's stats and readiness listener",
+	EnvoyAdmin:          "Envoy's admin interface",
+	EnvoyShutdown:       "Envoy's drain hook",
+	EnvoyOverloadHealth: "Envoy's overload-enforced readiness listener",
 }
 
 // ContainerPort is the port Envoy binds for Gateway listener port p. It does

@@ -34,6 +34,7 @@ func TestValidate(t *testing.T) {
 		{port: XDS, wantErr: "xDS"},
 		{port: EnvoyAdmin, wantErr: "admin"},
 		{port: EnvoyStats, wantErr: "stats"},
+		{port: EnvoyOverloadHealth, wantErr: "overload-enforced readiness"},
 	} {
 		err := Validate(tc.port)
 		switch {

@@ -68,6 +68,17 @@ type EnvoySettings struct {
 	// +optional
 	MaxRequestsPerIOCycle *int64 `json:"maxRequestsPerIOCycle,omitempty"`
 
+	// OMEnforcedHealth, when true, opens a second readiness endpoint,
+	// /ready on container port 8005 (Contour's envoy.omEnforcedHealth),
+	// that counts against overloadMaxDownstreamConnections: when Envoy
+	// holds that many client connections it refuses the health check's
+	// too, so a load balancer that checks this port takes an Envoy at its
+	// limit out of rotation. The stats port's /ready, which the kubelet
+	// probes, stays exempt, so the Pod stays Ready. Envoy reads it when it
+	// starts, so a change rolls the fleet.
+	// +optional
+	OMEnforcedHealth *bool `json:"omEnforcedHealth,omitempty"`
+
 	// Runtime overrides Envoy runtime keys (its static runtime layer, as
 	// Contour's envoy runtimeSettings): a key's value is read as Envoy
 	// reads runtime strings, a number, a percentage or true/false. Keys

@@ -326,6 +326,11 @@ func (in *EnvoySettings) DeepCopyInto(out *EnvoySettings) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.OMEnforcedHealth != nil {
+		in, out := &in.OMEnforcedHealth, &out.OMEnforcedHealth
+		*out = new(bool)
+		**out = **in
+	}
 	if in.Runtime != nil {
 		in, out := &in.Runtime, &out.Runtime
 		*out = make(map[string]string, len(*in))

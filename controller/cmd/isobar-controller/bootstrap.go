@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"isobar.dev/api/fleet"
+	"isobar.dev/api/ports"
 	"isobar.dev/controller/pkg/bootstrap"
 )
 
@@ -31,6 +32,7 @@ func bootstrapCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.OutputDir, "output-dir", defaultOutputDir, "directory to write "+bootstrap.BootstrapFile+" and the SDS files into")
 	fs.Uint64Var(&c.MaxHeapBytes, "max-heap-bytes", 0, "turn on Envoy's overload manager for this heap size; 0 leaves it off")
 	fs.Uint64Var(&c.MaxDownstreamConnections, "max-downstream-connections", 0, "the most client connections Envoy holds at once over all listeners but admin and stats; 0 for no limit")
+	fs.BoolVar(&c.OMEnforcedHealth, "om-enforced-health", false, fmt.Sprintf("open /ready on port %d, counted against --max-downstream-connections (for a load balancer's health check)", ports.EnvoyOverloadHealth))
 	fs.Func("max-requests-per-io-cycle", "the most requests Envoy processes per event loop iteration (runtime http.max_requests_per_io_cycle); unset for Envoy's default", func(v string) error {
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil || n == 0 {

@@ -63,6 +63,11 @@ type Config struct {
 	// connections Envoy holds at once over all its listeners; the admin
 	// and stats listeners (probes, metrics) are not counted nor refused.
 	MaxDownstreamConnections uint64
+	// OMEnforcedHealth opens a second /ready, on its own port, that the
+	// connection limit counts and refuses: a load balancer's health check
+	// then sees an Envoy at its limit, while the kubelet's probe of the
+	// stats listener does not.
+	OMEnforcedHealth bool
 	// MaxRequestsPerIOCycle, when not zero, bounds how many requests of
 	// its connections' streams Envoy processes in one event loop
 	// iteration (runtime key http.max_requests_per_io_cycle): a
@@ -82,6 +87,7 @@ const (
 	xdsCluster   = "isobar_xds"
 	adminCluster = "isobar_admin"
 	statsName    = "isobar_stats"
+	omHealthName = "isobar_om_health"
 )
 
 func (c Config) validate() error {
@@ -119,8 +125,11 @@ func Build(c Config) (*bootstrapv3.Bootstrap, map[string]proto.Message, error) {
 		},
 		StaticResources: &bootstrapv3.Bootstrap_StaticResources{
 			Clusters:  []*clusterv3.Cluster{xdsClusterFor(c), adminClusterFor()},
-			Listeners: []*listenerv3.Listener{statsListener()},
+			Listeners: []*listenerv3.Listener{adminListener(statsName, ports.EnvoyStats, "/ready", "/stats/prometheus")},
 		},
+	}
+	if c.OMEnforcedHealth {
+		b.StaticResources.Listeners = append(b.StaticResources.Listeners, adminListener(omHealthName, ports.EnvoyOverloadHealth, "/ready"))
 	}
 	b.OverloadManager = overloadManager(c.MaxHeapBytes, c.MaxDownstreamConnections)
 	if c.MaxDownstreamConnections > 0 {
@@ -281,26 +290,28 @@ func adminClusterFor() *clusterv3.Cluster {
 	}
 }
 
-// statsListener exposes two admin paths on all interfaces, for the kubelet's
-// readiness probe (/ready) and Prometheus (/stats/prometheus); the rest of
-// the admin interface stays on loopback.
-func statsListener() *listenerv3.Listener {
-	route := func(path string) *routev3.Route {
-		return &routev3.Route{
-			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: path}},
+// adminListener exposes admin paths on all interfaces: the stats listener
+// /ready for the kubelet's readiness probe and /stats/prometheus, the
+// overload-enforced health listener /ready alone. The rest of the admin
+// interface stays on loopback.
+func adminListener(name string, port uint32, paths ...string) *listenerv3.Listener {
+	routes := make([]*routev3.Route, 0, len(paths))
+	for _, p := range paths {
+		routes = append(routes, &routev3.Route{
+			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: p}},
 			Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: adminCluster}}},
-		}
+		})
 	}
 	hcm := &hcmv3.HttpConnectionManager{
-		StatPrefix: statsName,
+		StatPrefix: name,
 		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
-			VirtualHosts: []*routev3.VirtualHost{{Name: statsName, Domains: []string{"*"}, Routes: []*routev3.Route{route("/ready"), route("/stats/prometheus")}}},
+			VirtualHosts: []*routev3.VirtualHost{{Name: name, Domains: []string{"*"}, Routes: routes}},
 		}},
 		HttpFilters: []*hcmv3.HttpFilter{{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: typed(&routerv3.Router{})}}},
 	}
 	return &listenerv3.Listener{
-		Name:    statsName,
-		Address: socket("0.0.0.0", ports.EnvoyStats),
+		Name:    name,
+		Address: socket("0.0.0.0", port),
 		FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
 			Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: typed(hcm)},
 		}}}},

@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,12 +9,15 @@ import (
 	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	downstreamconnectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"isobar.dev/api/ports"
 	"isobar.dev/controller/pkg/xdscheck"
 )
 
@@ -183,5 +187,56 @@ func TestRuntime(t *testing.T) {
 		if _, _, err := Build(c); err == nil {
 			t.Errorf("runtime %q: built, want it refused", bad)
 		}
+	}
+}
+
+// The overload-enforced health listener answers /ready alone, on its own
+// port, and is counted against the connection limit that the stats
+// listener and the admin interface are exempt from: a load balancer that
+// checks it sees an Envoy at its limit, the kubelet's probe does not.
+func TestOverloadEnforcedHealth(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint(on), func(t *testing.T) {
+			c := config(t)
+			c.MaxDownstreamConnections, c.OMEnforcedHealth = 100, on
+			b, _, err := Build(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := xdscheck.Validate(b); err != nil {
+				t.Fatalf("bootstrap is invalid: %v", err)
+			}
+			byPort := map[uint32]*listenerv3.Listener{}
+			for _, l := range b.GetStaticResources().GetListeners() {
+				byPort[l.GetAddress().GetSocketAddress().GetPortValue()] = l
+			}
+			if !byPort[ports.EnvoyStats].GetIgnoreGlobalConnLimit() {
+				t.Errorf("the stats listener is counted against the connection limit")
+			}
+			om := byPort[ports.EnvoyOverloadHealth]
+			if (om != nil) != on {
+				t.Fatalf("listener on %d: %v, want one: %v", ports.EnvoyOverloadHealth, om, on)
+			}
+			if !on {
+				return
+			}
+			if om.GetIgnoreGlobalConnLimit() {
+				t.Errorf("the overload-enforced health listener ignores the connection limit")
+			}
+			if a := om.GetAddress().GetSocketAddress().GetAddress(); a != "0.0.0.0" {
+				t.Errorf("bound to %s, want every interface", a)
+			}
+			hcm := &hcmv3.HttpConnectionManager{}
+			if err := om.GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(hcm); err != nil {
+				t.Fatal(err)
+			}
+			var paths []string
+			for _, r := range hcm.GetRouteConfig().GetVirtualHosts()[0].GetRoutes() {
+				paths = append(paths, r.GetMatch().GetPath()+" -> "+r.GetRoute().GetCluster())
+			}
+			if want := []string{"/ready -> " + adminCluster}; !slices.Equal(paths, want) {
+				t.Errorf("routes %q, want %q", paths, want)
+			}
+		})
 	}
 }

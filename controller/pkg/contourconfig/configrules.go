@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"isobar.dev/api/ports"
 	"isobar.dev/api/v1alpha1"
 )
 
@@ -247,7 +248,14 @@ var configurationRules = []Rule{
 		out.RuntimeSettings.HTTP.StripTrailingHostDot = *in.config.Envoy.Network.EnvoyStripTrailingHostDot
 		return nil
 	}},
-	{Path: "envoy.omEnforcedHealth", NotCarried: notYet + ": Envoy's readiness endpoint (the stats port's /ready) is exempt from envoy.overloadMaxDownstreamConnections, so a load balancer's health check does not see the limit"},
+	{Path: "envoy.omEnforcedHealth", Profile: "envoy.omEnforcedHealth", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.Envoy.OMEnforcedHealth = ptr.To(true)
+		h := in.config.Envoy.OMEnforcedHealth
+		if (h.Address == "" || h.Address == "0.0.0.0") && (h.Port == 0 || h.Port == ports.EnvoyOverloadHealth) {
+			return nil
+		}
+		return notCarried(fmt.Sprintf("its address and port are the operator's: Envoy serves it on port %d of every interface (container port om-health); point the load balancer's health check there", ports.EnvoyOverloadHealth))
+	}},
 	{Path: "httpproxy.disablePermitInsecure", Profile: "runtimeSettings.httpproxy.disablePermitInsecure", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		httpProxy(out).DisablePermitInsecure = *in.config.HTTPProxy.DisablePermitInsecure
 		return nil

@@ -115,6 +115,7 @@ func TestConvert(t *testing.T) {
 			"runtimeSettings.http.numTrustedHops": "1", "runtimeSettings.httpproxy.rootNamespaces": `["apps"]`,
 			"runtimeSettings.httpproxy.enableExternalNameService": "true",
 			"runtimeSettings.httpproxy.fallbackCertificate.name":  `"fallback"`,
+			"envoy.omEnforcedHealth":                              "true",
 		},
 		notes:          []string{"envoy.network.adminPort", "xdsServer.port"},
 		ingressClasses: []string{"contour"},
@@ -160,8 +161,9 @@ func TestConvert(t *testing.T) {
 			"runtimeSettings.httpproxy.rateLimitService": `{"domain":"contour","extensionService":{"name":"ratelimit","namespace":"projectcontour"}}`,
 			"runtimeSettings.tracing":                    `{"extensionService":{"name":"otel","namespace":"tracing"},"serviceName":"edge"}`,
 			"runtimeSettings.globalExtAuth":              `{"authPolicy":{"context":{"header1":"value1","header2":"value2"}},"extensionService":{"name":"testserver","namespace":"projectcontour"},"responseTimeout":"1s"}`,
+			"envoy.omEnforcedHealth":                     "true",
 		},
-		notes:          []string{"", "incluster", "network.admin-port"},
+		notes:          []string{"", "envoy.omEnforcedHealth.address", "incluster", "network.admin-port"},
 		ingressClasses: []string{"contour"},
 	}} {
 		t.Run(tc.file, func(t *testing.T) {

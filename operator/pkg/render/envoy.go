@@ -121,7 +121,7 @@ func (r *renderer) envoyWorkload() (client.Object, error) {
 				Image: image,
 				Args:  args,
 				Env:   podEnv,
-				Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: ports.EnvoyStats, Protocol: corev1.ProtocolTCP}},
+				Ports: envoyPorts(es),
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(ports.EnvoyStats)}},
 					PeriodSeconds: 3, FailureThreshold: 3,
@@ -205,9 +205,19 @@ func (r *renderer) podDisruptionBudget() *policyv1.PodDisruptionBudget {
 	}
 }
 
+// envoyPorts are the Envoy container's own ports, named so that a
+// load balancer's health check or a scrape can refer to them by name.
+func envoyPorts(es v1alpha1.EnvoySettings) []corev1.ContainerPort {
+	out := []corev1.ContainerPort{{Name: "metrics", ContainerPort: ports.EnvoyStats, Protocol: corev1.ProtocolTCP}}
+	if es.OMEnforcedHealth != nil && *es.OMEnforcedHealth {
+		out = append(out, corev1.ContainerPort{Name: "om-health", ContainerPort: ports.EnvoyOverloadHealth, Protocol: corev1.ProtocolTCP})
+	}
+	return out
+}
+
 // bootstrapLimits are the profile's limits Envoy reads from its bootstrap:
-// the overload manager's heap size and connection limit, and the
-// requests per I/O cycle.
+// the overload manager's heap size and connection limit, the
+// overload-enforced health listener, and the requests per I/O cycle.
 func bootstrapLimits(es v1alpha1.EnvoySettings) []string {
 	var out []string
 	if es.OverloadMaxHeapSize != nil {
@@ -215,6 +225,9 @@ func bootstrapLimits(es v1alpha1.EnvoySettings) []string {
 	}
 	if n := es.OverloadMaxDownstreamConnections; n != nil {
 		out = append(out, "--max-downstream-connections="+strconv.FormatInt(*n, 10))
+	}
+	if es.OMEnforcedHealth != nil && *es.OMEnforcedHealth {
+		out = append(out, "--om-enforced-health")
 	}
 	if n := es.MaxRequestsPerIOCycle; n != nil {
 		out = append(out, "--max-requests-per-io-cycle="+strconv.FormatInt(*n, 10))
