@@ -121,6 +121,7 @@ var effects = []effect{
 	{path: "spec.runtimeSettings.ingress.statusAddress", shownBy: ".TestIngressStatusAddress"},
 	{path: "spec.runtimeSettings.listener.connectionBalancer", spec: "runtimeSettings: {listener: {connectionBalancer: Exact}}"},
 	{path: "spec.runtimeSettings.listener.socketOptions", spec: "runtimeSettings: {listener: {socketOptions: {tos: 184, trafficClass: 184}}}"},
+	{path: "spec.runtimeSettings.listener.maxConnectionsPerListener", spec: "runtimeSettings: {listener: {maxConnectionsPerListener: 1000}}"},
 	{path: "spec.runtimeSettings.accessLog.level", spec: "runtimeSettings: {accessLog: {level: Error}}"},
 	{path: "spec.runtimeSettings.listener.useProxyProtocol", spec: "runtimeSettings: {listener: {useProxyProtocol: true}}"},
 	{path: "spec.runtimeSettings.listener.perConnectionBufferLimitBytes", spec: "runtimeSettings: {listener: {perConnectionBufferLimitBytes: 65536}}"},
@@ -484,19 +485,13 @@ func (fx *fixture) observe(t *testing.T, name, spec string) observation {
 	if len(result.Notes) > 0 {
 		t.Fatalf("translating with %s: %v", spec, result.Notes)
 	}
-	xdsYAML, err := offline.Render(result, "listeners", "yaml")
-	if err != nil {
-		t.Fatal(err)
+	for _, typ := range []string{"listeners", "routes", "clusters", "runtime"} {
+		rendered, err := offline.Render(result, typ, "yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.xds += string(rendered)
 	}
-	routes, err := offline.Render(result, "routes", "yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clusters, err := offline.Render(result, "clusters", "yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.xds = string(xdsYAML) + string(routes) + string(clusters)
 
 	opts := controllerserve.DefaultOptions()
 	if _, err := opts.ApplyRuntimeSettings(cd.Spec.RuntimeSettings); err != nil {

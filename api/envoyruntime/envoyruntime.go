@@ -1,7 +1,9 @@
 // Package envoyruntime is the contract between the profile's Envoy
 // runtime overrides (envoy.runtime), which the operator passes to each
 // Envoy's bootstrap, and the bootstrap, which writes them into Envoy's
-// static runtime layer: which keys and values are allowed.
+// static runtime layer: which keys and values are allowed. It also names
+// the runtime layer the controller serves over RTDS, which every
+// bootstrap subscribes to, and the keys the controller sets in it.
 package envoyruntime
 
 import (
@@ -16,6 +18,20 @@ import (
 // MaxRequestsPerIOCycle is the runtime key the profile's
 // envoy.maxRequestsPerIOCycle sets.
 const MaxRequestsPerIOCycle = "http.max_requests_per_io_cycle"
+
+// Layer is the name of the Runtime resource the controller serves and of
+// the bootstrap's RTDS layer that takes it. The layer is the bootstrap's
+// last, so its keys override the static layer's. Envoy waits for it (up
+// to its initial fetch timeout) before it asks for clusters and
+// listeners, so a limit holds from an Envoy's first connection.
+const Layer = "isobar-dynamic"
+
+// ListenerConnectionLimit is the runtime key that limits the connections
+// of the listener named listener (Envoy's
+// envoy.resource_limits.listener.<name>.connection_limit).
+func ListenerConnectionLimit(listener string) string {
+	return "envoy.resource_limits.listener." + listener + ".connection_limit"
+}
 
 // key is what Envoy's runtime keys look like: dotted names.
 var key = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)

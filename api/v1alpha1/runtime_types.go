@@ -596,6 +596,17 @@ type ListenerSettings struct {
 	// socketOptions).
 	// +optional
 	SocketOptions *SocketOptions `json:"socketOptions,omitempty"`
+
+	// MaxConnectionsPerListener is how many client connections each
+	// Envoy holds at once on each TCP listener (Contour's
+	// maxConnectionsPerListener): Envoy closes the ones beyond it as it
+	// accepts them. The controller serves it to Envoy at runtime (RTDS),
+	// so a change takes effect for new connections without a restart;
+	// connections already open are kept.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	// +optional
+	MaxConnectionsPerListener *int64 `json:"maxConnectionsPerListener,omitempty"`
 }
 
 // SocketOptions are IP header fields of the packets Envoy sends.

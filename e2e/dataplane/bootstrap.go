@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -21,6 +22,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"isobar.dev/api/envoyrelease"
 	"isobar.dev/api/imagetag"
@@ -47,6 +49,43 @@ type Bootstrap struct {
 	// TLS is the client configuration the xDS cluster's transport socket
 	// describes: its certificate, trusted CA, SNI and minimum version.
 	TLS *tls.Config
+	// Runtime are the bootstrap's runtime layers, in order: a later
+	// layer's key overrides an earlier one's.
+	Runtime []RuntimeLayer
+}
+
+// RuntimeLayer is a layer of Envoy's runtime: a static layer's keys, or
+// the name of an RTDS layer, which Envoy subscribes to over ADS before it
+// asks for clusters, and waits for up to InitialFetchTimeout.
+type RuntimeLayer struct {
+	Static              map[string]*structpb.Value
+	RTDS                string
+	InitialFetchTimeout time.Duration
+}
+
+// runtimeLayers reads the bootstrap's layered runtime: static layers and
+// RTDS layers over ADS, the kinds our bootstraps write.
+func runtimeLayers(b *bootstrapv3.Bootstrap) ([]RuntimeLayer, error) {
+	var out []RuntimeLayer
+	for _, l := range b.GetLayeredRuntime().GetLayers() {
+		switch {
+		case l.GetStaticLayer() != nil:
+			out = append(out, RuntimeLayer{Static: l.GetStaticLayer().GetFields()})
+		case l.GetRtdsLayer() != nil:
+			r := l.GetRtdsLayer()
+			if r.GetRtdsConfig().GetAds() == nil {
+				return nil, fmt.Errorf("runtime layer %s: RTDS must come over ADS", l.GetName())
+			}
+			timeout := 15 * time.Second // Envoy's default initial_fetch_timeout
+			if t := r.GetRtdsConfig().GetInitialFetchTimeout(); t != nil {
+				timeout = t.AsDuration()
+			}
+			out = append(out, RuntimeLayer{RTDS: r.GetName(), InitialFetchTimeout: timeout})
+		default:
+			return nil, fmt.Errorf("runtime layer %s: only static and RTDS layers are played", l.GetName())
+		}
+	}
+	return out, nil
 }
 
 // release is the release played: Release, or the newest when unset.
@@ -72,6 +111,10 @@ func ReadBootstrap(path string, local func(string) string) (*Bootstrap, error) {
 	}
 	name := ads.GetGrpcServices()[0].GetEnvoyGrpc().GetClusterName()
 	out := &Bootstrap{Node: b.GetNode(), Delta: ads.GetApiType() == corev3.ApiConfigSource_DELTA_GRPC}
+	var err error
+	if out.Runtime, err = runtimeLayers(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	for _, c := range b.GetStaticResources().GetClusters() {
 		if c.GetName() != name {
 			continue

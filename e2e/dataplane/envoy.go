@@ -65,6 +65,9 @@ type Envoy struct {
 	added map[string]map[string]time.Time
 	// live says its first configuration warmed (Ready).
 	live bool
+	// runtimeReady says the RTDS layers have come, or been given up on,
+	// once: Envoy asks for clusters and listeners only then.
+	runtimeReady bool
 	// unknown are the fields, Any types and enum values it was sent that
 	// its release does not know, each with the resource: a real Envoy of
 	// that release warns of each and ignores it.
@@ -113,7 +116,7 @@ func newEnvoy(b *Bootstrap) *Envoy {
 	e := &Envoy{boot: b, done: make(chan struct{}),
 		resources: map[string]map[string]proto.Message{}, versions: map[string]map[string]string{},
 		received: map[string]bool{}, subscribed: map[string]map[string]bool{}, changed: make(chan struct{})}
-	for _, t := range append(slices.Clone(wildcard), named...) {
+	for _, t := range append(slices.Concat(wildcard, named), resourcev3.RuntimeType) {
 		e.resources[t] = map[string]proto.Message{}
 		e.versions[t] = map[string]string{}
 		e.subscribed[t] = map[string]bool{}
@@ -285,14 +288,15 @@ func (e *Envoy) stream(ctx context.Context) error {
 		return s.Send(r)
 	}
 	e.mu.Lock()
+	layers := e.rtdsLayers()
+	waiting := !e.runtimeReady && len(layers) > 0
 	var opening []*discoveryv3.DeltaDiscoveryRequest
-	for _, t := range wildcard {
-		opening = append(opening, &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, InitialResourceVersions: maps(e.versions[t])})
+	if len(layers) > 0 {
+		opening = append(opening, &discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.RuntimeType, ResourceNamesSubscribe: layers,
+			InitialResourceVersions: maps(e.versions[resourcev3.RuntimeType])})
 	}
-	for _, t := range named {
-		if len(e.subscribed[t]) > 0 {
-			opening = append(opening, &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResourceNamesSubscribe: sortedKeys(e.subscribed[t]), InitialResourceVersions: maps(e.versions[t])})
-		}
+	if !waiting {
+		opening = append(opening, e.configRequests()...)
 	}
 	e.mu.Unlock()
 	for _, r := range opening {
@@ -300,16 +304,68 @@ func (e *Envoy) stream(ctx context.Context) error {
 			return err
 		}
 	}
+	// Envoy's first start waits for the RTDS layers, each up to its
+	// initial fetch timeout, before it asks for clusters and listeners;
+	// a stream opened after that asks for everything at once.
+	responses := make(chan *discoveryv3.DeltaDiscoveryResponse)
+	failed := make(chan error, 1)
+	go func() {
+		for {
+			resp, err := s.Recv()
+			if err != nil {
+				failed <- err
+				return
+			}
+			select {
+			case responses <- resp:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var giveUp <-chan time.Time
+	if waiting {
+		t := time.NewTimer(e.rtdsTimeout())
+		defer t.Stop()
+		giveUp = t.C
+	}
+	runtimeDone := func() error {
+		e.mu.Lock()
+		e.runtimeReady = true
+		requests := e.configRequests()
+		e.mu.Unlock()
+		waiting, giveUp = false, nil
+		for _, r := range requests {
+			if err := send(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for {
-		resp, err := s.Recv()
-		if err != nil {
+		var resp *discoveryv3.DeltaDiscoveryResponse
+		select {
+		case err := <-failed:
 			return err
+		case <-giveUp:
+			if err := runtimeDone(); err != nil {
+				return err
+			}
+			continue
+		case resp = <-responses:
 		}
 		if err := e.apply(resp); err != nil {
 			// A NACK keeps what Envoy had, with the reason.
 			if err := send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce(),
 				ErrorDetail: statusOf(err)}); err != nil {
 				return err
+			}
+			// A rejected layer ends the wait too: Envoy starts with
+			// what it has.
+			if waiting && resp.GetTypeUrl() == resourcev3.RuntimeType {
+				if err := runtimeDone(); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -323,7 +379,28 @@ func (e *Envoy) stream(ctx context.Context) error {
 		if err := send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()}); err != nil {
 			return err
 		}
+		if waiting && e.runtimeCame() {
+			if err := runtimeDone(); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// configRequests open the subscriptions of everything but the runtime:
+// clusters and listeners by wildcard, and what they refer to by name,
+// with the versions held. Called with e.mu held.
+func (e *Envoy) configRequests() []*discoveryv3.DeltaDiscoveryRequest {
+	var out []*discoveryv3.DeltaDiscoveryRequest
+	for _, t := range wildcard {
+		out = append(out, &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, InitialResourceVersions: maps(e.versions[t])})
+	}
+	for _, t := range named {
+		if len(e.subscribed[t]) > 0 {
+			out = append(out, &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResourceNamesSubscribe: sortedKeys(e.subscribed[t]), InitialResourceVersions: maps(e.versions[t])})
+		}
+	}
+	return out
 }
 
 func (e *Envoy) apply(resp *discoveryv3.DeltaDiscoveryResponse) error {
@@ -352,6 +429,11 @@ func (e *Envoy) apply(resp *discoveryv3.DeltaDiscoveryResponse) error {
 	}
 	if _, ok := e.resources[t]; !ok {
 		return fmt.Errorf("unexpected type %s", t)
+	}
+	if t == resourcev3.RuntimeType {
+		if err := e.checkRuntime(resp); err != nil {
+			return err
+		}
 	}
 	for _, r := range resp.GetResources() {
 		if cla, ok := decoded[r.GetName()].(*endpointv3.ClusterLoadAssignment); ok {

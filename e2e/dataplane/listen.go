@@ -49,6 +49,11 @@ type proxy struct {
 	limits limits
 	// keySets are the JWKS fetched, by cluster and URI.
 	keySets map[string]cachedJWKS
+	// conns counts each TCP listener's open connections, by name, for
+	// its connection limit. Its own lock: a connection gives its place
+	// back as it closes, which closing a listener under mu does.
+	connsMu sync.Mutex
+	conns   map[string]uint64
 }
 
 func (p *proxy) run(ctx context.Context) {
@@ -117,7 +122,7 @@ func (p *proxy) closeAll() {
 
 func (p *proxy) listen(ctx context.Context, network string, port uint32) (func(), error) {
 	return Bind(network, net.JoinHostPort(p.host, strconv.Itoa(int(port))),
-		func(c net.Conn) { p.serveConn(ctx, c, port) },
+		func(c net.Conn) { p.accept(ctx, c, port) },
 		func(pc net.PacketConn) { p.serveUDP(ctx, pc, port) })
 }
 
@@ -147,4 +152,53 @@ func Bind(network, addr string, conn func(net.Conn), packets func(net.PacketConn
 		}
 	}()
 	return func() { _ = l.Close() }, nil
+}
+
+// accept is Envoy's accept of a TCP connection: over the listener's
+// connection limit (its runtime key, read as each connection comes) the
+// connection is closed at once, before any listener filter reads it;
+// otherwise it counts against the limit until it closes.
+func (p *proxy) accept(ctx context.Context, c net.Conn, port uint32) {
+	sim, err := p.envoy.Simulator()
+	if err != nil {
+		c.Close()
+		return
+	}
+	name, err := sim.ListenerName(port)
+	if err != nil {
+		c.Close()
+		return
+	}
+	limit, limited := p.envoy.listenerConnectionLimit(name)
+	p.connsMu.Lock()
+	if limited && p.conns[name] >= limit {
+		p.connsMu.Unlock()
+		p.logf("listener %s: connection limit %d reached, closing a new connection (downstream_cx_overflow)", name, limit)
+		c.Close()
+		return
+	}
+	if p.conns == nil {
+		p.conns = map[string]uint64{}
+	}
+	p.conns[name]++
+	p.connsMu.Unlock()
+	p.serveConn(ctx, &countedConn{Conn: c, release: func() {
+		p.connsMu.Lock()
+		defer p.connsMu.Unlock()
+		p.conns[name]--
+	}}, port)
+}
+
+// countedConn gives its place under the listener's limit back when it
+// closes, once.
+type countedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

@@ -139,6 +139,7 @@ func Build(c Config) (*bootstrapv3.Bootstrap, map[string]proto.Message, error) {
 	if err := envoyruntime.Check(c.Runtime); err != nil {
 		return nil, nil, err
 	}
+	b.LayeredRuntime = &bootstrapv3.LayeredRuntime{}
 	if c.MaxRequestsPerIOCycle > 0 || len(c.Runtime) > 0 {
 		fields := make(map[string]*structpb.Value, len(c.Runtime)+1)
 		for k, v := range c.Runtime {
@@ -147,11 +148,21 @@ func Build(c Config) (*bootstrapv3.Bootstrap, map[string]proto.Message, error) {
 		if c.MaxRequestsPerIOCycle > 0 {
 			fields[envoyruntime.MaxRequestsPerIOCycle] = structpb.NewNumberValue(float64(c.MaxRequestsPerIOCycle))
 		}
-		b.LayeredRuntime = &bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{{
+		b.LayeredRuntime.Layers = append(b.LayeredRuntime.Layers, &bootstrapv3.RuntimeLayer{
 			Name:           "static",
 			LayerSpecifier: &bootstrapv3.RuntimeLayer_StaticLayer{StaticLayer: &structpb.Struct{Fields: fields}},
-		}}}
+		})
 	}
+	// The controller's layer, last so that its keys win. Every bootstrap
+	// has it, so a profile setting served through it never needs a new
+	// bootstrap; the controller serves it to every Envoy, empty when no
+	// setting sets a key.
+	b.LayeredRuntime.Layers = append(b.LayeredRuntime.Layers, &bootstrapv3.RuntimeLayer{
+		Name: envoyruntime.Layer,
+		LayerSpecifier: &bootstrapv3.RuntimeLayer_RtdsLayer_{RtdsLayer: &bootstrapv3.RuntimeLayer_RtdsLayer{
+			Name: envoyruntime.Layer, RtdsConfig: ads(),
+		}},
+	})
 	sds := map[string]proto.Message{
 		sdsCertificateFile: discovery(&tlsv3.Secret{Name: "isobar_xds_certificate", Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
 			CertificateChain: file(filepath.Join(c.CertsDir, fleet.CertKey)),

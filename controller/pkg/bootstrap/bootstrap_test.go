@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"isobar.dev/api/envoyruntime"
 	"isobar.dev/api/ports"
 	"isobar.dev/controller/pkg/xdscheck"
 )
@@ -150,7 +151,9 @@ func TestLimits(t *testing.T) {
 			}
 			var v *structpb.Value
 			for _, l := range b.GetLayeredRuntime().GetLayers() {
-				v = l.GetStaticLayer().GetFields()["http.max_requests_per_io_cycle"]
+				if f, ok := l.GetStaticLayer().GetFields()["http.max_requests_per_io_cycle"]; ok {
+					v = f
+				}
 			}
 			if (v != nil) != tc.runtime || v != nil && v.GetNumberValue() != float64(tc.perCycle) {
 				t.Errorf("runtime %v, want http.max_requests_per_io_cycle %d", b.GetLayeredRuntime(), tc.perCycle)
@@ -238,5 +241,32 @@ func TestOverloadEnforcedHealth(t *testing.T) {
 				t.Errorf("routes %q, want %q", paths, want)
 			}
 		})
+	}
+}
+
+// Every bootstrap's last runtime layer is the controller's, over ADS, so
+// its keys override the profile's static ones, and a setting served
+// through it never needs a new bootstrap.
+func TestRuntimeLayerFromController(t *testing.T) {
+	for _, static := range []bool{false, true} {
+		c := config(t)
+		if static {
+			c.Runtime = map[string]string{"overload.premature_reset_min_stream_lifetime_seconds": "2"}
+		}
+		b, _, err := Build(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := xdscheck.Validate(b); err != nil {
+			t.Fatalf("bootstrap is invalid: %v", err)
+		}
+		layers := b.GetLayeredRuntime().GetLayers()
+		if len(layers) != map[bool]int{false: 1, true: 2}[static] {
+			t.Fatalf("static %v: layers %v", static, layers)
+		}
+		last := layers[len(layers)-1].GetRtdsLayer()
+		if last.GetName() != envoyruntime.Layer || last.GetRtdsConfig().GetAds() == nil {
+			t.Errorf("static %v: last layer %v, want RTDS %s over ADS", static, layers[len(layers)-1], envoyruntime.Layer)
+		}
 	}
 }

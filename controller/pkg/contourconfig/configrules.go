@@ -118,7 +118,10 @@ var configurationRules = []Rule{
 		out.RuntimeSettings.HTTP.HTTP2MaxConcurrentStreams = n
 		return err
 	}},
-	{Path: "envoy.listener.maxConnectionsPerListener", NotCarried: notYet + ": Envoy limits a listener's connections by a runtime key named after the listener, which only the controller knows; envoy.overloadMaxDownstreamConnections limits all listeners together"},
+	{Path: "envoy.listener.maxConnectionsPerListener", Profile: "runtimeSettings.listener.maxConnectionsPerListener", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		listenerOf(out).MaxConnectionsPerListener = ptr.To(int64(*in.config.Envoy.Listener.MaxConnectionsPerListener))
+		return nil
+	}},
 	{Path: "envoy.service", Operator: perGateway},
 	{Path: "envoy.http", Operator: perGateway + "; Envoy logs requests to standard output"},
 	{Path: "envoy.https", Operator: perGateway + "; Envoy logs requests to standard output"},

@@ -156,7 +156,7 @@ func TestConvert(t *testing.T) {
 			"runtimeSettings.timeouts.connectionIdle": `"2m0s"`, "runtimeSettings.timeouts.request": "",
 			"runtimeSettings.cluster":                    `{"circuitBreakers":{"maxConnections":50,"perHostMaxConnections":10},"dnsLookupFamily":"v4"}`,
 			"runtimeSettings.http.numTrustedHops":        "1",
-			"runtimeSettings.listener":                   `{"connectionBalancer":"Exact","socketOptions":{"tos":64}}`,
+			"runtimeSettings.listener":                   `{"connectionBalancer":"Exact","maxConnectionsPerListener":5000,"socketOptions":{"tos":64}}`,
 			"runtimeSettings.httpproxy.policy":           `{"applyToIngress":true,"requestHeaders":{"set":{"X-Env":"prod"}}}`,
 			"runtimeSettings.httpproxy.rateLimitService": `{"domain":"contour","extensionService":{"name":"ratelimit","namespace":"projectcontour"}}`,
 			"runtimeSettings.tracing":                    `{"extensionService":{"name":"otel","namespace":"tracing"},"serviceName":"edge"}`,

@@ -452,6 +452,16 @@ func (s *Simulator) ListenerFiltersTimeout(port uint32) time.Duration {
 	return l.GetListenerFiltersTimeout().AsDuration()
 }
 
+// ListenerName is the name of the TCP listener on a port, which Envoy's
+// runtime keys for that listener carry (its connection limit).
+func (s *Simulator) ListenerName(port uint32) (string, error) {
+	l, err := s.listener(Request{Port: port})
+	if err != nil {
+		return "", err
+	}
+	return l.GetName(), nil
+}
+
 // Ports are the ports Envoy listens on, by protocol ("tcp" or "udp").
 func (s *Simulator) Ports() map[string][]uint32 {
 	out := map[string][]uint32{}

@@ -99,7 +99,7 @@ func translateAndRender(t *testing.T, res *resources.Resources) (out, envoy *byt
 		types []string
 	}{
 		{out, []string{"status", "ir"}},
-		{envoy, []string{"listeners", "routes", "clusters", "endpoints", "secrets"}},
+		{envoy, []string{"listeners", "routes", "clusters", "endpoints", "secrets", "runtime"}},
 	} {
 		for _, typ := range part.types {
 			rendered, err := Render(result, typ, "yaml")

@@ -23,7 +23,7 @@ import (
 )
 
 // Types are the parts of a result Render can show.
-var Types = []string{"status", "ir", "listeners", "routes", "clusters", "endpoints", "secrets", "all", "graph"}
+var Types = []string{"status", "ir", "listeners", "routes", "clusters", "endpoints", "secrets", "runtime", "all", "graph"}
 
 // Render shows part of a result as YAML or JSON; the graph of what the
 // Gateways serve (package graph) in Graphviz's DOT language.
@@ -46,7 +46,7 @@ func Render(r *Result, typ, format string) ([]byte, error) {
 		v = r.Gateways.Gateways
 	case "all":
 		all := map[string]any{"status": statusObjects(r), "ir": r.Gateways.Gateways}
-		for _, t := range []string{"listeners", "routes", "clusters", "endpoints", "secrets"} {
+		for _, t := range []string{"listeners", "routes", "clusters", "endpoints", "secrets", "runtime"} {
 			if all[t], err = envoyResources(r, t); err != nil {
 				return nil, err
 			}
@@ -211,6 +211,10 @@ func pick(x *xds.Resources, typ string) []proto.Message {
 		}
 	case "endpoints":
 		for _, m := range x.Endpoints {
+			out = append(out, m)
+		}
+	case "runtime":
+		for _, m := range x.Runtimes {
 			out = append(out, m)
 		}
 	case "secrets":

@@ -95,6 +95,12 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 	default:
 		return s, fmt.Errorf("runtimeSettings.listener.connectionBalancer %q is not Exact", listener.ConnectionBalancer)
 	}
+	if v := listener.MaxConnectionsPerListener; v != nil {
+		if *v < 1 || *v > 1<<32-1 {
+			return s, fmt.Errorf("runtimeSettings.listener.maxConnectionsPerListener %d is not between 1 and 4294967295", *v)
+		}
+		s.MaxConnectionsPerListener = uint32(*v)
+	}
 	if o := listener.SocketOptions; o != nil {
 		for name, v := range map[string]*int32{"tos": o.TOS, "trafficClass": o.TrafficClass} {
 			if v != nil && (*v < 0 || *v > 255) {

@@ -38,6 +38,9 @@ type Settings struct {
 	ProxyProtocol bool
 	// ExactBalance balances connections over worker threads exactly.
 	ExactBalance bool
+	// MaxConnectionsPerListener limits each TCP listener's connections,
+	// through the runtime layer; 0 is no limit.
+	MaxConnectionsPerListener uint32
 	// TOS and TrafficClass mark packets to clients; nil leaves them.
 	TOS, TrafficClass *int32
 	// Cluster are the defaults of every backend's cluster.

@@ -13,6 +13,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	runtimev3 "github.com/envoyproxy/go-control-plane/envoy/service/runtime/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -29,6 +30,11 @@ type Resources struct {
 	Clusters  []*clusterv3.Cluster
 	Endpoints []*endpointv3.ClusterLoadAssignment
 	Secrets   []*tlsv3.Secret
+	// Runtimes holds the one runtime layer every Envoy's bootstrap
+	// subscribes to (envoyruntime.Layer), empty when no setting needs a
+	// key: Envoy waits for it before it asks for anything else, so it is
+	// always there.
+	Runtimes []*runtimev3.Runtime
 }
 
 // ByType lists the resources by their type URL.
@@ -48,6 +54,9 @@ func (r *Resources) ByType() map[string][]proto.Message {
 	}
 	for _, m := range r.Secrets {
 		out[resourcev3.SecretType] = append(out[resourcev3.SecretType], m)
+	}
+	for _, m := range r.Runtimes {
+		out[resourcev3.RuntimeType] = append(out[resourcev3.RuntimeType], m)
 	}
 	return out
 }
@@ -177,6 +186,7 @@ func (x *Translator) Translate(g *ir.Gateway) (*Resources, error) {
 	for _, sec := range g.Secrets {
 		out.Secrets = append(out.Secrets, secret(sec))
 	}
+	out.Runtimes = []*runtimev3.Runtime{runtimeLayer(out.Listeners, s)}
 	sortByName(out)
 	return out, nil
 }

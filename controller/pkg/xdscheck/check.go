@@ -145,6 +145,9 @@ func Check(r *xds.Resources) error {
 		each("secret", x.Name, x)
 		secrets[x.Name] = true
 	}
+	for _, x := range r.Runtimes {
+		each("runtime", x.Name, x)
+	}
 	for _, l := range r.Listeners {
 		errs = append(errs, listenerRefs(l, routes, secrets)...)
 		for _, c := range streamClusters(l) {

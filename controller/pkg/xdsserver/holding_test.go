@@ -9,6 +9,8 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"isobar.dev/api/envoyruntime"
 )
 
 // Holding counts the Envoys that serve a configuration: one that has
@@ -93,4 +95,54 @@ func TestHoldingIgnoresChangesInFlightAndJoiningEnvoys(t *testing.T) {
 	send(two, cds3.VersionInfo, cds3.Nonce)
 	holding("both Envoys to hold the newer configuration", second, 2)
 	holding("a newer configuration to count as holding the earlier one", first, 2)
+}
+
+// An Envoy asks for its runtime layer, and acknowledges it, before it
+// asks for anything else: holding that layer alone is not serving, so it
+// neither counts as holding nor gives back its first-push slot.
+func TestRuntimeLayerAloneIsNotServing(t *testing.T) {
+	pki := newTestPKI(t)
+	s, addr := serve(t, pki)
+	if _, err := s.Update(translated(t, "../offline/testdata/backends.in.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	m := s.Mark()
+	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(dial(t, pki, addr, true)).StreamAggregatedResources(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev3.Node{Id: "envoy-1", Cluster: "default/web"}
+	ask := func(typ string, names []string, version, nonce string) *discoveryv3.DiscoveryResponse {
+		t.Helper()
+		if err := ads.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typ, ResourceNames: names, VersionInfo: version, ResponseNonce: nonce}); err != nil {
+			t.Fatal(err)
+		}
+		if version != "" {
+			return nil
+		}
+		resp, err := ads.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	rt := ask(resourcev3.RuntimeType, []string{envoyruntime.Layer}, "", "")
+	if len(rt.GetResources()) != 1 {
+		t.Fatalf("runtime response has %d resources, want the layer", len(rt.GetResources()))
+	}
+	ask(resourcev3.RuntimeType, []string{envoyruntime.Layer}, rt.VersionInfo, rt.Nonce)
+	waitFor(t, "the runtime ACK to be counted", func() bool { return s.Counters().ACKs == 1 })
+	if n := s.Holding(m); n != 0 {
+		t.Errorf("an Envoy holding the runtime layer alone counts as holding the configuration (%d)", n)
+	}
+	s.mu.Lock()
+	for _, str := range s.streams {
+		if str.firstPushDone() {
+			t.Error("an Envoy holding the runtime layer alone has done its first push")
+		}
+	}
+	s.mu.Unlock()
+	cds := ask(resourcev3.ClusterType, nil, "", "")
+	ask(resourcev3.ClusterType, nil, cds.VersionInfo, cds.Nonce)
+	waitFor(t, "the Envoy to hold the configuration once it has its clusters", func() bool { return s.Holding(m) == 1 })
 }

@@ -24,6 +24,7 @@ import (
 	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
 	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
+	runtimeservice "github.com/envoyproxy/go-control-plane/envoy/service/runtime/v3"
 	secretservice "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -41,6 +42,9 @@ import (
 // to first (clusters before the routes that use them, endpoints before
 // nothing waits on them), removals in reverse.
 var pushOrder = []string{
+	// The runtime layer first: a new listener's connection limit holds
+	// before the listener does.
+	resourcev3.RuntimeType,
 	resourcev3.SecretType,
 	resourcev3.ClusterType,
 	resourcev3.EndpointType,
@@ -112,10 +116,22 @@ type stream struct {
 	slot bool
 }
 
-// firstPushDone reports whether the stream has answered a response of
-// every type it was sent.
+// configured reports whether the stream has been sent configuration: a
+// type other than the runtime layer, which Envoy asks for, and answers,
+// before it asks for anything else.
+func (str *stream) configured() bool {
+	for typ := range str.sent {
+		if typ != resourcev3.RuntimeType {
+			return true
+		}
+	}
+	return false
+}
+
+// firstPushDone reports whether the stream has been sent configuration
+// and has answered a response of every type it was sent.
 func (str *stream) firstPushDone() bool {
-	if len(str.sent) == 0 {
+	if !str.configured() {
 		return false
 	}
 	for typ := range str.sent {
@@ -187,6 +203,7 @@ func (s *Server) Register(g *grpc.Server) {
 	listenerservice.RegisterListenerDiscoveryServiceServer(g, s.xds)
 	routeservice.RegisterRouteDiscoveryServiceServer(g, s.xds)
 	secretservice.RegisterSecretDiscoveryServiceServer(g, s.xds)
+	runtimeservice.RegisterRuntimeDiscoveryServiceServer(g, s.xds)
 }
 
 // Update makes r the served configuration, pushing only the resources that
@@ -195,7 +212,7 @@ func (s *Server) Register(g *grpc.Server) {
 func (s *Server) Update(r *xds.Resources) (int, error) {
 	next := map[string]map[string]proto.Message{
 		resourcev3.ListenerType: {}, resourcev3.RouteType: {}, resourcev3.ClusterType: {},
-		resourcev3.EndpointType: {}, resourcev3.SecretType: {},
+		resourcev3.EndpointType: {}, resourcev3.SecretType: {}, resourcev3.RuntimeType: {},
 	}
 	for _, m := range r.Listeners {
 		next[resourcev3.ListenerType][m.Name] = m
@@ -211,6 +228,9 @@ func (s *Server) Update(r *xds.Resources) (int, error) {
 	}
 	for _, m := range r.Secrets {
 		next[resourcev3.SecretType][m.Name] = m
+	}
+	for _, m := range r.Runtimes {
+		next[resourcev3.RuntimeType][m.Name] = m
 	}
 
 	s.mu.Lock()
@@ -481,7 +501,7 @@ func (s *Server) Holding(m Mark) int {
 	defer s.mu.Unlock()
 	n := 0
 	for _, str := range s.streams {
-		holds := len(str.sent) > 0
+		holds := str.configured()
 		for t := range str.sent {
 			acked, err := strconv.ParseUint(str.acked[t], 10, 64)
 			if err != nil || acked < s.neededAt(t, str.subs[t], m[t]) {
