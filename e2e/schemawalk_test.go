@@ -150,6 +150,8 @@ var effects = []effect{
 	{path: "spec.runtimeSettings.timeouts.upstreamConnect", spec: "runtimeSettings: {timeouts: {upstreamConnect: 5s}}"},
 	{path: "spec.runtimeSettings.tls.cipherSuites", spec: "runtimeSettings: {tls: {cipherSuites: [ECDHE-RSA-AES256-GCM-SHA384]}}"},
 	{path: "spec.runtimeSettings.tls.ecdhCurves", spec: "runtimeSettings: {tls: {ecdhCurves: [X25519MLKEM768, X25519]}}"},
+	{path: "spec.runtimeSettings.tls.fingerprint.ja3", spec: "runtimeSettings: {tls: {fingerprint: {ja3: true}}}"},
+	{path: "spec.runtimeSettings.tls.fingerprint.ja4", spec: "runtimeSettings: {tls: {fingerprint: {ja4: true}}}"},
 	{path: "spec.runtimeSettings.tls.maximumVersion", spec: "runtimeSettings: {tls: {maximumVersion: '1.2'}}"},
 	{path: "spec.runtimeSettings.tls.minimumVersion", spec: "runtimeSettings: {tls: {minimumVersion: '1.3'}}"},
 	{path: "spec.runtimeSettings.globalExtAuth.extensionService", spec: "runtimeSettings: {globalExtAuth: {extensionService: {namespace: $NAMESPACE, name: authz}}}"},

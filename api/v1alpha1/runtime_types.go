@@ -651,6 +651,26 @@ type TLSSettings struct {
 	// +listType=set
 	// +optional
 	ECDHCurves []ECDHCurve `json:"ecdhCurves,omitempty"`
+
+	// Fingerprint has Envoy's TLS inspector compute the JA3 and JA4
+	// fingerprints of each TLS client's ClientHello (Contour's
+	// envoy.listener.tls.fingerprint), so that header values and access
+	// log fields can carry them: %TLS_JA3_FINGERPRINT% and
+	// %TLS_JA4_FINGERPRINT%. Unset, they are empty.
+	// +optional
+	Fingerprint *TLSFingerprint `json:"fingerprint,omitempty"`
+}
+
+// TLSFingerprint turns on the TLS inspector's fingerprints.
+type TLSFingerprint struct {
+	// JA3 turns on the JA3 fingerprint: the MD5 of the ClientHello's
+	// version, cipher suites, extensions, groups and point formats.
+	// +optional
+	JA3 bool `json:"ja3,omitempty"`
+	// JA4 turns on the JA4 fingerprint (FoxIO's JA4, as Envoy computes
+	// it).
+	// +optional
+	JA4 bool `json:"ja4,omitempty"`
 }
 
 // ECDHCurve is a TLS key exchange group in BoringSSL's naming, which Envoy

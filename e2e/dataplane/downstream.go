@@ -30,8 +30,10 @@ type downstream struct {
 	port uint32
 	// client is the address the connection comes from.
 	client string
-	// hello is the client's ClientHello, nil for plain text.
-	hello *tls.ClientHelloInfo
+	// hello is the client's ClientHello, nil for plain text, and
+	// helloRecords the records it came in, as the TLS inspector read them.
+	hello        *tls.ClientHelloInfo
+	helloRecords []byte
 	// tls is set when Envoy terminated TLS.
 	tls *tls.ConnectionState
 	// proxied says the connection started with a PROXY protocol header
@@ -44,7 +46,7 @@ type downstream struct {
 func (d *downstream) request() envoysim.Request {
 	r := envoysim.Request{Port: d.port, Seed: rand.Uint64(), ClientAddress: d.client, ProxyProtocol: d.proxied}
 	if d.hello != nil {
-		r.TLS, r.SNI, r.ALPN = true, d.hello.ServerName, d.hello.SupportedProtos
+		r.TLS, r.SNI, r.ALPN, r.ClientHello = true, d.hello.ServerName, d.hello.SupportedProtos, d.helloRecords
 	}
 	if d.tls != nil {
 		var chain [][]byte
@@ -88,7 +90,7 @@ func (p *proxy) serveConn(ctx context.Context, c net.Conn, port uint32) {
 		c.Close()
 		return
 	} else if inspect {
-		if d.hello, conn, err = inspectTLS(conn, sim.ListenerFiltersTimeout(port)); err != nil {
+		if d.hello, d.helloRecords, conn, err = inspectTLS(conn, sim.ListenerFiltersTimeout(port)); err != nil {
 			c.Close()
 			return
 		}
@@ -118,20 +120,20 @@ func (p *proxy) serveConn(ctx context.Context, c net.Conn, port uint32) {
 
 // inspectTLS is the TLS inspector: it reads the connection's first bytes
 // and, when they start a TLS handshake, its ClientHello (nil for plain
-// text). It waits for the first bytes up to timeout, then gives up, and
-// Envoy closes the connection. The returned connection replays what was
-// read.
-func inspectTLS(c net.Conn, timeout time.Duration) (*tls.ClientHelloInfo, net.Conn, error) {
+// text) and the bytes it came in. It waits for the first bytes up to
+// timeout, then gives up, and Envoy closes the connection. The returned
+// connection replays what was read.
+func inspectTLS(c net.Conn, timeout time.Duration) (*tls.ClientHelloInfo, []byte, net.Conn, error) {
 	_ = c.SetReadDeadline(time.Now().Add(timeout))
 	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
 	br := bufio.NewReader(c)
 	first, err := br.Peek(1)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	replay := &replayConn{Conn: c, r: br}
 	if first[0] != 0x16 { // not a TLS handshake record
-		return nil, replay, nil
+		return nil, nil, replay, nil
 	}
 	rec := &recorder{Conn: c, r: br}
 	var hello *tls.ClientHelloInfo
@@ -141,10 +143,11 @@ func inspectTLS(c net.Conn, timeout time.Duration) (*tls.ClientHelloInfo, net.Co
 		return nil, errPeeked
 	}}).Handshake()
 	if hello == nil {
-		return nil, nil, errors.New("a TLS record that is not a ClientHello")
+		return nil, nil, nil, errors.New("a TLS record that is not a ClientHello")
 	}
+	records := bytes.Clone(rec.read.Bytes())
 	replay.r = io.MultiReader(bytes.NewReader(rec.read.Bytes()), br)
-	return hello, replay, nil
+	return hello, records, replay, nil
 }
 
 // terminate does Envoy's side of a TLS handshake as the filter chain's

@@ -39,7 +39,6 @@ type input struct {
 }
 
 const (
-	notYet         = "not yet in the profile"
 	perGateway     = "the operator gives each Gateway its own fleet and Services, with ports from the Gateway's listeners"
 	xdsOperator    = "the operator serves each fleet's xDS from its own controller over mTLS, with certificates it issues"
 	probesOperator = "the operator sets the controller's and Envoy's health probes and metrics ports"

@@ -119,6 +119,12 @@ type Request struct {
 	// ClientCertificate is the client's answer when Envoy asks for a
 	// certificate: its chain (DER, leaf first), or none; nil presents none.
 	ClientCertificate func() [][]byte `json:"-"`
+	// ClientHello is the client's ClientHello as it came (its TLS
+	// records), from which the TLS inspector computes the fingerprints
+	// the listener asks for; nil gives none.
+	ClientHello []byte `json:"-"`
+	// fingerprints are those the TLS inspector computed (Simulate).
+	fingerprints fingerprints
 
 	Method    string   `json:"method,omitempty"`
 	Scheme    string   `json:"scheme,omitempty"`

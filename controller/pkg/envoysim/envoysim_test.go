@@ -406,7 +406,7 @@ func TestSubstitute(t *testing.T) {
 		{"%START_TIME%", "2024-11-29T00:00:00.123Z", ""},
 		{"%START_TIME(%j)%", "", "not simulated"},
 	} {
-		got, err := substitute(tc.in, headers, time.Unix(1732838400, 123456789))
+		got, err := substitute(tc.in, headers, streamInfo{start: time.Unix(1732838400, 123456789)})
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%q: err %v, want one saying %q", tc.in, err, tc.err)

@@ -45,6 +45,8 @@ type Connection struct {
 	// chain and filter are what Simulate goes on with.
 	chain  *listenerv3.FilterChain
 	filter *listenerv3.Filter
+	// fingerprints are the client's, as the TLS inspector computed them.
+	fingerprints fingerprints
 }
 
 // DownstreamTLS is how a filter chain terminates TLS.
@@ -90,6 +92,9 @@ func (s *Simulator) Connect(req Request) (*Connection, error) {
 		switch f.GetName() {
 		case tlsInspector:
 			inspected = true
+			if c.fingerprints, err = inspectorFingerprints(f, req); err != nil {
+				return nil, fmt.Errorf("listener %s: %w", l.GetName(), err)
+			}
 		case proxyProtocolFilter:
 			if i != 0 {
 				return nil, errUnsupportedf("listener %s: a PROXY protocol filter after another listener filter", l.GetName())
@@ -158,6 +163,7 @@ func (s *Simulator) Simulate(req Request) (*Answer, error) {
 		return nil, err
 	}
 	a := &Answer{Listener: c.Listener, FilterChain: c.FilterChain, Filter: c.Filter}
+	req.fingerprints = c.fingerprints
 	if req.UDP {
 		l, _ := s.listener(req)
 		return a, s.udp(l, a)

@@ -94,7 +94,7 @@ func (s *Simulator) rateLimited(vh *routev3.VirtualHost, rt *routev3.Route, repl
 	if l.GetStatus() != nil {
 		status = int(l.GetStatus().GetCode())
 	}
-	headers, err := mutation{add: l.GetResponseHeadersToAdd()}.apply([]Header{{Name: "x-envoy-ratelimited", Value: "true"}}, time.Time{})
+	headers, err := mutation{add: l.GetResponseHeadersToAdd()}.apply([]Header{{Name: "x-envoy-ratelimited", Value: "true"}}, streamInfo{})
 	if err != nil {
 		return nil, err
 	}

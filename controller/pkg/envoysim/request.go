@@ -131,7 +131,7 @@ type mutation struct {
 // additions; each addition's append_action (or the deprecated append flag)
 // decides between appending a line, adding only when absent, and
 // overwriting; empty values are skipped unless keep_empty_value.
-func (m mutation) apply(headers []Header, start time.Time) ([]Header, error) {
+func (m mutation) apply(headers []Header, info streamInfo) ([]Header, error) {
 	for _, name := range m.remove {
 		name = strings.ToLower(name)
 		headers = slices.DeleteFunc(headers, func(h Header) bool { return h.Name == name })
@@ -144,7 +144,7 @@ func (m mutation) apply(headers []Header, start time.Time) ([]Header, error) {
 			return nil, err
 		}
 		name, value := strings.ToLower(o.GetHeader().GetKey()), o.GetHeader().GetValue()
-		value, err := substitute(value, headers, start)
+		value, err := substitute(value, headers, info)
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %w", name, err)
 		}
@@ -183,13 +183,24 @@ func (m mutation) apply(headers []Header, start time.Time) ([]Header, error) {
 // or the alternative after "?" when it is missing, at most max bytes.
 var reqOperator = regexp.MustCompile(`^REQ\(([\w-]+)(?:\?([\w-]+))?\)(?::(\d+))?$`)
 
+// streamInfo is what command operators read of a request's stream.
+type streamInfo struct {
+	// start is when the request started (%START_TIME%).
+	start time.Time
+	// ja3 and ja4 are the client's TLS fingerprints, when the listener's
+	// TLS inspector computes them.
+	ja3, ja4 string
+}
+
 // substitute follows Envoy's custom header values: "%%" is a literal "%",
 // %REQ(...)% the request's header (empty when missing, as header values
-// omit what a command operator cannot give), and %START_TIME% or
-// %START_TIME(format)% when the request started; other command
-// operators are beyond the simulator, and a lone "%" is what Envoy
-// rejects the configuration over.
-func substitute(value string, headers []Header, start time.Time) (string, error) {
+// omit what a command operator cannot give), %START_TIME% or
+// %START_TIME(format)% when the request started, and
+// %TLS_JA3_FINGERPRINT% and %TLS_JA4_FINGERPRINT% the client's TLS
+// fingerprints (empty when the TLS inspector computes none); other
+// command operators are beyond the simulator, and a lone "%" is what
+// Envoy rejects the configuration over.
+func substitute(value string, headers []Header, info streamInfo) (string, error) {
 	if !strings.Contains(value, "%") {
 		return value, nil
 	}
@@ -220,11 +231,19 @@ func substitute(value string, headers []Header, start time.Time) (string, error)
 		op := rest[:j]
 		rest = rest[j+1:]
 		if t, ok := strings.CutPrefix(op, "START_TIME"); ok {
-			v, err := startTime(t, start)
+			v, err := startTime(t, info.start)
 			if err != nil {
 				return "", fmt.Errorf("value %q: %w", value, err)
 			}
 			b.WriteString(v)
+			continue
+		}
+		switch op {
+		case "TLS_JA3_FINGERPRINT":
+			b.WriteString(info.ja3)
+			continue
+		case "TLS_JA4_FINGERPRINT":
+			b.WriteString(info.ja4)
 			continue
 		}
 		m := reqOperator.FindStringSubmatch(op)

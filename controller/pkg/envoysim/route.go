@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
@@ -116,7 +115,7 @@ func (s *Simulator) route(rc *routev3.RouteConfiguration, r *httpRequest, req Re
 			vhostResp:    mutation{vh.GetResponseHeadersToRemove(), vh.GetResponseHeadersToAdd()},
 			configResp:   mutation{rc.GetResponseHeadersToRemove(), rc.GetResponseHeadersToAdd()},
 			specificWins: rc.GetMostSpecificHeaderMutationsWins(),
-			start:        req.StartTime,
+			info:         streamInfo{start: req.StartTime, ja3: req.fingerprints.ja3, ja4: req.fingerprints.ja4},
 		}
 		if err := checkLuaConfig(vh, rt, filters.lua); err != nil {
 			return fmt.Errorf("virtual host %s, route %d (%s): %w", vh.GetName(), i, rt.GetName(), err)
@@ -271,8 +270,8 @@ type levels struct {
 	route, vhost, config             mutation
 	routeResp, vhostResp, configResp mutation
 	specificWins                     bool
-	// start is when the request started (%START_TIME%).
-	start time.Time
+	// info is what command operators read of the request's stream.
+	info streamInfo
 }
 
 // request applies the request header mutations: the weighted cluster's
@@ -284,7 +283,7 @@ func (lv levels) request(cluster mutation, h []Header) ([]Header, error) {
 	if lv.specificWins {
 		order = []mutation{lv.config, lv.vhost, lv.route, cluster}
 	}
-	return applyAll(order, h, lv.start)
+	return applyAll(order, h, lv.info)
 }
 
 // response applies the response header mutations in the same order.
@@ -293,13 +292,13 @@ func (lv levels) response(cluster mutation, h []Header) ([]Header, error) {
 	if lv.specificWins {
 		order = []mutation{lv.configResp, lv.vhostResp, lv.routeResp, cluster}
 	}
-	return applyAll(order, h, lv.start)
+	return applyAll(order, h, lv.info)
 }
 
-func applyAll(ms []mutation, h []Header, start time.Time) ([]Header, error) {
+func applyAll(ms []mutation, h []Header, info streamInfo) ([]Header, error) {
 	var err error
 	for _, m := range ms {
-		if h, err = m.apply(h, start); err != nil {
+		if h, err = m.apply(h, info); err != nil {
 			return nil, err
 		}
 	}

@@ -63,7 +63,7 @@ func (x *Translator) translateListener(l *ir.Listener, s Settings, before *built
 	case ir.HTTPS, ir.TLS:
 		out.ListenerFilters = []*listenerv3.ListenerFilter{{
 			Name:       "envoy.filters.listener.tls_inspector",
-			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(&tlsinspectorv3.TlsInspector{})},
+			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(tlsInspector(s))},
 		}}
 		for _, c := range l.Chains {
 			if c.HTTP != nil {
@@ -370,4 +370,17 @@ func codec(s Settings) hcmv3.HttpConnectionManager_CodecType {
 		return hcmv3.HttpConnectionManager_HTTP2
 	}
 	return hcmv3.HttpConnectionManager_AUTO
+}
+
+// tlsInspector reads each connection's ClientHello for its SNI and ALPN,
+// and, when the profile asks, its JA3 and JA4 fingerprints.
+func tlsInspector(s Settings) *tlsinspectorv3.TlsInspector {
+	out := &tlsinspectorv3.TlsInspector{}
+	if s.JA3 {
+		out.EnableJa3Fingerprinting = wrapperspb.Bool(true)
+	}
+	if s.JA4 {
+		out.EnableJa4Fingerprinting = wrapperspb.Bool(true)
+	}
+	return out
 }

@@ -112,6 +112,9 @@ func FromRuntime(rs v1alpha1.RuntimeSettings) (Settings, error) {
 	if err := clusterDefaults(ptr.Deref(rs.Cluster, v1alpha1.ClusterSettings{}), &s.Cluster); err != nil {
 		return s, err
 	}
+	if f := rs.TLS.Fingerprint; f != nil {
+		s.JA3, s.JA4 = f.JA3, f.JA4
+	}
 	if v := rs.TLS.MinimumVersion; v != "" {
 		s.TLSMinimumVersion = v
 	}

@@ -52,6 +52,8 @@ type Settings struct {
 	// ECDHCurves are the TLS listeners' key exchange groups; none for
 	// Envoy's defaults.
 	ECDHCurves []string
+	// JA3 and JA4 have the TLS inspector fingerprint each ClientHello.
+	JA3, JA4 bool
 	// TLSMinimumVersion and TLSMaximumVersion are "1.2" or "1.3".
 	TLSMinimumVersion string
 	TLSMaximumVersion string
