@@ -118,6 +118,13 @@ var configurationRules = []Rule{
 		out.RuntimeSettings.HTTP.HTTP2MaxConcurrentStreams = n
 		return err
 	}},
+	{Path: "envoy.listener.tls.fingerprint", Profile: "runtimeSettings.tls.fingerprint", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
+		out.RuntimeSettings.TLS.Fingerprint = &v1alpha1.TLSFingerprint{
+			JA3: in.newer["envoy.listener.tls.fingerprint.ja3"] == "true",
+			JA4: in.newer["envoy.listener.tls.fingerprint.ja4"] == "true",
+		}
+		return nil
+	}},
 	{Path: "envoy.listener.maxConnectionsPerListener", Profile: "runtimeSettings.listener.maxConnectionsPerListener", carry: func(in *input, out *v1alpha1.ContourDeploymentSpec) error {
 		listenerOf(out).MaxConnectionsPerListener = ptr.To(int64(*in.config.Envoy.Listener.MaxConnectionsPerListener))
 		return nil

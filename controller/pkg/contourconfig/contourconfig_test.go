@@ -27,6 +27,9 @@ func TestEveryContourSettingHasARule(t *testing.T) {
 		sf, _ := reflect.TypeOf(contourv1alpha1.ContourDeploymentSpec{}).FieldByName(f)
 		leafPaths(jsonName(sf), sf.Type, &paths)
 	}
+	for p := range newerSettings {
+		paths = append(paths, p)
+	}
 	used := map[string]bool{}
 	for _, p := range paths {
 		r := ruleFor(p)
@@ -116,6 +119,7 @@ func TestConvert(t *testing.T) {
 			"runtimeSettings.httpproxy.enableExternalNameService": "true",
 			"runtimeSettings.httpproxy.fallbackCertificate.name":  `"fallback"`,
 			"envoy.omEnforcedHealth":                              "true",
+			"runtimeSettings.tls.fingerprint":                     `{"ja3":true}`,
 		},
 		notes:          []string{"envoy.network.adminPort", "xdsServer.port"},
 		ingressClasses: []string{"contour"},
@@ -256,6 +260,8 @@ func TestConvertRefuses(t *testing.T) {
 		{"bad duration", "apiVersion: projectcontour.io/v1alpha1\nkind: ContourConfiguration\nmetadata: {name: c}\nspec:\n  envoy:\n    timeouts: {requestTimeout: soon}\n", `envoy.timeouts.requestTimeout: "soon" is not a duration`},
 		{"a check without a timeout", "apiVersion: projectcontour.io/v1alpha1\nkind: ContourConfiguration\nmetadata: {name: c}\nspec:\n  globalExtAuth:\n    extensionRef: {namespace: auth, name: authz}\n    responseTimeout: infinity\n", `globalExtAuth.responseTimeout "infinity": a check needs a timeout`},
 		{"global authorization without a server", "globalExtAuth:\n  failOpen: true\n", "globalExtAuth.extensionRef needs a namespace and a name"},
+		{"a fingerprint Contour does not know", "apiVersion: projectcontour.io/v1alpha1\nkind: ContourConfiguration\nmetadata: {name: c, namespace: ns}\nspec:\n  envoy:\n    listener:\n      tls: {fingerprint: {ja5: true}}\n", `in.yaml: ContourConfiguration ns/c: unknown field "envoy.listener.tls.fingerprint.ja5"`},
+		{"a fingerprint that is not a boolean", "apiVersion: projectcontour.io/v1alpha1\nkind: ContourDeployment\nmetadata: {name: d}\nspec:\n  runtimeSettings:\n    envoy:\n      listener:\n        tls: {fingerprint: {ja3: yes please}}\n", `in.yaml: ContourDeployment d: envoy.listener.tls.fingerprint.ja3 is not true or false`},
 		{"not YAML", "{{{", "in.yaml: document 1 is not YAML"},
 		{"another kind", "apiVersion: v1\nkind: Secret\nmetadata: {name: contour}\n", "in.yaml: document 1 is v1 Secret"},
 		{"a ConfigMap without contour.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: contour}\n", "in.yaml: ConfigMap contour has no contour.yaml"},

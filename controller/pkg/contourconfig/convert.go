@@ -37,6 +37,9 @@ type Source struct {
 	// notes are what reading it found not carried (a contour.yaml's
 	// keys that have no ContourConfiguration field set).
 	notes []Note
+	// newer are the newer settings it sets (newerSettings), their values
+	// as JSON.
+	newer map[string]string
 }
 
 // Note is a setting the profile does not carry.
@@ -78,7 +81,7 @@ type Result struct {
 // naming the file, object and setting.
 func Convert(src Source, opt Options) (*Result, error) {
 	where := src.File + ": " + src.Object
-	in := &input{config: src.Config, deployment: src.Deployment}
+	in := &input{config: src.Config, deployment: src.Deployment, newer: src.newer}
 	if in.config == nil {
 		in.config = &contourv1alpha1.ContourConfigurationSpec{}
 	}
@@ -86,6 +89,7 @@ func Convert(src Source, opt Options) (*Result, error) {
 	if err := flatten("", in.config, leaves); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
+	maps.Copy(leaves, src.newer)
 	if d := in.deployment; d != nil {
 		deployment := struct {
 			Contour        *contourv1alpha1.ContourSettings `json:"contour,omitempty"`

@@ -74,19 +74,36 @@ func Parse(file string, data []byte) ([]Source, error) {
 			return nil, fmt.Errorf("%s: document %d is %s %s; convert reads Contour's ContourConfiguration and ContourDeployment (%s)",
 				file, n, tm.APIVersion, tm.Kind, contourv1alpha1.GroupVersion)
 		}
+		// The settings Contour's release types do not have yet come out
+		// before the rest is decoded strictly.
+		specPath := []string{"spec"}
+		if tm.Kind == "ContourDeployment" {
+			specPath = append(specPath, "runtimeSettings")
+		}
+		var newer map[string]string
+		if spec, ok := dig(generic, specPath...); ok {
+			if newer, err = takeNewer(spec); err != nil {
+				return nil, fmt.Errorf("%s: %s %s: %w", file, tm.Kind, nameOf(generic), err)
+			}
+			if newer != nil {
+				if doc, err = yaml.Marshal(generic); err != nil {
+					return nil, fmt.Errorf("%s: document %d: %w", file, n, err)
+				}
+			}
+		}
 		switch tm.Kind {
 		case "ContourConfiguration":
 			var c contourv1alpha1.ContourConfiguration
 			if err := yaml.UnmarshalStrict(doc, &c); err != nil {
 				return nil, fmt.Errorf("%s: ContourConfiguration %s: %w", file, c.Name, err)
 			}
-			out = append(out, Source{File: file, Object: "ContourConfiguration " + objectName(c.ObjectMeta), Config: &c.Spec})
+			out = append(out, Source{File: file, Object: "ContourConfiguration " + objectName(c.ObjectMeta), Config: &c.Spec, newer: newer})
 		case "ContourDeployment":
 			var d contourv1alpha1.ContourDeployment
 			if err := yaml.UnmarshalStrict(doc, &d); err != nil {
 				return nil, fmt.Errorf("%s: ContourDeployment %s: %w", file, d.Name, err)
 			}
-			out = append(out, Source{File: file, Object: "ContourDeployment " + objectName(d.ObjectMeta), Config: d.Spec.RuntimeSettings, Deployment: &d.Spec})
+			out = append(out, Source{File: file, Object: "ContourDeployment " + objectName(d.ObjectMeta), Config: d.Spec.RuntimeSettings, Deployment: &d.Spec, newer: newer})
 		default:
 			return nil, fmt.Errorf("%s: document %d is a %s; convert reads Contour's ContourConfiguration and ContourDeployment", file, n, tm.Kind)
 		}
@@ -95,6 +112,16 @@ func Parse(file string, data []byte) ([]Source, error) {
 		return nil, fmt.Errorf("%s: no ContourConfiguration or ContourDeployment", file)
 	}
 	return out, nil
+}
+
+// nameOf is a decoded object's namespace/name, for messages.
+func nameOf(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	if ns, _ := meta["namespace"].(string); ns != "" {
+		return ns + "/" + name
+	}
+	return name
 }
 
 func objectName(m metav1.ObjectMeta) string {

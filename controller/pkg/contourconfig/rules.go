@@ -36,6 +36,9 @@ type Rule struct {
 type input struct {
 	config     *contourv1alpha1.ContourConfigurationSpec
 	deployment *contourv1alpha1.ContourDeploymentSpec
+	// newer are the newer settings it sets (newerSettings), their values
+	// as JSON.
+	newer map[string]string
 }
 
 const (
