@@ -121,7 +121,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// controllerName mode: no Gateway yet is a valid state, served as
 		// an empty configuration, with the passed-over objects told why.
 		log.Info("no Gateway of a GatewayClass with our controllerName; serving nothing", "controllerName", r.opts.ControllerName)
-		if _, err := r.xds.Update(&xds.Resources{}); err != nil {
+		if _, err := r.xds.Update(xds.Nothing()); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.markReady()

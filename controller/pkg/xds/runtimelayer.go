@@ -26,3 +26,9 @@ func runtimeLayer(listeners []*listenerv3.Listener, s Settings) *runtimev3.Runti
 	}
 	return &runtimev3.Runtime{Name: envoyruntime.Layer, Layer: &structpb.Struct{Fields: fields}}
 }
+
+// Nothing is what an Envoy is served when there is no Gateway to serve:
+// no listeners nor clusters, and the runtime layer it waits for, empty.
+func Nothing() *Resources {
+	return &Resources{Runtimes: []*runtimev3.Runtime{runtimeLayer(nil, Settings{})}}
+}
