@@ -38,7 +38,9 @@ type reconciler struct {
 	stage2      *xds.Translator
 	xds         *xdsserver.Server
 	status      *statusWriter
-	ready       atomic.Bool
+	// drawn is what /debug/graph draws: the last translation.
+	drawn *servedGraph
+	ready atomic.Bool
 	// translated is closed once the first configuration is in the xDS
 	// cache: until then the xDS port is closed (see run).
 	translated     chan struct{}
@@ -111,6 +113,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		result = r.stage1.Translate(res)
 	}
 	endpointNamespaces.Set(float64(len(r.endpoints.Namespaces())))
+	if r.drawn != nil {
+		r.drawn.set(res, result.Status)
+	}
 	r.proxyGauges.set(countProxies(result.Status.HTTPProxies, res.HTTPProxies))
 	if len(result.Gateways) == 0 {
 		r.clusters = nil

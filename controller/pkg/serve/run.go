@@ -162,6 +162,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 		}
 	}
+	drawn := &servedGraph{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: s,
 		Cache: cache.Options{
@@ -171,7 +172,7 @@ func Run(ctx context.Context, o Options) error {
 			// leaves the server's as they are.
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress, ExtraHandlers: profiles(o.Profiling)},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress, ExtraHandlers: debugHandlers(o.Profiling, drawn)},
 		HealthProbeBindAddress:        o.HealthAddress,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              leID,
@@ -210,6 +211,7 @@ func Run(ctx context.Context, o Options) error {
 		stage2: xds.NewTranslator(settings),
 		xds:    xdsServer,
 		batch:  &batch.Batcher{Delay: o.UpdateDelay, Max: o.MaxUpdateDelay},
+		drawn:  drawn,
 	}
 	r.translated = make(chan struct{})
 	// The xDS port opens once the first configuration is translated: an
@@ -423,18 +425,18 @@ func (everyReplica) NeedLeaderElection() bool { return false }
 
 func ptrTo[T any](v T) *T { return &v }
 
-// profiles are the handlers of net/http/pprof, when asked for.
-func profiles(on bool) map[string]http.Handler {
-	if !on {
-		return nil
+// debugHandlers serve, beside the metrics, the graph of what is served
+// and, when asked for, the handlers of net/http/pprof.
+func debugHandlers(profiling bool, drawn *servedGraph) map[string]http.Handler {
+	out := map[string]http.Handler{"/debug/graph": drawn}
+	if profiling {
+		out["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
+		out["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
+		out["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
+		out["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
+		out["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
 	}
-	return map[string]http.Handler{
-		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
-		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
-		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
-		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
-		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
-	}
+	return out
 }
 
 // reportPeriod is how often a replica renews its fleet report when
