@@ -15,16 +15,21 @@ import (
 var env *harness.Env
 
 func TestMain(m *testing.M) {
+	os.Exit(harness.Main(func() int { return run(m) }))
+}
+
+// run starts the test environment, runs the tests and stops it.
+func run(m *testing.M) int {
 	if os.Getenv(tetherChild) != "" {
 		// The copy of the test binary TestChildrenDieWithTheTestBinary
 		// kills needs no cluster.
-		os.Exit(m.Run())
+		return m.Run()
 	}
 	var err error
 	env, err = harness.Start(harness.Options{ControllerManager: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the test environment:", err)
-		os.Exit(1)
+		return 1
 	}
 	code := m.Run()
 	if err := env.Stop(); err != nil {
@@ -33,5 +38,5 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
