@@ -20,7 +20,7 @@ const (
 	defaultOutputDir = "/var/run/isobar/bootstrap"
 )
 
-func bootstrapCmd(args []string, stdout, stderr io.Writer) int {
+func bootstrapFlags(stderr io.Writer) (*flag.FlagSet, *bootstrap.Config) {
 	fs := flag.NewFlagSet("bootstrap", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := bootstrap.Config{}
@@ -52,9 +52,15 @@ func bootstrapCmd(args []string, stdout, stderr io.Writer) int {
 		c.Runtime[k] = val
 		return nil
 	})
+	return fs, &c
+}
+
+func bootstrapCmd(args []string, stdout, stderr io.Writer) int {
+	fs, cfg := bootstrapFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	c := *cfg
 	if c.XDSServerName == "" {
 		c.XDSServerName = c.XDSAddress
 	}

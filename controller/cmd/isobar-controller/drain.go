@@ -15,17 +15,30 @@ import (
 )
 
 // drainCmd runs the Envoy pod's shutdown hook server until SIGTERM.
-func drainCmd(args []string, stderr io.Writer) int {
+// drainArgs are drain's flags.
+type drainArgs struct {
+	listen, admin, strategy *string
+	minDuration, timeout    *time.Duration
+}
+
+func drainFlags(stderr io.Writer) (*flag.FlagSet, *drainArgs) {
 	fs := flag.NewFlagSet("drain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", ":8004", "address of the /shutdown hook")
-	admin := fs.String("admin-address", "127.0.0.1:9001", "Envoy's admin address")
-	strategy := fs.String("strategy", "gradual", "gradual or immediate")
-	minDuration := fs.Duration("min-duration", 5*time.Second, "drain at least this long")
-	timeout := fs.Duration("timeout", 60*time.Second, "drain at most this long")
+	a := &drainArgs{}
+	a.listen = fs.String("listen", ":8004", "address of the /shutdown hook")
+	a.admin = fs.String("admin-address", "127.0.0.1:9001", "Envoy's admin address")
+	a.strategy = fs.String("strategy", "gradual", "gradual or immediate")
+	a.minDuration = fs.Duration("min-duration", 5*time.Second, "drain at least this long")
+	a.timeout = fs.Duration("timeout", 60*time.Second, "drain at most this long")
+	return fs, a
+}
+
+func drainCmd(args []string, stderr io.Writer) int {
+	fs, a := drainFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	listen, admin, strategy, minDuration, timeout := a.listen, a.admin, a.strategy, a.minDuration, a.timeout
 	if *strategy != "gradual" && *strategy != "immediate" {
 		fmt.Fprintf(stderr, "drain: --strategy %q: want gradual or immediate\n", *strategy)
 		return 2

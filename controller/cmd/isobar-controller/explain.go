@@ -17,30 +17,43 @@ import (
 	"isobar.dev/controller/pkg/offline"
 )
 
-// explain translates files as translate does and asks the simulator what
-// Envoy does with one request.
-func explain(args []string, stdout, stderr io.Writer) int {
+// explainArgs are explain's flags.
+type explainArgs struct {
+	files, headers                                              stringList
+	request, gateway, controllerName, namespace, client, format *string
+	seed                                                        *uint64
+}
+
+func explainFlags(stderr io.Writer) (*flag.FlagSet, *explainArgs) {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var files, headers stringList
-	fs.Var(&files, "f", "a YAML file of Kubernetes objects, - for standard input (repeatable)")
-	fs.Var(&headers, "H", "a request header, 'Name: value' (repeatable)")
-	request := fs.String("request", "", "the request: '[METHOD] URL'; URL schemes http, https, tls (a TLS connection, SNI from the host), tcp, udp")
-	gateway := fs.String("gateway", "", "the Gateway whose Envoy answers, NAMESPACE/NAME; needed when the files hold several")
-	controllerName := fs.String("controller-name", offline.DefaultControllerName, "the GatewayClass controllerName to translate for")
-	namespace := fs.String("namespace", "default", "the namespace of namespaced objects that name none, as kubectl's")
-	seed := fs.Uint64("seed", 0, "picks one of weighted backends deterministically")
-	client := fs.String("client-address", "192.0.2.1", "the IP address the request's connection comes from, which IP filters read")
-	format := fs.String("o", "text", "output format: text, yaml or json")
+	a := &explainArgs{}
+	fs.Var(&a.files, "f", "a YAML file of Kubernetes objects, - for standard input (repeatable)")
+	fs.Var(&a.headers, "H", "a request header, 'Name: value' (repeatable)")
+	a.request = fs.String("request", "", "the request: '[METHOD] URL'; URL schemes http, https, tls (a TLS connection, SNI from the host), tcp, udp")
+	a.gateway = fs.String("gateway", "", "the Gateway whose Envoy answers, NAMESPACE/NAME; needed when the files hold several")
+	a.controllerName = fs.String("controller-name", offline.DefaultControllerName, "the GatewayClass controllerName to translate for")
+	a.namespace = fs.String("namespace", "default", "the namespace of namespaced objects that name none, as kubectl's")
+	a.seed = fs.Uint64("seed", 0, "picks one of weighted backends deterministically")
+	a.client = fs.String("client-address", "192.0.2.1", "the IP address the request's connection comes from, which IP filters read")
+	a.format = fs.String("o", "text", "output format: text, yaml or json")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: isobar-controller explain -f FILE... --request '[METHOD] URL' [-H 'Name: value']... [flags]\n\n"+
 			"Answers what the Gateway's Envoy does with a request, by simulating Envoy on the translated configuration.\n"+
 			"A Gateway listener port below 1024 is served on Envoy's mapped port, as the fleet's Service does.\n\n")
 		fs.PrintDefaults()
 	}
+	return fs, a
+}
+
+// explain translates files as translate does and asks the simulator what
+// Envoy does with one request.
+func explain(args []string, stdout, stderr io.Writer) int {
+	fs, a := explainFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	files, headers, request, gateway, controllerName, namespace, seed, client, format := a.files, a.headers, a.request, a.gateway, a.controllerName, a.namespace, a.seed, a.client, a.format
 	if len(files) == 0 || *request == "" {
 		fmt.Fprintln(stderr, "explain: give -f FILE and --request")
 		return 2

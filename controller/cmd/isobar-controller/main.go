@@ -28,6 +28,8 @@ Usage:
   isobar-controller drain [--listen :8004] [--admin-address 127.0.0.1:9001] [--timeout 60s]
                                serve the Envoy pod's preStop hook that drains Envoy before it stops
   isobar-controller version    print the release and the Go modules it was built from (also --version)
+  isobar-controller completion bash|zsh
+                               print a shell completion script: source <(isobar-controller completion bash)
 `
 
 func main() {
@@ -54,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return bootstrapCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		return version(stdout)
+	case "completion":
+		return completion(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -19,23 +19,36 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-func translate(args []string, stdout, stderr io.Writer) int {
+// translateArgs are translate's flags.
+type translateArgs struct {
+	files, gateways                        stringList
+	controllerName, namespace, typ, format *string
+}
+
+func translateFlags(stderr io.Writer) (*flag.FlagSet, *translateArgs) {
 	fs := flag.NewFlagSet("translate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var files, gateways stringList
-	fs.Var(&files, "f", "a YAML file of Kubernetes objects, - for standard input (repeatable)")
-	fs.Var(&gateways, "gateway", "translate only this Gateway, NAMESPACE/NAME (repeatable); default: every Gateway of a class with --controller-name")
-	controllerName := fs.String("controller-name", offline.DefaultControllerName, "the GatewayClass controllerName to translate for")
-	namespace := fs.String("namespace", "default", "the namespace of namespaced objects that name none, as kubectl's")
-	typ := fs.String("type", "status", "what to print: "+strings.Join(offline.Types, ", "))
-	format := fs.String("o", "yaml", "output format: yaml or json; dot for --type graph")
+	a := &translateArgs{}
+	fs.Var(&a.files, "f", "a YAML file of Kubernetes objects, - for standard input (repeatable)")
+	fs.Var(&a.gateways, "gateway", "translate only this Gateway, NAMESPACE/NAME (repeatable); default: every Gateway of a class with --controller-name")
+	a.controllerName = fs.String("controller-name", offline.DefaultControllerName, "the GatewayClass controllerName to translate for")
+	a.namespace = fs.String("namespace", "default", "the namespace of namespaced objects that name none, as kubectl's")
+	a.typ = fs.String("type", "status", "what to print: "+strings.Join(offline.Types, ", "))
+	a.format = fs.String("o", "yaml", "output format: yaml or json; dot for --type graph")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: isobar-controller translate -f FILE... [flags]\n\nTranslates Gateway API objects into Envoy configuration offline, as the controller would.\n\n")
 		fs.PrintDefaults()
 	}
+	return fs, a
+}
+
+// translate translates files and prints what --type names.
+func translate(args []string, stdout, stderr io.Writer) int {
+	fs, a := translateFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	files, gateways, controllerName, namespace, typ, format := a.files, a.gateways, a.controllerName, a.namespace, a.typ, a.format
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "translate: give at least one -f FILE")
 		return 2
