@@ -111,7 +111,7 @@ func Translate(res *resources.Resources, opts Options) (*Result, error) {
 	o.ControllerName, o.Gateways = gatewayv1.GatewayController(opts.ControllerName), opts.Gateways
 	out.Gateways = gatewayapi.Translate(res, o)
 	if len(opts.Gateways) == 0 {
-		out.Notes = append(out.Notes, unserved(res, out.Gateways, opts.ControllerName)...)
+		out.Notes = append(out.Notes, unservedNotes(res, out.Gateways, opts.ControllerName)...)
 	} else {
 		out.Notes = append(out.Notes, chosenNotOurs(res, opts.Gateways, opts.ControllerName)...)
 	}

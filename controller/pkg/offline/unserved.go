@@ -7,18 +7,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/api/ingressclass"
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/unserved"
 )
 
-// unserved are notes on the objects of res that no translated Gateway
+// unservedNotes are notes on the objects of res that no translated Gateway
 // serves, each with why: a Gateway whose class is missing or another
 // controller's, a route whose parents are none of the translated
 // Gateways, an Ingress or HTTPProxy whose ingress class hands it to no
 // translated Gateway. A cluster would leave them alone just as silently;
 // offline, the user asked about them.
-func unserved(res *resources.Resources, r *gatewayapi.Result, controller string) []string {
+func unservedNotes(res *resources.Resources, r *gatewayapi.Result, controller string) []string {
 	translated := map[types.NamespacedName]bool{}
 	for k := range r.Status.Gateways {
 		translated[k] = true
@@ -58,21 +58,8 @@ func unserved(res *resources.Resources, r *gatewayapi.Result, controller string)
 	served := func(namespace, name string) bool {
 		return translated[types.NamespacedName{Namespace: namespace, Name: name}]
 	}
-	for _, ing := range res.Ingresses {
-		if _, ok := r.Status.Ingresses[types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}]; ok {
-			continue
-		}
-		if why := ingressclass.WhyNot(ingressclass.IngressClassOf(ing), res.IngressClasses, controller, served); why != "" {
-			note("Ingress", ing.Namespace, ing.Name, why)
-		}
-	}
-	for _, p := range res.HTTPProxies {
-		if _, ok := r.Status.HTTPProxies[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}]; ok {
-			continue
-		}
-		if why := ingressclass.WhyNot(ingressclass.ProxyClass(p), res.IngressClasses, controller, served); why != "" {
-			note("HTTPProxy", p.Namespace, p.Name, why)
-		}
+	for _, n := range unserved.ByClass(res, controller, served) {
+		out = append(out, n.String())
 	}
 	return out
 }

@@ -40,7 +40,9 @@ type reconciler struct {
 	status      *statusWriter
 	// drawn is what /debug/graph draws: the last translation.
 	drawn *servedGraph
-	ready atomic.Bool
+	// unserved tells what no Gateway serves.
+	unserved unservedReport
+	ready    atomic.Bool
 	// translated is closed once the first configuration is in the xDS
 	// cache: until then the xDS port is closed (see run).
 	translated     chan struct{}
@@ -116,6 +118,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.drawn != nil {
 		r.drawn.set(res, result.Status)
 	}
+	r.unserved.update(log, res, tgt, r.opts.ControllerName)
 	r.proxyGauges.set(countProxies(result.Status.HTTPProxies, res.HTTPProxies))
 	if len(result.Gateways) == 0 {
 		r.clusters = nil
