@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -19,20 +20,48 @@ import (
 // as the ServiceAccount config/default creates, provisions a fleet,
 // including the RBAC it grants the per-Gateway controller (which the API
 // server allows only when the operator holds those permissions itself).
+// The same holds installed into another namespace with a kustomize
+// overlay of a user's (namespace and namePrefix), as a second install
+// beside the first.
 func TestInstallConfigDefault(t *testing.T) {
-	ctx, cancel := harness.Context()
-	defer cancel()
 	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := harness.KustomizeObjects(filepath.Join(root, "config", "default"))
+	t.Run("as shipped", func(t *testing.T) {
+		installAndProvision(t, filepath.Join(root, "config", "default"), "isobar-system", "isobar-operator", true)
+	})
+	t.Run("into another namespace", func(t *testing.T) {
+		dir := t.TempDir()
+		base, err := filepath.Rel(dir, filepath.Join(root, "config", "default"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := "isobar-" + namespace(t)
+		overlay := "resources:\n- " + base + "\nnamespace: " + ns + "\nnamePrefix: other-\n"
+		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		installAndProvision(t, dir, ns, "other-isobar-operator", false)
+	})
+}
+
+// installAndProvision applies the kustomization in dir (its CRDs only when
+// crds), then runs the operator as the ServiceAccount namespace/account it
+// creates and has it provision a fleet.
+func installAndProvision(t *testing.T, dir, namespaceName, account string, crds bool) {
+	ctx, cancel := harness.Context()
+	defer cancel()
+	objs, err := harness.KustomizeObjects(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
+		if o.GetKind() == "CustomResourceDefinition" && !crds {
+			continue
+		}
 		if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("e2e-install"), client.ForceOwnership); err != nil {
 			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
@@ -49,7 +78,7 @@ func TestInstallConfigDefault(t *testing.T) {
 	// ExtensionService.
 	for kind, want := range map[string]int{"CustomResourceDefinition": 4, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Deployment": 1, "Service": 1} {
 		if kinds[kind] != want {
-			t.Errorf("config/default has %d %s, want %d", kinds[kind], kind, want)
+			t.Errorf("%s has %d %s, want %d", dir, kinds[kind], kind, want)
 		}
 	}
 	for _, crd := range []string{"contourdeployments.isobar.dev", "httpproxies.projectcontour.io", "tlscertificatedelegations.projectcontour.io", "extensionservices.projectcontour.io"} {
@@ -59,7 +88,7 @@ func TestInstallConfigDefault(t *testing.T) {
 	}
 
 	// The operator as its ServiceAccount.
-	kubeconfig := serviceAccountKubeconfig(t, "isobar-system", "isobar-operator")
+	kubeconfig := serviceAccountKubeconfig(t, namespaceName, account)
 	ns := namespace(t)
 	controller := "isobar.dev/install-" + ns
 	operatorWith(t, kubeconfig, controller)
