@@ -7,9 +7,8 @@ package unserved
 
 import (
 	"fmt"
-	"slices"
 
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"isobar.dev/api/ingressclass"
 	"isobar.dev/controller/pkg/resources"
@@ -52,9 +51,13 @@ func OursServed(res *resources.Resources, controller string) func(namespace, nam
 			ours[c.Name] = true
 		}
 	}
+	served := map[types.NamespacedName]bool{}
+	for _, gw := range res.Gateways {
+		if ours[string(gw.Spec.GatewayClassName)] {
+			served[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = true
+		}
+	}
 	return func(namespace, name string) bool {
-		return slices.ContainsFunc(res.Gateways, func(gw *gatewayv1.Gateway) bool {
-			return gw.Namespace == namespace && gw.Name == name && ours[string(gw.Spec.GatewayClassName)]
-		})
+		return served[types.NamespacedName{Namespace: namespace, Name: name}]
 	}
 }
