@@ -66,7 +66,7 @@ demo: ## Run Isobar on a local API server with config/samples and a simulated En
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest/build.sh)" exec $(HOME)/.cache/isobar/demo $(DEMOFLAGS)
 
 .PHONY: envtest
-envtest: ## Build (once) the kube-apiserver, kube-controller-manager and etcd the tests run.
+envtest: ## Build (once) the kube-apiserver, kube-controller-manager, etcd and kubectl the tests run.
 	@bash hack/envtest/build.sh
 
 .PHONY: test

@@ -29,9 +29,12 @@ const (
 	componentLabel      = "app.kubernetes.io/component"
 	controllerComponent = "controller"
 	envoyComponent      = "envoy"
+	// operatorComponent labels the Pods of config/default's Deployment.
+	operatorComponent = "operator"
 )
 
-// fleet plays the Pods on the node agent: a controller Pod becomes the
+// fleet plays the Pods on the node agent: an operator Pod (of an install
+// from config/default) becomes the real isobar-operator, a controller Pod the
 // real isobar-controller, an Envoy Pod runs its real bootstrap init
 // container and then a simulated Envoy that follows the bootstrap and
 // proxies on the Pod's address, and the suite's backend Pods run the
@@ -60,6 +63,12 @@ func (f *fleet) run(pod *corev1.Pod) (func(), error) {
 			return nil, nil // a release whose controller never comes up
 		}
 		p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "controller", f.binary(pod, "controller", "isobar-controller"))
+		if err != nil {
+			return nil, err
+		}
+		return func() { _, _ = p.Stop(10 * time.Second) }, nil
+	case operatorComponent:
+		p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "operator", f.binary(pod, "operator", "isobar-operator"))
 		if err != nil {
 			return nil, err
 		}
@@ -136,12 +145,12 @@ const drainTime = time.Second
 // its Pod runs, and is never Ready.
 const brokenTag = ":broken"
 
-// ready stands for a fleet Pod's readiness probes: the controller's
-// /readyz, and an Envoy's /ready, which answers once Envoy's first
+// ready stands for a fleet Pod's readiness probes: the operator's and the
+// controller's /readyz, and an Envoy's /ready, which answers once Envoy's first
 // configuration has warmed. Other Pods are Ready once started.
 func (f *fleet) ready(ctx context.Context, pod *corev1.Pod) bool {
 	switch pod.Labels[componentLabel] {
-	case controllerComponent:
+	case controllerComponent, operatorComponent:
 		return harness.HTTPReady(ctx, pod)
 	case envoyComponent:
 		e := f.envoy(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})

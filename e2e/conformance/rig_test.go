@@ -34,11 +34,15 @@ type rig struct {
 
 // rigOptions vary the rig: the CRDs of a Gateway API channel ("" for the
 // default), Pods Ready only once what they run is (probe; otherwise once
-// started), and more flags for the operator.
+// started), and more flags for the operator; or no operator and no
+// GatewayClass at all (bare), for a test that installs Isobar itself, and
+// CRDs the cluster starts without (omit, see harness.Options.Omit).
 type rigOptions struct {
 	channel      string
 	probe        bool
 	operatorArgs []string
+	bare         bool
+	omit         []string
 }
 
 func startRig(t *testing.T) *rig { return startRigOn(t, "") }
@@ -51,7 +55,7 @@ func startRigOn(t *testing.T, channel string) *rig {
 
 func startRigWith(t *testing.T, opts rigOptions) *rig {
 	t.Helper()
-	e, err := harness.Start(harness.Options{Channel: opts.channel, ControllerManager: true, ServiceCIDR: serviceCIDR})
+	e, err := harness.Start(harness.Options{Channel: opts.channel, ControllerManager: true, ServiceCIDR: serviceCIDR, Omit: opts.omit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +104,9 @@ func startRigWith(t *testing.T, opts rigOptions) *rig {
 	})
 
 	r := &rig{env: e, fleet: f, agent: agent}
+	if opts.bare {
+		return r
+	}
 	r.startOperator(t, opts.operatorArgs...)
 	t.Cleanup(func() { r.stopOperator(t) })
 

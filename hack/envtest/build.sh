@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries the tests run (kube-apiserver,
-# kube-controller-manager, etcd) from the Go modules pinned beside this script,
+# kube-controller-manager, etcd) and kubectl, which the tests of the install
+# documents run as a user would, from the Go modules pinned beside this script,
 # into a cache outside the repository, and prints the directory that holds them.
 #
 # Idempotent: the cache directory is keyed by the pinned versions, and a
@@ -21,7 +22,7 @@ go_version=$(go env GOVERSION)
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/isobar/envtest
 dir=$cache/kube-${kube_version}_etcd-${etcd_version}_${go_version}
-if [[ -x $dir/kube-apiserver && -x $dir/kube-controller-manager && -x $dir/etcd ]]; then
+if [[ -x $dir/kube-apiserver && -x $dir/kube-controller-manager && -x $dir/etcd && -x $dir/kubectl ]]; then
 	echo "$dir"
 	exit 0
 fi
@@ -37,7 +38,7 @@ echo "building envtest binaries (kubernetes $kube_version, etcd $etcd_version) i
 # them the server calls itself v0.0.0.
 minor=${kube_version#v1.}; minor=${minor%%.*}
 stamp="-s -X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-(cd "$here/kube" && go build -trimpath -ldflags="$stamp" -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
+(cd "$here/kube" && go build -trimpath -ldflags="$stamp" -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl)
 echo "built in $((SECONDS - start))s" >&2
 
 rm -rf "$dir"
