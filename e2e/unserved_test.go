@@ -14,10 +14,12 @@ import (
 	"isobar.dev/e2e/harness"
 )
 
-// An HTTPProxy that no Gateway serves, its ingress class missing, gets a
-// word from the live controller, which Kubernetes would not give: the
+// An HTTPProxy that no Gateway serves, its ingress class missing, a route
+// whose parentRef names a Gateway that does not exist and a Gateway whose
+// class does not exist get a word from the live controller, which
+// Kubernetes would not give: the
 // controller whose Gateway controllerName mode would pick logs it with the
-// reason and counts it, and logs again when it is gone.
+// reason and counts it, and logs again when it is gone or fixed.
 func TestServeTellsWhatNoGatewayServes(t *testing.T) {
 	ctx, cancel := harness.Context()
 	defer cancel()
@@ -41,6 +43,14 @@ func TestServeTellsWhatNoGatewayServes(t *testing.T) {
 		Routes:           []contourv1.Route{{Services: []contourv1.Service{{Name: "app", Port: 8080}}}},
 	}}
 	create(t, ctx, lost)
+	// A route whose parentRef has a typo, kept by the controller as a stub
+	// (it names another Gateway), and a Gateway whose class is missing.
+	typo := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "typo"}, Spec: gatewayv1.HTTPRouteSpec{
+		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "webb"}}}}}
+	create(t, ctx, typo,
+		&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "classless"},
+			Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName("missing-" + ns), Listeners: []gatewayv1.Listener{
+				{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}}}})
 	s := serve(t, ns, "web", nil, "--controller-name", ours)
 
 	logged := func(words ...string) func() bool {
@@ -58,10 +68,31 @@ func TestServeTellsWhatNoGatewayServes(t *testing.T) {
 	if got := scrape(t, s.metrics)[`isobar_unserved_objects{kind="HTTPProxy"}`]; got != 1 {
 		t.Errorf(`isobar_unserved_objects{kind="HTTPProxy"} = %v, want 1`, got)
 	}
+	defer func() {
+		if t.Failed() {
+			t.Log(s.proc.Output())
+		}
+	}()
+	eventually(t, 30*time.Second, "the route naming a Gateway that does not exist logged",
+		logged(`not served`, `"kind": "HTTPRoute"`, `"name": "typo"`, `do not exist: `+ns+`/webb`))
+	eventually(t, 30*time.Second, "the Gateway without a class logged",
+		logged(`not served`, `"kind": "Gateway"`, `"name": "classless"`, `GatewayClass \"missing-`+ns+`\" does not exist`))
+	// Other tests' objects count too: at least these.
+	for _, kind := range []string{"HTTPRoute", "Gateway"} {
+		if got := scrape(t, s.metrics)[`isobar_unserved_objects{kind="`+kind+`"}`]; got < 1 {
+			t.Errorf(`isobar_unserved_objects{kind="%s"} = %v, want at least 1`, kind, got)
+		}
+	}
 	if err := env.Client.Delete(ctx, lost); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the HTTPProxy's going logged", logged(`no longer unserved`, `"name": "lost"`))
+	// The typo fixed: the route names the served Gateway, and is served.
+	typo.Spec.ParentRefs[0].Name = "web"
+	if err := env.Client.Update(ctx, typo); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the fixed route logged as served", logged(`no longer unserved`, `"name": "typo"`))
 	if got := scrape(t, s.metrics)[`isobar_unserved_objects{kind="HTTPProxy"}`]; got != 0 {
 		t.Errorf(`isobar_unserved_objects{kind="HTTPProxy"} = %v after it went, want 0`, got)
 	}

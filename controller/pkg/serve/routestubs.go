@@ -1,12 +1,16 @@
 package serve
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/controller/pkg/unserved"
 )
 
 // routeStubs keeps in the cache, of a route whose parentRefs name neither
@@ -34,9 +38,57 @@ func routeStubs(gw types.NamespacedName) toolscache.TransformFunc {
 		if spec == nil || spec.defaulted || mayAttach(spec.parentRefs, o.GetNamespace(), gw) {
 			return obj, nil
 		}
+		if _, done := o.GetAnnotations()[stubParents]; done && spec.isStub() {
+			return obj, nil // a stub already: the informer may transform an object twice
+		}
+		parents := unserved.ParentsOf(o.GetNamespace(), spec.parentRefs, spec.defaulted)
 		spec.stub()
+		kept := notOnlyGateways
+		if !parents.Other {
+			names := make([]string, len(parents.Gateways))
+			for i, p := range parents.Gateways {
+				names[i] = p.String()
+			}
+			kept = strings.Join(names, ",")
+		}
+		o.SetAnnotations(map[string]string{stubParents: kept})
 		return obj, nil
 	}
+}
+
+// stubParents annotates a stub with the Gateways its route's parentRefs
+// named, or notOnlyGateways when one named something else: the controller
+// that reports what no Gateway serves tells from it a route whose Gateways
+// do not exist without holding every route whole, and a stub transformed
+// again from a route it cannot tell from. It is set in the cache only,
+// never written.
+const (
+	stubParents     = "isobar.dev/stub-parents"
+	notOnlyGateways = "-"
+)
+
+// routeParents are the parents of a cached route, whole or a stub; false
+// when they are not known (a stub whose route named something else than a
+// Gateway).
+func routeParents(o client.Object) (unserved.Parents, bool) {
+	spec := routeSpec(o)
+	if spec == nil {
+		return unserved.Parents{}, false
+	}
+	if !spec.isStub() {
+		return unserved.ParentsOf(o.GetNamespace(), spec.parentRefs, spec.defaulted), true
+	}
+	v, ok := o.GetAnnotations()[stubParents]
+	if !ok || v == notOnlyGateways {
+		return unserved.Parents{}, false
+	}
+	var p unserved.Parents
+	for _, name := range strings.Split(v, ",") {
+		if ns, n, ok := strings.Cut(name, "/"); ok {
+			p.Gateways = append(p.Gateways, types.NamespacedName{Namespace: ns, Name: n})
+		}
+	}
+	return p, true
 }
 
 // stubMeta is the metadata a stub keeps: enough for the informer and for

@@ -18,14 +18,17 @@ func TestRouteStubs(t *testing.T) {
 		routeNS string
 		ref     gatewayv1.ParentReference
 		whole   bool
+		// parents are the Gateways a stub's parents annotation keeps,
+		// notOnlyGateways for a parent that is not a Gateway.
+		parents string
 	}{
-		{"the Gateway, namespace defaulted", "edge", gatewayv1.ParentReference{Name: "web"}, true},
-		{"the Gateway, from another namespace", "apps", gatewayv1.ParentReference{Name: "web", Namespace: ns("edge")}, true},
-		{"the Gateway, group and kind spelled out", "edge", gatewayv1.ParentReference{Name: "web", Group: group(gatewayv1.GroupName), Kind: kind("Gateway")}, true},
-		{"a ListenerSet", "apps", gatewayv1.ParentReference{Name: "set", Kind: kind("ListenerSet")}, true},
-		{"a Gateway of the same name elsewhere", "apps", gatewayv1.ParentReference{Name: "web"}, false},
-		{"another Gateway", "edge", gatewayv1.ParentReference{Name: "other"}, false},
-		{"a Service (mesh)", "edge", gatewayv1.ParentReference{Name: "web", Group: group(""), Kind: kind("Service")}, false},
+		{"the Gateway, namespace defaulted", "edge", gatewayv1.ParentReference{Name: "web"}, true, ""},
+		{"the Gateway, from another namespace", "apps", gatewayv1.ParentReference{Name: "web", Namespace: ns("edge")}, true, ""},
+		{"the Gateway, group and kind spelled out", "edge", gatewayv1.ParentReference{Name: "web", Group: group(gatewayv1.GroupName), Kind: kind("Gateway")}, true, ""},
+		{"a ListenerSet", "apps", gatewayv1.ParentReference{Name: "set", Kind: kind("ListenerSet")}, true, ""},
+		{"a Gateway of the same name elsewhere", "apps", gatewayv1.ParentReference{Name: "web"}, false, "apps/web"},
+		{"another Gateway", "edge", gatewayv1.ParentReference{Name: "other"}, false, "edge/other"},
+		{"a Service (mesh)", "edge", gatewayv1.ParentReference{Name: "web", Group: group(""), Kind: kind("Service")}, false, "-"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			route := &gatewayv1.HTTPRoute{
@@ -59,9 +62,21 @@ func TestRouteStubs(t *testing.T) {
 				return
 			}
 			// A stub has no parentRefs: the status writer reads it from
-			// the API server.
-			if len(got.Spec.ParentRefs) != 0 || len(got.Status.Parents) != 0 || got.Labels != nil || got.Annotations != nil {
+			// the API server. It keeps the names of the Gateways its
+			// route named, for the report of what no Gateway serves.
+			if len(got.Spec.ParentRefs) != 0 || len(got.Status.Parents) != 0 || got.Labels != nil || got.Annotations["note"] != "" {
 				t.Errorf("a stub kept parentRefs %v, status %v, labels %v or annotations %v", got.Spec.ParentRefs, got.Status.Parents, got.Labels, got.Annotations)
+			}
+			if parents := got.Annotations[stubParents]; parents != tc.parents {
+				t.Errorf("the stub's parents %q, want %q", parents, tc.parents)
+			}
+			// The informer may transform a stub again: it stays as it is.
+			again, err := routeStubs(gw)(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, ok := routeParents(again.(*gatewayv1.HTTPRoute)); ok != (tc.parents != notOnlyGateways) || ok && len(p.Gateways) != 1 {
+				t.Errorf("transformed twice, the stub's parents are %+v (known: %v)", p, ok)
 			}
 		})
 	}

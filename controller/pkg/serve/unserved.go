@@ -3,6 +3,7 @@ package serve
 import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"isobar.dev/api/target"
@@ -12,14 +13,16 @@ import (
 
 var unservedObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "isobar_unserved_objects",
-	Help: "Ingresses and HTTPProxies that no Gateway of this controllerName serves (their ingress class is missing, " +
-		"another controller's or names no served Gateway), by kind; set by the controller whose Gateway controllerName mode would pick.",
+	Help: "Objects that no Gateway serves, by kind: Ingresses and HTTPProxies whose ingress class is missing, another controller's " +
+		"or names no served Gateway of this controllerName, routes whose parentRefs name no Gateway that exists, Gateways whose " +
+		"GatewayClass does not exist; set by the controller whose Gateway controllerName mode would pick.",
 }, []string{"kind"})
 
 func init() { metrics.Registry.MustRegister(unservedObjects) }
 
 // unservedReport tells what no Gateway serves: Kubernetes drops an
-// Ingress or HTTPProxy no class claims without a word. Every fleet's
+// Ingress or HTTPProxy no class claims, a route whose Gateway is not there
+// and a Gateway whose class is not, without a word. Every fleet's
 // controller sees the whole cluster, so one speaks for all: the one whose
 // Gateway controllerName mode would pick (the oldest Gateway of the oldest
 // GatewayClass with our controllerName), which every replica computes
@@ -39,8 +42,8 @@ func (u *unservedReport) update(log logr.Logger, res *resources.Resources, serve
 		return
 	}
 	now := map[unserved.Note]bool{}
-	counts := map[string]int{"Ingress": 0, "HTTPProxy": 0}
-	for _, n := range unserved.ByClass(res, controller, unserved.OursServed(res, controller)) {
+	counts := map[string]int{"Ingress": 0, "HTTPProxy": 0, "Gateway": 0, "HTTPRoute": 0, "GRPCRoute": 0, "TLSRoute": 0, "TCPRoute": 0, "UDPRoute": 0}
+	for _, n := range notes(res, controller) {
 		now[n] = true
 		counts[n.Kind]++
 		if !u.last[n] {
@@ -56,4 +59,36 @@ func (u *unservedReport) update(log logr.Logger, res *resources.Resources, serve
 		unservedObjects.WithLabelValues(kind).Set(float64(c))
 	}
 	u.last = now
+}
+
+// notes are what no Gateway serves in res: the Ingresses and HTTPProxies
+// no class hands to a served Gateway, the Gateways without a GatewayClass,
+// and the routes whose parentRefs name no Gateway that exists.
+func notes(res *resources.Resources, controller string) []unserved.Note {
+	out := unserved.ByClass(res, controller, unserved.OursServed(res, controller))
+	out = append(out, unserved.WithoutClass(res)...)
+	exists := unserved.Exists(res)
+	route := func(kind string, o client.Object) {
+		if p, ok := routeParents(o); ok {
+			if n, ok := unserved.ByParents(kind, o.GetNamespace(), o.GetName(), p, exists); ok {
+				out = append(out, n)
+			}
+		}
+	}
+	for _, r := range res.HTTPRoutes {
+		route("HTTPRoute", r)
+	}
+	for _, r := range res.GRPCRoutes {
+		route("GRPCRoute", r)
+	}
+	for _, r := range res.TLSRoutes {
+		route("TLSRoute", r)
+	}
+	for _, r := range res.TCPRoutes {
+		route("TCPRoute", r)
+	}
+	for _, r := range res.UDPRoutes {
+		route("UDPRoute", r)
+	}
+	return out
 }

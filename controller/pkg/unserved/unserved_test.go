@@ -57,3 +57,47 @@ func TestByClass(t *testing.T) {
 		t.Errorf("unserved:\n%s\nwant, by name and a part of the reason:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A route no Gateway can serve names no parent, or only Gateways that do
+// not exist; one that names a Gateway that exists (whoever serves it), a
+// parent of another kind, or the default Gateways is not judged here.
+func TestByParents(t *testing.T) {
+	exists := Exists(&resources.Resources{Gateways: []*gatewayv1.Gateway{{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "edge"}}}})
+	kind := func(k string) *gatewayv1.Kind { v := gatewayv1.Kind(k); return &v }
+	ns := func(n string) *gatewayv1.Namespace { v := gatewayv1.Namespace(n); return &v }
+	for _, tc := range []struct {
+		name      string
+		refs      []gatewayv1.ParentReference
+		defaulted bool
+		why       string // "" for no note
+	}{
+		{"no parentRefs", nil, false, "no parentRefs"},
+		{"the default Gateways", nil, true, ""},
+		{"a Gateway that exists", []gatewayv1.ParentReference{{Name: "edge", Namespace: ns("infra")}}, false, ""},
+		{"a typo", []gatewayv1.ParentReference{{Name: "egde", Namespace: ns("infra")}}, false, "do not exist: infra/egde"},
+		{"the route's namespace by default", []gatewayv1.ParentReference{{Name: "edge"}}, false, "do not exist: app/edge"},
+		{"one of two exists", []gatewayv1.ParentReference{{Name: "egde", Namespace: ns("infra")}, {Name: "edge", Namespace: ns("infra")}}, false, ""},
+		{"a ListenerSet", []gatewayv1.ParentReference{{Name: "set", Kind: kind("ListenerSet")}}, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, ok := ByParents("HTTPRoute", "app", "r", ParentsOf("app", tc.refs, tc.defaulted), exists)
+			if ok != (tc.why != "") || ok && !strings.Contains(n.Why, tc.why) {
+				t.Errorf("note %v (%v), want one saying %q", n, ok, tc.why)
+			}
+		})
+	}
+}
+
+func TestWithoutClass(t *testing.T) {
+	res := &resources.Resources{
+		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "isobar"}}},
+		Gateways: []*gatewayv1.Gateway{
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "edge"}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "isobar"}},
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "lost"}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "isobr"}},
+		},
+	}
+	got := WithoutClass(res)
+	if len(got) != 1 || got[0].Name != "lost" || !strings.Contains(got[0].Why, `"isobr" does not exist`) {
+		t.Errorf("WithoutClass = %v, want the Gateway lost, its class isobr missing", got)
+	}
+}
