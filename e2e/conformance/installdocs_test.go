@@ -45,18 +45,19 @@ type docStep struct {
 	after   func(ctx context.Context) error
 }
 
-// TestInstallDocs runs the command lines of docs/install.md in the order
+// TestInstallDocs runs the command lines of docs/install.md and
+// docs/quickstart.md, each document on a cluster of its own, in the order
 // the document gives them, with the real kubectl (built by
 // hack/envtest/build.sh) against a cluster that has no CRD installed: the
 // Gateway API's, then config/default (whose operator Deployment the node
 // agent runs as the real isobar-operator, as its ServiceAccount), then the
 // samples, whose fleet the operator provisions and the node agent runs
 // (the controllers for real, Envoy simulated); then the uninstall. Every
-// command line of the document must be known here, run or skipped with its
-// reason, so that a line added to the document is not left untried.
+// command line of a document must be known here, run or skipped with its
+// reason, so that a line added to a document is not left untried.
 func TestInstallDocs(t *testing.T) {
 	if ch := os.Getenv(harness.ChannelVariable); ch != "" && ch != "standard" {
-		t.Skipf("docs/install.md installs the standard channel's CRDs; the test runs once, on that channel's pass (this is %s)", ch)
+		t.Skipf("the documents install the standard channel's CRDs; the test runs once, on that channel's pass (this is %s)", ch)
 	}
 	root, err := harness.RepoRoot()
 	if err != nil {
@@ -81,20 +82,77 @@ func TestInstallDocs(t *testing.T) {
 	for _, crd := range ours {
 		omit = append(omit, crd.Name)
 	}
-	r := startRigWith(t, rigOptions{channel: "standard", probe: true, bare: true, omit: omit})
-	kubeconfig, err := r.env.Kubeconfig("docs-reader")
-	if err != nil {
-		t.Fatal(err)
+	used := map[string]bool{}
+	for _, doc := range []string{"install.md", "quickstart.md"} {
+		t.Run(doc, func(t *testing.T) {
+			r := startRigWith(t, rigOptions{channel: "standard", probe: true, bare: true, omit: omit})
+			kubeconfig, err := r.env.Kubeconfig("docs-reader")
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps := docSteps(r.env.Client, standardInstall)
+			for _, line := range docLines(t, filepath.Join(root, "docs", doc)) {
+				command := withoutComment(line)
+				step, ok := steps[command]
+				if !ok {
+					t.Fatalf("docs/%s has a command line this test does not know; add it to docSteps: %q", doc, command)
+				}
+				used[command] = true
+				if step.skip != "" {
+					t.Logf("skipped %q: %s", command, step.skip)
+					continue
+				}
+				runDocStep(t, root, assets, kubeconfig, line, step)
+			}
+		})
 	}
-	c := r.env.Client
-	lines := docLines(t, filepath.Join(root, "docs", "install.md"))
+	if t.Failed() {
+		return
+	}
+	for command := range docSteps(nil, "") {
+		if !used[command] {
+			t.Errorf("no document has %q any longer: take it out of docSteps", command)
+		}
+	}
+}
 
+// runDocStep runs one line of a document as step says.
+func runDocStep(t *testing.T, root, assets, kubeconfig, line string, step docStep) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if step.before != nil {
+		if err := step.before(ctx); err != nil {
+			t.Fatalf("before %q: %v", line, err)
+		}
+	}
+	run := line
+	if step.rewrite != nil {
+		run = step.rewrite(line)
+	}
+	out, err := runDocLine(ctx, root, assets, kubeconfig, run, step.until)
+	if err != nil {
+		t.Fatalf("%s\n%s\n%v", run, out, err)
+	}
+	t.Logf("$ %s\n%s", run, out)
+	if step.after != nil {
+		if err := step.after(ctx); err != nil {
+			t.Fatalf("after %q: %v", line, err)
+		}
+	}
+}
+
+// docSteps are the command lines of the documents, without their
+// comments, and what the test does with each on the cluster c, whose
+// standard-install.yaml is at standardInstall.
+func docSteps(c client.Client, standardInstall string) map[string]docStep {
 	noCluster := "needs a container runtime, kind or a registry, none of which is here; hack/images' tests build the images and the bundle image"
 	gateway := types.NamespacedName{Namespace: "default", Name: "web"}
-	steps := map[string]docStep{
+	return map[string]docStep{
 		"kubectl apply --server-side -f " + standardInstallURL: {
 			rewrite: func(l string) string { return strings.Replace(l, standardInstallURL, standardInstall, 1) },
 		},
+		"make demo":   {skip: "runs a cluster of its own; TestDemo (hack/demo) runs it"},
 		"make images": {skip: noCluster},
 		"kind load image-archive bin/images/isobar-operator-v0.1.0.tar":                                                       {skip: noCluster},
 		"kind load image-archive bin/images/isobar-controller-v0.1.0.tar":                                                     {skip: noCluster},
@@ -102,6 +160,7 @@ func TestInstallDocs(t *testing.T) {
 		"crane push bin/images/isobar-operator-v0.1.0.tar registry.example.com/platform/isobar-operator:v0.1.0":               {skip: noCluster},
 		"crane push bin/images/isobar-controller-v0.1.0.tar registry.example.com/platform/isobar-controller:v0.1.0":           {skip: noCluster},
 		"kubectl apply --server-side -k config/default":                                                                       {},
+		"kubectl apply -k config/default":                                                                                     {},
 		"make deploy IMG_PREFIX=registry.example.com/platform":                                                                {skip: "the alternative to the line before, with images pushed to a registry: " + noCluster},
 		"kubectl -n isobar-system rollout status deployment/isobar-operator":                                                  {until: contains("successfully rolled out")},
 		"make images bundle-image IMG_PREFIX=registry.example.com/platform":                                                   {skip: noCluster},
@@ -113,6 +172,11 @@ func TestInstallDocs(t *testing.T) {
 			// No cloud here: the test plays the load balancer.
 			before: func(ctx context.Context) error { return playLoadBalancer(ctx, c, gateway) },
 			until:  column("web", map[int]string{2: simulatedLoadBalancerIP, 3: "True"}),
+		},
+		// From files alone the backends have no endpoints, as the
+		// quickstart says.
+		"go run ./controller/cmd/isobar-controller explain -f config/samples --request 'GET http://app.example.com/api/users' -H 'x-user: 42'": {
+			until: contains("why: no endpoints"),
 		},
 		"kubectl get gateways -A": {until: column("web", map[int]string{1: "isobar"})},
 		"kubectl delete gateway -n NS NAME": {
@@ -157,46 +221,6 @@ func TestInstallDocs(t *testing.T) {
 			},
 		},
 	}
-
-	for _, line := range lines {
-		command := withoutComment(line)
-		step, ok := steps[command]
-		if !ok {
-			t.Fatalf("docs/install.md has a command line this test does not know; add it to the test's steps: %q", command)
-		}
-		delete(steps, command)
-		if step.skip != "" {
-			t.Logf("skipped %q: %s", command, step.skip)
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		if step.before != nil {
-			if err := step.before(ctx); err != nil {
-				cancel()
-				t.Fatalf("before %q: %v", command, err)
-			}
-		}
-		run := line
-		if step.rewrite != nil {
-			run = step.rewrite(line)
-		}
-		out, err := runDocLine(ctx, root, assets, kubeconfig, run, step.until)
-		if err != nil {
-			cancel()
-			t.Fatalf("%s\n%s\n%v", run, out, err)
-		}
-		t.Logf("$ %s\n%s", run, out)
-		if step.after != nil {
-			if err := step.after(ctx); err != nil {
-				cancel()
-				t.Fatalf("after %q: %v", command, err)
-			}
-		}
-		cancel()
-	}
-	for command := range steps {
-		t.Errorf("docs/install.md no longer has %q: take it out of the test", command)
-	}
 }
 
 // runDocLine runs line with bash in the repository's root, with kubectl on
@@ -223,8 +247,10 @@ func runDocLine(ctx context.Context, root, assets, kubeconfig, line string, unti
 	}
 }
 
-// docLines are the lines of the document's shell blocks (fences without a
-// language); YAML blocks are objects, not commands.
+// docLines are the command lines of the document's shell blocks (fences
+// without a language), a line continued with a backslash joined to the
+// next; comment lines are left out, and so are other blocks (YAML
+// objects, text a command prints).
 func docLines(t *testing.T, path string) []string {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -241,9 +267,14 @@ func docLines(t *testing.T, path string) []string {
 			inShell = inFence && line == "```"
 			continue
 		}
-		if inShell && line != "" {
-			lines = append(lines, line)
+		if !inShell || line == "" || strings.HasPrefix(line, "#") {
+			continue
 		}
+		if n := len(lines); n > 0 && strings.HasSuffix(lines[n-1], "\\") {
+			lines[n-1] = strings.TrimSuffix(lines[n-1], "\\") + line
+			continue
+		}
+		lines = append(lines, line)
 	}
 	if len(lines) == 0 {
 		t.Fatalf("%s has no shell block", path)
