@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -81,7 +82,9 @@ const cacheSyncTimeout = 15 * time.Minute
 // controllers started at once on a saturated API server (e2e
 // TestScaleGateways, 2 cores) lost their Leases within seconds and exited.
 // A leader that dies without releasing its Lease (a graceful stop releases
-// it) delays status writes by up to a minute, never traffic; and each
+// it) would delay status writes by up to a minute, never traffic: its
+// restarted container takes the Lease back at once, and a replica frees
+// the Lease of a leader whose Pod is gone (leaderLock, goneLeader). Each
 // controller's idle load on the API server, its renewals, drops by half.
 var (
 	leaseDuration = 60 * time.Second
@@ -163,6 +166,13 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	drawn := &servedGraph{}
+	leLease := types.NamespacedName{Namespace: leNS, Name: leID}
+	var lock resourcelock.Interface
+	if o.LeaderElect {
+		if lock, err = leaderLock(cfg, leLease, os.Getenv("POD_NAME")); err != nil {
+			return err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: s,
 		Cache: cache.Options{
@@ -178,9 +188,11 @@ func Run(ctx context.Context, o Options) error {
 		LeaderElectionID:              leID,
 		LeaderElectionNamespace:       leNS,
 		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &leaseDuration,
-		RenewDeadline:                 &renewDeadline,
-		RetryPeriod:                   &retryPeriod,
+		// The same Lease, held under the Pod's name (leaderLock).
+		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       &leaseDuration,
+		RenewDeadline:                       &renewDeadline,
+		RetryPeriod:                         &retryPeriod,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -188,6 +200,12 @@ func Run(ctx context.Context, o Options) error {
 
 	if err := mgr.Add(watch); err != nil {
 		return err
+	}
+	if pod, podNS := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE"); lock != nil && pod != "" && podNS == leNS {
+		if err := mgr.Add(&goneLeader{reader: mgr.GetAPIReader(), writer: mgr.GetClient(), lease: leLease, self: lock.Identity(),
+			elected: mgr.Elected(), log: log.WithName("leader-election")}); err != nil {
+			return err
+		}
 	}
 
 	xdsServer := xdsserver.New(ctx, xdsserver.Options{FirstPushes: o.FirstPushes})

@@ -13,9 +13,10 @@ var (
 )
 
 // controllerRole lets the controller elect a leader in its namespace (a
-// Lease, and the events leader election records) and its replicas report
-// their Envoys to the leader (a Lease each, which the leader watches, and
-// which a replica deletes as it stops).
+// Lease, and the events leader election records; a Pod by name, to free
+// the Lease of a leader whose Pod is gone) and its replicas report their
+// Envoys to the leader (a Lease each, which the leader watches, and which
+// a replica deletes as it stops).
 func (r *renderer) controllerRole() (*rbacv1.Role, *rbacv1.RoleBinding) {
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
@@ -24,6 +25,7 @@ func (r *renderer) controllerRole() (*rbacv1.Role, *rbacv1.RoleBinding) {
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
 		},
 	}
 	binding := &rbacv1.RoleBinding{
