@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +47,8 @@ type fleet struct {
 
 	mu     sync.Mutex
 	envoys map[types.NamespacedName]*dataplane.Envoy
+	// controllers are the running controller Pods' processes.
+	controllers map[types.NamespacedName]*harness.PodProcess
 	// images maps image references to the binaries unpacked from their
 	// archives (harness.ImageBinary): a container of such an image runs
 	// that binary; others run the binary of this tree.
@@ -66,7 +69,19 @@ func (f *fleet) run(pod *corev1.Pod) (func(), error) {
 		if err != nil {
 			return nil, err
 		}
-		return func() { _, _ = p.Stop(10 * time.Second) }, nil
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		f.mu.Lock()
+		if f.controllers == nil {
+			f.controllers = map[types.NamespacedName]*harness.PodProcess{}
+		}
+		f.controllers[key] = p
+		f.mu.Unlock()
+		return func() {
+			f.mu.Lock()
+			delete(f.controllers, key)
+			f.mu.Unlock()
+			_, _ = p.Stop(10 * time.Second)
+		}, nil
 	case operatorComponent:
 		p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "operator", f.binary(pod, "operator", "isobar-operator"))
 		if err != nil {
@@ -309,4 +324,23 @@ func containerEnvironment(pod *corev1.Pod, c *corev1.Container) map[string]strin
 		}
 	}
 	return env
+}
+
+// killControllers kills the processes of the controller Pods of namespace
+// ns at once (SIGKILL, as the kernel's OOM killer or a node failure
+// would), and returns those Pods.
+func (f *fleet) killControllers(ns string) ([]types.NamespacedName, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var killed []types.NamespacedName
+	for key, p := range f.controllers {
+		if key.Namespace != ns {
+			continue
+		}
+		if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
+			return killed, fmt.Errorf("killing controller %s: %w", key, err)
+		}
+		killed = append(killed, key)
+	}
+	return killed, nil
 }

@@ -545,6 +545,14 @@ func (tr *traffic) fail(s string) {
 	tr.failed = append(tr.failed, s)
 }
 
+// progress is what the traffic has come to so far: requests sent, and
+// how many failed.
+func (tr *traffic) progress() (int64, int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.sent.Load(), len(tr.failed)
+}
+
 func (tr *traffic) stop() (int64, []string) {
 	tr.cancel()
 	<-tr.done

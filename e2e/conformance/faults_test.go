@@ -1,0 +1,209 @@
+package conformance
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// Faults while a client sends requests through the Gateway throughout,
+// each counted:
+//   - every controller of the fleet killed (SIGKILL) right after a route
+//     change, before its push could finish, and its Pods gone, as on a node
+//     failure: every Envoy loses its xDS stream at once and reconnects to
+//     the replacements. Envoy keeps its last configuration, so no request
+//     may fail; the change must be served after recovery (nothing lost)
+//     and the status be current again, without waiting out the dead
+//     leader's Lease;
+//   - an echo Pod removed without warning: the requests Envoy had already
+//     sent to it fail until the endpoint is withdrawn, and none after.
+//
+// The operator restarted mid-rollout is TestUpgradeRollsInOrder's, with
+// traffic flowing the same way.
+func TestFaultsWithTrafficFlowing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	const ns, host = "faults", "faults.example.com"
+	r := startRig(t)
+	c := r.env.Client
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: gatewayClassName,
+		Listeners:        []gatewayv1.Listener{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}},
+	}}
+	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo"}, Spec: gatewayv1.HTTPRouteSpec{
+		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "web"}}},
+		Hostnames:       []gatewayv1.Hostname{host},
+		Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+			Name: "echo", Port: ptr.To[gatewayv1.PortNumber](8080)}}}}}},
+	}}
+	createWithEcho(t, ctx, r, ns, 2, []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, gw, route})
+	address := gatewayAddress(t, ctx, r, client.ObjectKeyFromObject(gw))
+	awaitEcho(t, ctx, address, host, "/", "the echo Pods")
+	awaitEndpoints(t, ctx, c, ns, 2)
+	traffic := sendTraffic(ctx, map[string]string{"web": address}, host)
+	time.Sleep(2 * time.Second)
+
+	// The controllers killed mid-push.
+	var generation int64
+	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		hr := &gatewayv1.HTTPRoute{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(route), hr); err != nil {
+			return err
+		}
+		hr.Spec.Rules[0].Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterResponseHeaderModifier,
+			ResponseHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "x-fault", Value: "after-kill"}}}}}
+		err := c.Update(ctx, hr)
+		generation = hr.Generation
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	killed, err := r.fleet.killControllers(ns)
+	if err != nil || len(killed) == 0 {
+		t.Fatalf("killing the controllers: %d killed, %v", len(killed), err)
+	}
+	start := time.Now()
+	for _, key := range killed {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	var served, current time.Duration
+	for deadline := time.Now().Add(3 * time.Minute); served == 0 || current == 0; time.Sleep(100 * time.Millisecond) {
+		if served == 0 {
+			if status, _, h := echoGet(ctx, address, host, "/", nil); status == http.StatusOK && h.Get("x-fault") == "after-kill" {
+				served = time.Since(start)
+			}
+		}
+		if current == 0 && statusCurrent(ctx, c, client.ObjectKeyFromObject(gw), client.ObjectKeyFromObject(route), generation) {
+			current = time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("3 minutes after %d controllers were killed: the change served after %v, the status current after %v (0: not yet)", len(killed), served, current)
+		}
+	}
+	sent, failed := traffic.progress()
+	t.Logf("%d controllers killed mid-push: the change served %v later, the status current %v later; %d requests sent so far, %d failed",
+		len(killed), served.Round(time.Millisecond), current.Round(time.Millisecond), sent, failed)
+	if failed > 0 {
+		t.Errorf("%d requests failed while the controllers were down", failed)
+	}
+	// The killed leader never released its Lease, which is held for a
+	// minute; a replica that sees its Pod gone frees it instead.
+	if current >= 45*time.Second {
+		t.Errorf("the status was current %v after the controllers were killed: the dead leader's Lease was waited out", current)
+	}
+
+	// An echo Pod removed without warning.
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "echo"}); err != nil || len(pods.Items) < 2 {
+		t.Fatalf("the echo Pods: %d, %v", len(pods.Items), err)
+	}
+	sentBefore, failedBefore := traffic.progress()
+	start = time.Now()
+	if err := c.Delete(ctx, &pods.Items[0], client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	awaitEndpointGone(t, ctx, c, ns, pods.Items[0].Status.PodIP)
+	withdrawn := time.Since(start)
+	// Envoy may still hold the endpoint until EDS reaches it: a short
+	// while for that, then no failure may come.
+	time.Sleep(2 * time.Second)
+	_, failedWithdrawn := traffic.progress()
+	time.Sleep(5 * time.Second)
+	sentAfter, failedAfter := traffic.progress()
+	t.Logf("an echo Pod removed: its endpoint withdrawn %v later; %d requests in that phase, %d failed (requests Envoy sent to the removed Pod; no retry policy is set)",
+		withdrawn.Round(time.Millisecond), sentAfter-sentBefore, failedAfter-failedBefore)
+	if failedAfter > failedWithdrawn {
+		t.Errorf("%d requests failed once the endpoint was withdrawn", failedAfter-failedWithdrawn)
+	}
+	total, all := traffic.stop()
+	t.Logf("%d requests in all, %d failed", total, len(all))
+	for i, f := range all {
+		if i < failedBefore {
+			t.Errorf("failed while the controllers were down: %s", f)
+		} else if i < 20 {
+			t.Logf("failed after the Pod's removal: %s", f)
+		}
+	}
+}
+
+// statusCurrent reports whether the route is Accepted at generation by the
+// Gateway, which is Programmed at its own generation.
+func statusCurrent(ctx context.Context, c client.Client, gateway, route types.NamespacedName, generation int64) bool {
+	gw := &gatewayv1.Gateway{}
+	hr := &gatewayv1.HTTPRoute{}
+	if c.Get(ctx, gateway, gw) != nil || c.Get(ctx, route, hr) != nil {
+		return false
+	}
+	p := meta.FindStatusCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
+	if p == nil || p.Status != metav1.ConditionTrue || p.ObservedGeneration != gw.Generation {
+		return false
+	}
+	for _, parent := range hr.Status.Parents {
+		if a := meta.FindStatusCondition(parent.Conditions, string(gatewayv1.RouteConditionAccepted)); a != nil && a.Status == metav1.ConditionTrue && a.ObservedGeneration == generation {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitEndpoints waits for the echo Service to have n ready endpoints.
+func awaitEndpoints(t *testing.T, ctx context.Context, c client.Client, ns string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); len(readyEndpoints(ctx, c, ns)) != n; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the echo Service has %v ready endpoints, want %d", readyEndpoints(ctx, c, ns), n)
+		}
+	}
+}
+
+// awaitEndpointGone waits for the echo Service's EndpointSlices to drop
+// address.
+func awaitEndpointGone(t *testing.T, ctx context.Context, c client.Client, ns, address string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		found := false
+		for _, a := range readyEndpoints(ctx, c, ns) {
+			found = found || a == address
+		}
+		if !found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed Pod's address %s is still an endpoint of echo after a minute", address)
+		}
+	}
+}
+
+// readyEndpoints are the addresses of the echo Service's ready endpoints.
+func readyEndpoints(ctx context.Context, c client.Client, ns string) []string {
+	var slices discoveryv1.EndpointSliceList
+	if err := c.List(ctx, &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: "echo"}); err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				out = append(out, e.Addresses...)
+			}
+		}
+	}
+	return out
+}
