@@ -131,7 +131,7 @@ $(GOLANGCI_LINT): hack/lint/go.mod hack/lint/go.sum
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
-	$(GOLANGCI_LINT) run $(PACKAGES)
+	$(GOLANGCI_LINT) run --allow-parallel-runners $(PACKAGES)
 
 BENCH_ROUTES ?= 10000
 BENCHCOUNT ?= 6
