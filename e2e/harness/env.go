@@ -139,6 +139,10 @@ func Start(opts Options) (_ *Env, err error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
+	// The API server advertises the address it is reached on. Without
+	// this it looks for the default route's interface, and the network
+	// namespace Main gives an ordinary user's tests has no route at all.
+	e.env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", "127.0.0.1")
 	if opts.ServiceCIDR != "" {
 		e.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", opts.ServiceCIDR)
 	}
