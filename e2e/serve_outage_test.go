@@ -27,8 +27,8 @@ func TestServeAPIServerOutageAndRestart(t *testing.T) {
 	fleet(t, ctx, ns, "web")
 	backend(t, ctx, ns, "app", "10.1.2.3")
 	create(t, ctx, httpRoute(ns, "app", "app", "web"))
-	proxy := newAPIProxy(t)
-	s := serveWith(t, proxy.kubeconfig("isobar-controller-proxied"), ns, "web", nil)
+	proxy := harness.NewAPIProxy(t, env)
+	s := serveWith(t, proxy.Kubeconfig("isobar-controller-proxied"), ns, "web", nil)
 	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", xdsTypes...)
 	before := map[string]*discoveryv3.DiscoveryResponse{}
 	for _, typ := range xdsTypes {
@@ -36,7 +36,7 @@ func TestServeAPIServerOutageAndRestart(t *testing.T) {
 		ads.ack(before[typ])
 	}
 
-	proxy.down()
+	proxy.Down()
 	// A Envoy that connects during the outage gets the whole configuration.
 	late := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-1", ns+"/web", xdsTypes...)
 	for _, typ := range xdsTypes {
@@ -66,7 +66,7 @@ func TestServeAPIServerOutageAndRestart(t *testing.T) {
 		t.Fatalf("the controller exited while the API server was unreachable: %v\n%s", err, s.proc.Output())
 	}
 
-	proxy.up()
+	proxy.Up()
 	rds := ads.next(resourcev3.RouteType, 60*time.Second)
 	if got := domains(t, rds); !slices.Contains(got, "after.example.com") {
 		t.Fatalf("RDS after the outage: %v, want after.example.com", got)

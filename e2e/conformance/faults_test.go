@@ -15,6 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/e2e/harness"
 )
 
 // Faults while a client sends requests through the Gateway throughout,
@@ -26,6 +28,9 @@ import (
 //     may fail; the change must be served after recovery (nothing lost)
 //     and the status be current again, without waiting out the dead
 //     leader's Lease;
+//   - the API server away from the controllers for 30 s (a proxy between
+//     them cut), a route changed meanwhile: no request may fail, and once
+//     the API server is back the change is served and the status current;
 //   - an echo Pod removed without warning: the requests Envoy had already
 //     sent to it fail until the endpoint is withdrawn, and none after.
 //
@@ -50,6 +55,10 @@ func TestFaultsWithTrafficFlowing(t *testing.T) {
 		Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
 			Name: "echo", Port: ptr.To[gatewayv1.PortNumber](8080)}}}}}},
 	}}
+	// The fleet's controllers reach the API server through a proxy the
+	// test can take away.
+	proxy := harness.NewAPIProxy(t, r.env)
+	r.fleet.setControllerKubeconfig(proxy.Kubeconfig("fleet-proxied"))
 	createWithEcho(t, ctx, r, ns, 2, []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, gw, route})
 	address := gatewayAddress(t, ctx, r, client.ObjectKeyFromObject(gw))
 	awaitEcho(t, ctx, address, host, "/", "the echo Pods")
@@ -58,20 +67,7 @@ func TestFaultsWithTrafficFlowing(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	// The controllers killed mid-push.
-	var generation int64
-	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		hr := &gatewayv1.HTTPRoute{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(route), hr); err != nil {
-			return err
-		}
-		hr.Spec.Rules[0].Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterResponseHeaderModifier,
-			ResponseHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "x-fault", Value: "after-kill"}}}}}
-		err := c.Update(ctx, hr)
-		generation = hr.Generation
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	generation := setResponseHeader(t, ctx, c, client.ObjectKeyFromObject(route), "after-kill")
 	killed, err := r.fleet.killControllers(ns)
 	if err != nil || len(killed) == 0 {
 		t.Fatalf("killing the controllers: %d killed, %v", len(killed), err)
@@ -83,20 +79,7 @@ func TestFaultsWithTrafficFlowing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var served, current time.Duration
-	for deadline := time.Now().Add(3 * time.Minute); served == 0 || current == 0; time.Sleep(100 * time.Millisecond) {
-		if served == 0 {
-			if status, _, h := echoGet(ctx, address, host, "/", nil); status == http.StatusOK && h.Get("x-fault") == "after-kill" {
-				served = time.Since(start)
-			}
-		}
-		if current == 0 && statusCurrent(ctx, c, client.ObjectKeyFromObject(gw), client.ObjectKeyFromObject(route), generation) {
-			current = time.Since(start)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("3 minutes after %d controllers were killed: the change served after %v, the status current after %v (0: not yet)", len(killed), served, current)
-		}
-	}
+	served, current := awaitChange(t, ctx, c, address, host, client.ObjectKeyFromObject(gw), client.ObjectKeyFromObject(route), "after-kill", generation, start)
 	sent, failed := traffic.progress()
 	t.Logf("%d controllers killed mid-push: the change served %v later, the status current %v later; %d requests sent so far, %d failed",
 		len(killed), served.Round(time.Millisecond), current.Round(time.Millisecond), sent, failed)
@@ -109,12 +92,29 @@ func TestFaultsWithTrafficFlowing(t *testing.T) {
 		t.Errorf("the status was current %v after the controllers were killed: the dead leader's Lease was waited out", current)
 	}
 
+	// The API server away from the controllers for 30 s, a route change
+	// made meanwhile.
+	sentBefore, failedBefore := traffic.progress()
+	proxy.Down()
+	start = time.Now()
+	generation = setResponseHeader(t, ctx, c, client.ObjectKeyFromObject(route), "after-outage")
+	time.Sleep(30*time.Second - time.Since(start))
+	proxy.Up()
+	back := time.Now()
+	served, current = awaitChange(t, ctx, c, address, host, client.ObjectKeyFromObject(gw), client.ObjectKeyFromObject(route), "after-outage", generation, back)
+	sent, failed = traffic.progress()
+	t.Logf("the API server away from the controllers for 30 s: back, the change made meanwhile served %v later, the status current %v later; %d requests in that phase, %d failed",
+		served.Round(time.Millisecond), current.Round(time.Millisecond), sent-sentBefore, failed-failedBefore)
+	if failed > failedBefore {
+		t.Errorf("%d requests failed while the API server was away", failed-failedBefore)
+	}
+
 	// An echo Pod removed without warning.
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "echo"}); err != nil || len(pods.Items) < 2 {
 		t.Fatalf("the echo Pods: %d, %v", len(pods.Items), err)
 	}
-	sentBefore, failedBefore := traffic.progress()
+	sentBefore, failedBefore = traffic.progress()
 	start = time.Now()
 	if err := c.Delete(ctx, &pods.Items[0], client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestFaultsWithTrafficFlowing(t *testing.T) {
 	t.Logf("%d requests in all, %d failed", total, len(all))
 	for i, f := range all {
 		if i < failedBefore {
-			t.Errorf("failed while the controllers were down: %s", f)
+			t.Errorf("failed while the controllers or the API server were away: %s", f)
 		} else if i < 20 {
 			t.Logf("failed after the Pod's removal: %s", f)
 		}
@@ -206,4 +206,46 @@ func readyEndpoints(ctx context.Context, c client.Client, ns string) []string {
 		}
 	}
 	return out
+}
+
+// setResponseHeader has the route's rule set the x-fault response header
+// to value, and returns the route's new generation.
+func setResponseHeader(t *testing.T, ctx context.Context, c client.Client, route types.NamespacedName, value string) int64 {
+	t.Helper()
+	var generation int64
+	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		hr := &gatewayv1.HTTPRoute{}
+		if err := c.Get(ctx, route, hr); err != nil {
+			return err
+		}
+		hr.Spec.Rules[0].Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterResponseHeaderModifier,
+			ResponseHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "x-fault", Value: value}}}}}
+		err := c.Update(ctx, hr)
+		generation = hr.Generation
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return generation
+}
+
+// awaitChange waits up to three minutes for responses to carry the x-fault
+// header value and for the status to be current at the route's
+// generation, and returns how long after start each came.
+func awaitChange(t *testing.T, ctx context.Context, c client.Client, address, host string, gw, route types.NamespacedName, value string, generation int64, start time.Time) (served, current time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Minute); served == 0 || current == 0; time.Sleep(100 * time.Millisecond) {
+		if served == 0 {
+			if status, _, h := echoGet(ctx, address, host, "/", nil); status == http.StatusOK && h.Get("x-fault") == value {
+				served = time.Since(start)
+			}
+		}
+		if current == 0 && statusCurrent(ctx, c, gw, route, generation) {
+			current = time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("3 minutes on: x-fault %q served after %v, the status current after %v (0: not yet)", value, served, current)
+		}
+	}
+	return served, current
 }

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,8 +48,11 @@ type fleet struct {
 
 	mu     sync.Mutex
 	envoys map[types.NamespacedName]*dataplane.Envoy
-	// controllers are the running controller Pods' processes.
-	controllers map[types.NamespacedName]*harness.PodProcess
+	// controllers are the running controller Pods' processes, and
+	// controllerKubeconfig, when set, what controller Pods reach the API
+	// server with instead of kubeconfig (a test's harness.APIProxy).
+	controllers          map[types.NamespacedName]*harness.PodProcess
+	controllerKubeconfig string
 	// images maps image references to the binaries unpacked from their
 	// archives (harness.ImageBinary): a container of such an image runs
 	// that binary; others run the binary of this tree.
@@ -65,7 +69,10 @@ func (f *fleet) run(pod *corev1.Pod) (func(), error) {
 		if slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return strings.HasSuffix(c.Image, brokenTag) }) {
 			return nil, nil // a release whose controller never comes up
 		}
-		p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "controller", f.binary(pod, "controller", "isobar-controller"))
+		f.mu.Lock()
+		kubeconfig := cmp.Or(f.controllerKubeconfig, f.kubeconfig)
+		f.mu.Unlock()
+		p, err := f.env.RunPodProcess(f.ctx, kubeconfig, pod, "controller", f.binary(pod, "controller", "isobar-controller"))
 		if err != nil {
 			return nil, err
 		}
@@ -343,4 +350,12 @@ func (f *fleet) killControllers(ns string) ([]types.NamespacedName, error) {
 		killed = append(killed, key)
 	}
 	return killed, nil
+}
+
+// setControllerKubeconfig has the controller Pods started from now on reach
+// the API server with kubeconfig.
+func (f *fleet) setControllerKubeconfig(kubeconfig string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.controllerKubeconfig = kubeconfig
 }
