@@ -52,8 +52,12 @@ type Envoy struct {
 	subscribed map[string]map[string]bool
 	err        error
 	changed    chan struct{}
-	// stopServing stops the data plane Serve started.
+	// stopServing stops the data plane Serve started, and listening
+	// says whether it has bound the ports of the state whose change
+	// channel is given: Envoy binds a listener's port as it creates the
+	// listener, before it reports ready.
 	stopServing func()
+	listening   func(state <-chan struct{}) bool
 	// lastClient is the client address of the last HTTP request, as
 	// Envoy took it (the connection's, or its PROXY protocol header's).
 	lastClientAddr string
@@ -194,6 +198,9 @@ func (e *Envoy) Ready() bool {
 		return true
 	}
 	if !e.received[resourcev3.ClusterType] || !e.received[resourcev3.ListenerType] {
+		return false
+	}
+	if e.listening != nil && !e.listening(e.changed) {
 		return false
 	}
 	for t, names := range references(e.resources[resourcev3.ClusterType], e.resources[resourcev3.ListenerType]) {

@@ -27,8 +27,17 @@ func (e *Envoy) Serve(host string, upstream NetworkDialer) {
 		cancel()
 		p.closeAll()
 	}
+	e.listening = p.bound
 	e.mu.Unlock()
 	go p.run(ctx)
+}
+
+// bound says whether the ports of the state whose change channel is given
+// are bound (or failed to bind, as Envoy reports such a listener).
+func (p *proxy) bound(state <-chan struct{}) bool {
+	p.syncedMu.Lock()
+	defer p.syncedMu.Unlock()
+	return p.synced == state
 }
 
 // proxy is a simulated Envoy's data plane.
@@ -36,6 +45,11 @@ type proxy struct {
 	envoy    *Envoy
 	host     string
 	upstream NetworkDialer
+
+	// synced is the change channel of the state whose ports sync bound
+	// last. Its own lock: Ready reads it holding the Envoy's.
+	syncedMu sync.Mutex
+	synced   <-chan struct{}
 
 	mu sync.Mutex
 	// open are the sockets bound, by "tcp/port" or "udp/port", with their
@@ -60,6 +74,9 @@ func (p *proxy) run(ctx context.Context) {
 	for {
 		changed := p.envoy.Changed()
 		p.sync(ctx)
+		p.syncedMu.Lock()
+		p.synced = changed
+		p.syncedMu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
