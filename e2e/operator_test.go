@@ -49,13 +49,22 @@ func operator(t *testing.T, controllerName string) (stop func()) {
 // operatorWith is operator with the given kubeconfig.
 func operatorWith(t *testing.T, kubeconfig, controllerName string) (stop func()) {
 	t.Helper()
+	op, health, stop := startOperatorProcess(t, kubeconfig, controllerName)
+	waitReady(t, op, health+"/readyz", 30*time.Second)
+	return stop
+}
+
+// startOperatorProcess starts the built operator, without waiting for it,
+// and returns it, its health address and how to stop it.
+func startOperatorProcess(t *testing.T, kubeconfig, controllerName string) (op *harness.Process, health string, stop func()) {
+	t.Helper()
 	bin, err := env.Binaries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	health := harness.FreePortString(t)
-	op, err := harness.StartProcessEnv(env.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-operator",
-		"--controller-name="+controllerName, "--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=0", "--log-format=console")
+	port := harness.FreePortString(t)
+	op, err = harness.StartProcessEnv(env.Dir, []string{"KUBECONFIG=" + kubeconfig}, bin+"/isobar-operator",
+		"--controller-name="+controllerName, "--health-probe-bind-address=127.0.0.1:"+port, "--metrics-bind-address=0", "--log-format=console")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +79,7 @@ func operatorWith(t *testing.T, kubeconfig, controllerName string) (stop func())
 			t.Logf("operator output:\n%s", op.Output())
 		}
 	})
-	waitReady(t, op, "http://127.0.0.1:"+health+"/readyz", 30*time.Second)
-	return stop
+	return op, "http://127.0.0.1:" + port, stop
 }
 
 func classCondition(t *testing.T, ctx context.Context, name, typ string, status metav1.ConditionStatus, reason, message string) {

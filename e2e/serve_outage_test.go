@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -120,4 +123,46 @@ func sameResources(t *testing.T, a, b *discoveryv3.DiscoveryResponse) bool {
 		}
 	}
 	return true
+}
+
+// Both binaries started while the API server is away (a control plane
+// upgrade, a node restarting everything at once) wait for it instead of
+// exiting: once it is back, the controller serves its Gateway and the
+// operator accepts its GatewayClass, without a restart.
+func TestStartedWhileAPIServerAway(t *testing.T) {
+	ns := namespace(t)
+	ctx, cancel := harness.Context()
+	defer cancel()
+	fleet(t, ctx, ns, "web")
+	backend(t, ctx, ns, "app", "10.1.2.3")
+	route := httpRoute(ns, "app", "app", "web")
+	route.Spec.Hostnames = []gatewayv1.Hostname{"app.example.com"}
+	create(t, ctx, route)
+	controller := "isobar.dev/away-" + ns
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "away-" + ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
+	create(t, ctx, class)
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+
+	proxy := harness.NewAPIProxy(t, env)
+	proxy.Down()
+	s := startController(t, proxy.Kubeconfig("isobar-controller-away"), ns, "web", nil)
+	op, opHealth, _ := startOperatorProcess(t, proxy.Kubeconfig("isobar-operator-away"), controller)
+	time.Sleep(5 * time.Second)
+	for _, p := range []*harness.Process{s.proc, op} {
+		if exited, err := p.Exited(); exited {
+			t.Fatalf("%s exited while the API server was away: %v\n%s", p.Name, err, p.Output())
+		}
+		if out := p.Output(); !strings.Contains(out, "the API server does not answer; waiting for it") {
+			t.Errorf("%s does not say it waits for the API server:\n%s", p.Name, out)
+		}
+	}
+
+	proxy.Up()
+	waitReady(t, s.proc, s.health+"/readyz", 60*time.Second)
+	waitReady(t, op, opHealth+"/readyz", 60*time.Second)
+	ads := newADSClient(t, dialXDS(t, s.pki, s.xds), "envoy-0", ns+"/web", resourcev3.RouteType)
+	if got := domains(t, ads.next(resourcev3.RouteType, 30*time.Second)); !slices.Contains(got, "app.example.com") {
+		t.Errorf("RDS once the API server is back: %v, want app.example.com", got)
+	}
+	classCondition(t, ctx, class.Name, "Accepted", metav1.ConditionTrue, "Accepted", "")
 }

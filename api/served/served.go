@@ -53,6 +53,32 @@ func Kinds(dc discovery.DiscoveryInterface, want []schema.GroupVersionKind) (Set
 	return set, nil
 }
 
+// Await is Kinds, asked again until the API server answers or ctx ends: a
+// binary started while the API server is away (a control plane upgrade, a
+// network partition, a node restarting everything at once) waits for it
+// instead of exiting into a restart loop whose back-off outlasts the
+// outage. A refusal (401, 403) is a configuration error and returned at
+// once. Each failed attempt is given to failed with the wait before the
+// next one, which doubles from a second to 16 seconds.
+func Await(ctx context.Context, dc discovery.DiscoveryInterface, want []schema.GroupVersionKind, failed func(err error, wait time.Duration)) (Set, error) {
+	wait := time.Second
+	for {
+		set, err := Kinds(dc, want)
+		if err == nil || apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+			return set, err
+		}
+		if failed != nil {
+			failed(err, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the API server: %w", err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 16*time.Second)
+	}
+}
+
 // kindsAt lists the kinds of one group version; none when it is not served.
 func kindsAt(dc discovery.DiscoveryInterface, gv schema.GroupVersion) (map[string]bool, error) {
 	list, err := dc.ServerResourcesForGroupVersion(gv.String())

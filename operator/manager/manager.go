@@ -146,6 +146,31 @@ func Run(o Options) error {
 	if err != nil {
 		return err
 	}
+	// Every reconciler reads GatewayClasses and Gateways: without their
+	// CRDs the operator has nothing to do, and waits for them, healthy,
+	// rather than crash-looping on informers that never sync.
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating discovery client: %w", err)
+	}
+	required := []schema.GroupVersionKind{schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "GatewayClass"), schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "Gateway")}
+	// ListenerSets, ReferenceGrants, BackendTLSPolicies, HTTPProxies,
+	// TLSCertificateDelegations, ExtensionServices and XBackends are optional: without their CRDs a Gateway has its own listeners
+	// only, and no certificates from them. The watcher restarts the operator when that
+	// changes.
+	want := append(required, provision.OptionalKinds...)
+	ctx := ctrl.SetupSignalHandler()
+	have, err := served.Await(ctx, dc, want, func(err error, wait time.Duration) {
+		log.Info("the API server does not answer; waiting for it", "error", err.Error(), "retryIn", wait.String())
+	})
+	if ctx.Err() != nil {
+		return nil // stopped while waiting
+	}
+	if err != nil {
+		return err
+	}
+	// After discovery: creating the manager maps the cached kinds through
+	// the API server too.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddress},
@@ -163,23 +188,6 @@ func Run(o Options) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
-	}
-	// Every reconciler reads GatewayClasses and Gateways: without their
-	// CRDs the operator has nothing to do, and waits for them, healthy,
-	// rather than crash-looping on informers that never sync.
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating discovery client: %w", err)
-	}
-	required := []schema.GroupVersionKind{schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "GatewayClass"), schema.FromAPIVersionAndKind(gatewayv1.GroupVersion.String(), "Gateway")}
-	// ListenerSets, ReferenceGrants, BackendTLSPolicies, HTTPProxies,
-	// TLSCertificateDelegations, ExtensionServices and XBackends are optional: without their CRDs a Gateway has its own listeners
-	// only, and no certificates from them. The watcher restarts the operator when that
-	// changes.
-	want := append(required, provision.OptionalKinds...)
-	have, err := served.Kinds(dc, want)
-	if err != nil {
-		return err
 	}
 	if missing := have.Missing(required); len(missing) > 0 {
 		for _, gvk := range missing {
@@ -207,7 +215,7 @@ func Run(o Options) error {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
 	log.Info("starting", "controllerName", o.ControllerName)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
 
 func setupReconcilers(mgr ctrl.Manager, o Options, have served.Set) error {

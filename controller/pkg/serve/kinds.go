@@ -1,10 +1,12 @@
 package serve
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
@@ -83,14 +85,16 @@ func optionalGVKs(s *runtime.Scheme) ([]schema.GroupVersionKind, error) {
 }
 
 // servedKinds asks discovery which optionalKinds the API server serves, and
-// for the others why not; the watch restarts the controller when that
-// changes.
-func servedKinds(dc discovery.DiscoveryInterface, s *runtime.Scheme, interval time.Duration) (kindSet, map[gatewayv1.Kind]string, *served.Watcher, error) {
+// for the others why not, waiting for an API server that does not answer;
+// the watch restarts the controller when that changes.
+func servedKinds(ctx context.Context, log logr.Logger, dc discovery.DiscoveryInterface, s *runtime.Scheme, interval time.Duration) (kindSet, map[gatewayv1.Kind]string, *served.Watcher, error) {
 	want, err := optionalGVKs(s)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	have, err := served.Kinds(dc, want)
+	have, err := served.Await(ctx, dc, want, func(err error, wait time.Duration) {
+		log.Info("the API server does not answer; waiting for it", "error", err.Error(), "retryIn", wait.String())
+	})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -140,7 +140,10 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
-	served, why, watch, err := servedKinds(dc, s, o.KindsInterval)
+	served, why, watch, err := servedKinds(ctx, log, dc, s, o.KindsInterval)
+	if ctx.Err() != nil {
+		return nil // stopped while waiting for the API server
+	}
 	if err != nil {
 		return err
 	}
