@@ -21,6 +21,9 @@ import (
 
 // Faults while a client sends requests through the Gateway throughout,
 // each counted:
+//   - every controller of the fleet killed (SIGKILL, as the OOM killer
+//     would) right after a route change, their Pods kept: the kubelet
+//     restarts them, and no request may fail meanwhile;
 //   - every controller of the fleet killed (SIGKILL) right after a route
 //     change, before its push could finish, and its Pods gone, as on a node
 //     failure: every Envoy loses its xDS stream at once and reconnects to
@@ -66,21 +69,39 @@ func TestFaultsWithTrafficFlowing(t *testing.T) {
 	traffic := sendTraffic(ctx, map[string]string{"web": address}, host)
 	time.Sleep(2 * time.Second)
 
-	// The controllers killed mid-push.
-	generation := setResponseHeader(t, ctx, c, client.ObjectKeyFromObject(route), "after-kill")
+	// The controllers killed mid-push, as the OOM killer would: their Pods
+	// stay, and the kubelet restarts the containers 10 s later.
+	generation := setResponseHeader(t, ctx, c, client.ObjectKeyFromObject(route), "after-restart")
 	killed, err := r.fleet.killControllers(ns)
 	if err != nil || len(killed) == 0 {
 		t.Fatalf("killing the controllers: %d killed, %v", len(killed), err)
 	}
 	start := time.Now()
+	served, current := awaitChange(t, ctx, c, address, host, client.ObjectKeyFromObject(gw), client.ObjectKeyFromObject(route), "after-restart", generation, start)
+	awaitControllersReady(t, ctx, c, ns, killed)
+	restarted := time.Since(start)
+	sent, failed := traffic.progress()
+	t.Logf("%d controllers killed mid-push and restarted: the change served %v later, the status current %v later, the controllers ready again %v later; %d requests sent so far, %d failed",
+		len(killed), served.Round(time.Millisecond), current.Round(time.Millisecond), restarted.Round(time.Millisecond), sent, failed)
+	if failed > 0 {
+		t.Errorf("%d requests failed while the controllers restarted", failed)
+	}
+
+	// The controllers killed mid-push, their Pods gone (a node failure).
+	generation = setResponseHeader(t, ctx, c, client.ObjectKeyFromObject(route), "after-kill")
+	killed, err = r.fleet.killControllers(ns)
+	if err != nil || len(killed) == 0 {
+		t.Fatalf("killing the controllers: %d killed, %v", len(killed), err)
+	}
+	start = time.Now()
 	for _, key := range killed {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 		if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
 			t.Fatal(err)
 		}
 	}
-	served, current := awaitChange(t, ctx, c, address, host, client.ObjectKeyFromObject(gw), client.ObjectKeyFromObject(route), "after-kill", generation, start)
-	sent, failed := traffic.progress()
+	served, current = awaitChange(t, ctx, c, address, host, client.ObjectKeyFromObject(gw), client.ObjectKeyFromObject(route), "after-kill", generation, start)
+	sent, failed = traffic.progress()
 	t.Logf("%d controllers killed mid-push: the change served %v later, the status current %v later; %d requests sent so far, %d failed",
 		len(killed), served.Round(time.Millisecond), current.Round(time.Millisecond), sent, failed)
 	if failed > 0 {
@@ -147,6 +168,27 @@ func TestFaultsWithTrafficFlowing(t *testing.T) {
 			t.Errorf("failed while the controllers or the API server were away: %s", f)
 		} else if i < 20 {
 			t.Logf("failed after the Pod's removal: %s", f)
+		}
+	}
+}
+
+// awaitControllersReady waits for the controller processes of the Pods
+// killed to have been restarted and to answer their readiness probe.
+func awaitControllersReady(t *testing.T, ctx context.Context, c client.Client, ns string, killed []types.NamespacedName) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		ready := 0
+		for _, key := range killed {
+			pod := &corev1.Pod{}
+			if c.Get(ctx, key, pod) == nil && harness.HTTPReady(ctx, pod) {
+				ready++
+			}
+		}
+		if ready == len(killed) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after the controllers were killed, %d of %d answer their readiness probe", ready, len(killed))
 		}
 	}
 }

@@ -69,32 +69,35 @@ func (f *fleet) run(pod *corev1.Pod) (func(), error) {
 		if slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return strings.HasSuffix(c.Image, brokenTag) }) {
 			return nil, nil // a release whose controller never comes up
 		}
-		f.mu.Lock()
-		kubeconfig := cmp.Or(f.controllerKubeconfig, f.kubeconfig)
-		f.mu.Unlock()
-		p, err := f.env.RunPodProcess(f.ctx, kubeconfig, pod, "controller", f.binary(pod, "controller", "isobar-controller"))
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		stop, err := restarting(f.ctx, func() (*harness.PodProcess, error) {
+			f.mu.Lock()
+			kubeconfig := cmp.Or(f.controllerKubeconfig, f.kubeconfig)
+			f.mu.Unlock()
+			p, err := f.env.RunPodProcess(f.ctx, kubeconfig, pod, "controller", f.binary(pod, "controller", "isobar-controller"))
+			if err == nil {
+				f.mu.Lock()
+				if f.controllers == nil {
+					f.controllers = map[types.NamespacedName]*harness.PodProcess{}
+				}
+				f.controllers[key] = p
+				f.mu.Unlock()
+			}
+			return p, err
+		})
 		if err != nil {
 			return nil, err
 		}
-		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-		f.mu.Lock()
-		if f.controllers == nil {
-			f.controllers = map[types.NamespacedName]*harness.PodProcess{}
-		}
-		f.controllers[key] = p
-		f.mu.Unlock()
 		return func() {
 			f.mu.Lock()
 			delete(f.controllers, key)
 			f.mu.Unlock()
-			_, _ = p.Stop(10 * time.Second)
+			stop()
 		}, nil
 	case operatorComponent:
-		p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "operator", f.binary(pod, "operator", "isobar-operator"))
-		if err != nil {
-			return nil, err
-		}
-		return func() { _, _ = p.Stop(10 * time.Second) }, nil
+		return restarting(f.ctx, func() (*harness.PodProcess, error) {
+			return f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "operator", f.binary(pod, "operator", "isobar-operator"))
+		})
 	case envoyComponent:
 		stop, err := f.runEnvoy(pod)
 		if _, pending := errors.AsType[*harness.MountPending](err); err != nil && !pending {
@@ -104,6 +107,64 @@ func (f *fleet) run(pod *corev1.Pod) (func(), error) {
 		return stop, err
 	}
 	return f.runBackend(pod)
+}
+
+// restarting runs a Pod's container with start, and again each time its
+// process exits on its own, as a kubelet restarts the containers of a Pod
+// whose restartPolicy is Always (a Deployment's): after a back-off of 10
+// s, doubling up to 5 minutes, and back to 10 s once a run lasted 10
+// minutes. The binaries exit to be restarted (a served kind that changed,
+// a lost leadership), so the rig must restart them as a cluster does. The
+// returned stop ends the container and its restarts.
+func restarting(ctx context.Context, start func() (*harness.PodProcess, error)) (stop func(), err error) {
+	p, err := start()
+	if err != nil {
+		return nil, err
+	}
+	stopped := make(chan struct{})
+	var mu sync.Mutex
+	go func() {
+		backoff := 10 * time.Second
+		for {
+			began := time.Now()
+			select {
+			case <-stopped:
+				return
+			case <-p.Done():
+			}
+			if time.Since(began) >= 10*time.Minute {
+				backoff = 10 * time.Second
+			}
+			select {
+			case <-stopped:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Minute)
+			mu.Lock()
+			next, err := start()
+			if err == nil {
+				p = next
+			}
+			mu.Unlock()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "restarting %s: %v\n", p.Name, err)
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			mu.Lock()
+			close(stopped)
+			current := p
+			mu.Unlock()
+			_, _ = current.Stop(10 * time.Second)
+		})
+	}, nil
 }
 
 func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {

@@ -93,6 +93,9 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
+// Done is closed once the process has ended.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
 // Stop sends SIGTERM and waits up to timeout for the process to exit, then
 // kills it. It returns the exit code; an error means it had to be killed or
 // could not be signalled.
