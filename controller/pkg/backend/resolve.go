@@ -34,21 +34,22 @@ type Resolver struct {
 	// Env is what resolving reads through, recording for the engine.
 	Env   env.Env
 	Names *Names
-	// Resolved holds the ResolvedRefs problems found so far.
-	Resolved condition.Route
+	// Unresolved is the ResolvedRefs problem of the references found so
+	// far, nil while every one resolves.
+	Unresolved *condition.RouteProblem
 	// Clusters are the clusters the resolved backends use, in the order
 	// first used.
 	Clusters []ClusterSpec
 }
 
-// NewResolver returns a Resolver for the backends of an object at
-// generation, reading through e and naming clusters from names.
-func NewResolver(e env.Env, names *Names, generation int64) *Resolver {
-	return &Resolver{Env: e, Names: names, Resolved: condition.Route{Generation: generation}}
+// NewResolver returns a Resolver for the backends of an object,
+// reading through e and naming clusters from names.
+func NewResolver(e env.Env, names *Names) *Resolver {
+	return &Resolver{Env: e, Names: names}
 }
 
 // Report records a problem with one of the object's references.
-func (r *Resolver) Report(p *condition.RouteProblem) { r.Resolved.Report(p) }
+func (r *Resolver) Report(p *condition.RouteProblem) { r.Unresolved = r.Unresolved.Join(p) }
 
 // Use records a cluster the object uses.
 func (r *Resolver) Use(s ClusterSpec) { r.Clusters = append(r.Clusters, s) }
@@ -56,29 +57,29 @@ func (r *Resolver) Use(s ClusterSpec) { r.Clusters = append(r.Clusters, s) }
 // Backends are an object's resolved backends.
 type Backends struct {
 	Destination *ir.Destination
-	// Resolved holds the ResolvedRefs problem of the backendRefs, if any.
-	Resolved condition.Route
-	Clusters []ClusterSpec
+	// Unresolved is the ResolvedRefs problem of the backendRefs, if any.
+	Unresolved *condition.RouteProblem
+	Clusters   []ClusterSpec
 }
 
 // ForHTTP resolves the weighted backends of an HTTPProxy route, an
-// Ingress path or an ExtensionService, an object of kind in namespace ns
-// at generation, into a destination: a ref that does not resolve keeps
+// Ingress path or an ExtensionService, an object of kind in namespace ns,
+// into a destination: a ref that does not resolve keeps
 // its weight, marked invalid, so that its share of requests gets a 500;
-// Resolved says why. Their refs carry no filters.
-func ForHTTP(e env.Env, names *Names, kind, ns string, generation int64, refs []Ref) Backends {
-	r := NewResolver(e, names, generation)
+// Unresolved says why. Their refs carry no filters.
+func ForHTTP(e env.Env, names *Names, kind, ns string, refs []Ref) Backends {
+	r := NewResolver(e, names)
 	d := r.Weighted(ns, kind, refs, nil)
-	return Backends{Destination: d, Resolved: r.Resolved, Clusters: r.Clusters}
+	return Backends{Destination: d, Unresolved: r.Unresolved, Clusters: r.Clusters}
 }
 
 // ForStream resolves the backendRefs of a TLS, TCP or UDP route (or an
-// HTTPProxy's tcpproxy) of kind in namespace ns, at generation. A
+// HTTPProxy's tcpproxy) of kind in namespace ns. A
 // connection cannot be answered with an error the way a request can, so
 // invalid backends are left out; with none left the destination is empty
 // and Envoy refuses the connections.
-func ForStream(e env.Env, names *Names, kind, ns string, generation int64, refs []gatewayv1.BackendRef, up Upstream) *Backends {
-	r := NewResolver(e, names, generation)
+func ForStream(e env.Env, names *Names, kind, ns string, refs []gatewayv1.BackendRef, up Upstream) *Backends {
+	r := NewResolver(e, names)
 	d := &ir.Destination{}
 	for _, ref := range refs {
 		weight := weightOf(ref.Weight)
@@ -90,7 +91,7 @@ func ForStream(e env.Env, names *Names, kind, ns string, generation int64, refs 
 			d.Backends = append(d.Backends, ir.WeightedCluster{Cluster: name, Weight: weight})
 		}
 	}
-	return &Backends{Destination: d, Resolved: r.Resolved, Clusters: r.Clusters}
+	return &Backends{Destination: d, Unresolved: r.Unresolved, Clusters: r.Clusters}
 }
 
 // weightOf is a backendRef's weight, 1 when unset. The schema allows 0 to
@@ -228,8 +229,8 @@ func (r *Resolver) ResolveAs(what, fromNS, fromKind string, ref gatewayv1.Backen
 			spec.Rejected = true
 			r.Use(spec)
 			why := "it is not accepted"
-			if c := spec.TLS.Conditions.Get(gatewayv1.PolicyConditionAccepted); c != nil && c.Message != "" {
-				why = c.Message
+			if p := spec.TLS.Problem; p != nil && p.Message != "" {
+				why = p.Message
 			}
 			r.Report(condition.UnresolvedRef(ReasonBackendTLSPolicyNotMet, fmt.Sprintf("%sbackendRef %s: Service %s/%s cannot be reached as its BackendTLSPolicy %s asks: %s",
 				what, ref.Name, ns, ref.Name, spec.TLS.Object.Name, why)))

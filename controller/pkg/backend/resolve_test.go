@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
@@ -39,8 +40,8 @@ func TestResolve(t *testing.T) {
 	}{{
 		name: "HTTP: a missing Service keeps its share, invalid",
 		resolve: func(n *Names) (*ir.Destination, []string, []ClusterSpec) {
-			b := ForHTTP(e, n, "HTTPProxy", "app", 3, []Ref{ref("web", 80, 3), ref("gone", 80, 1)})
-			return b.Destination, messages(b.Resolved.Items), b.Clusters
+			b := ForHTTP(e, n, "HTTPProxy", "app", []Ref{ref("web", 80, 3), ref("gone", 80, 1)})
+			return b.Destination, messages(b.Unresolved), b.Clusters
 		},
 		wantDest:     "app/web/80:3 invalid:1",
 		wantResolved: []string{"BackendNotFound: Service app/gone does not exist"},
@@ -48,8 +49,8 @@ func TestResolve(t *testing.T) {
 	}, {
 		name: "HTTP: a filter where the API has none is refused",
 		resolve: func(n *Names) (*ir.Destination, []string, []ClusterSpec) {
-			b := ForHTTP(e, n, "Ingress", "app", 3, []Ref{withFilter})
-			return b.Destination, messages(b.Resolved.Items), b.Clusters
+			b := ForHTTP(e, n, "Ingress", "app", []Ref{withFilter})
+			return b.Destination, messages(b.Unresolved), b.Clusters
 		},
 		wantDest:     "invalid:1",
 		wantResolved: []string{"UnsupportedValue: backendRef web: filters are not supported on a backend of a Ingress"},
@@ -57,21 +58,21 @@ func TestResolve(t *testing.T) {
 	}, {
 		name: "Weighted: the rules' filters apply to the share",
 		resolve: func(n *Names) (*ir.Destination, []string, []ClusterSpec) {
-			r := NewResolver(e, n, 3)
+			r := NewResolver(e, n)
 			d := r.Weighted("app", "HTTPRoute", []Ref{withFilter}, func(wc *ir.WeightedCluster, fs []gatewayv1.HTTPRouteFilter) error {
 				wc.Hostname = string(fs[0].Type)
 				return nil
 			})
-			return d, messages(r.Resolved.Items), r.Clusters
+			return d, messages(r.Unresolved), r.Clusters
 		},
 		wantDest:     "app/web/80:1@URLRewrite",
 		wantClusters: []string{"app/web/80"},
 	}, {
 		name: "Weighted: the port must be the Service's",
 		resolve: func(n *Names) (*ir.Destination, []string, []ClusterSpec) {
-			r := NewResolver(e, n, 3)
+			r := NewResolver(e, n)
 			d := r.Weighted("app", "GRPCRoute", []Ref{ref("web", 81, 1)}, nil)
-			return d, messages(r.Resolved.Items), r.Clusters
+			return d, messages(r.Unresolved), r.Clusters
 		},
 		wantDest:     "invalid:1",
 		wantResolved: []string{"BackendNotFound: Service app/web has no TCP port 81"},
@@ -79,8 +80,8 @@ func TestResolve(t *testing.T) {
 		name: "stream: a UDPRoute takes the UDP port, invalid refs are left out",
 		resolve: func(n *Names) (*ir.Destination, []string, []ClusterSpec) {
 			refs := []gatewayv1.BackendRef{ref("web", 53, 1).BackendRef, ref("web", 80, 1).BackendRef}
-			b := ForStream(e, n, "UDPRoute", "app", 3, refs, Upstream{})
-			return b.Destination, messages(b.Resolved.Items), b.Clusters
+			b := ForStream(e, n, "UDPRoute", "app", refs, Upstream{})
+			return b.Destination, messages(b.Unresolved), b.Clusters
 		},
 		wantDest:     "app/web/53/udp:1",
 		wantResolved: []string{"BackendNotFound: Service app/web has no UDP port 80"},
@@ -88,11 +89,11 @@ func TestResolve(t *testing.T) {
 	}, {
 		name: "an Upstream sets its cluster apart",
 		resolve: func(n *Names) (*ir.Destination, []string, []ClusterSpec) {
-			r := NewResolver(e, n, 3)
+			r := NewResolver(e, n)
 			a := ref("web", 80, 1)
 			a.Upstream = Upstream{Protocol: "h2c"}
 			d := r.Weighted("app", "HTTPProxy", []Ref{a, ref("web", 80, 1)}, nil)
-			return d, messages(r.Resolved.Items), r.Clusters
+			return d, messages(r.Unresolved), r.Clusters
 		},
 		wantDest:     "app/web/80/h2c:1 app/web/80:1",
 		wantClusters: []string{"app/web/80/h2c", "app/web/80"},
@@ -136,12 +137,11 @@ func TestNamesIntern(t *testing.T) {
 	}
 }
 
-func messages(items []metav1.Condition) []string {
-	var out []string
-	for _, c := range items {
-		out = append(out, c.Reason+": "+c.Message)
+func messages(p *condition.RouteProblem) []string {
+	if p == nil {
+		return nil
 	}
-	return out
+	return []string{string(p.Reason) + ": " + p.Message}
 }
 
 func describe(d *ir.Destination) string {

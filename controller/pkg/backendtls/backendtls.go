@@ -26,8 +26,9 @@ import (
 // name, "" for every port).
 type Policy struct {
 	Object *gatewayv1.BackendTLSPolicy
-	// TLS is nil when the policy is not usable; Conditions say why.
+	// TLS is nil when the policy is not usable, and Problem says why.
 	TLS        *ir.UpstreamTLS
+	Problem    *Problem
 	Conditions condition.Policy
 	// Losers are newer policies for the same Service port; their
 	// Conflicted status goes to the same Gateways as this one's.
@@ -52,7 +53,7 @@ func evaluate(policies []*gatewayv1.BackendTLSPolicy, e env.Env) map[env.PolicyK
 	applied := map[env.PolicyKey]*Policy{}
 	for _, p := range policies {
 		bt := &Policy{Object: p, Conditions: condition.Policy{Generation: p.Generation}}
-		bt.TLS = evaluatePolicy(p, e, &bt.Conditions)
+		bt.TLS, bt.Problem = evaluatePolicy(p, e, &bt.Conditions)
 		for _, ref := range p.Spec.TargetRefs {
 			if ref.Group != "" || ref.Kind != "Service" {
 				continue
@@ -77,16 +78,15 @@ func evaluate(policies []*gatewayv1.BackendTLSPolicy, e env.Env) map[env.PolicyK
 }
 
 // evaluatePolicy resolves a policy's CA certificates and names.
-func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *condition.Policy) *ir.UpstreamTLS {
+func evaluatePolicy(p *gatewayv1.BackendTLSPolicy, e env.Env, conds *condition.Policy) (*ir.UpstreamTLS, *Problem) {
 	t, problem := Resolve(e, p.Namespace, p.Spec.Validation)
 	if problem != nil {
 		conds.Set(gatewayv1.PolicyConditionAccepted, false, problem.Accepted, problem.Message)
 		if problem.ResolvedRefs != "" {
 			conds.Set(gatewayv1.BackendTLSPolicyConditionResolvedRefs, false, problem.ResolvedRefs, problem.Message)
 		}
-		return nil
 	}
-	return t
+	return t, problem
 }
 
 // A Problem is why a validation cannot be met: the reason for a policy's

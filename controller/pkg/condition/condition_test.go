@@ -66,3 +66,36 @@ func TestProblemIsAnError(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
+
+func TestProblemJoin(t *testing.T) {
+	first := UnresolvedRef(gatewayv1.RouteReasonBackendNotFound, "Service a/x does not exist")
+	second := UnresolvedRef(gatewayv1.RouteReasonRefNotPermitted, "backendRef to Service b/y is not permitted")
+	for _, tc := range []struct {
+		name       string
+		p, q       *RouteProblem
+		wantReason gatewayv1.RouteConditionReason
+		want       string
+	}{
+		{name: "none", want: ""},
+		{name: "first only", p: first, wantReason: first.Reason, want: first.Message},
+		{name: "later only", q: second, wantReason: second.Reason, want: second.Message},
+		{name: "the first reason stays, messages add", p: first, q: second, wantReason: first.Reason, want: first.Message + "; " + second.Message},
+		{name: "a message is kept once", p: first, q: UnresolvedRef(gatewayv1.RouteReasonRefNotPermitted, first.Message), wantReason: first.Reason, want: first.Message},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.p.Join(tc.q)
+			if tc.want == "" {
+				if got != nil {
+					t.Fatalf("Join = %+v, want nil", got)
+				}
+				return
+			}
+			if got == nil || got.Reason != tc.wantReason || got.Message != tc.want || got.Type != gatewayv1.RouteConditionResolvedRefs {
+				t.Fatalf("Join = %+v, want %s %q", got, tc.wantReason, tc.want)
+			}
+			if tc.p != nil && tc.p.Message != first.Message {
+				t.Fatalf("Join changed its receiver: %q", tc.p.Message)
+			}
+		})
+	}
+}

@@ -1,6 +1,10 @@
 package condition
 
-import gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+import (
+	"strings"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
 
 // A Problem is why an object cannot be served as it asks, with the
 // condition its status reports it under. It is an error, so that a rule
@@ -18,6 +22,19 @@ type Problem[T, R ~string] struct {
 }
 
 func (p *Problem[T, R]) Error() string { return p.Message }
+
+// Join is p with q's message added, as List.Problem adds a later problem
+// of a type: the first problem's reason stays, and a message is kept once.
+// Either may be nil.
+func (p *Problem[T, R]) Join(q *Problem[T, R]) *Problem[T, R] {
+	switch {
+	case p == nil:
+		return q
+	case q == nil || strings.Contains(p.Message, q.Message):
+		return p
+	}
+	return &Problem[T, R]{Type: p.Type, Reason: p.Reason, Message: p.Message + "; " + q.Message}
+}
 
 // The problems of the kinds translation reports on.
 type (

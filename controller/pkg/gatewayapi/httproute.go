@@ -44,7 +44,7 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rank int32, translate fu
 				o.Added = append(o.Added, engine.Addition{Listener: slices.Index(t.listeners, l), Hosts: a.hosts[i], Routes: redirectsFor(l, rr.Routes)})
 			}
 		}
-		setResolvedRefs(&a.conds, &rr.Resolved)
+		setResolvedRefs(&a.conds, rr.Unresolved)
 		o.Statuses = append(o.Statuses, gatewayv1.RouteParentStatus{
 			ParentRef:      a.ref,
 			ControllerName: t.controller,

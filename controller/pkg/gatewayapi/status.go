@@ -6,7 +6,6 @@ import (
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -100,12 +99,13 @@ type (
 	gatewayProblem        = condition.GatewayProblem
 )
 
-// setResolvedRefs sets a route parent's ResolvedRefs condition: the first
-// problem the route's translation found (in resolved), else all resolved.
-func setResolvedRefs(conds, resolved *routeConditions) {
+// setResolvedRefs sets a route parent's ResolvedRefs condition: the
+// problem the route's translation found with its references, if any, else
+// all resolved.
+func setResolvedRefs(conds *routeConditions, unresolved *condition.RouteProblem) {
 	typ := gatewayv1.RouteConditionResolvedRefs
-	if c := resolved.Get(typ); c != nil {
-		conds.Set(typ, c.Status == metav1.ConditionTrue, gatewayv1.RouteConditionReason(c.Reason), c.Message)
+	if unresolved != nil {
+		conds.Set(typ, false, unresolved.Reason, unresolved.Message)
 		return
 	}
 	conds.Set(typ, true, gatewayv1.RouteReasonResolvedRefs, "All references are resolved")

@@ -79,7 +79,7 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 	}
 	// References are resolved whether or not a listener accepts the
 	// route: ResolvedRefs reports them either way.
-	b := backend.ForStream(t.newEnv(&o.Reads), &t.cache.Names, string(r.kind), r.meta.Namespace, r.meta.Generation, r.backendRefs, backend.Upstream{})
+	b := backend.ForStream(t.newEnv(&o.Reads), &t.cache.Names, string(r.kind), r.meta.Namespace, r.backendRefs, backend.Upstream{})
 	o.Clusters = b.Clusters
 	dest := t.sharedUDP(o, r, b.Destination)
 	owner := r.meta.Namespace + "/" + r.meta.Name
@@ -99,7 +99,7 @@ func (t *gatewayTranslator) attachStreamRoute(r *streamRoute) {
 					fmt.Sprintf("Route is accepted, but an older route already forwards %s and keeps its traffic", strings.Join(taken, ", ")))
 			}
 		}
-		setResolvedRefs(&a.conds, &b.Resolved)
+		setResolvedRefs(&a.conds, b.Unresolved)
 		o.Statuses = append(o.Statuses, gatewayv1.RouteParentStatus{
 			ParentRef: a.ref, ControllerName: t.controller, Conditions: a.conds.Sorted(),
 		})

@@ -167,8 +167,8 @@ func (w *walk) extensionOf(x *contourv1alpha1.ExtensionService, valid *contourv1
 		ref := backend.Ref{HTTPBackendRef: gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
 			Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port)),
 		}}}, Upstream: up}
-		b := backend.ForHTTP(w.e, w.names, "ExtensionService", x.Namespace, x.Generation, []backend.Ref{ref})
-		if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
+		b := backend.ForHTTP(w.e, w.names, "ExtensionService", x.Namespace, []backend.Ref{ref})
+		if c := b.Unresolved; c != nil {
 			return nil, refused(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", fmt.Sprintf("unresolved service %q: %s", x.Namespace+"/"+s.Name, c.Message))
 		}
 		weight := uint32(1)

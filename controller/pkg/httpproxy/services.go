@@ -120,9 +120,9 @@ func (w *walk) warn(p *contourv1.HTTPProxy, i int, reason, message string) {
 // p's status, and its share of requests is answered as the Gateway API
 // answers it.
 func (w *walk) backends(p *contourv1.HTTPProxy, refs []backend.Ref) *ir.Destination {
-	b := backend.ForHTTP(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, refs)
+	b := backend.ForHTTP(w.e, w.names, "HTTPProxy", p.Namespace, refs)
 	w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)
-	if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
+	if c := b.Unresolved; c != nil {
 		w.status(p).Valid.AddErrorf(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", "Spec.Routes unresolved service reference: %s", c.Message)
 	}
 	return b.Destination

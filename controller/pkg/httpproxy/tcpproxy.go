@@ -129,8 +129,8 @@ func (w *walk) tcpServices(p *contourv1.HTTPProxy) (*ir.Destination, *problem) {
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(s.Name), Port: ptr(gatewayv1.PortNumber(s.Port))},
 			Weight:                 &weight,
 		}
-		b := backend.ForStream(w.e, w.names, "HTTPProxy", p.Namespace, p.Generation, []gatewayv1.BackendRef{ref}, sup)
-		if c := b.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
+		b := backend.ForStream(w.e, w.names, "HTTPProxy", p.Namespace, []gatewayv1.BackendRef{ref}, sup)
+		if c := b.Unresolved; c != nil {
 			return nil, refused(contourv1.ConditionTypeTCPProxyError, "ServiceUnresolvedReference", "Spec.TCPProxy unresolved service reference: "+c.Message)
 		}
 		w.tree.Clusters = append(w.tree.Clusters, b.Clusters...)

@@ -207,11 +207,11 @@ func Translate(e env.Env, names *backend.Names, ing *networkingv1.Ingress, gw *g
 				be.RequestHeaders, be.ResponseHeaders, be.Hostname = req, resp, host
 			}
 		}
-		bs := backend.ForHTTP(e, names, "Ingress", ing.Namespace, ing.Generation, []backend.Ref{be})
+		bs := backend.ForHTTP(e, names, "Ingress", ing.Namespace, []backend.Ref{be})
 		out.Clusters = append(out.Clusters, bs.Clusters...)
 		if problem != "" {
 			out.Problems = append(out.Problems, where+": "+problem)
-		} else if c := bs.Resolved.Get(gatewayv1.RouteConditionResolvedRefs); c != nil {
+		} else if c := bs.Unresolved; c != nil {
 			out.Problems = append(out.Problems, where+": "+c.Message)
 		}
 		r := &ir.Route{Destination: bs.Destination}

@@ -22,35 +22,35 @@ type Rules struct {
 	Routes [][]*ir.Route
 	// Problems are the rules that cannot be served as written.
 	Problems Problems
-	// Resolved holds the ResolvedRefs problem of the route's references,
+	// Unresolved is the ResolvedRefs problem of the route's references,
 	// if any: the rules that make them keep working.
-	Resolved condition.Route
+	Unresolved *condition.RouteProblem
 	// Clusters are the clusters the rules' backends use.
 	Clusters []backend.ClusterSpec
 }
 
 // HTTPRoute translates an HTTPRoute's rules, naming clusters from names.
 func HTTPRoute(e env.Env, names *backend.Names, hr *gatewayv1.HTTPRoute) *Rules {
-	ev := backend.NewResolver(e, names, hr.Generation)
+	ev := backend.NewResolver(e, names)
 	routes, problems := translateRules("httproute", hr.Namespace, hr.Name, hr.Spec.Rules,
 		func(rule *gatewayv1.HTTPRouteRule) (*gatewayv1.SectionName, []gatewayv1.HTTPRouteMatch) {
 			return rule.Name, rule.Matches
 		},
 		func(i int, rule *gatewayv1.HTTPRouteRule) (*ir.Route, error) { return httpAction(ev, hr, i, rule) },
 		httpMatch)
-	return &Rules{Routes: routes, Problems: problems, Resolved: ev.Resolved, Clusters: ev.Clusters}
+	return &Rules{Routes: routes, Problems: problems, Unresolved: ev.Unresolved, Clusters: ev.Clusters}
 }
 
 // GRPCRoute translates a GRPCRoute's rules. gRPC is HTTP/2 with the method
 // in the path ("/package.Service/Method"), so its rules become HTTP routes
 // on the same virtual hosts as HTTPRoutes, to clusters that speak HTTP/2.
 func GRPCRoute(e env.Env, names *backend.Names, gr *gatewayv1.GRPCRoute) *Rules {
-	ev := backend.NewResolver(e, names, gr.Generation)
+	ev := backend.NewResolver(e, names)
 	routes, problems := translateRules("grpcroute", gr.Namespace, gr.Name, gr.Spec.Rules,
 		func(rule *gatewayv1.GRPCRouteRule) (*gatewayv1.SectionName, []gatewayv1.GRPCRouteMatch) {
 			return rule.Name, rule.Matches
 		},
 		func(i int, rule *gatewayv1.GRPCRouteRule) (*ir.Route, error) { return grpcAction(ev, gr, i, rule) },
 		grpcMatch)
-	return &Rules{Routes: routes, Problems: problems, Resolved: ev.Resolved, Clusters: ev.Clusters}
+	return &Rules{Routes: routes, Problems: problems, Unresolved: ev.Unresolved, Clusters: ev.Clusters}
 }
