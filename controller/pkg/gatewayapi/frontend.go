@@ -50,7 +50,7 @@ func (t *gatewayTranslator) checkFrontendValidation(l *listener) {
 	for _, ref := range v.CACertificateRefs {
 		name, ca, err := t.resolveCA(ref)
 		if err != nil {
-			l.conds.Report(err)
+			l.report(err)
 			continue
 		}
 		cv.CARefs = append(cv.CARefs, name)
@@ -60,7 +60,7 @@ func (t *gatewayTranslator) checkFrontendValidation(l *listener) {
 		}
 	}
 	if len(cv.CARefs) == 0 {
-		l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonNoValidCACertificate,
+		l.refuse(gatewayv1.ListenerConditionAccepted, gatewayv1.ListenerReasonNoValidCACertificate,
 			"none of the client certificate validation's caCertificateRefs (spec.tls.frontend) resolves: see ResolvedRefs")
 		return
 	}

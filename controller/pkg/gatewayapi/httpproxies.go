@@ -178,21 +178,17 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 			if _, found := out[rk].Valid.GetError(contourv1.ConditionTypeTLSError); found {
 				break // the tree's own check said what is wrong with the Secret
 			}
-			for _, c := range l.conds.Items {
-				if c.Status == metav1.ConditionFalse && (c.Type == string(gatewayv1.ListenerConditionAccepted) || c.Type == string(gatewayv1.ListenerConditionResolvedRefs)) ||
-					c.Status == metav1.ConditionTrue && c.Type == string(gatewayv1.ListenerConditionConflicted) {
-					typ, reason := contourv1.ConditionTypeTLSError, "SecretNotValid"
-					switch {
-					case c.Type == string(gatewayv1.ListenerConditionConflicted):
-						// Another object's listener has the host: the
-						// message names it.
-						typ, reason = contourv1.ConditionTypeVirtualHostError, c.Reason
-					case c.Reason == string(gatewayv1.ListenerReasonRefNotPermitted):
-						reason = "DelegationNotPermitted"
-					}
-					own(rk).Valid.AddErrorf(typ, reason, "TLS virtual host %s: %s", l.hostname, c.Message)
-					break
+			if p := l.servingProblem(); p != nil {
+				typ, reason := contourv1.ConditionTypeTLSError, "SecretNotValid"
+				switch {
+				case p.Type == gatewayv1.ListenerConditionConflicted:
+					// Another object's listener has the host: the
+					// message names it.
+					typ, reason = contourv1.ConditionTypeVirtualHostError, string(p.Reason)
+				case p.Reason == gatewayv1.ListenerReasonRefNotPermitted:
+					reason = "DelegationNotPermitted"
 				}
+				own(rk).Valid.AddErrorf(typ, reason, "TLS virtual host %s: %s", l.hostname, p.Message)
 			}
 		}
 		t.state.Shadowed(o, func(h string, r *ir.Route, by *metav1.ObjectMeta) {

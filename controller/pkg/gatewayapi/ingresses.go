@@ -187,11 +187,9 @@ func (t *gatewayTranslator) ingressListenerProblems(s *listenerSet) {
 		return
 	}
 	for _, l := range s.listeners {
-		for _, c := range l.conds.Items {
-			bad := c.Type == string(gatewayv1.ListenerConditionConflicted) && c.Status == metav1.ConditionTrue ||
-				(c.Type == string(gatewayv1.ListenerConditionAccepted) || c.Type == string(gatewayv1.ListenerConditionResolvedRefs)) && c.Status == metav1.ConditionFalse
-			if bad {
-				is.problem(fmt.Sprintf("TLS host %s: %s", l.hostname, c.Message))
+		for _, p := range l.problems {
+			if servingTypes[p.Type] {
+				is.problem(fmt.Sprintf("TLS host %s: %s", l.hostname, p.Message))
 			}
 		}
 	}

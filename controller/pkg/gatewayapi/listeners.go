@@ -34,17 +34,23 @@ type listener struct {
 	clientValidation *ir.ClientValidation
 	// badCertificates says a certificateRef did not resolve.
 	badCertificates bool
-	conds           listenerConditions
-	attached        int32
+	// problems are why the listener cannot be served as written, one per
+	// condition type, in the order found; conds is its status, rendered
+	// from them once validation ends (renderConditions). What other
+	// objects say of the listener (an HTTPProxy's, an Ingress's status)
+	// is worded from its problems, never read back from conds.
+	problems []*listenerProblem
+	conds    listenerConditions
+	attached int32
 }
 
 // usable reports whether routes may attach and traffic may flow. Route
 // kinds it does not support make ResolvedRefs false but leave the listener
 // serving the kinds it does; a certificate it cannot use does not.
 func (l *listener) usable() bool {
-	return l.conds.IsTrue(gatewayv1.ListenerConditionAccepted) &&
+	return !l.has(gatewayv1.ListenerConditionAccepted) &&
 		!l.badCertificates && len(l.kinds) > 0 &&
-		!l.conds.IsTrue(gatewayv1.ListenerConditionConflicted)
+		!l.has(gatewayv1.ListenerConditionConflicted)
 }
 
 // terminatesTLS reports whether the listener terminates TLS: HTTPS, or TLS
@@ -106,14 +112,14 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 		if spec.Hostname != nil {
 			l.hostname = string(*spec.Hostname)
 			if err := validate.Hostname(l.hostname, true); err != nil {
-				l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue, err.Error())
+				l.refuse(gatewayv1.ListenerConditionAccepted, gatewayv1.ListenerReasonUnsupportedValue, err.Error())
 			}
 		}
 		ls[i] = l
 		checkAllowedNamespaces(l)
 		t.checkProtocol(l)
 		if err, refused := mapping.Refused[int32(spec.Port)]; refused {
-			l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonPortUnavailable, err.Error())
+			l.refuse(gatewayv1.ListenerConditionAccepted, gatewayv1.ListenerReasonPortUnavailable, err.Error())
 		} else {
 			l.containerPort = mapping.Container[int32(spec.Port)]
 		}
@@ -126,16 +132,78 @@ func (t *gatewayTranslator) validateListeners() []*listener {
 	checkConflicts(ls)
 	checkOverlappingTLS(ls)
 	for _, l := range ls {
-		l.conds.Set(gatewayv1.ListenerConditionAccepted, true, gatewayv1.ListenerReasonAccepted, "Listener is valid")
-		l.conds.Set(gatewayv1.ListenerConditionResolvedRefs, true, gatewayv1.ListenerReasonResolvedRefs, "All references are resolved")
-		l.conds.Set(gatewayv1.ListenerConditionConflicted, false, gatewayv1.ListenerReasonNoConflicts, "No conflicts")
-		if l.usable() {
-			l.conds.Set(gatewayv1.ListenerConditionProgrammed, true, gatewayv1.ListenerReasonProgrammed, "Listener is programmed")
-		} else {
-			l.conds.Set(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonInvalid, "Listener is not programmed: see its other conditions")
-		}
+		l.renderConditions()
 	}
 	return ls
+}
+
+// refuse records a problem of typ unless the listener has one of that type
+// already: the first found is the one reported.
+func (l *listener) refuse(typ gatewayv1.ListenerConditionType, reason gatewayv1.ListenerConditionReason, msg string) {
+	if !l.has(typ) {
+		l.problems = append(l.problems, &listenerProblem{Type: typ, Reason: reason, Message: msg})
+	}
+}
+
+// report records p, adding its message to a problem of its type found
+// before, so that a person sees every one at once.
+func (l *listener) report(p *listenerProblem) {
+	for i, q := range l.problems {
+		if q.Type == p.Type {
+			l.problems[i] = q.Join(p)
+			return
+		}
+	}
+	l.problems = append(l.problems, p)
+}
+
+// has reports whether the listener has a problem of typ.
+func (l *listener) has(typ gatewayv1.ListenerConditionType) bool {
+	return slices.ContainsFunc(l.problems, func(p *listenerProblem) bool { return p.Type == typ })
+}
+
+// servingTypes are the types of the problems that keep a listener from
+// serving (a conflict, a listener or reference that cannot be used), as
+// opposed to a warning (OverlappingTLSConfig) or their consequence
+// (Programmed).
+var servingTypes = map[gatewayv1.ListenerConditionType]bool{
+	gatewayv1.ListenerConditionAccepted:     true,
+	gatewayv1.ListenerConditionResolvedRefs: true,
+	gatewayv1.ListenerConditionConflicted:   true,
+}
+
+// servingProblem is the first problem found that keeps the listener from
+// serving, or nil.
+func (l *listener) servingProblem() *listenerProblem {
+	for _, p := range l.problems {
+		if servingTypes[p.Type] {
+			return p
+		}
+	}
+	return nil
+}
+
+// problemTrue are the condition types whose problems are reported True:
+// the others are healthy when True.
+var problemTrue = map[gatewayv1.ListenerConditionType]bool{
+	gatewayv1.ListenerConditionConflicted:           true,
+	gatewayv1.ListenerConditionOverlappingTLSConfig: true,
+}
+
+// renderConditions writes the listener's status from its problems, in the
+// order found, and the healthy conditions of the types without one.
+func (l *listener) renderConditions() {
+	for _, p := range l.problems {
+		l.conds.Add(p.Type, problemTrue[p.Type], p.Reason, p.Message)
+	}
+	l.conds.Set(gatewayv1.ListenerConditionAccepted, true, gatewayv1.ListenerReasonAccepted, "Listener is valid")
+	l.conds.Set(gatewayv1.ListenerConditionResolvedRefs, true, gatewayv1.ListenerReasonResolvedRefs, "All references are resolved")
+	l.conds.Set(gatewayv1.ListenerConditionConflicted, false, gatewayv1.ListenerReasonNoConflicts, "No conflicts")
+	if l.usable() {
+		l.conds.Set(gatewayv1.ListenerConditionProgrammed, true, gatewayv1.ListenerReasonProgrammed, "Listener is programmed")
+	} else {
+		l.conds.Set(gatewayv1.ListenerConditionProgrammed, false, gatewayv1.ListenerReasonInvalid, "Listener is not programmed: see its other conditions")
+	}
 }
 
 // checkAllowedNamespaces refuses a listener whose allowedRoutes select
@@ -151,12 +219,12 @@ func checkAllowedNamespaces(l *listener) {
 		return
 	}
 	if ns.Selector == nil {
-		l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
+		l.refuse(gatewayv1.ListenerConditionAccepted, gatewayv1.ListenerReasonUnsupportedValue,
 			"allowedRoutes.namespaces.from is Selector and allowedRoutes.namespaces.selector is not set")
 		return
 	}
 	if _, err := metav1.LabelSelectorAsSelector(ns.Selector); err != nil {
-		l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
+		l.refuse(gatewayv1.ListenerConditionAccepted, gatewayv1.ListenerReasonUnsupportedValue,
 			fmt.Sprintf("allowedRoutes.namespaces.selector is invalid: %v", err))
 	}
 }
@@ -166,7 +234,7 @@ func checkAllowedNamespaces(l *listener) {
 func (t *gatewayTranslator) checkProtocol(l *listener) {
 	all, ok := routeKinds[l.spec.Protocol]
 	if !ok {
-		l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedProtocol,
+		l.refuse(gatewayv1.ListenerConditionAccepted, gatewayv1.ListenerReasonUnsupportedProtocol,
 			fmt.Sprintf("protocol %q is not supported; use HTTP, HTTPS, TLS, TCP or UDP", l.spec.Protocol))
 		return
 	}
@@ -184,7 +252,7 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 			l.kinds = append(l.kinds, gatewayv1.RouteGroupKind{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: k})
 		}
 		if len(kinds) == 0 {
-			l.conds.Report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidRouteKinds,
+			l.report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidRouteKinds,
 				fmt.Sprintf("the cluster does not serve %v at version %s (install the Gateway API CRDs that have it)", unserved, gatewayv1.GroupVersion.Version)))
 		}
 		return
@@ -206,7 +274,7 @@ func (t *gatewayTranslator) checkProtocol(l *listener) {
 		if len(unserved) > 0 {
 			msg += fmt.Sprintf(" (the cluster does not serve %v at version %s)", unserved, gatewayv1.GroupVersion.Version)
 		}
-		l.conds.Report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidRouteKinds, msg))
+		l.report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidRouteKinds, msg))
 	}
 }
 
@@ -246,7 +314,7 @@ func checkConflicts(ls []*listener) {
 		}
 		checkOwnConflicts(own)
 		for _, l := range own {
-			if !l.conds.IsTrue(gatewayv1.ListenerConditionConflicted) {
+			if !l.has(gatewayv1.ListenerConditionConflicted) {
 				kept = append(kept, l)
 			}
 		}
@@ -328,9 +396,9 @@ func checkOwnConflicts(ls []*listener) {
 // ListenerSetHostnameConflict) requires the conflict's reason there too,
 // and the suite decides.
 func markConflicted(l *listener, reason gatewayv1.ListenerConditionReason, msg string) {
-	l.conds.Set(gatewayv1.ListenerConditionConflicted, true, reason, msg)
-	l.conds.Set(gatewayv1.ListenerConditionAccepted, false, reason, msg)
-	l.conds.Set(gatewayv1.ListenerConditionProgrammed, false, reason, msg)
+	l.refuse(gatewayv1.ListenerConditionConflicted, reason, msg)
+	l.refuse(gatewayv1.ListenerConditionAccepted, reason, msg)
+	l.refuse(gatewayv1.ListenerConditionProgrammed, reason, msg)
 }
 
 func names(ls []*listener) string {
@@ -348,7 +416,7 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 		return
 	}
 	if l.spec.TLS == nil {
-		l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
+		l.refuse(gatewayv1.ListenerConditionAccepted, gatewayv1.ListenerReasonUnsupportedValue,
 			fmt.Sprintf("a %s listener needs tls", p))
 		return
 	}
@@ -358,14 +426,14 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 	}
 	if mode == gatewayv1.TLSModePassthrough {
 		if p == gatewayv1.HTTPSProtocolType {
-			l.conds.Set(gatewayv1.ListenerConditionAccepted, false, gatewayv1.ListenerReasonUnsupportedValue,
+			l.refuse(gatewayv1.ListenerConditionAccepted, gatewayv1.ListenerReasonUnsupportedValue,
 				"tls.mode Passthrough is not allowed on an HTTPS listener; use protocol TLS")
 		}
 		return
 	}
 	if len(l.spec.TLS.CertificateRefs) == 0 {
 		l.badCertificates = true
-		l.conds.Report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
+		l.report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef,
 			"tls.certificateRefs is empty; a terminating listener needs a certificate"))
 		return
 	}
@@ -373,7 +441,7 @@ func (t *gatewayTranslator) checkTLS(l *listener) {
 		name, err := t.resolveCertificate(ref, t.ownerOf(l))
 		if err != nil {
 			l.badCertificates = true
-			l.conds.Report(err)
+			l.report(err)
 			continue
 		}
 		l.certificates = append(l.certificates, name)
@@ -441,8 +509,8 @@ func checkOverlappingTLS(ls []*listener) {
 			}
 			if hostname.Matches(a.hostname, b.hostname) || hostname.Matches(b.hostname, a.hostname) {
 				for _, l := range []*listener{a, b} {
-					l.conds.Problem(gatewayv1.ListenerConditionOverlappingTLSConfig, true, gatewayv1.ListenerReasonOverlappingHostnames,
-						fmt.Sprintf("hostname %q overlaps another TLS listener's on port %d", l.hostname, l.spec.Port))
+					l.report(&listenerProblem{Type: gatewayv1.ListenerConditionOverlappingTLSConfig, Reason: gatewayv1.ListenerReasonOverlappingHostnames,
+						Message: fmt.Sprintf("hostname %q overlaps another TLS listener's on port %d", l.hostname, l.spec.Port)})
 				}
 			}
 		}
