@@ -20,14 +20,6 @@ import (
 // first.
 func (t *gatewayTranslator) ensureCluster(s backend.ClusterSpec) {
 	if s.Rejected {
-		switch {
-		case s.XBackend != nil:
-			t.backendAncestor(s.XBackend)
-		case s.Absent != nil:
-			t.targetNotFound(*s.Absent)
-		default:
-			t.policyAncestor(s.TLS)
-		}
 		return
 	}
 	if _, done := t.clusters[s.Name]; done {
@@ -69,13 +61,9 @@ func (t *gatewayTranslator) ensureCluster(s backend.ClusterSpec) {
 			tls.ClientCertificate = t.backendCert
 			c.TLS = &tls
 		}
-		t.policyAncestor(s.TLS)
 	}
-	if p := t.traffic[key(s.Service.Namespace, s.Service.Name)]; p != nil && !c.UDP {
-		if p.Budget != nil {
-			c.CircuitBreakers.RetryBudget = *p.Budget
-		}
-		t.trafficAncestor(p)
+	if p := t.traffic[key(s.Service.Namespace, s.Service.Name)]; p != nil && !c.UDP && p.Budget != nil {
+		c.CircuitBreakers.RetryBudget = *p.Budget
 	}
 	t.clusters[s.Name] = c
 }
@@ -192,5 +180,31 @@ func (t *gatewayTranslator) buildExternal(name string, x *backend.ExternalBacken
 		c.TLS = &tls
 	}
 	t.clusters[name] = c
-	t.backendAncestor(x)
+}
+
+// reportPolicies records this Gateway among the ancestors of what its
+// clusters use: the BackendTLSPolicies, XBackendTrafficPolicies and
+// XBackends (with their conditions), and, for a Service that does not
+// exist, the policies targeting it (TargetNotFound). Building clusters
+// writes no status; this is where cluster specs reach it.
+func (t *gatewayTranslator) reportPolicies(specs []backend.ClusterSpec) {
+	for _, s := range specs {
+		switch {
+		case s.XBackend != nil:
+			t.backendAncestor(s.XBackend)
+		case s.Rejected && s.Absent != nil:
+			t.targetNotFound(*s.Absent)
+		case s.Rejected || s.Service == nil:
+			if s.TLS != nil {
+				t.policyAncestor(s.TLS)
+			}
+		default:
+			if s.TLS != nil {
+				t.policyAncestor(s.TLS)
+			}
+			if p := t.traffic[key(s.Service.Namespace, s.Service.Name)]; p != nil && s.Protocol != corev1.ProtocolUDP {
+				t.trafficAncestor(p)
+			}
+		}
+	}
 }

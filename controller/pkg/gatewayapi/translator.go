@@ -277,18 +277,20 @@ func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gateway
 // buildClusters builds the clusters the state's routes use, on every
 // translation, from this snapshot's endpoints.
 func (t *gatewayTranslator) buildClusters() {
-	var shared []backend.ClusterSpec
+	var specs, shared []backend.ClusterSpec
 	for spec := range t.state.Clusters() {
 		if spec.Shares != nil {
 			shared = append(shared, spec)
 			continue
 		}
-		t.ensureCluster(spec)
+		specs = append(specs, spec)
 	}
 	// After their members.
-	for _, spec := range shared {
+	specs = append(specs, shared...)
+	for _, spec := range specs {
 		t.ensureCluster(spec)
 	}
+	t.reportPolicies(specs)
 }
 
 // defaultProfile is the profile of a Gateway that has none.
