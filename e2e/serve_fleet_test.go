@@ -18,10 +18,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/e2e/harness"
@@ -241,9 +243,22 @@ func TestServeLeaderElection(t *testing.T) {
 	if err := env.Client.Get(ctx, keyOf(ns, "isobar-controller-web"), lease); err != nil {
 		t.Fatalf("the leader election Lease: %v", err)
 	}
-	if ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	if holder == "" {
 		t.Fatal("the Lease has no holder")
 	}
+	// As controller-runtime's own leader election, the leader tells on
+	// the Lease that it became the leader.
+	eventually(t, 30*time.Second, "a LeaderElection Event on the Lease", func() bool {
+		var events corev1.EventList
+		if err := env.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+			return e.InvolvedObject.Kind == "Lease" && e.InvolvedObject.Name == "isobar-controller-web" && e.Reason == "LeaderElection" &&
+				strings.Contains(e.Message, holder+" became leader")
+		})
+	})
 
 	if code, err := replicas[0].proc.Stop(20 * time.Second); err != nil || code != 0 {
 		t.Fatalf("stopping a replica: %d, %v", code, err)

@@ -5,17 +5,20 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -26,7 +29,7 @@ import (
 // gone when its Pod is (goneLeader). Without a Pod name it is the host
 // name and a unique suffix, as controller-runtime's default, since
 // several processes may share a host.
-func leaderLock(cfg *rest.Config, lease types.NamespacedName, podName string) (resourcelock.Interface, error) {
+func leaderLock(cfg *rest.Config, lease types.NamespacedName, podName string, events resourcelock.EventRecorder) (resourcelock.Interface, error) {
 	identity := podName
 	if identity == "" {
 		host, err := os.Hostname()
@@ -44,7 +47,32 @@ func leaderLock(cfg *rest.Config, lease types.NamespacedName, podName string) (r
 		return nil, fmt.Errorf("leader election client: %w", err)
 	}
 	return resourcelock.New(resourcelock.LeasesResourceLock, lease.Namespace, lease.Name, cs.CoreV1(), cs.CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: identity})
+		resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: events})
+}
+
+// leaderEvents records the leader election's Events ("<replica> became
+// leader", on the Lease) through the manager's recorder, as
+// controller-runtime's own lock does. The lock is made before the manager,
+// which makes the recorder, so it is set once the manager exists; Events
+// before that are not recorded.
+type leaderEvents struct {
+	mu sync.Mutex
+	r  record.EventRecorder
+}
+
+func (e *leaderEvents) set(r record.EventRecorder) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.r = r
+}
+
+func (e *leaderEvents) Eventf(obj runtime.Object, eventType, reason, message string, args ...any) {
+	e.mu.Lock()
+	r := e.r
+	e.mu.Unlock()
+	if r != nil {
+		r.Eventf(obj, eventType, reason, message, args...)
+	}
 }
 
 // goneLeader frees the leader Lease of a replica whose Pod no longer

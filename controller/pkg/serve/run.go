@@ -171,8 +171,9 @@ func Run(ctx context.Context, o Options) error {
 	drawn := &servedGraph{}
 	leLease := types.NamespacedName{Namespace: leNS, Name: leID}
 	var lock resourcelock.Interface
+	leaderEvents := &leaderEvents{}
 	if o.LeaderElect {
-		if lock, err = leaderLock(cfg, leLease, os.Getenv("POD_NAME")); err != nil {
+		if lock, err = leaderLock(cfg, leLease, os.Getenv("POD_NAME"), leaderEvents); err != nil {
 			return err
 		}
 	}
@@ -199,6 +200,9 @@ func Run(ctx context.Context, o Options) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	if lock != nil {
+		leaderEvents.set(mgr.GetEventRecorderFor(lock.Identity())) //nolint:staticcheck // leader election takes the core/v1 recorder, as controller-runtime's own lock does
 	}
 
 	if err := mgr.Add(watch); err != nil {
