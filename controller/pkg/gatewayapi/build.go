@@ -16,7 +16,7 @@ import (
 // virtual host for its own hostname even without routes, so that requests
 // for it get a 404 there instead of reaching a less specific listener's
 // routes.
-func (t *gatewayTranslator) build() *ir.Gateway {
+func (t *gatewayTranslator) build(svc profileServices) *ir.Gateway {
 	t.state.Prepare()
 	for _, l := range t.listeners {
 		if l.usable() && l.spec.Protocol == gatewayv1.TLSProtocolType && l.set != nil && l.set.proxy != nil {
@@ -58,7 +58,7 @@ func (t *gatewayTranslator) build() *ir.Gateway {
 			}
 		}
 	}
-	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name, RateLimit: t.rateLimit, Tracing: t.tracer, ExtAuth: t.extAuth}
+	g := &ir.Gateway{Name: t.gw.Namespace + "/" + t.gw.Name, RateLimit: svc.rateLimit, Tracing: svc.tracing, ExtAuth: svc.extAuth}
 	t.state.Build(g)
 	g.ExtAuthHeaders = extAuthHeaders(g)
 	for _, c := range t.clusters {

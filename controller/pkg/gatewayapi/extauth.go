@@ -21,15 +21,13 @@ const defaultMaxRequestBytes = 1024
 // ExtensionService cannot be used, which the Gateway's status says; its
 // checks then fail, and requests are denied unless failOpen) and the
 // default policy.
-func (t *gatewayTranslator) globalExtAuth() {
-	t.extAuth, t.extAuthProblem = nil, ""
+func (t *gatewayTranslator) globalExtAuth() (a *ir.GlobalExtAuth, problem string) {
 	s := t.profile.GlobalExtAuth
 	if s == nil {
-		return
+		return nil, ""
 	}
-	cluster, authority, timeout, msg := t.extensionServer(s.ExtensionService, "extauth")
-	t.extAuthProblem = msg
-	a := &ir.GlobalExtAuth{Server: ir.ExtAuth{GRPC: true, Cluster: cluster, Authority: authority, Timeout: timeout, FailOpen: s.FailOpen}}
+	cluster, authority, timeout, problem := t.extensionServer(s.ExtensionService, "extauth")
+	a = &ir.GlobalExtAuth{Server: ir.ExtAuth{GRPC: true, Cluster: cluster, Authority: authority, Timeout: timeout, FailOpen: s.FailOpen}}
 	if s.ResponseTimeout != nil {
 		a.Server.Timeout = s.ResponseTimeout.Duration
 	}
@@ -40,18 +38,19 @@ func (t *gatewayTranslator) globalExtAuth() {
 		a.Server.MaxBody = cmp.Or(b.MaxRequestBytes, defaultMaxRequestBytes)
 		a.Server.WholeBody, a.Server.BodyAsBytes = !b.AllowPartialMessage, b.PackAsBytes
 	}
-	t.extAuth = a
+	return a, problem
 }
 
 // setExtAuthCondition says whether the Gateway's routes can be checked;
-// a Gateway without a global authorization server has no such condition.
-func (t *gatewayTranslator) setExtAuthCondition(c *gatewayConditions) {
+// problem, from globalExtAuth, says why not; a Gateway without a global
+// authorization server has no such condition.
+func (t *gatewayTranslator) setExtAuthCondition(c *gatewayConditions, problem string) {
 	switch s := t.profile.GlobalExtAuth; {
 	case s == nil:
-	case t.extAuthProblem != "" && s.FailOpen:
-		c.Set(ConditionExternalAuthorization, false, "ExtensionServiceNotUsable", "runtimeSettings.globalExtAuth: "+t.extAuthProblem+"; requests go through unchecked (failOpen)")
-	case t.extAuthProblem != "":
-		c.Set(ConditionExternalAuthorization, false, "ExtensionServiceNotUsable", "runtimeSettings.globalExtAuth: "+t.extAuthProblem+"; requests it would check are denied (403)")
+	case problem != "" && s.FailOpen:
+		c.Set(ConditionExternalAuthorization, false, "ExtensionServiceNotUsable", "runtimeSettings.globalExtAuth: "+problem+"; requests go through unchecked (failOpen)")
+	case problem != "":
+		c.Set(ConditionExternalAuthorization, false, "ExtensionServiceNotUsable", "runtimeSettings.globalExtAuth: "+problem+"; requests it would check are denied (403)")
 	default:
 		c.Set(ConditionExternalAuthorization, true, "Checked", "ExtensionService "+s.ExtensionService.Namespace+"/"+s.ExtensionService.Name+" checks the requests of every route that does not opt out")
 	}

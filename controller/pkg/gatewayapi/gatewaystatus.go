@@ -13,7 +13,7 @@ import (
 // writeGatewayStatus records the Gateway's conditions and its listeners'.
 // The Gateway's Programmed condition is not the translation's alone:
 // package programmed sets it, from these conditions and the data plane.
-func (t *gatewayTranslator) writeGatewayStatus() {
+func (t *gatewayTranslator) writeGatewayStatus(svc profileServices) {
 	st := &gatewayv1.GatewayStatus{}
 	if attached := t.writeListenerSetStatus(); !t.env.Unserved("ListenerSet") {
 		// Reported where ListenerSets can exist.
@@ -53,8 +53,8 @@ func (t *gatewayTranslator) writeGatewayStatus() {
 			fmt.Sprintf("client certificate validation lets in clients without a valid certificate (AllowInsecureFallback): %s", strings.Join(insecure, ", ")))
 	}
 	t.setDefaultCondition(&c)
-	t.setTracingCondition(&c)
-	t.setExtAuthCondition(&c)
+	t.setTracingCondition(&c, svc.tracingProblem)
+	t.setExtAuthCondition(&c, svc.extAuthProblem)
 	st.Conditions = c.Sorted()
 	t.status.Gateways[types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name}] = st
 }

@@ -222,11 +222,10 @@ func (t *gatewayTranslator) reportHTTPProxies() {
 // Gateway's connection managers, when it serves HTTPProxies: the service
 // and its cluster, one without endpoints when its ExtensionService cannot
 // be used (the proxies with descriptors say why).
-func (t *gatewayTranslator) rateLimitService() {
-	t.rateLimit = nil
+func (t *gatewayTranslator) rateLimitService() *ir.RateLimitService {
 	s := t.proxyOptions.RateLimitService
 	if s == nil || len(t.proxies) == 0 {
-		return
+		return nil
 	}
 	svc, clusters, msg := httpproxy.RateLimitService(t.env, &t.cache.Names, s)
 	for _, c := range clusters {
@@ -235,11 +234,11 @@ func (t *gatewayTranslator) rateLimitService() {
 	if msg != "" {
 		t.clusters[svc.Cluster] = &ir.Cluster{Name: svc.Cluster, HTTP2: true}
 	}
-	t.rateLimit = svc
 	k := key(s.ExtensionService.Namespace, s.ExtensionService.Name)
 	if x, ok := t.env.ExtensionService(k.Namespace, k.Name); ok {
 		t.status.ExtensionServices[k] = httpproxy.ExtensionStatus(t.env, nil, x)
 	}
+	return svc
 }
 
 // reportExtensionServices writes the status of the ExtensionServices the

@@ -25,18 +25,16 @@ const (
 // its collector's cluster (one without endpoints when the ExtensionService
 // cannot be used, which the Gateway's status says), the sampling and the
 // spans' attributes.
-func (t *gatewayTranslator) tracing() {
-	t.tracer, t.tracingProblem = nil, ""
+func (t *gatewayTranslator) tracing() (tr *ir.Tracing, problem string) {
 	s := t.profile.Tracing
 	if s == nil {
-		return
+		return nil, ""
 	}
-	cluster, authority, timeout, msg := t.extensionServer(s.ExtensionService, "tracing")
-	t.tracingProblem = msg
+	cluster, authority, timeout, problem := t.extensionServer(s.ExtensionService, "tracing")
 	// The profile was validated when it was read.
 	sampling, _ := s.Sampling()
 	client, random, _ := s.ClientAndRandomSampling()
-	tr := &ir.Tracing{
+	tr = &ir.Tracing{
 		Cluster: cluster, Authority: authority, Timeout: timeout,
 		ServiceName: cmp.Or(s.ServiceName, defaultTracingService), Sampling: sampling, ClientSampling: client, RandomSampling: random,
 		MaxPathTagLength: cmp.Or(s.MaxPathTagLength, defaultMaxPathTagLength),
@@ -49,16 +47,17 @@ func (t *gatewayTranslator) tracing() {
 	for _, c := range s.CustomTags {
 		tr.Tags = append(tr.Tags, ir.TracingTag{Name: c.TagName, Literal: c.Literal, Header: c.RequestHeaderName})
 	}
-	t.tracer = tr
+	return tr, problem
 }
 
 // setTracingCondition says whether the Gateway's spans reach the
-// collector; a Gateway without tracing has no such condition.
-func (t *gatewayTranslator) setTracingCondition(c *gatewayConditions) {
+// collector (problem, from tracing, says why not); a Gateway without
+// tracing has no such condition.
+func (t *gatewayTranslator) setTracingCondition(c *gatewayConditions, problem string) {
 	switch s := t.profile.Tracing; {
 	case s == nil:
-	case t.tracingProblem != "":
-		c.Set(ConditionTracing, false, "ExtensionServiceNotUsable", "runtimeSettings.tracing: "+t.tracingProblem+"; spans are dropped")
+	case problem != "":
+		c.Set(ConditionTracing, false, "ExtensionServiceNotUsable", "runtimeSettings.tracing: "+problem+"; spans are dropped")
 	default:
 		c.Set(ConditionTracing, true, "Tracing", "spans of sampled requests go to ExtensionService "+s.ExtensionService.Namespace+"/"+s.ExtensionService.Name)
 	}

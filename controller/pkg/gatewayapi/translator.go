@@ -201,17 +201,6 @@ type gatewayTranslator struct {
 	// Gateway's spec.tls.backend), backendCertErr why there is none.
 	backendCert    string
 	backendCertErr *gatewayProblem
-	// rateLimit is the rate limit service of every connection manager;
-	// nil for none.
-	rateLimit *ir.RateLimitService
-	// tracer is what every connection manager gets of the profile's
-	// tracing, and tracingProblem why its collector cannot be used.
-	tracer         *ir.Tracing
-	tracingProblem string
-	// extAuth is what every route gets of the profile's global
-	// authorization, and extAuthProblem why its server cannot be used.
-	extAuth        *ir.GlobalExtAuth
-	extAuthProblem string
 	// traffic are the XBackendTrafficPolicies that apply, by Service.
 	traffic map[types.NamespacedName]*backendtraffic.Policy
 }
@@ -222,13 +211,24 @@ func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewaySta
 	t.translateListeners(res)
 	t.attachRoutes(res, prev)
 	t.buildClusters()
-	t.rateLimitService()
-	t.tracing()
-	t.globalExtAuth()
+	svc := profileServices{rateLimit: t.rateLimitService()}
+	svc.tracing, svc.tracingProblem = t.tracing()
+	svc.extAuth, svc.extAuthProblem = t.globalExtAuth()
 	t.status.addGatewayRoutes(t.state.Routes())
-	g := t.build()
-	t.writeGatewayStatus()
+	g := t.build(svc)
+	t.writeGatewayStatus(svc)
 	return g
+}
+
+// profileServices are the services of the Gateway's profile that every
+// connection manager uses, and why each cannot be used (empty when it
+// can): what the Gateway's IR carries and its status says.
+type profileServices struct {
+	rateLimit      *ir.RateLimitService
+	tracing        *ir.Tracing
+	tracingProblem string
+	extAuth        *ir.GlobalExtAuth
+	extAuthProblem string
 }
 
 // translateListeners validates the Gateway's listeners and those of the
