@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,7 @@ import (
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/namedwatch"
+	"isobar.dev/controller/pkg/resources"
 	"isobar.dev/controller/pkg/xds"
 	"isobar.dev/controller/pkg/xdsserver"
 )
@@ -115,11 +117,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		result = r.stage1.Translate(res)
 	}
 	endpointNamespaces.Set(float64(len(r.endpoints.Namespaces())))
-	if r.drawn != nil {
-		r.drawn.set(res, result.Status)
-	}
-	r.unserved.update(log, res, tgt, r.opts.ControllerName)
-	r.proxyGauges.set(countProxies(result.Status.HTTPProxies, res.HTTPProxies))
+	// What is told beside the configuration (what no Gateway serves, the
+	// HTTPProxy gauges, the drawing) walks every object: after the push,
+	// so that it never delays one.
+	defer r.tell(log, res, tgt, result)
 	if len(result.Gateways) == 0 {
 		r.clusters = nil
 		if r.opts.Gateway.Name != "" {
@@ -167,6 +168,15 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// push to Envoy.
 	r.status.set(&statusWork{target: tgt, status: result.Status})
 	return ctrl.Result{}, nil
+}
+
+// tell reports what a pass found beside the configuration it pushed.
+func (r *reconciler) tell(log logr.Logger, res *resources.Resources, tgt target.Target, result *gatewayapi.Result) {
+	if r.drawn != nil {
+		r.drawn.set(res, result.Status)
+	}
+	r.unserved.update(log, res, tgt, r.opts.ControllerName)
+	r.proxyGauges.set(countProxies(result.Status.HTTPProxies, res.HTTPProxies))
 }
 
 // servedGeneration is a generation of a Gateway (by UID) the xDS server
