@@ -34,15 +34,15 @@ func routeStubs(gw types.NamespacedName) toolscache.TransformFunc {
 		if !ok {
 			return obj, nil
 		}
-		spec := routeSpec(o)
-		if spec == nil || spec.defaulted || mayAttach(spec.parentRefs, o.GetNamespace(), gw) {
+		spec, ok := routeSpec(o)
+		if !ok || spec.defaulted || mayAttach(spec.parentRefs, o.GetNamespace(), gw) {
 			return obj, nil
 		}
 		if _, done := o.GetAnnotations()[stubParents]; done && spec.isStub() {
 			return obj, nil // a stub already: the informer may transform an object twice
 		}
 		parents := unserved.ParentsOf(o.GetNamespace(), spec.parentRefs, spec.defaulted)
-		spec.stub()
+		stubRoute(o)
 		kept := notOnlyGateways
 		if !parents.Other {
 			names := make([]string, len(parents.Gateways))
@@ -71,8 +71,8 @@ const (
 // when they are not known (a stub whose route named something else than a
 // Gateway).
 func routeParents(o client.Object) (unserved.Parents, bool) {
-	spec := routeSpec(o)
-	if spec == nil {
+	spec, ok := routeSpec(o)
+	if !ok {
 		return unserved.Parents{}, false
 	}
 	if !spec.isStub() {
@@ -126,30 +126,48 @@ func mayAttach(refs []gatewayv1.ParentReference, ns string, gw types.NamespacedN
 	return false
 }
 
-// routeParts is a route's parentRefs, whether it asks for the default
-// Gateways, and how to make it a stub.
+// routeParts is a route's parentRefs and whether it asks for the default
+// Gateways. It is read for every route on every pass (routeParents), so
+// it is a value, with nothing to allocate.
 type routeParts struct {
 	parentRefs []gatewayv1.ParentReference
 	defaulted  bool
-	stub       func()
 }
 
 // isStub reports whether the route is kept as a stub (or attaches
 // nowhere, which a stub cannot be told from).
-func (p *routeParts) isStub() bool { return len(p.parentRefs) == 0 && !p.defaulted }
+func (p routeParts) isStub() bool { return len(p.parentRefs) == 0 && !p.defaulted }
 
-func routeSpec(o client.Object) *routeParts {
+// routeSpec is the routeParts of a route of any kind; false for an object
+// that is not a route.
+func routeSpec(o client.Object) (routeParts, bool) {
 	switch r := o.(type) {
 	case *gatewayv1.HTTPRoute:
-		return &routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll, func() { *r = gatewayv1.HTTPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
+		return routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll}, true
 	case *gatewayv1.GRPCRoute:
-		return &routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll, func() { *r = gatewayv1.GRPCRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
+		return routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll}, true
 	case *gatewayv1.TLSRoute:
-		return &routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll, func() { *r = gatewayv1.TLSRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
+		return routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll}, true
 	case *gatewayv1.TCPRoute:
-		return &routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll, func() { *r = gatewayv1.TCPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
+		return routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll}, true
 	case *gatewayv1.UDPRoute:
-		return &routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll, func() { *r = gatewayv1.UDPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)} }}
+		return routeParts{r.Spec.ParentRefs, r.Spec.UseDefaultGateways == gatewayv1.GatewayDefaultScopeAll}, true
 	}
-	return nil
+	return routeParts{}, false
+}
+
+// stubRoute makes a route a stub: its kind and stubMeta, nothing else.
+func stubRoute(o client.Object) {
+	switch r := o.(type) {
+	case *gatewayv1.HTTPRoute:
+		*r = gatewayv1.HTTPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)}
+	case *gatewayv1.GRPCRoute:
+		*r = gatewayv1.GRPCRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)}
+	case *gatewayv1.TLSRoute:
+		*r = gatewayv1.TLSRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)}
+	case *gatewayv1.TCPRoute:
+		*r = gatewayv1.TCPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)}
+	case *gatewayv1.UDPRoute:
+		*r = gatewayv1.UDPRoute{TypeMeta: r.TypeMeta, ObjectMeta: stubMeta(r.ObjectMeta)}
+	}
 }

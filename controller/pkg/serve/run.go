@@ -372,8 +372,8 @@ func (r *reconciler) setup(mgr ctrl.Manager, served kindSet) error {
 	// its change (another Gateway's, cached as a stub, and not asking for
 	// the default Gateways), changes nothing this controller serves.
 	mine := func(o client.Object) bool {
-		p := routeSpec(o)
-		return r.opts.Gateway.Name == "" || p == nil || p.defaulted || mayAttach(p.parentRefs, o.GetNamespace(), r.opts.Gateway)
+		p, ok := routeSpec(o)
+		return r.opts.Gateway.Name == "" || !ok || p.defaulted || mayAttach(p.parentRefs, o.GetNamespace(), r.opts.Gateway)
 	}
 	specOrStatus := handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -365,7 +365,7 @@ func (w *statusWriter) writeRoute(ctx context.Context, k gatewayapi.RouteKey, pa
 		statusChecks.WithLabelValues(k.Kind).Inc()
 		key := client.ObjectKey{Namespace: k.Namespace, Name: k.Name}
 		err := reader.Get(ctx, key, obj)
-		if p := routeSpec(obj); err == nil && reader != w.live && p != nil && p.isStub() {
+		if p, ok := routeSpec(obj); err == nil && reader != w.live && ok && p.isStub() {
 			// A stub (routeStubs) keeps no status: the route left us, and
 			// our entries are removed from what the API server holds.
 			err = w.live.Get(ctx, key, obj)
