@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -58,18 +59,16 @@ func Kinds(dc discovery.DiscoveryInterface, want []schema.GroupVersionKind) (Set
 // network partition, a node restarting everything at once) waits for it
 // instead of exiting into a restart loop whose back-off outlasts the
 // outage. A refusal (401, 403) is a configuration error and returned at
-// once. Each failed attempt is given to failed with the wait before the
-// next one, which doubles from a second to 16 seconds.
-func Await(ctx context.Context, dc discovery.DiscoveryInterface, want []schema.GroupVersionKind, failed func(err error, wait time.Duration)) (Set, error) {
+// once. Each failed attempt is logged with the wait before the next one,
+// which doubles from a second to 16 seconds.
+func Await(ctx context.Context, dc discovery.DiscoveryInterface, want []schema.GroupVersionKind, log logr.Logger) (Set, error) {
 	wait := time.Second
 	for {
 		set, err := Kinds(dc, want)
 		if err == nil || apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 			return set, err
 		}
-		if failed != nil {
-			failed(err, wait)
-		}
+		log.Info("the API server does not answer; waiting for it", "error", err.Error(), "retryIn", wait.String())
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("waiting for the API server: %w", err)

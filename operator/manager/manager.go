@@ -160,9 +160,7 @@ func Run(o Options) error {
 	// changes.
 	want := append(required, provision.OptionalKinds...)
 	ctx := ctrl.SetupSignalHandler()
-	have, err := served.Await(ctx, dc, want, func(err error, wait time.Duration) {
-		log.Info("the API server does not answer; waiting for it", "error", err.Error(), "retryIn", wait.String())
-	})
+	have, err := served.Await(ctx, dc, want, log)
 	if ctx.Err() != nil {
 		return nil // stopped while waiting
 	}

@@ -192,17 +192,17 @@ func (t *gatewayTranslator) reportPolicies(specs []backend.ClusterSpec) {
 		switch {
 		case s.XBackend != nil:
 			t.backendAncestor(s.XBackend)
+			continue
 		case s.Rejected && s.Absent != nil:
 			t.targetNotFound(*s.Absent)
-		case s.Rejected || s.Service == nil:
-			if s.TLS != nil {
-				t.policyAncestor(s.TLS)
-			}
-		default:
-			if s.TLS != nil {
-				t.policyAncestor(s.TLS)
-			}
-			if p := t.traffic[key(s.Service.Namespace, s.Service.Name)]; p != nil && s.Protocol != corev1.ProtocolUDP {
+			continue
+		}
+		if s.TLS != nil {
+			t.policyAncestor(s.TLS)
+		}
+		// The retry budget applies to the cluster of a Service used.
+		if !s.Rejected && s.Service != nil && s.Protocol != corev1.ProtocolUDP {
+			if p := t.traffic[key(s.Service.Namespace, s.Service.Name)]; p != nil {
 				t.trafficAncestor(p)
 			}
 		}

@@ -92,9 +92,7 @@ func servedKinds(ctx context.Context, log logr.Logger, dc discovery.DiscoveryInt
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	have, err := served.Await(ctx, dc, want, func(err error, wait time.Duration) {
-		log.Info("the API server does not answer; waiting for it", "error", err.Error(), "retryIn", wait.String())
-	})
+	have, err := served.Await(ctx, dc, want, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
