@@ -2,6 +2,7 @@ package env_test
 
 import (
 	"go/types"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -150,4 +151,46 @@ func isIndex(obj types.Object) bool {
 	}
 	n, ok := rt.(*types.Named)
 	return ok && n.Obj().Name() == "Index"
+}
+
+// The Gateway API's translator knows no other routing API: the
+// processors of HTTPProxy and Ingress are its peers, which the
+// orchestrator (package translate) passes in, so that an API's selection,
+// attachment and status live in its processor alone. The test fails when
+// package gatewayapi imports another API's package, directly or not, or
+// when its code names HTTPProxy or Ingress.
+func TestGatewayAPIKnowsNoOtherAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the packages with go list")
+	}
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps | packages.NeedFiles, Dir: "."}
+	pkgs, err := packages.Load(cfg, "isobar.dev/controller/pkg/gatewayapi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if packages.PrintErrors(pkgs) > 0 || len(pkgs) != 1 {
+		t.Fatal("package gatewayapi did not load")
+	}
+	others := []string{"isobar.dev/controller/pkg/ingress", "isobar.dev/controller/pkg/httpproxy", "isobar.dev/controller/pkg/translate"}
+	for _, path := range importPaths(pkgs[0]) {
+		for _, other := range others {
+			if path == other || strings.HasPrefix(path, other+"/") {
+				t.Errorf("package gatewayapi imports %s", path)
+			}
+		}
+	}
+	if len(pkgs[0].GoFiles) == 0 {
+		t.Fatal("package gatewayapi has no files: the test no longer looks where the code is")
+	}
+	for _, f := range pkgs[0].GoFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "HTTPProxy") || strings.Contains(line, "Ingress") {
+				t.Errorf("%s:%d names another routing API: %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
 }

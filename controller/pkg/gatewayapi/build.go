@@ -8,7 +8,6 @@ import (
 
 	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/hostname"
-	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -19,10 +18,10 @@ import (
 func (t *gatewayTranslator) build(svc profileServices) *ir.Gateway {
 	t.state.Prepare()
 	for _, l := range t.listeners {
-		if l.usable() && l.spec.Protocol == gatewayv1.TLSProtocolType && l.set != nil && l.set.proxy != nil {
-			// A root HTTPProxy's passthrough virtual host: a chain of its
-			// own once its tree is attached.
-			if tls := t.proxyChainTLS(l); tls != nil && tls.TCP != nil {
+		if l.usable() && l.spec.Protocol == gatewayv1.TLSProtocolType && peerSet(l) != nil {
+			// A processor's object's TLS host passed through: a chain
+			// of its own once the object is attached.
+			if tls := chainTLS(l); tls != nil && tls.TCP != nil {
 				tb := t.table(l)
 				tb.Listeners = append(tb.Listeners, engine.HTTPSListener{Hostname: l.hostname, TLS: tls})
 			}
@@ -32,7 +31,7 @@ func (t *gatewayTranslator) build(svc profileServices) *ir.Gateway {
 			tb := t.table(l)
 			tb.Host(hostname.OrAny(l.hostname), l.certificates)
 			if l.spec.Protocol == gatewayv1.HTTPSProtocolType {
-				hl := engine.HTTPSListener{Hostname: l.hostname, Certs: l.certificates, TLS: t.proxyChainTLS(l)}
+				hl := engine.HTTPSListener{Hostname: l.hostname, Certs: l.certificates, TLS: chainTLS(l)}
 				if hl.TLS != nil && hl.TLS.Fallback {
 					tb.Fallback = t.fallbackCertificate(l)
 				}
@@ -45,16 +44,17 @@ func (t *gatewayTranslator) build(svc profileServices) *ir.Gateway {
 			}
 		}
 	}
-	if t.ingressShape != nil {
-		// Envoy names are those of Contour's design for multiple listeners.
+	if t.names != nil {
 		for _, l := range t.gw.Spec.Listeners {
 			tb, ok := t.state.Tables()[engine.TableKey{Port: l.Port}]
 			switch {
 			case !ok:
 			case tb.Family() == engine.FamilyHTTP:
-				tb.Names = &engine.Names{Listener: ingress.EnvoyHTTP}
+				n := t.names.HTTP
+				tb.Names = &n
 			case tb.HTTPS():
-				tb.Names = &engine.Names{Listener: ingress.EnvoyHTTPS, Routes: "https"}
+				n := t.names.HTTPS
+				tb.Names = &n
 			}
 		}
 	}
@@ -72,11 +72,11 @@ func (t *gatewayTranslator) build(svc profileServices) *ir.Gateway {
 	return g
 }
 
-// fallbackCertificate resolves the profile's fallback certificate for the
-// root HTTPProxy of l, which checked that it may use it; "" when it cannot
-// be resolved (the root's status says why).
+// fallbackCertificate resolves the fallback certificate of the
+// processor's object of l, which checked that it may use it; "" when it
+// cannot be resolved (the object's status says why).
 func (t *gatewayTranslator) fallbackCertificate(l *listener) string {
-	fb := t.proxyOptions.FallbackCertificate
+	fb := peerSet(l).Fallback
 	if fb == nil {
 		return ""
 	}
@@ -88,18 +88,11 @@ func (t *gatewayTranslator) fallbackCertificate(l *listener) string {
 	return name
 }
 
-// proxyChainTLS is what the root HTTPProxy of l, a TLS virtual host's
-// listener, asks of its chain, as its attached tree found it; or the
-// Ingress of l, one of its TLS hosts' listeners.
-func (t *gatewayTranslator) proxyChainTLS(l *listener) *ir.ChainTLS {
-	if l.set != nil && l.set.ingress != nil {
-		return ingress.ChainTLS(l.set.ingress)
-	}
-	if l.set == nil || l.set.proxy == nil {
-		return nil
-	}
-	if o := t.state.Applied(&l.set.proxy.ObjectMeta); o != nil {
-		return o.Detail.chainTLS
+// chainTLS is what the processor's object of l, one of its TLS hosts'
+// listeners, asks of the listener's chain.
+func chainTLS(l *listener) *ir.ChainTLS {
+	if s := peerSet(l); s != nil && s.ChainTLS != nil {
+		return s.ChainTLS()
 	}
 	return nil
 }

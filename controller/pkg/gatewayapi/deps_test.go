@@ -16,6 +16,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/engine"
+	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -517,53 +518,68 @@ spec:
 	}
 }
 
-// A root HTTPProxy's status write (a new object at the same generation)
-// keeps its tree's outcome, as an HTTPRoute's does: our own status writes
-// after every change must not translate every tree again.
-func TestProxyStatusWriteKeepsOutcome(t *testing.T) {
+// A processor's route whose selection is Rekeyed keeps its outcome over a
+// status write (a new object at the same generation), as an HTTPRoute
+// does: our own status writes after every change must not translate every
+// HTTPProxy tree again. One that is not Rekeyed (an Ingress, whose routes
+// change with its annotations) is attached again.
+func TestProcessorStatusWriteKeepsOutcome(t *testing.T) {
 	const in = depsClass + `---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: infra}
 spec: {gatewayClassName: isobar, listeners: [{name: ingress-http, protocol: HTTP, port: 80, allowedRoutes: {namespaces: {from: All}}}]}
 ---
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {name: isobar, annotations: {ingressclass.kubernetes.io/is-default-class: "true"}}
-spec:
-  controller: isobar.dev/gateway-controller
-  parameters: {apiGroup: gateway.networking.k8s.io, kind: Gateway, name: gw, namespace: infra, scope: Namespace}
----
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: root, namespace: app, uid: root-uid, generation: 1}
 spec:
   virtualhost: {fqdn: app.example.com}
-  routes: [{services: [{name: app, port: 80}]}]
 `
-	res := &resources.Resources{}
-	if _, err := res.Load("proxy", strings.NewReader(in)); err != nil {
-		t.Fatal(err)
-	}
-	tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
-	gw := k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}
-	tr.Translate(res)
-	for _, tc := range []struct {
-		what string
-		edit func(*contourv1.HTTPProxy)
-		kept bool
-	}{
-		{"a status write", func(p *contourv1.HTTPProxy) { p.Status.CurrentStatus = "valid" }, true},
-		{"a new generation", func(p *contourv1.HTTPProxy) { p.Generation++ }, false},
-	} {
-		before := tr.states[gw].Applied(&res.HTTPProxies[0].ObjectMeta)
-		c := res.HTTPProxies[0].DeepCopy()
-		tc.edit(c)
-		res.HTTPProxies = []*contourv1.HTTPProxy{c}
-		tr.Translate(res)
-		after := tr.states[gw].Applied(&c.ObjectMeta)
-		if before == nil || after == nil || (after == before) != tc.kept {
-			t.Errorf("%s: the tree's outcome kept: %t, want %t", tc.what, after == before, tc.kept)
+	for _, rekeyed := range []bool{true, false} {
+		res := &resources.Resources{}
+		if _, err := res.Load("proxy", strings.NewReader(in)); err != nil {
+			t.Fatal(err)
+		}
+		tr := NewTranslator(Options{ControllerName: "isobar.dev/gateway-controller"})
+		gw := k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}
+		p := &routesProcessor{rekeyed: rekeyed}
+		tr.Translate(res, p)
+		for _, tc := range []struct {
+			what string
+			edit func(*contourv1.HTTPProxy)
+			kept bool
+		}{
+			{"a status write", func(p *contourv1.HTTPProxy) { p.Status.CurrentStatus = "valid" }, rekeyed},
+			{"a new generation", func(p *contourv1.HTTPProxy) { p.Generation++ }, false},
+		} {
+			before := tr.states[gw].Applied(&res.HTTPProxies[0].ObjectMeta)
+			c := res.HTTPProxies[0].DeepCopy()
+			tc.edit(c)
+			res.HTTPProxies = []*contourv1.HTTPProxy{c}
+			tr.Translate(res, p)
+			after := tr.states[gw].Applied(&c.ObjectMeta)
+			if before == nil || after == nil || (after == before) != tc.kept {
+				t.Errorf("rekeyed %t, %s: the outcome kept: %t (attached: %t, %t), want %t", rekeyed, tc.what, after == before, before != nil, after != nil, tc.kept)
+			}
 		}
 	}
 }
+
+// routesProcessor attaches every HTTPProxy of the snapshot as a route
+// that adds nothing.
+type routesProcessor struct{ rekeyed bool }
+
+func (p *routesProcessor) ForGateway(*Gateway) GatewayProcessor { return p }
+
+func (p *routesProcessor) Select(res *resources.Resources) Selection {
+	sel := Selection{Kind: "HTTPProxy", Source: engine.FromHTTPProxy, Rekeyed: p.rekeyed}
+	for _, r := range res.HTTPProxies {
+		sel.Routes = append(sel.Routes, &r.ObjectMeta)
+	}
+	return sel
+}
+
+func (p *routesProcessor) Attach(*Outcome, *metav1.ObjectMeta) {}
+func (p *routesProcessor) Report()                             {}
+func (p *routesProcessor) RateLimit() *ir.RateLimitService     { return nil }

@@ -58,7 +58,7 @@ func (t *gatewayTranslator) attachRequestRoute(r route, rank int32, translate fu
 // this translation or this Gateway's previous state holds them and none of
 // their deps changed.
 func (t *gatewayTranslator) cachedRules(o *outcome, translate func(env.Env) *routerule.Rules) *routerule.Rules {
-	var prev *engine.State[*detail]
+	var prev *engine.State[any]
 	if t.prev != nil {
 		prev = t.prev.State
 	}

@@ -36,9 +36,9 @@ type listener struct {
 	badCertificates bool
 	// problems are why the listener cannot be served as written, one per
 	// condition type, in the order found; conds is its status, rendered
-	// from them once validation ends (renderConditions). What other
-	// objects say of the listener (an HTTPProxy's, an Ingress's status)
-	// is worded from its problems, never read back from conds.
+	// from them once validation ends (renderConditions). What a
+	// processor's object says of the listener in its own status is worded
+	// from its problems, never read back from conds.
 	problems []*listenerProblem
 	conds    listenerConditions
 	attached int32
@@ -270,10 +270,8 @@ func describe(l *listener) string {
 	switch {
 	case l.set == nil:
 		return fmt.Sprintf("Gateway listener %q", l.spec.Name)
-	case l.set.ingress != nil:
-		return fmt.Sprintf("the TLS host %s of Ingress %s/%s", l.hostname, l.set.meta.Namespace, l.set.meta.Name)
-	case l.set.proxy != nil:
-		return fmt.Sprintf("the TLS virtual host %s of HTTPProxy %s/%s", l.hostname, l.set.meta.Namespace, l.set.meta.Name)
+	case l.set.peer != nil:
+		return fmt.Sprintf("the %s %s of %s %s/%s", l.set.peer.Noun, l.hostname, l.set.peer.Kind, l.set.meta.Namespace, l.set.meta.Name)
 	}
 	return fmt.Sprintf("listener %q of ListenerSet %s/%s", l.spec.Name, l.set.meta.Namespace, l.set.meta.Name)
 }
@@ -399,15 +397,8 @@ func (t *gatewayTranslator) resolveCertificate(ref gatewayv1.SecretObjectReferen
 			fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name))
 	}
 	if ns != from.namespace && !t.env.Granted(refgrant.From{Group: from.group, Kind: from.kind, Namespace: from.namespace}, ns, refgrant.To{Kind: "Secret", Name: string(ref.Name)}) {
-		grant := "ReferenceGrant"
-		switch from.kind {
-		case "HTTPProxy":
-			grant = "TLSCertificateDelegation"
-		case "Ingress":
-			grant = "TLSCertificateDelegation or ReferenceGrant"
-		}
 		return "", condition.UnresolvedListenerRef(gatewayv1.ListenerReasonRefNotPermitted,
-			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no %s in namespace %s allows it", ns, ref.Name, grant, ns))
+			fmt.Sprintf("certificateRef to Secret %s/%s is not permitted: no %s in namespace %s allows it", ns, ref.Name, from.grant, ns))
 	}
 	secret, ok := t.env.Secret(ns, string(ref.Name))
 	if !ok {

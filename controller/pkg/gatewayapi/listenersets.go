@@ -5,36 +5,28 @@ import (
 	"strconv"
 	"strings"
 
-	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
-
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/listenerset"
-	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/resources"
 )
 
 // listenerSet is a ListenerSet whose parentRef names the Gateway being
-// translated, allowed to attach or not, or the listeners of an Ingress's
-// TLS hosts.
+// translated, allowed to attach or not, or a processor's object's TLS
+// hosts (peer).
 type listenerSet struct {
-	// meta is the ListenerSet's, or the Ingress's.
-	meta    *metav1.ObjectMeta
-	entries []gatewayv1.ListenerEntry
-	// ingress is the Ingress whose TLS hosts the set's listeners are, for
-	// the listeners of one; proxy the root HTTPProxy whose TLS virtual host
-	// its listener is, for the listener of one.
-	ingress    *networkingv1.Ingress
-	proxy      *contourv1.HTTPProxy
+	// meta is the ListenerSet's, or the processor's object's.
+	meta       *metav1.ObjectMeta
+	entries    []gatewayv1.ListenerEntry
+	peer       *Set
 	notAllowed string      // why the Gateway does not allow it, or ""
 	listeners  []*listener // in spec order; none when not allowed
 }
 
 // isListenerSet says the set is a ListenerSet object's.
-func (s *listenerSet) isListenerSet() bool { return s.ingress == nil && s.proxy == nil }
+func (s *listenerSet) isListenerSet() bool { return s.peer == nil }
 
 // ListenerSetStatus is the status of a ListenerSet whose parentRef names a
 // translated Gateway: the controller serving that Gateway writes it whole.
@@ -43,23 +35,24 @@ type ListenerSetStatus struct {
 	Status  gatewayv1.ListenerSetStatus
 }
 
-// owner is what owns a listener's references: the Gateway or a ListenerSet.
+// owner is what owns a listener's references: the Gateway, a ListenerSet
+// or a processor's object; grant names what may allow it a certificate in
+// another namespace.
 type owner struct {
 	group, kind string
 	namespace   string
+	grant       string
 }
 
 // ownerOf returns the owner of l (the Gateway for nil or its own listeners).
 func (t *gatewayTranslator) ownerOf(l *listener) owner {
 	switch {
 	case l == nil || l.set == nil:
-		return owner{group: gatewayv1.GroupName, kind: "Gateway", namespace: t.gw.Namespace}
-	case l.set.ingress != nil:
-		return owner{group: string(ingress.ParentGroup), kind: string(ingress.ParentKind), namespace: l.set.meta.Namespace}
-	case l.set.proxy != nil:
-		return owner{group: contourv1.GroupName, kind: "HTTPProxy", namespace: l.set.meta.Namespace}
+		return owner{group: gatewayv1.GroupName, kind: "Gateway", namespace: t.gw.Namespace, grant: "ReferenceGrant"}
+	case l.set.peer != nil:
+		return owner{group: l.set.peer.Group, kind: l.set.peer.Kind, namespace: l.set.meta.Namespace, grant: l.set.peer.Grant}
 	}
-	return owner{group: gatewayv1.GroupName, kind: "ListenerSet", namespace: l.set.meta.Namespace}
+	return owner{group: gatewayv1.GroupName, kind: "ListenerSet", namespace: l.set.meta.Namespace, grant: "ReferenceGrant"}
 }
 
 func (t *gatewayTranslator) generationOf(s *listenerSet) int64 {
@@ -127,9 +120,6 @@ func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS stri
 func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 	var attached int32
 	for _, s := range t.sets {
-		if s.ingress != nil {
-			t.ingressListenerProblems(s)
-		}
 		if !s.isListenerSet() {
 			continue
 		}

@@ -4,32 +4,18 @@ import (
 	"maps"
 	"slices"
 
-	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/env"
-	"isobar.dev/controller/pkg/httpproxy"
-	"isobar.dev/controller/pkg/ir"
 )
 
 // An outcome is what attaching one route object to this Gateway did (see
-// engine.Outcome), with what the processor of its kind keeps beside.
-type outcome = engine.Outcome[*detail]
-
-// detail is what an Ingress's or a root HTTPProxy's outcome keeps beside
-// the engine's: problems are an Ingress's, for its Events, or what
-// attaching a root HTTPProxy found; proxyStatuses are the statuses of the
-// proxies of a root's tree, and chainTLS what its TLS virtual host asks of
-// its filter chain.
-type detail struct {
-	problems      []string
-	proxyStatuses []httpproxy.ProxyStatus
-	chainTLS      *ir.ChainTLS
-}
+// engine.Outcome), with what the processor of its kind keeps beside (a
+// processor's own type; nil for the Gateway API's routes).
+type outcome = Outcome
 
 // envFor returns the Env attaching a route reads through: recording in its
 // outcome, or in nothing kept where o is nil (kindConflicts asks what a
@@ -63,14 +49,14 @@ type gatewayContext struct {
 // attached with.
 type gatewayState struct {
 	ctx gatewayContext
-	*engine.State[*detail]
+	*engine.State[any]
 	lost map[*metav1.ObjectMeta]map[int]string
 }
 
 // newGatewayState returns an empty state sized for the given number of
 // routes.
 func newGatewayState(ctx gatewayContext, listeners, routes int) *gatewayState {
-	return &gatewayState{ctx: ctx, State: engine.NewState[*detail](listeners, routes)}
+	return &gatewayState{ctx: ctx, State: engine.NewState[any](listeners, routes)}
 }
 
 func (t *gatewayTranslator) context(prev *gatewayState) gatewayContext {
@@ -103,16 +89,15 @@ func sameSpec(a, b *gatewayv1.Gateway) bool {
 // or winning or losing a hostname to a route of the other kind added, then
 // attaches the routes it has not seen and those. Takeaways come first
 // because a changed route's old and new objects share a status key. The
-// Ingresses the Gateway serves are attached last, as routes of lower
-// precedence (see source).
+// processors' routes are attached last, as routes of lower precedence
+// (see engine.Source).
 //
 // TLS, TCP and UDP routes are taken back and attached again all together
 // when any of them needs it: which of them holds a listener or a server
 // name depends on the others (the oldest keeps it). A new object of one at
 // the same generation (a status write) is no such need: it keeps its
-// outcome, as an HTTPRoute does (rekey), and so does a root HTTPProxy,
-// whose tree is its spec's and what it read. An Ingress is never rekeyed:
-// its routes change with its annotations, at the same generation.
+// outcome, as an HTTPRoute does (rekey), and so does a processor's route
+// whose selection says so (Rekeyed).
 func (t *gatewayTranslator) update() {
 	s := t.state
 	s.Begin(t.slots)
@@ -132,17 +117,26 @@ func (t *gatewayTranslator) update() {
 	newHTTP, seenHTTP := engine.Unseen(s.State, stale, t.httpRoutes, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 	newGRPC, seenGRPC := engine.Unseen(s.State, stale, t.grpcRoutes, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 	newStreams, seenStreams := engine.Unseen(s.State, stale, t.streams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
-	newIngresses, seenIngresses := engine.Unseen(s.State, stale, t.ingresses, func(i *networkingv1.Ingress) *metav1.ObjectMeta { return &i.ObjectMeta })
-	newRoots, seenRoots := engine.Unseen(s.State, stale, t.roots, func(p *contourv1.HTTPProxy) *metav1.ObjectMeta { return &p.ObjectMeta })
+	seen := seenHTTP + seenGRPC + seenStreams
+	newPeers := make([][]*metav1.ObjectMeta, len(t.selections))
+	for i, sel := range t.selections {
+		var n int
+		newPeers[i], n = engine.Unseen(s.State, stale, sel.Routes, func(m *metav1.ObjectMeta) *metav1.ObjectMeta { return m })
+		seen += n
+	}
 	tookBackStream := false
-	if seenHTTP+seenGRPC+seenStreams+seenIngresses+seenRoots < s.Len() {
-		replaced := replacements(stale, newHTTP, newGRPC, newStreams, newRoots)
+	if seen < s.Len() {
+		replaced := replacements(stale, newHTTP, newGRPC, newStreams, t.selections, newPeers)
 		tookBackStream = s.Sweep(stale, replaced)
 		if len(replaced) > 0 {
 			newHTTP = engine.NotApplied(s.State, newHTTP, func(r *gatewayv1.HTTPRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 			newGRPC = engine.NotApplied(s.State, newGRPC, func(r *gatewayv1.GRPCRoute) *metav1.ObjectMeta { return &r.ObjectMeta })
 			newStreams = engine.NotApplied(s.State, newStreams, func(r *streamRoute) *metav1.ObjectMeta { return r.meta })
-			newRoots = engine.NotApplied(s.State, newRoots, func(p *contourv1.HTTPProxy) *metav1.ObjectMeta { return &p.ObjectMeta })
+			for i, sel := range t.selections {
+				if sel.Rekeyed {
+					newPeers[i] = engine.NotApplied(s.State, newPeers[i], func(m *metav1.ObjectMeta) *metav1.ObjectMeta { return m })
+				}
+			}
 		}
 	}
 	// A stream route whose object was only replaced keeps its outcome, and
@@ -168,18 +162,15 @@ func (t *gatewayTranslator) update() {
 			t.attachGRPCRoute(r.grpc, int32(i))
 		}
 	}
-	// Then the routing APIs of lower precedence (see engine.Source): the
-	// root HTTPProxies, then the Ingresses, each oldest first.
+	// Then the routing APIs of lower precedence (see engine.Source), in
+	// the processors' order, each's oldest first.
 	rank := int32(len(fresh))
-	slices.SortFunc(newRoots, func(a, b *contourv1.HTTPProxy) int { return engine.CompareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
-	for _, p := range newRoots {
-		t.attachHTTPProxy(p, rank)
-		rank++
-	}
-	slices.SortFunc(newIngresses, func(a, b *networkingv1.Ingress) int { return engine.CompareRoutes(&a.ObjectMeta, &b.ObjectMeta) })
-	for _, ing := range newIngresses {
-		t.attachIngress(ing, rank)
-		rank++
+	for i, p := range t.procs {
+		slices.SortFunc(newPeers[i], engine.CompareRoutes)
+		for _, m := range newPeers[i] {
+			t.attachPeer(p, &t.selections[i], m, rank)
+			rank++
+		}
 	}
 	if streamsChanged {
 		for _, r := range t.streams {
@@ -221,8 +212,13 @@ type newRoute struct {
 // replacements are the new objects of routes that may be replacing an
 // object of the same route in the state, by route: those whose deps did
 // not change.
-func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute, grpc []*gatewayv1.GRPCRoute, streams []*streamRoute, roots []*contourv1.HTTPProxy) map[engine.RouteKey]*metav1.ObjectMeta {
-	n := len(http) + len(grpc) + len(streams) + len(roots)
+func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute, grpc []*gatewayv1.GRPCRoute, streams []*streamRoute, sels []Selection, peers [][]*metav1.ObjectMeta) map[engine.RouteKey]*metav1.ObjectMeta {
+	n := len(http) + len(grpc) + len(streams)
+	for i, sel := range sels {
+		if sel.Rekeyed {
+			n += len(peers[i])
+		}
+	}
 	if n == 0 {
 		return nil
 	}
@@ -241,8 +237,12 @@ func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute
 	for _, r := range streams {
 		add(r.kind, r.meta)
 	}
-	for _, r := range roots {
-		add("HTTPProxy", &r.ObjectMeta)
+	for i, sel := range sels {
+		if sel.Rekeyed {
+			for _, m := range peers[i] {
+				add(sel.Kind, m)
+			}
+		}
 	}
 	return out
 }
@@ -252,5 +252,5 @@ func replacements(stale map[*metav1.ObjectMeta]bool, http []*gatewayv1.HTTPRoute
 // is already in the state (a snapshot that lists it twice).
 func (t *gatewayTranslator) record(kind gatewayv1.Kind, meta *metav1.ObjectMeta, rank int32) *outcome {
 	stream := kind == "TLSRoute" || kind == "TCPRoute" || kind == "UDPRoute"
-	return t.state.Record(string(kind), sourceOf(kind), stream, meta, rank)
+	return t.state.Record(string(kind), engine.FromGatewayAPI, stream, meta, rank)
 }

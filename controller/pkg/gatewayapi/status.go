@@ -3,7 +3,6 @@ package gatewayapi
 import (
 	"maps"
 
-	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -36,23 +35,11 @@ type Status struct {
 	// ListenerSets holds the status of each ListenerSet whose parentRef
 	// names a translated Gateway.
 	ListenerSets map[types.NamespacedName]*ListenerSetStatus
-	// Ingresses holds what to report on each Ingress a translated Gateway
-	// serves.
-	Ingresses map[types.NamespacedName]*IngressStatus
-	// HTTPProxies holds the status of each HTTPProxy a translated Gateway
-	// serves.
-	HTTPProxies map[types.NamespacedName]*HTTPProxyStatus
 	// ExtensionServices holds the status of each ExtensionService a
-	// served HTTPProxy authorizes with; it depends on nothing but the
-	// ExtensionService and its Service, so every Gateway writes the same.
+	// Gateway's profile or a processor's object uses; it depends on
+	// nothing but the ExtensionService and its Service, so every Gateway
+	// writes the same.
 	ExtensionServices map[types.NamespacedName]contourv1alpha1.ExtensionServiceStatus
-}
-
-// HTTPProxyStatus is the status of an HTTPProxy the Gateway serves, but
-// the load balancer status, which comes from the Gateway's addresses.
-type HTTPProxyStatus struct {
-	Gateway types.NamespacedName
-	Status  contourv1.HTTPProxyStatus
 }
 
 // RouteKey names a route of any kind.
@@ -67,8 +54,6 @@ func newStatus() *Status {
 		BackendTrafficPolicies: map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
 		Backends:               map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus{},
 		ListenerSets:           map[types.NamespacedName]*ListenerSetStatus{},
-		Ingresses:              map[types.NamespacedName]*IngressStatus{},
-		HTTPProxies:            map[types.NamespacedName]*HTTPProxyStatus{},
 		ExtensionServices:      map[types.NamespacedName]contourv1alpha1.ExtensionServiceStatus{},
 	}
 }

@@ -7,7 +7,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/v1alpha1"
-	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ir"
 )
 
@@ -69,7 +68,7 @@ func (t *gatewayTranslator) setTracingCondition(c *gatewayConditions, problem st
 // writes the ExtensionService's status.
 func (t *gatewayTranslator) extensionServer(ref v1alpha1.ObjectReference, purpose string) (cluster, authority string, timeout time.Duration, msg string) {
 	k := key(ref.Namespace, ref.Name)
-	cluster, authority, timeout, clusters, msg := httpproxy.ExtensionServer(t.env, &t.cache.Names, k, purpose)
+	cluster, authority, timeout, clusters, msg := t.extensions.Server(t.env, &t.cache.Names, k, purpose)
 	for _, c := range clusters {
 		t.ensureCluster(c)
 	}
@@ -77,7 +76,7 @@ func (t *gatewayTranslator) extensionServer(ref v1alpha1.ObjectReference, purpos
 		t.clusters[cluster] = &ir.Cluster{Name: cluster, HTTP2: true}
 	}
 	if x, ok := t.env.ExtensionService(k.Namespace, k.Name); ok {
-		t.status.ExtensionServices[k] = httpproxy.ExtensionStatus(t.env, nil, x)
+		t.status.ExtensionServices[k] = t.extensions.Status(t.env, x)
 	}
 	return cluster, authority, timeout, msg
 }

@@ -1,8 +1,10 @@
-// Package gatewayapi is the first translation stage: Gateway API resources in,
-// the IR of each Gateway and the status of every object out. It is pure: no
-// Kubernetes client, no goroutines, no clock; the same input always gives the
-// same output, so the controller, `isobar-controller translate` and the golden
-// tests share it.
+// Package gatewayapi translates the Gateway API: Gateway API resources in,
+// the IR of each Gateway and the status of every Gateway API object out.
+// It validates each Gateway's listeners and keeps the engine's state of
+// its routes; the processors of the other routing APIs (see Processor)
+// attach their objects to the same listeners and state through it, and
+// package translate runs them together. It is pure: no Kubernetes client,
+// no goroutines, no clock; the same input always gives the same output.
 //
 // The order of work follows the Gateway API: validate each Gateway's
 // listeners (ports, protocols, conflicts, certificates), attach routes to
@@ -11,15 +13,14 @@
 package gatewayapi
 
 import (
+	"cmp"
 	"slices"
 
 	"strings"
 
-	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -30,8 +31,6 @@ import (
 	"isobar.dev/controller/pkg/backendtraffic"
 	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/env"
-	"isobar.dev/controller/pkg/httpproxy"
-	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/resources"
 )
@@ -48,6 +47,9 @@ type Options struct {
 	// is the one way a profile setting reaches translation: the step
 	// that needs a setting reads it from the translator's profile.
 	Profile func(gateway types.NamespacedName) *v1alpha1.RuntimeSettings
+	// Extensions resolve the ExtensionServices a profile names; nil when
+	// no profile names one.
+	Extensions Extensions
 }
 
 // Result is the output of a translation.
@@ -56,12 +58,6 @@ type Result struct {
 	Gateways []*ir.Gateway
 	// Status holds what the controller would write.
 	Status *Status
-}
-
-// Translate translates res once. A Translator does the same, faster when
-// it translates snapshot after snapshot.
-func Translate(res *resources.Resources, opts Options) *Result {
-	return NewTranslator(opts).Translate(res)
 }
 
 // Translator translates snapshots and remembers, per Gateway, what its
@@ -83,9 +79,11 @@ func NewTranslator(opts Options) *Translator {
 	return &Translator{opts: opts, states: map[types.NamespacedName]*gatewayState{}}
 }
 
-// Translate translates res. It never fails: what cannot be translated is
-// reported in the status of the object at fault, and the rest is translated.
-func (tr *Translator) Translate(res *resources.Resources) *Result {
+// Translate translates res, with the processors of the other routing APIs
+// in precedence order. It never fails: what cannot be translated is
+// reported in the status of the object at fault, and the rest is
+// translated.
+func (tr *Translator) Translate(res *resources.Resources, procs ...Processor) *Result {
 	traffic := backendtraffic.Evaluate(res.BackendTrafficPolicies)
 	idx := env.NewIndex(res, backendtls.Evaluate(res.BackendTLSPolicies)).WithTraffic(backendtraffic.Evaluated(traffic))
 	st := newStatus()
@@ -102,13 +100,13 @@ func (tr *Translator) Translate(res *resources.Resources) *Result {
 	states := map[types.NamespacedName]*gatewayState{}
 	for _, gw := range selectGateways(res, idx, tr.opts) {
 		name := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-		t := &gatewayTranslator{profile: &defaultProfile, newEnv: idx.Env, endpoints: idx.EndpointSlices, status: st, gw: gw, controller: tr.opts.ControllerName, httpRoutes: httpRoutes, grpcRoutes: grpcRoutes, streams: streams, cache: c, traffic: traffic}
+		t := &gatewayTranslator{profile: &defaultProfile, newEnv: idx.Env, endpoints: idx.EndpointSlices, status: st, gw: gw, controller: tr.opts.ControllerName, extensions: tr.opts.Extensions, httpRoutes: httpRoutes, grpcRoutes: grpcRoutes, streams: streams, cache: c, traffic: traffic}
 		if tr.opts.Profile != nil {
 			if p := tr.opts.Profile(name); p != nil {
 				t.profile = p
 			}
 		}
-		out.Gateways = append(out.Gateways, t.translate(res, tr.states[name]))
+		out.Gateways = append(out.Gateways, t.translate(res, tr.states[name], procs))
 		states[name] = t.state
 	}
 	// Gateways no longer translated are forgotten.
@@ -162,6 +160,7 @@ type gatewayTranslator struct {
 	status     *Status
 	gw         *gatewayv1.Gateway
 	controller gatewayv1.GatewayController
+	extensions Extensions
 
 	// httpRoutes and grpcRoutes are the snapshot's routes with parentRefs.
 	httpRoutes []*gatewayv1.HTTPRoute
@@ -177,19 +176,12 @@ type gatewayTranslator struct {
 	// listeners are the Gateway's own, then the allowed sets'.
 	sets      []*listenerSet
 	listeners []*listener
-	// ingressShape is the Gateway's when it has the listeners Ingress
-	// needs (ingress-http, and ingress-https; Envoy names then follow the
-	// design), and ingresses are the Ingresses it serves.
-	ingressShape *ingress.Shape
-	ingresses    []*networkingv1.Ingress
-	// proxies are the HTTPProxies the Gateway serves, roots the root
-	// proxies among them it translates, and duplicates the roots it does
-	// not because another root has their FQDN. proxyOptions and httpsPort
-	// are what translating a root needs.
-	proxies, roots []*contourv1.HTTPProxy
-	duplicates     map[types.NamespacedName]*httpproxy.Status
-	proxyOptions   httpproxy.Options
-	httpsPort      int32
+	// procs are the other routing APIs' processors, in precedence order,
+	// and selections what each serves on the Gateway; names are the Envoy
+	// names of its listeners when one of them fixes them.
+	procs      []GatewayProcessor
+	selections []Selection
+	names      *Names
 	// lost are the listeners where an HTTPRoute or GRPCRoute loses a
 	// hostname to a route of the other kind (kindConflicts).
 	lost     map[*metav1.ObjectMeta]map[int]string
@@ -207,11 +199,17 @@ type gatewayTranslator struct {
 
 // translate translates the Gateway, starting from its previous state when
 // the context is the same.
-func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewayState) *ir.Gateway {
+func (t *gatewayTranslator) translate(res *resources.Resources, prev *gatewayState, procs []Processor) *ir.Gateway {
+	t.procs = t.gatewayProcessors(procs)
 	t.translateListeners(res)
 	t.attachRoutes(res, prev)
 	t.buildClusters()
-	svc := profileServices{rateLimit: t.rateLimitService()}
+	var svc profileServices
+	for _, p := range t.procs {
+		if rl := p.RateLimit(); rl != nil {
+			svc.rateLimit = rl
+		}
+	}
 	svc.tracing, svc.tracingProblem = t.tracing()
 	svc.extAuth, svc.extAuthProblem = t.globalExtAuth()
 	t.status.addGatewayRoutes(t.state.Routes())
@@ -232,7 +230,7 @@ type profileServices struct {
 }
 
 // translateListeners validates the Gateway's listeners and those of the
-// ListenerSets it takes (an Ingress's TLS hosts among them), and resolves
+// ListenerSets it takes (the processors' TLS hosts among them), and resolves
 // its backend client certificate. They are few and validated afresh on
 // every translation, so what they read is not kept.
 func (t *gatewayTranslator) translateListeners(res *resources.Resources) {
@@ -241,14 +239,36 @@ func (t *gatewayTranslator) translateListeners(res *resources.Resources) {
 	t.clusters = map[string]*ir.Cluster{}
 	t.secrets = map[string]*ir.Secret{}
 	t.backendClientCertificate()
-	// On one TLS host an HTTPProxy takes precedence over an Ingress, as on
-	// one route match.
-	t.sets = slices.Concat(t.listenerSets(res), t.proxySets(res), t.ingressSets(res))
+	t.sets = t.listenerSets(res)
+	t.selections = make([]Selection, len(t.procs))
+	for i, p := range t.procs {
+		t.selections[i] = p.Select(res)
+	}
+	// On one TLS host, as on one route match, the object of the API of
+	// higher precedence (engine.Source) wins.
+	order := make([]int, len(t.procs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.selections[a].Source, t.selections[b].Source) })
+	procs, sels := make([]GatewayProcessor, len(order)), make([]Selection, len(order))
+	for i, j := range order {
+		procs[i], sels[i] = t.procs[j], t.selections[j]
+	}
+	t.procs, t.selections = procs, sels
+	for _, sel := range t.selections {
+		for _, s := range sel.Sets {
+			t.sets = append(t.sets, &listenerSet{meta: s.Meta, entries: s.Entries, peer: s})
+		}
+		if sel.Names != nil {
+			t.names = sel.Names
+		}
+	}
 	t.listeners = t.validateListeners()
 }
 
 // attachRoutes brings the Gateway's state up to date with the snapshot's
-// routes of every kind and the Ingresses it serves: attachment to
+// routes of every kind and the processors' routes: attachment to
 // listeners, then each route's rules.
 // The state of the previous translation is kept when its context (see
 // gatewayContext) is this one's; otherwise a new state starts, reusing the
@@ -259,7 +279,7 @@ func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gateway
 	if prev != nil && prev.ctx == ctx {
 		t.state = prev
 	} else {
-		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(t.httpRoutes)+len(t.grpcRoutes)+len(t.streams)+len(t.ingresses)+len(t.roots)), prev
+		t.state, t.prev = newGatewayState(ctx, len(t.listeners), len(t.httpRoutes)+len(t.grpcRoutes)+len(t.streams)+peerRoutes(t.selections)), prev
 	}
 	t.slots = make([]engine.Listener, len(t.listeners))
 	for i, l := range t.listeners {
@@ -270,8 +290,9 @@ func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gateway
 		l.attached = t.state.Attached()[i]
 	}
 	t.prev = nil
-	t.reportIngresses()
-	t.reportHTTPProxies()
+	for _, p := range t.procs {
+		p.Report()
+	}
 }
 
 // buildClusters builds the clusters the state's routes use, on every

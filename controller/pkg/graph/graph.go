@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/translate"
 )
 
 // colors of a node by what its status says.
@@ -41,7 +41,7 @@ func (g *graph) node(id, shape, label, color string) {
 func (g *graph) edge(from, to string) { g.edges[[2]string{from, to}] = true }
 
 // DOT draws the Gateways translated in st with what they serve from res.
-func DOT(res *resources.Resources, st *gatewayapi.Status) []byte {
+func DOT(res *resources.Resources, st *translate.Status) []byte {
 	g := &graph{nodes: map[string]string{}, edges: map[[2]string]bool{}, services: map[types.NamespacedName]bool{}}
 	for _, svc := range res.Services {
 		g.services[types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}] = true
@@ -81,7 +81,7 @@ func listenerID(gw types.NamespacedName, name string) string {
 
 // routes draws the Gateway API routes with a status entry for a drawn
 // Gateway, under the listener their parentRef names (else the Gateway).
-func (g *graph) routes(res *resources.Resources, st *gatewayapi.Status) {
+func (g *graph) routes(res *resources.Resources, st *translate.Status) {
 	type route struct {
 		kind, ns, name string
 		refs           []gatewayv1.BackendObjectReference
@@ -103,7 +103,7 @@ func (g *graph) routes(res *resources.Resources, st *gatewayapi.Status) {
 			func(b gatewayv1.BackendRef) gatewayv1.BackendObjectReference { return b.BackendObjectReference })})
 	}
 	for _, r := range all {
-		parents := st.Routes[gatewayapi.RouteKey{Kind: r.kind, Namespace: r.ns, Name: r.name}]
+		parents := st.Routes[translate.RouteKey{Kind: r.kind, Namespace: r.ns, Name: r.name}]
 		if len(parents) == 0 {
 			continue
 		}
@@ -128,7 +128,7 @@ func (g *graph) routes(res *resources.Resources, st *gatewayapi.Status) {
 }
 
 // ingresses draws the served Ingresses under their Gateway.
-func (g *graph) ingresses(res *resources.Resources, st *gatewayapi.Status) {
+func (g *graph) ingresses(res *resources.Resources, st *translate.Status) {
 	for _, ing := range res.Ingresses {
 		s, ok := st.Ingresses[types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}]
 		if !ok {
@@ -159,7 +159,7 @@ func (g *graph) ingresses(res *resources.Resources, st *gatewayapi.Status) {
 
 // proxies draws the served HTTPProxies: roots under their Gateway, each
 // include under the proxy that includes it.
-func (g *graph) proxies(res *resources.Resources, st *gatewayapi.Status) {
+func (g *graph) proxies(res *resources.Resources, st *translate.Status) {
 	for _, p := range res.HTTPProxies {
 		s, ok := st.HTTPProxies[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}]
 		if !ok {

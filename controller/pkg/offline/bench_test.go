@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/translate"
 	"isobar.dev/controller/pkg/xds"
 )
 
@@ -100,7 +100,7 @@ func BenchmarkTranslate(b *testing.B) {
 // translateUnchecked is what the controller does on every change: both
 // stages, without the validation that tests and translate add.
 func translateUnchecked(b *testing.B, res *resources.Resources) {
-	g := gatewayapi.Translate(res, gatewayapi.Options{ControllerName: DefaultControllerName})
+	g := translate.Translate(res, translate.Options{ControllerName: DefaultControllerName})
 	for _, gw := range g.Gateways {
 		if _, err := xds.NewTranslator(xds.DefaultSettings()).Translate(gw); err != nil {
 			b.Fatal(err)
@@ -189,7 +189,7 @@ func BenchmarkServiceChange(b *testing.B) {
 // translates it again with the same translators, as the controller does on
 // every change.
 func warmTranslators(b *testing.B, res *resources.Resources) func() {
-	stage1 := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: DefaultControllerName})
+	stage1 := translate.NewTranslator(translate.Options{ControllerName: DefaultControllerName})
 	stage2 := xds.NewTranslator(xds.DefaultSettings())
 	translate := func() {
 		g := stage1.Translate(res)

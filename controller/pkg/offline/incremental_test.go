@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/programmed"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/translate"
 	"isobar.dev/controller/pkg/xds"
 )
 
@@ -75,7 +75,7 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 // incremental is the controller's pair of translators, kept across
 // snapshots.
 type incremental struct {
-	stage1 *gatewayapi.Translator
+	stage1 *translate.Translator
 	stage2 map[string]*xds.Translator
 	// prev is the last step's result and what it rendered to when it was
 	// returned, to check that later steps leave it as it was.
@@ -90,7 +90,7 @@ func newIncremental() *incremental {
 	inc := &incremental{stage2: map[string]*xds.Translator{}}
 	o := profileOptions(func() *resources.Resources { return inc.res })
 	o.ControllerName = DefaultControllerName
-	inc.stage1 = gatewayapi.NewTranslator(o)
+	inc.stage1 = translate.NewTranslator(o)
 	return inc
 }
 
@@ -105,7 +105,7 @@ func (inc *incremental) check(t *testing.T, step string, res *resources.Resource
 	}
 	inc.res = res
 	incremental := &Result{Input: res, Gateways: inc.stage1.Translate(res)}
-	programmed.Status(incremental.Gateways.Status, programmed.Acknowledged)
+	programmed.Status(incremental.Gateways.Status.Status, programmed.Acknowledged)
 	for _, g := range incremental.Gateways.Gateways {
 		x, ok := inc.stage2[g.Name]
 		if !ok {
@@ -163,9 +163,9 @@ func TestIncrementalKindConflicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: DefaultControllerName})
-	accepted := func(r *gatewayapi.Result, kind, name string) bool {
-		ps := r.Status.Routes[gatewayapi.RouteKey{Kind: kind, Namespace: "default", Name: name}]
+	tr := translate.NewTranslator(translate.Options{ControllerName: DefaultControllerName})
+	accepted := func(r *translate.Result, kind, name string) bool {
+		ps := r.Status.Routes[translate.RouteKey{Kind: kind, Namespace: "default", Name: name}]
 		return len(ps) == 1 && meta.IsStatusConditionTrue(ps[0].Conditions, "Accepted")
 	}
 	if r := tr.Translate(res); accepted(r, "GRPCRoute", "new-grpc") || !accepted(r, "HTTPRoute", "old-http") {
@@ -173,8 +173,8 @@ func TestIncrementalKindConflicts(t *testing.T) {
 	}
 	res.HTTPRoutes = slices.DeleteFunc(res.HTTPRoutes, func(h *gatewayv1.HTTPRoute) bool { return h.Name == "old-http" })
 	incremental := tr.Translate(res)
-	fresh := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: DefaultControllerName}).Translate(res)
-	for _, r := range []*gatewayapi.Result{incremental, fresh} {
+	fresh := translate.NewTranslator(translate.Options{ControllerName: DefaultControllerName}).Translate(res)
+	for _, r := range []*translate.Result{incremental, fresh} {
 		if !accepted(r, "GRPCRoute", "new-grpc") || accepted(r, "HTTPRoute", "same-kind") {
 			t.Error("with old-http gone, new-grpc (older than same-kind) should be accepted and same-kind lose to it")
 		}

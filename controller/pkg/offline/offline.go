@@ -14,9 +14,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/v1alpha1"
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/programmed"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/translate"
 	"isobar.dev/controller/pkg/xds"
 	"isobar.dev/controller/pkg/xdscheck"
 )
@@ -34,7 +34,7 @@ type Options struct {
 type Result struct {
 	Input    *resources.Resources
 	Skipped  []resources.Skipped
-	Gateways *gatewayapi.Result
+	Gateways *translate.Result
 	// XDS holds each Gateway's Envoy resources, in the order of
 	// Gateways.Gateways.
 	XDS []*xds.Resources
@@ -109,14 +109,14 @@ func Translate(res *resources.Resources, opts Options) (*Result, error) {
 	out := &Result{Input: res}
 	o := profileOptions(func() *resources.Resources { return res })
 	o.ControllerName, o.Gateways = gatewayv1.GatewayController(opts.ControllerName), opts.Gateways
-	out.Gateways = gatewayapi.Translate(res, o)
+	out.Gateways = translate.Translate(res, o)
 	if len(opts.Gateways) == 0 {
 		out.Notes = append(out.Notes, unservedNotes(res, out.Gateways, opts.ControllerName)...)
 	} else {
 		out.Notes = append(out.Notes, chosenNotOurs(res, opts.Gateways, opts.ControllerName)...)
 	}
 	// What the controller sets once the fleet has acknowledged.
-	programmed.Status(out.Gateways.Status, programmed.Acknowledged)
+	programmed.Status(out.Gateways.Status.Status, programmed.Acknowledged)
 	for _, g := range out.Gateways.Gateways {
 		s, note := settings(res, g.Name)
 		if note != "" {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"isobar.dev/controller/pkg/gatewayapi"
-
 	contourv1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -15,6 +13,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/translate"
 )
 
 // BenchmarkHTTPProxyVsHTTPRoute translates the same routes written two
@@ -111,7 +110,7 @@ func sameRoutes(n int, proxies bool) *resources.Resources {
 // routes: the benchmark compares like with like.
 func TestSameRoutes(t *testing.T) {
 	count := func(proxies bool) (hosts, routes int) {
-		g := gatewayapi.Translate(sameRoutes(3, proxies), gatewayapi.Options{ControllerName: DefaultControllerName})
+		g := translate.Translate(sameRoutes(3, proxies), translate.Options{ControllerName: DefaultControllerName})
 		for _, gw := range g.Gateways {
 			for _, l := range gw.Listeners {
 				if l.HTTP == nil {

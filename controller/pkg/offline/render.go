@@ -17,8 +17,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/graph"
+	"isobar.dev/controller/pkg/translate"
 	"isobar.dev/controller/pkg/xds"
 )
 
@@ -146,11 +146,11 @@ func statusObjects(r *Result) []object {
 			Status:   gatewayv1.PolicyStatus{Ancestors: r.Gateways.Status.BackendTLSPolicies[k]}})
 	}
 	routes := r.Gateways.Status.Routes
-	keys := make([]gatewayapi.RouteKey, 0, len(routes))
+	keys := make([]translate.RouteKey, 0, len(routes))
 	for k := range routes {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b gatewayapi.RouteKey) int {
+	slices.SortFunc(keys, func(a, b translate.RouteKey) int {
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	for _, k := range keys {

@@ -8,8 +8,8 @@ import (
 
 	"isobar.dev/api/profile"
 	"isobar.dev/api/v1alpha1"
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/translate"
 	"isobar.dev/controller/pkg/xds"
 )
 
@@ -33,8 +33,8 @@ func settings(res *resources.Resources, gateway string) (xds.Settings, string) {
 // res() give, read at each translation, as the live controller takes
 // them from its profile: a profile that cannot be resolved, or that the
 // controller would refuse, gives the defaults.
-func profileOptions(res func() *resources.Resources) gatewayapi.Options {
-	return gatewayapi.Options{Profile: func(gw types.NamespacedName) *v1alpha1.RuntimeSettings { return validRuntimeSettings(res(), gw) }}
+func profileOptions(res func() *resources.Resources) translate.Options {
+	return translate.Options{Profile: func(gw types.NamespacedName) *v1alpha1.RuntimeSettings { return validRuntimeSettings(res(), gw) }}
 }
 
 // validRuntimeSettings are the runtimeSettings of a Gateway's profile

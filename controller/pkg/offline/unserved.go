@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/translate"
 	"isobar.dev/controller/pkg/unserved"
 )
 
@@ -18,7 +18,7 @@ import (
 // Gateways, an Ingress or HTTPProxy whose ingress class hands it to no
 // translated Gateway. A cluster would leave them alone just as silently;
 // offline, the user asked about them.
-func unservedNotes(res *resources.Resources, r *gatewayapi.Result, controller string) []string {
+func unservedNotes(res *resources.Resources, r *translate.Result, controller string) []string {
 	translated := map[types.NamespacedName]bool{}
 	for k := range r.Status.Gateways {
 		translated[k] = true
@@ -36,7 +36,7 @@ func unservedNotes(res *resources.Resources, r *gatewayapi.Result, controller st
 		}
 	}
 	routes := func(kind, namespace, name string) {
-		if _, ok := r.Status.Routes[gatewayapi.RouteKey{Kind: kind, Namespace: namespace, Name: name}]; !ok {
+		if _, ok := r.Status.Routes[translate.RouteKey{Kind: kind, Namespace: namespace, Name: name}]; !ok {
 			note(kind, namespace, name, "its parentRefs name none of the Gateways served here")
 		}
 	}

@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"sync/atomic"
 
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/graph"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/translate"
 )
 
 // servedGraph is what /debug/graph draws, as Contour's /debug/dag: the
@@ -21,10 +21,10 @@ type servedGraph struct {
 
 type drawing struct {
 	res    *resources.Resources
-	status *gatewayapi.Status
+	status *translate.Status
 }
 
-func (g *servedGraph) set(res *resources.Resources, st *gatewayapi.Status) {
+func (g *servedGraph) set(res *resources.Resources, st *translate.Status) {
 	g.last.Store(&drawing{res: res, status: st})
 }
 

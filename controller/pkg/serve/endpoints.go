@@ -16,6 +16,7 @@ import (
 
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/translate"
 	"isobar.dev/controller/pkg/xds"
 )
 
@@ -140,7 +141,7 @@ func (r *reconciler) endpointWaitFor() time.Duration {
 // backendServices are the Services, by namespace (names sorted), the
 // translated Gateway's clusters come from: those whose EndpointSlices it
 // needs.
-func backendServices(result *gatewayapi.Result) map[string][]string {
+func backendServices(result *translate.Result) map[string][]string {
 	seen := map[types.NamespacedName]bool{}
 	for _, gw := range result.Gateways {
 		for _, c := range gw.Clusters {

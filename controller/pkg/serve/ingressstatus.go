@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/translate/ingresses"
 )
 
 // writeIngresses writes the load balancer status of the Ingresses the
@@ -21,7 +21,7 @@ import (
 // lacks the Ingress listeners), clears it on those it served before and no
 // longer does, and tells each Ingress's problems in a
 // Warning Event when they change: an Ingress has no conditions.
-func (w *statusWriter) writeIngresses(ctx context.Context, desired map[types.NamespacedName]*gatewayapi.IngressStatus, addresses []gatewayv1.GatewayStatusAddress) error {
+func (w *statusWriter) writeIngresses(ctx context.Context, desired map[types.NamespacedName]*ingresses.Status, addresses []gatewayv1.GatewayStatusAddress) error {
 	lb := loadBalancer(addresses)
 	if a := w.opts.IngressStatusAddress; a != "" {
 		lb = statusAddress(a)

@@ -1,6 +1,6 @@
 // Package serve is `isobar-controller serve`: the per-Gateway control plane.
 // It watches its Gateway and everything that attaches to it, translates them
-// (package gatewayapi, then xds), serves the result to its Envoy fleet over
+// (package translate, then xds), serves the result to its Envoy fleet over
 // ADS with mutual TLS (package xdsserver), and writes status. Every replica
 // translates and serves xDS; only the leader writes status.
 package serve
@@ -52,7 +52,7 @@ type Options struct {
 	// while more than that many wait for one.
 	FirstPushes int
 	// Runtime are the profile's runtimeSettings, which translation reads
-	// what it needs of (gatewayapi.Options.Profile).
+	// what it needs of (translate.Options.Profile).
 	Runtime v1alpha1.RuntimeSettings
 	// IngressStatusAddress, when set, is the address Ingresses' status
 	// gives instead of the Gateway's (runtimeSettings.ingress).

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/translate/httpproxies"
 )
 
 // Contour's HTTPProxy gauges, with Contour's names and labels, so that a
@@ -44,7 +44,7 @@ type proxyCounts struct {
 // countProxies counts the served HTTPProxies as Contour does: every one
 // in total; roots by their virtual host; valid, invalid or orphaned by
 // their status.
-func countProxies(statuses map[types.NamespacedName]*gatewayapi.HTTPProxyStatus, proxies []*contourv1.HTTPProxy) proxyCounts {
+func countProxies(statuses map[types.NamespacedName]*httpproxies.Status, proxies []*contourv1.HTTPProxy) proxyCounts {
 	c := proxyCounts{total: map[string]int{}, roots: map[string]int{}, orphaned: map[string]int{}, valid: map[[2]string]int{}, invalid: map[[2]string]int{}}
 	for _, p := range proxies {
 		st, ok := statuses[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}]

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/translate/httpproxies"
 )
 
 // The gauges count served HTTPProxies as Contour's do, and a namespace
@@ -22,14 +22,14 @@ func TestProxyGauges(t *testing.T) {
 		}
 		return p
 	}
-	status := func(s string) *gatewayapi.HTTPProxyStatus {
-		return &gatewayapi.HTTPProxyStatus{Status: contourv1.HTTPProxyStatus{CurrentStatus: s}}
+	status := func(s string) *httpproxies.Status {
+		return &httpproxies.Status{Status: contourv1.HTTPProxyStatus{CurrentStatus: s}}
 	}
 	proxies := []*contourv1.HTTPProxy{
 		proxy("shop", "root", "shop.example.com"), proxy("shop", "child", ""), proxy("shop", "lost", ""),
 		proxy("blog", "root", "blog.example.com"), proxy("blog", "broken", "broken.example.com"), proxy("other", "unserved", "x.example.com"),
 	}
-	statuses := map[types.NamespacedName]*gatewayapi.HTTPProxyStatus{
+	statuses := map[types.NamespacedName]*httpproxies.Status{
 		{Namespace: "shop", Name: "root"}: status("valid"), {Namespace: "shop", Name: "child"}: status("valid"), {Namespace: "shop", Name: "lost"}: status("orphaned"),
 		{Namespace: "blog", Name: "root"}: status("valid"), {Namespace: "blog", Name: "broken"}: status("invalid"),
 	}

@@ -13,14 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"isobar.dev/controller/pkg/gatewayapi"
+	"isobar.dev/controller/pkg/translate/httpproxies"
 )
 
 // writeHTTPProxies writes the status of the HTTPProxies the served Gateway
 // serves, as Contour writes it: currentStatus, description, the Valid
 // condition with its errors and warnings, and the Gateway's addresses as
 // the load balancer status.
-func (w *statusWriter) writeHTTPProxies(ctx context.Context, desired map[types.NamespacedName]*gatewayapi.HTTPProxyStatus, addresses []gatewayv1.GatewayStatusAddress) error {
+func (w *statusWriter) writeHTTPProxies(ctx context.Context, desired map[types.NamespacedName]*httpproxies.Status, addresses []gatewayv1.GatewayStatusAddress) error {
 	var lb corev1.LoadBalancerStatus
 	for _, in := range loadBalancer(addresses).Ingress {
 		lb.Ingress = append(lb.Ingress, corev1.LoadBalancerIngress{IP: in.IP, Hostname: in.Hostname})

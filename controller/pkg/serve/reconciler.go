@@ -19,10 +19,10 @@ import (
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/batch"
 	"isobar.dev/controller/pkg/endpointwatch"
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/ir"
 	"isobar.dev/controller/pkg/namedwatch"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/translate"
 	"isobar.dev/controller/pkg/xds"
 	"isobar.dev/controller/pkg/xdsserver"
 )
@@ -36,7 +36,7 @@ type reconciler struct {
 	proxyGauges proxyGauges
 	client      client.Client
 	snap        *snapshotter
-	stage1      *gatewayapi.Translator
+	stage1      *translate.Translator
 	stage2      *xds.Translator
 	xds         *xdsserver.Server
 	status      *statusWriter
@@ -100,7 +100,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.readCertificates(ctx, res, tgt.Gateway)
 	if tgt.Gateway != r.served || r.stage1 == nil {
 		// A new Gateway to serve starts from empty caches.
-		r.stage1 = gatewayapi.NewTranslator(gatewayapi.Options{
+		r.stage1 = translate.NewTranslator(translate.Options{
 			ControllerName: gatewayv1.GatewayController(r.opts.ControllerName), Gateways: []types.NamespacedName{tgt.Gateway},
 			Profile: func(types.NamespacedName) *v1alpha1.RuntimeSettings { return &r.opts.Runtime },
 		})
@@ -171,7 +171,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // tell reports what a pass found beside the configuration it pushed.
-func (r *reconciler) tell(log logr.Logger, res *resources.Resources, tgt target.Target, result *gatewayapi.Result) {
+func (r *reconciler) tell(log logr.Logger, res *resources.Resources, tgt target.Target, result *translate.Result) {
 	if r.drawn != nil {
 		r.drawn.set(res, result.Status)
 	}

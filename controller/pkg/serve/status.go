@@ -20,6 +20,7 @@ import (
 	"isobar.dev/controller/pkg/fleetreport"
 	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/programmed"
+	"isobar.dev/controller/pkg/translate"
 )
 
 // statusCache remembers which routes and policies carry entries of ours,
@@ -28,7 +29,7 @@ import (
 // stops referring to the Gateway; an object whose entries are the slice
 // last written is not read again unless someone touched it.
 type statusCache struct {
-	routes          map[gatewayapi.RouteKey][]gatewayv1.RouteParentStatus
+	routes          map[translate.RouteKey][]gatewayv1.RouteParentStatus
 	policies        map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
 	trafficPolicies map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
 	backends        map[types.NamespacedName][]gatewayv1.PolicyAncestorStatus
@@ -37,7 +38,7 @@ type statusCache struct {
 // statusWork is one translation's status and what it served.
 type statusWork struct {
 	target target.Target
-	status *gatewayapi.Status
+	status *translate.Status
 }
 
 // writeGatewayStatus writes the served Gateway's status with the fleet's
@@ -99,7 +100,7 @@ func (w *statusWriter) writeGatewayStatus(ctx context.Context, work *statusWork,
 func (w *statusWriter) writeObjects(ctx context.Context, work *statusWork, recheck func(objectKey) bool) error {
 	st := work.status
 	if st == nil {
-		st = &gatewayapi.Status{}
+		st = &translate.Status{Status: &gatewayapi.Status{}}
 	}
 	if cs, ok := st.GatewayClasses[work.target.Class]; ok {
 		if err := w.writeClass(ctx, work.target.Class, cs.Conditions, cs.SupportedFeatures); err != nil {
@@ -122,8 +123,8 @@ func (w *statusWriter) writeObjects(ctx context.Context, work *statusWork, reche
 		}
 	}
 	var err error
-	recheckRoute := func(k gatewayapi.RouteKey) bool { return recheck(routeKey(k)) }
-	if w.written.routes, err = writeEach(st.Routes, w.written.routes, recheckRoute, func(k gatewayapi.RouteKey, parents []gatewayv1.RouteParentStatus) error {
+	recheckRoute := func(k translate.RouteKey) bool { return recheck(routeKey(k)) }
+	if w.written.routes, err = writeEach(st.Routes, w.written.routes, recheckRoute, func(k translate.RouteKey, parents []gatewayv1.RouteParentStatus) error {
 		return w.writeRoute(ctx, k, parents)
 	}); err != nil {
 		return err
@@ -356,7 +357,7 @@ func onlyTypes(conds, want []metav1.Condition) []metav1.Condition {
 
 // writeRoute replaces this Gateway's entries in a route's status.parents
 // with parents (none removes them), keeping every other entry.
-func (w *statusWriter) writeRoute(ctx context.Context, k gatewayapi.RouteKey, parents []gatewayv1.RouteParentStatus) error {
+func (w *statusWriter) writeRoute(ctx context.Context, k translate.RouteKey, parents []gatewayv1.RouteParentStatus) error {
 	return w.retry(func(reader client.Reader) error {
 		obj, status := routeObject(k.Kind)
 		if obj == nil {

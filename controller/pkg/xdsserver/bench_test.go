@@ -19,9 +19,9 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/offline"
 	"isobar.dev/controller/pkg/resources"
+	"isobar.dev/controller/pkg/translate"
 	"isobar.dev/controller/pkg/xds"
 )
 
@@ -105,7 +105,7 @@ func BenchmarkRouteChange(b *testing.B) {
 }
 
 func routeChange(b *testing.B, res *resources.Resources) {
-	stage1 := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: offline.DefaultControllerName})
+	stage1 := translate.NewTranslator(translate.Options{ControllerName: offline.DefaultControllerName})
 	stage2 := xds.NewTranslator(xds.DefaultSettings())
 	// The time of each part of a change, reported per change beside the
 	// whole: stage1, stage2, update (the server's), delivery (from the

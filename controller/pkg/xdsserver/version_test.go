@@ -19,8 +19,8 @@ import (
 
 	"isobar.dev/api/imagetag"
 	"isobar.dev/controller/pkg/envoyversion"
-	"isobar.dev/controller/pkg/gatewayapi"
 	"isobar.dev/controller/pkg/offline"
+	"isobar.dev/controller/pkg/translate"
 	"isobar.dev/controller/pkg/xds"
 )
 
@@ -139,7 +139,7 @@ func TestStripSeesEncodedVirtualHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := gatewayapi.NewTranslator(gatewayapi.Options{ControllerName: offline.DefaultControllerName}).Translate(res).Gateways[0]
+	g := translate.NewTranslator(translate.Options{ControllerName: offline.DefaultControllerName}).Translate(res).Gateways[0]
 	encoded, err := xds.NewTranslator(xds.DefaultSettings()).Translate(g)
 	if err != nil {
 		t.Fatal(err)
