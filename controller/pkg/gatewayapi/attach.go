@@ -10,6 +10,7 @@ import (
 
 	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/hostname"
+	"isobar.dev/controller/pkg/listener"
 	"isobar.dev/controller/pkg/validate"
 )
 
@@ -29,12 +30,12 @@ type attachment struct {
 	ref   gatewayv1.ParentReference
 	conds routeConditions
 	// hosts are, per accepted listener, the hostnames the route serves on it.
-	listeners []*listener
+	listeners []*listener.Listener
 	hosts     [][]string
 	// attached are the listeners the route attaches to, usable or not:
 	// their attachedRoutes count it once its Accepted condition is final
 	// and true (see countAccepted).
-	attached []*listener
+	attached []*listener.Listener
 }
 
 // countAccepted counts an attachment in its route's outcome on its
@@ -72,9 +73,9 @@ func (t *gatewayTranslator) attach(o *outcome, r route) []*attachment {
 			a.conds.Set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonUnsupportedValue, invalid.Error())
 			continue
 		}
-		if set != nil && set.notAllowed != "" {
+		if set != nil && set.NotAllowed != "" {
 			a.conds.Set(gatewayv1.RouteConditionAccepted, false, gatewayv1.RouteReasonNotAllowedByListeners,
-				fmt.Sprintf("ListenerSet %s/%s is not attached to its Gateway: %s", set.meta.Namespace, set.meta.Name, set.notAllowed))
+				fmt.Sprintf("ListenerSet %s/%s is not attached to its Gateway: %s", set.Meta.Namespace, set.Meta.Name, set.NotAllowed))
 			continue
 		}
 		t.attachParent(o, r, set, a)
@@ -86,13 +87,13 @@ func (t *gatewayTranslator) attach(o *outcome, r route) []*attachment {
 // parent (the Gateway's own, or set's) and applies each listener's
 // allowedRoutes and hostname, in the order the Gateway API reports
 // failures: no listener selected, not allowed, no hostname in common.
-func (t *gatewayTranslator) attachParent(o *outcome, r route, set *listenerSet, a *attachment) {
+func (t *gatewayTranslator) attachParent(o *outcome, r route, set *listener.Set, a *attachment) {
 	accepted := gatewayv1.RouteConditionAccepted
 	// Gateways have few listeners: these lists live on the stack.
-	var selectedBuf, allowedBuf [8]*listener
+	var selectedBuf, allowedBuf [8]*listener.Listener
 	selected, allowed := selectedBuf[:0], allowedBuf[:0]
 	for _, l := range t.listeners {
-		if l.selectedBy(a.ref, set) {
+		if selectedBy(l, a.ref, set) {
 			selected = append(selected, l)
 		}
 	}
@@ -118,7 +119,7 @@ func (t *gatewayTranslator) attachParent(o *outcome, r route, set *listenerSet, 
 	// Only usable listeners are programmed with it. A route that loses its
 	// hostnames to a route of the other kind is not accepted there.
 	var conflicts []string
-	a.listeners, a.hosts = make([]*listener, 0, len(allowed)), make([][]string, 0, len(allowed))
+	a.listeners, a.hosts = make([]*listener.Listener, 0, len(allowed)), make([][]string, 0, len(allowed))
 	for _, l := range allowed {
 		hosts := t.routeHosts(l, r.hostnames)
 		if len(hosts) == 0 {
@@ -129,7 +130,7 @@ func (t *gatewayTranslator) attachParent(o *outcome, r route, set *listenerSet, 
 			continue
 		}
 		a.attached = append(a.attached, l)
-		if l.usable() {
+		if l.Usable() {
 			a.listeners = append(a.listeners, l)
 			a.hosts = append(a.hosts, hosts)
 		}
@@ -150,11 +151,11 @@ func (t *gatewayTranslator) attachParent(o *outcome, r route, set *listenerSet, 
 // selects the listener: a parentRef to the Gateway selects only its own
 // listeners, one to a ListenerSet only the set's, then by sectionName and
 // port when given.
-func (l *listener) selectedBy(ref gatewayv1.ParentReference, set *listenerSet) bool {
-	return l.set == set && (ref.SectionName == nil || *ref.SectionName == l.spec.Name) && (ref.Port == nil || *ref.Port == l.spec.Port)
+func selectedBy(l *listener.Listener, ref gatewayv1.ParentReference, set *listener.Set) bool {
+	return l.Set == set && (ref.SectionName == nil || *ref.SectionName == l.Spec.Name) && (ref.Port == nil || *ref.Port == l.Spec.Port)
 }
 
-func noListenerMessage(ref gatewayv1.ParentReference, set *listenerSet) string {
+func noListenerMessage(ref gatewayv1.ParentReference, set *listener.Set) string {
 	parent := "the Gateway"
 	if set != nil {
 		parent = "the ListenerSet"
@@ -173,23 +174,23 @@ func noListenerMessage(ref gatewayv1.ParentReference, set *listenerSet) string {
 
 // allows returns why listener l does not allow route r, or "". A
 // namespace selector reads the route's namespace's labels: a dep of o.
-func (t *gatewayTranslator) allows(o *outcome, l *listener, r route) string {
+func (t *gatewayTranslator) allows(o *outcome, l *listener.Listener, r route) string {
 	kindOK := false
-	for _, k := range l.kinds {
+	for _, k := range l.Kinds {
 		if k.Kind == r.kind {
 			kindOK = true
 		}
 	}
 	if !kindOK {
-		return fmt.Sprintf("listener %q does not allow %s", l.spec.Name, r.kind)
+		return fmt.Sprintf("listener %q does not allow %s", l.Spec.Name, r.kind)
 	}
 	from := gatewayv1.NamespacesFromSame
 	var selector *metav1.LabelSelector
-	if l.spec.AllowedRoutes != nil && l.spec.AllowedRoutes.Namespaces != nil {
-		if l.spec.AllowedRoutes.Namespaces.From != nil {
-			from = *l.spec.AllowedRoutes.Namespaces.From
+	if l.Spec.AllowedRoutes != nil && l.Spec.AllowedRoutes.Namespaces != nil {
+		if l.Spec.AllowedRoutes.Namespaces.From != nil {
+			from = *l.Spec.AllowedRoutes.Namespaces.From
 		}
-		selector = l.spec.AllowedRoutes.Namespaces.Selector
+		selector = l.Spec.AllowedRoutes.Namespaces.Selector
 	}
 	switch from {
 	case gatewayv1.NamespacesFromAll:
@@ -197,26 +198,26 @@ func (t *gatewayTranslator) allows(o *outcome, l *listener, r route) string {
 	case gatewayv1.NamespacesFromSame:
 		// The namespace of the listener's owner: a ListenerSet's, for
 		// its listeners.
-		ns := t.ownerOf(l).namespace
+		ns := t.validation().OwnerOf(l).Namespace
 		if r.meta.Namespace == ns {
 			return ""
 		}
-		return fmt.Sprintf("listener %q allows routes from namespace %s only", l.spec.Name, ns)
+		return fmt.Sprintf("listener %q allows routes from namespace %s only", l.Spec.Name, ns)
 	case gatewayv1.NamespacesFromSelector:
 		if selector == nil {
-			return fmt.Sprintf("listener %q selects namespaces with no selector", l.spec.Name)
+			return fmt.Sprintf("listener %q selects namespaces with no selector", l.Spec.Name)
 		}
 		sel, err := metav1.LabelSelectorAsSelector(selector)
 		if err != nil {
-			return fmt.Sprintf("listener %q has an invalid namespace selector: %v", l.spec.Name, err)
+			return fmt.Sprintf("listener %q has an invalid namespace selector: %v", l.Spec.Name, err)
 		}
 		nsLabels, ok := t.envFor(o).NamespaceLabels(r.meta.Namespace)
 		if ok && sel.Matches(labels.Set(nsLabels)) {
 			return ""
 		}
-		return fmt.Sprintf("listener %q does not select namespace %s", l.spec.Name, r.meta.Namespace)
+		return fmt.Sprintf("listener %q does not select namespace %s", l.Spec.Name, r.meta.Namespace)
 	default:
-		return fmt.Sprintf("listener %q has unknown allowedRoutes.namespaces.from %q", l.spec.Name, from)
+		return fmt.Sprintf("listener %q has unknown allowedRoutes.namespaces.from %q", l.Spec.Name, from)
 	}
 }
 
@@ -224,7 +225,7 @@ func (t *gatewayTranslator) allows(o *outcome, l *listener, r route) string {
 // intersections of its hostnames with the listener's, less those that a more
 // specific listener on the same port claims (listener isolation: a request
 // for the more specific listener's hostname never reaches this one's routes).
-func (t *gatewayTranslator) routeHosts(l *listener, hostnames []gatewayv1.Hostname) []string {
+func (t *gatewayTranslator) routeHosts(l *listener.Listener, hostnames []gatewayv1.Hostname) []string {
 	var out []string
 	// A route without hostnames has the listener's.
 	for i := range max(len(hostnames), 1) {
@@ -232,7 +233,7 @@ func (t *gatewayTranslator) routeHosts(l *listener, hostnames []gatewayv1.Hostna
 		if len(hostnames) > 0 {
 			h = string(hostnames[i])
 		}
-		host, ok := hostname.Intersect(h, l.hostname)
+		host, ok := hostname.Intersect(h, l.Hostname)
 		if !ok {
 			continue
 		}
@@ -253,15 +254,15 @@ func (t *gatewayTranslator) routeHosts(l *listener, hostnames []gatewayv1.Hostna
 // wildcard) belongs to a more specific listener on l's port. A wildcard
 // that is only partly claimed stays: Envoy picks the more specific virtual
 // host for the claimed part itself.
-func (t *gatewayTranslator) claimedElsewhere(l *listener, host string) bool {
+func (t *gatewayTranslator) claimedElsewhere(l *listener.Listener, host string) bool {
 	if host == "" {
 		return false
 	}
 	for _, o := range t.listeners {
-		if o == l || o.spec.Port != l.spec.Port || o.family != l.family {
+		if o == l || o.Spec.Port != l.Spec.Port || o.Family != l.Family {
 			continue
 		}
-		if hostname.Matches(o.hostname, host) && hostname.MoreSpecific(o.hostname, l.hostname) {
+		if hostname.Matches(o.Hostname, host) && hostname.MoreSpecific(o.Hostname, l.Hostname) {
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/hostname"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/listener"
 )
 
 // build assembles the IR. Every usable HTTP or HTTPS listener gets a
@@ -18,20 +19,20 @@ import (
 func (t *gatewayTranslator) build(svc profileServices) *ir.Gateway {
 	t.state.Prepare()
 	for _, l := range t.listeners {
-		if l.usable() && l.spec.Protocol == gatewayv1.TLSProtocolType && peerSet(l) != nil {
+		if l.Usable() && l.Spec.Protocol == gatewayv1.TLSProtocolType && peerSet(l) != nil {
 			// A processor's object's TLS host passed through: a chain
 			// of its own once the object is attached.
 			if tls := chainTLS(l); tls != nil && tls.TCP != nil {
 				tb := t.table(l)
-				tb.Listeners = append(tb.Listeners, engine.HTTPSListener{Hostname: l.hostname, TLS: tls})
+				tb.Listeners = append(tb.Listeners, engine.HTTPSListener{Hostname: l.Hostname, TLS: tls})
 			}
 			continue
 		}
-		if l.usable() && l.family == engine.FamilyHTTP || l.usable() && l.spec.Protocol == gatewayv1.HTTPSProtocolType {
+		if l.Usable() && l.Family == engine.FamilyHTTP || l.Usable() && l.Spec.Protocol == gatewayv1.HTTPSProtocolType {
 			tb := t.table(l)
-			tb.Host(hostname.OrAny(l.hostname), l.certificates)
-			if l.spec.Protocol == gatewayv1.HTTPSProtocolType {
-				hl := engine.HTTPSListener{Hostname: l.hostname, Certs: l.certificates, TLS: chainTLS(l)}
+			tb.Host(hostname.OrAny(l.Hostname), l.Certificates)
+			if l.Spec.Protocol == gatewayv1.HTTPSProtocolType {
+				hl := engine.HTTPSListener{Hostname: l.Hostname, Certs: l.Certificates, TLS: chainTLS(l)}
 				if hl.TLS != nil && hl.TLS.Fallback {
 					tb.Fallback = t.fallbackCertificate(l)
 				}
@@ -39,8 +40,8 @@ func (t *gatewayTranslator) build(svc profileServices) *ir.Gateway {
 			}
 			// Validation is per port: every HTTPS listener of the port
 			// has the same.
-			if l.clientValidation != nil {
-				tb.Validation = l.clientValidation
+			if l.ClientValidation != nil {
+				tb.Validation = l.ClientValidation
 			}
 		}
 	}
@@ -75,13 +76,13 @@ func (t *gatewayTranslator) build(svc profileServices) *ir.Gateway {
 // fallbackCertificate resolves the fallback certificate of the
 // processor's object of l, which checked that it may use it; "" when it
 // cannot be resolved (the object's status says why).
-func (t *gatewayTranslator) fallbackCertificate(l *listener) string {
+func (t *gatewayTranslator) fallbackCertificate(l *listener.Listener) string {
 	fb := peerSet(l).Fallback
 	if fb == nil {
 		return ""
 	}
 	ns := gatewayv1.Namespace(fb.Namespace)
-	name, problem := t.resolveCertificate(gatewayv1.SecretObjectReference{Namespace: &ns, Name: gatewayv1.ObjectName(fb.Name)}, t.ownerOf(l))
+	name, problem := t.validation().Certificate(gatewayv1.SecretObjectReference{Namespace: &ns, Name: gatewayv1.ObjectName(fb.Name)}, t.validation().OwnerOf(l))
 	if problem != nil {
 		return ""
 	}
@@ -90,7 +91,7 @@ func (t *gatewayTranslator) fallbackCertificate(l *listener) string {
 
 // chainTLS is what the processor's object of l, one of its TLS hosts'
 // listeners, asks of the listener's chain.
-func chainTLS(l *listener) *ir.ChainTLS {
+func chainTLS(l *listener.Listener) *ir.ChainTLS {
 	if s := peerSet(l); s != nil && s.ChainTLS != nil {
 		return s.ChainTLS()
 	}
@@ -98,18 +99,18 @@ func chainTLS(l *listener) *ir.ChainTLS {
 }
 
 // table returns the engine's table of a listener's port.
-func (t *gatewayTranslator) table(l *listener) *engine.Table {
+func (t *gatewayTranslator) table(l *listener.Listener) *engine.Table {
 	return t.state.Table(slotOf(l))
 }
 
 // slotOf is a listener as the engine's state knows it.
-func slotOf(l *listener) engine.Listener {
+func slotOf(l *listener.Listener) engine.Listener {
 	return engine.Listener{
-		Key:           engine.TableKey{Port: l.spec.Port, UDP: l.family == engine.FamilyUDP},
-		Family:        l.family,
-		ContainerPort: l.containerPort,
-		HTTPS:         l.spec.Protocol == gatewayv1.HTTPSProtocolType,
-		Certificates:  l.certificates,
+		Key:           engine.TableKey{Port: l.Spec.Port, UDP: l.Family == engine.FamilyUDP},
+		Family:        l.Family,
+		ContainerPort: l.ContainerPort,
+		HTTPS:         l.Spec.Protocol == gatewayv1.HTTPSProtocolType,
+		Certificates:  l.Certificates,
 	}
 }
 

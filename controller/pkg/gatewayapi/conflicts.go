@@ -94,7 +94,7 @@ func (t *gatewayTranslator) kindConflicts(res *resources.Resources) map[*metav1.
 				lost[r.meta] = map[int]string{}
 			}
 			lost[r.meta][l] = fmt.Sprintf("%s %s/%s, older, serves hostname %s on listener %q; an HTTPRoute and a GRPCRoute cannot share a hostname",
-				w.kind, w.meta.Namespace, w.meta.Name, hostname.OrAny(w.host), t.listeners[l].spec.Name)
+				w.kind, w.meta.Namespace, w.meta.Name, hostname.OrAny(w.host), t.listeners[l].Spec.Name)
 		}
 	}
 	return lost
@@ -110,7 +110,7 @@ func (t *gatewayTranslator) claims(r route) []kindClaim {
 			continue
 		}
 		for i, l := range t.listeners {
-			if !l.selectedBy(ref, set) || !l.usable() || t.allows(nil, l, r) != "" {
+			if !selectedBy(l, ref, set) || !l.Usable() || t.allows(nil, l, r) != "" {
 				continue
 			}
 			for _, h := range t.routeHosts(l, r.hostnames) {

@@ -8,6 +8,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/addresses"
+	"isobar.dev/controller/pkg/listener"
 )
 
 // writeGatewayStatus records the Gateway's conditions and its listeners'.
@@ -19,9 +20,9 @@ func (t *gatewayTranslator) writeGatewayStatus(svc profileServices) {
 		// Reported where ListenerSets can exist.
 		st.AttachedListenerSets = &attached
 	}
-	var own []*listener
+	var own []*listener.Listener
 	for _, l := range t.listeners {
-		if l.set == nil {
+		if l.Set == nil {
 			own = append(own, l)
 			st.Listeners = append(st.Listeners, listenerStatus(l))
 		}

@@ -5,28 +5,13 @@ import (
 	"strconv"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/api/listenerset"
+	"isobar.dev/controller/pkg/listener"
 	"isobar.dev/controller/pkg/resources"
 )
-
-// listenerSet is a ListenerSet whose parentRef names the Gateway being
-// translated, allowed to attach or not, or a processor's object's TLS
-// hosts (peer).
-type listenerSet struct {
-	// meta is the ListenerSet's, or the processor's object's.
-	meta       *metav1.ObjectMeta
-	entries    []gatewayv1.ListenerEntry
-	peer       *Set
-	notAllowed string      // why the Gateway does not allow it, or ""
-	listeners  []*listener // in spec order; none when not allowed
-}
-
-// isListenerSet says the set is a ListenerSet object's.
-func (s *listenerSet) isListenerSet() bool { return s.peer == nil }
 
 // ListenerSetStatus is the status of a ListenerSet whose parentRef names a
 // translated Gateway: the controller serving that Gateway writes it whole.
@@ -35,52 +20,29 @@ type ListenerSetStatus struct {
 	Status  gatewayv1.ListenerSetStatus
 }
 
-// owner is what owns a listener's references: the Gateway, a ListenerSet
-// or a processor's object; grant names what may allow it a certificate in
-// another namespace.
-type owner struct {
-	group, kind string
-	namespace   string
-	grant       string
-}
-
-// ownerOf returns the owner of l (the Gateway for nil or its own listeners).
-func (t *gatewayTranslator) ownerOf(l *listener) owner {
-	switch {
-	case l == nil || l.set == nil:
-		return owner{group: gatewayv1.GroupName, kind: "Gateway", namespace: t.gw.Namespace, grant: "ReferenceGrant"}
-	case l.set.peer != nil:
-		return owner{group: l.set.peer.Group, kind: l.set.peer.Kind, namespace: l.set.meta.Namespace, grant: l.set.peer.Grant}
-	}
-	return owner{group: gatewayv1.GroupName, kind: "ListenerSet", namespace: l.set.meta.Namespace, grant: "ReferenceGrant"}
-}
-
-func (t *gatewayTranslator) generationOf(s *listenerSet) int64 {
-	if s == nil {
-		return t.gw.Generation
-	}
-	return s.meta.Generation
-}
+// validation validates the Gateway's listeners, resolving certificates
+// into the IR's Secrets (see translateListeners).
+func (t *gatewayTranslator) validation() *listener.Validation { return t.lv }
 
 // listenerSets finds the ListenerSets whose parentRef names the Gateway, in
 // precedence order, each with whether the Gateway allows it.
-func (t *gatewayTranslator) listenerSets(res *resources.Resources) []*listenerSet {
-	var out []*listenerSet
+func (t *gatewayTranslator) listenerSets(res *resources.Resources) []*listener.Set {
+	var out []*listener.Set
 	for _, c := range listenerset.Of(t.gw, res.ListenerSets, t.env.NamespaceLabels) {
-		out = append(out, &listenerSet{meta: &c.Set.ObjectMeta, entries: c.Set.Spec.Listeners, notAllowed: c.NotAllowed})
+		out = append(out, listener.NewListenerSet(c.Set, c.NotAllowed))
 	}
 	return out
 }
 
 // setsKey identifies the ListenerSets of the Gateway and whether each is
 // allowed, for the outcome cache: routes attach through them.
-func setsKey(sets []*listenerSet) string {
+func setsKey(sets []*listener.Set) string {
 	var b strings.Builder
 	for _, s := range sets {
-		b.WriteString(string(s.meta.UID))
+		b.WriteString(string(s.Meta.UID))
 		b.WriteByte('/')
-		b.WriteString(strconv.FormatInt(s.meta.Generation, 10))
-		if s.notAllowed != "" {
+		b.WriteString(strconv.FormatInt(s.Meta.Generation, 10))
+		if s.NotAllowed != "" {
 			b.WriteString("/x")
 		}
 		b.WriteByte(';')
@@ -90,7 +52,7 @@ func setsKey(sets []*listenerSet) string {
 
 // parentOf resolves a route's parentRef against the Gateway: the Gateway
 // itself (nil), or one of the ListenerSets that name it as their parent.
-func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS string) (*listenerSet, bool) {
+func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS string) (*listener.Set, bool) {
 	if ref.Group != nil && *ref.Group != gatewayv1.GroupName {
 		return nil, false
 	}
@@ -107,7 +69,7 @@ func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS stri
 		return nil, ns == t.gw.Namespace && string(ref.Name) == t.gw.Name
 	case "ListenerSet":
 		for _, s := range t.sets {
-			if s.isListenerSet() && s.meta.Namespace == ns && s.meta.Name == string(ref.Name) {
+			if s.IsListenerSet() && s.Meta.Namespace == ns && s.Meta.Name == string(ref.Name) {
 				return s, true
 			}
 		}
@@ -120,19 +82,19 @@ func (t *gatewayTranslator) parentOf(ref gatewayv1.ParentReference, routeNS stri
 func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 	var attached int32
 	for _, s := range t.sets {
-		if !s.isListenerSet() {
+		if !s.IsListenerSet() {
 			continue
 		}
-		c := listenerSetConditions{Generation: s.meta.Generation}
+		c := listenerSetConditions{Generation: s.Meta.Generation}
 		// Programmed follows from Accepted and the Gateway's: package
 		// programmed sets it.
 		accepted := gatewayv1.ListenerSetConditionAccepted
 		st := gatewayv1.ListenerSetStatus{}
-		if s.notAllowed != "" {
-			c.Set(accepted, false, gatewayv1.ListenerSetReasonNotAllowed, s.notAllowed)
+		if s.NotAllowed != "" {
+			c.Set(accepted, false, gatewayv1.ListenerSetReasonNotAllowed, s.NotAllowed)
 		} else {
-			usable, invalid, conflicted := classify(s.listeners)
-			for _, l := range s.listeners {
+			usable, invalid, conflicted := classify(s.Listeners)
+			for _, l := range s.Listeners {
 				st.Listeners = append(st.Listeners, gatewayv1.ListenerEntryStatus(listenerStatus(l)))
 			}
 			switch {
@@ -147,7 +109,7 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 			}
 		}
 		st.Conditions = c.Sorted()
-		t.status.ListenerSets[types.NamespacedName{Namespace: s.meta.Namespace, Name: s.meta.Name}] = &ListenerSetStatus{
+		t.status.ListenerSets[types.NamespacedName{Namespace: s.Meta.Namespace, Name: s.Meta.Name}] = &ListenerSetStatus{
 			Gateway: types.NamespacedName{Namespace: t.gw.Namespace, Name: t.gw.Name},
 			Status:  st,
 		}
@@ -157,25 +119,25 @@ func (t *gatewayTranslator) writeListenerSetStatus() int32 {
 
 // classify names the listeners that are usable, conflicted, and otherwise
 // invalid, for the Accepted messages of their owner.
-func classify(ls []*listener) (usable, invalid, conflicted []string) {
+func classify(ls []*listener.Listener) (usable, invalid, conflicted []string) {
 	for _, l := range ls {
 		switch {
-		case l.usable():
-			usable = append(usable, string(l.spec.Name))
-		case l.conds.IsTrue(gatewayv1.ListenerConditionConflicted):
-			conflicted = append(conflicted, string(l.spec.Name))
+		case l.Usable():
+			usable = append(usable, string(l.Spec.Name))
+		case l.Conds.IsTrue(gatewayv1.ListenerConditionConflicted):
+			conflicted = append(conflicted, string(l.Spec.Name))
 		default:
-			invalid = append(invalid, string(l.spec.Name))
+			invalid = append(invalid, string(l.Spec.Name))
 		}
 	}
 	return usable, invalid, conflicted
 }
 
 // listenerStatus is a listener's status entry.
-func listenerStatus(l *listener) gatewayv1.ListenerStatus {
-	kinds := l.kinds
+func listenerStatus(l *listener.Listener) gatewayv1.ListenerStatus {
+	kinds := l.Kinds
 	if kinds == nil {
 		kinds = []gatewayv1.RouteGroupKind{}
 	}
-	return gatewayv1.ListenerStatus{Name: l.spec.Name, SupportedKinds: kinds, AttachedRoutes: l.attached, Conditions: l.conds.Sorted()}
+	return gatewayv1.ListenerStatus{Name: l.Spec.Name, SupportedKinds: kinds, AttachedRoutes: l.Attached, Conditions: l.Conds.Sorted()}
 }

@@ -62,7 +62,7 @@ func newGatewayState(ctx gatewayContext, listeners, routes int) *gatewayState {
 func (t *gatewayTranslator) context(prev *gatewayState) gatewayContext {
 	var usable []byte
 	for _, l := range t.listeners {
-		if l.usable() {
+		if l.Usable() {
 			usable = append(usable, '1')
 		} else {
 			usable = append(usable, '0')

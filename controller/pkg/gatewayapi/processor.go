@@ -12,10 +12,10 @@ import (
 
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/controller/pkg/backend"
-	"isobar.dev/controller/pkg/condition"
 	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/listener"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -61,7 +61,7 @@ type Selection struct {
 	Rekeyed bool
 	// Sets are the listeners of the objects' TLS hosts, a set per
 	// object, validated with the ListenerSets' and after them.
-	Sets []*Set
+	Sets []*listener.Set
 	// Names, when set, are the Envoy names of the Gateway's listeners
 	// its API fixes.
 	Names *Names
@@ -70,27 +70,6 @@ type Selection struct {
 // Names are Envoy names of a Gateway's HTTP and HTTPS listeners.
 type Names struct {
 	HTTP, HTTPS engine.Names
-}
-
-// Set is a processor's object seen as a set of listeners of the Gateway:
-// the TLS hosts of an object that terminates or passes through TLS on
-// the Gateway's HTTPS port. The Gateway allows it whatever its
-// allowedListeners: the listeners are the Gateway's own.
-type Set struct {
-	Meta    *metav1.ObjectMeta
-	Entries []gatewayv1.ListenerEntry
-	// Group and Kind are the object's: its references are checked as
-	// from it. Grant names what may allow it a certificate in another
-	// namespace, and Noun what one of its listeners is ("TLS host"), for
-	// messages.
-	Group, Kind string
-	Grant, Noun string
-	// ChainTLS is what the object asks of its listeners' filter chains
-	// once its routes are attached, or nil.
-	ChainTLS func() *ir.ChainTLS
-	// Fallback is the certificate of a chain whose ChainTLS asks for the
-	// fallback.
-	Fallback *types.NamespacedName
 }
 
 // Outcome is what attaching one route did, as the engine keeps it.
@@ -138,15 +117,10 @@ func (g *Gateway) EnvFor(o *Outcome) env.Env { return g.t.newEnv(&o.Reads) }
 // Names names the clusters of backends.
 func (g *Gateway) Names() *backend.Names { return &g.t.cache.Names }
 
-// Listeners are the Gateway's listeners, its own first (the first is
-// the one plain HTTP routes of other APIs attach to).
-func (g *Gateway) Listeners() []Listener {
-	out := make([]Listener, len(g.t.listeners))
-	for i, l := range g.t.listeners {
-		out[i] = Listener{l: l}
-	}
-	return out
-}
+// Listeners are the Gateway's listeners, validated, its own first (the
+// first is the one plain HTTP routes of other APIs attach to). They are
+// the Gateway's: a processor reads them and changes nothing.
+func (g *Gateway) Listeners() []*listener.Listener { return g.t.listeners }
 
 // AddHost adds routes to the virtual host of a hostname ("" for every
 // host) on listener l, as part of o, with the host's own policy when o
@@ -154,15 +128,15 @@ func (g *Gateway) Listeners() []Listener {
 // apart from the others on the host. It reports false when l does not
 // serve the hostname; an unusable listener takes nothing, and its own
 // status says why.
-func (g *Gateway) AddHost(o *Outcome, l Listener, host string, rules [][]*ir.Route, policy *ir.VirtualHostPolicy) bool {
-	return g.t.addHost(o, l.l, host, rules, policy)
+func (g *Gateway) AddHost(o *Outcome, l *listener.Listener, host string, rules [][]*ir.Route, policy *ir.VirtualHostPolicy) bool {
+	return g.t.addHost(o, l, host, rules, policy)
 }
 
 // Allows returns why listener l does not allow an HTTPRoute of the
 // route's namespace, or "": what its allowedRoutes say of a route of
 // another API on it.
-func (g *Gateway) Allows(o *Outcome, l Listener, meta *metav1.ObjectMeta) string {
-	return g.t.allows(o, l.l, route{kind: "HTTPRoute", meta: meta})
+func (g *Gateway) Allows(o *Outcome, l *listener.Listener, meta *metav1.ObjectMeta) string {
+	return g.t.allows(o, l, route{kind: "HTTPRoute", meta: meta})
 }
 
 // Applied is the outcome of a route in the Gateway's state, or nil.
@@ -202,42 +176,10 @@ func (g *Gateway) ExtensionServiceReported(k types.NamespacedName) bool {
 	return ok
 }
 
-// Listener is a listener of the Gateway as a processor sees it.
-type Listener struct {
-	l *listener
-}
-
-// Name is the listener's name.
-func (l Listener) Name() gatewayv1.SectionName { return l.l.spec.Name }
-
-// Hostname is the listener's hostname, "" for any.
-func (l Listener) Hostname() string { return l.l.hostname }
-
-// Set is the processor's set the listener is of, or nil.
-func (l Listener) Set() *Set {
-	return peerSet(l.l)
-}
-
-// ServingProblem is the first problem that keeps the listener from
-// serving as written, or nil.
-func (l Listener) ServingProblem() *condition.ListenerProblem { return l.l.servingProblem() }
-
-// ServingProblems are the problems that keep the listener from serving
-// as written.
-func (l Listener) ServingProblems() []*condition.ListenerProblem {
-	var out []*condition.ListenerProblem
-	for _, p := range l.l.problems {
-		if servingTypes[p.Type] {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // addHost adds routes to the virtual host of a hostname on listener l, as
 // part of outcome o (see Gateway.AddHost).
-func (t *gatewayTranslator) addHost(o *outcome, l *listener, host string, rules [][]*ir.Route, policy *ir.VirtualHostPolicy) bool {
-	if l == nil || !l.usable() {
+func (t *gatewayTranslator) addHost(o *outcome, l *listener.Listener, host string, rules [][]*ir.Route, policy *ir.VirtualHostPolicy) bool {
+	if l == nil || !l.Usable() {
 		return true
 	}
 	var hostnames []gatewayv1.Hostname
@@ -282,9 +224,9 @@ func peerRoutes(sels []Selection) int {
 }
 
 // peerSet returns the processor's set whose listener l is, or nil.
-func peerSet(l *listener) *Set {
-	if l == nil || l.set == nil {
+func peerSet(l *listener.Listener) *listener.Set {
+	if l == nil || l.Set == nil || l.Set.IsListenerSet() {
 		return nil
 	}
-	return l.set.peer
+	return l.Set
 }

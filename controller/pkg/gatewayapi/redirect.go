@@ -4,6 +4,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/listener"
 )
 
 // redirectsFor settles the port of the rules' redirects for one listener,
@@ -14,7 +15,7 @@ import (
 // port before routing, so that port is the one Envoy writes. Rules without
 // redirects are returned as they are, so caches keyed by route stay warm;
 // those with redirects are copied per listener.
-func redirectsFor(l *listener, rules [][]*ir.Route) [][]*ir.Route {
+func redirectsFor(l *listener.Listener, rules [][]*ir.Route) [][]*ir.Route {
 	var out [][]*ir.Route
 	for i, rs := range rules {
 		for j, r := range rs {
@@ -41,11 +42,11 @@ func redirectsFor(l *listener, rules [][]*ir.Route) [][]*ir.Route {
 	return out
 }
 
-func redirectPort(l *listener, rd ir.Redirect) uint32 {
+func redirectPort(l *listener.Listener, rd ir.Redirect) uint32 {
 	scheme := rd.Scheme
 	if scheme == "" {
 		scheme = "http"
-		if l.spec.Protocol == gatewayv1.HTTPSProtocolType {
+		if l.Spec.Protocol == gatewayv1.HTTPSProtocolType {
 			scheme = "https"
 		}
 	}
@@ -57,7 +58,7 @@ func redirectPort(l *listener, rd ir.Redirect) uint32 {
 	case rd.Scheme == "http":
 		port = 80
 	default:
-		port = uint32(l.spec.Port)
+		port = uint32(l.Spec.Port)
 	}
 	if scheme == "http" && port == 80 || scheme == "https" && port == 443 {
 		return 0

@@ -4,9 +4,7 @@ import (
 	"maps"
 
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
-
 	"k8s.io/apimachinery/pkg/types"
-
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/controller/pkg/condition"
@@ -77,10 +75,8 @@ func (s *Status) addGatewayRoutes(routes map[RouteKey][]gatewayv1.RouteParentSta
 // The condition lists and problems of the kinds the translator reports on.
 type (
 	routeConditions       = condition.Route
-	listenerConditions    = condition.Listener
 	gatewayConditions     = condition.Gateway
 	listenerSetConditions = condition.ListenerSet
-	listenerProblem       = condition.ListenerProblem
 	gatewayProblem        = condition.GatewayProblem
 )
 

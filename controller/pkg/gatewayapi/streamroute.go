@@ -11,6 +11,7 @@ import (
 	"isobar.dev/controller/pkg/backend"
 	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/listener"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -120,16 +121,16 @@ func (t *gatewayTranslator) sharedUDP(o *outcome, r *streamRoute, d *ir.Destinat
 
 // addStream claims the listener's server names (TLS) or the listener (TCP,
 // UDP) for a route, and returns what an older route had already claimed.
-func (t *gatewayTranslator) addStream(l *listener, hosts []string, owner string, dest *ir.Destination) []string {
+func (t *gatewayTranslator) addStream(l *listener.Listener, hosts []string, owner string, dest *ir.Destination) []string {
 	tb := t.table(l)
-	if l.family != engine.FamilyTLS {
+	if l.Family != engine.FamilyTLS {
 		hosts = []string{""}
 	}
 	var taken []string
 	for _, h := range hosts {
-		if !tb.ClaimStream(h, owner, l.certificates, dest) {
+		if !tb.ClaimStream(h, owner, l.Certificates, dest) {
 			if h == "" {
-				h = fmt.Sprintf("port %d", l.spec.Port)
+				h = fmt.Sprintf("port %d", l.Spec.Port)
 			}
 			taken = append(taken, h)
 		}

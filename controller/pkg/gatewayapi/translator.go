@@ -15,12 +15,10 @@ package gatewayapi
 import (
 	"cmp"
 	"slices"
-
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -32,6 +30,7 @@ import (
 	"isobar.dev/controller/pkg/engine"
 	"isobar.dev/controller/pkg/env"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/listener"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -174,8 +173,9 @@ type gatewayTranslator struct {
 
 	// sets are the ListenerSets naming the Gateway, in precedence order;
 	// listeners are the Gateway's own, then the allowed sets'.
-	sets      []*listenerSet
-	listeners []*listener
+	sets      []*listener.Set
+	listeners []*listener.Listener
+	lv        *listener.Validation
 	// procs are the other routing APIs' processors, in precedence order,
 	// and selections what each serves on the Gateway; names are the Envoy
 	// names of its listeners when one of them fixes them.
@@ -238,6 +238,7 @@ func (t *gatewayTranslator) translateListeners(res *resources.Resources) {
 	t.env = t.newEnv(&everyTime)
 	t.clusters = map[string]*ir.Cluster{}
 	t.secrets = map[string]*ir.Secret{}
+	t.lv = &listener.Validation{Gateway: t.gw, Env: t.env, Secrets: t.secrets}
 	t.backendClientCertificate()
 	t.sets = t.listenerSets(res)
 	t.selections = make([]Selection, len(t.procs))
@@ -257,14 +258,12 @@ func (t *gatewayTranslator) translateListeners(res *resources.Resources) {
 	}
 	t.procs, t.selections = procs, sels
 	for _, sel := range t.selections {
-		for _, s := range sel.Sets {
-			t.sets = append(t.sets, &listenerSet{meta: s.Meta, entries: s.Entries, peer: s})
-		}
+		t.sets = append(t.sets, sel.Sets...)
 		if sel.Names != nil {
 			t.names = sel.Names
 		}
 	}
-	t.listeners = t.validateListeners()
+	t.listeners = t.validation().Listeners(t.sets)
 }
 
 // attachRoutes brings the Gateway's state up to date with the snapshot's
@@ -287,7 +286,7 @@ func (t *gatewayTranslator) attachRoutes(res *resources.Resources, prev *gateway
 	}
 	t.update()
 	for i, l := range t.listeners {
-		l.attached = t.state.Attached()[i]
+		l.Attached = t.state.Attached()[i]
 	}
 	t.prev = nil
 	for _, p := range t.procs {

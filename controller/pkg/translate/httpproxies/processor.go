@@ -23,6 +23,7 @@ import (
 	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/listener"
 	"isobar.dev/controller/pkg/resources"
 	"isobar.dev/controller/pkg/translate/ingresses"
 	"isobar.dev/controller/pkg/validate"
@@ -55,7 +56,6 @@ type gateway struct {
 	proxies, roots []*contourv1.HTTPProxy
 	byMeta         map[*metav1.ObjectMeta]*contourv1.HTTPProxy
 	// listeners are the Gateway's, once validated.
-	ls         []gatewayapi.Listener
 	duplicates map[types.NamespacedName]*httpproxy.Status
 	options    httpproxy.Options
 	httpsPort  int32
@@ -154,8 +154,8 @@ func (t *gateway) Select(res *resources.Resources) gatewayapi.Selection {
 
 // set is the listener of a root's TLS virtual host, whose chain is what
 // the root's attached tree asks.
-func (t *gateway) set(r *contourv1.HTTPProxy, e gatewayv1.ListenerEntry) *gatewayapi.Set {
-	return &gatewayapi.Set{
+func (t *gateway) set(r *contourv1.HTTPProxy, e gatewayv1.ListenerEntry) *listener.Set {
+	return &listener.Set{
 		Meta: &r.ObjectMeta, Entries: []gatewayv1.ListenerEntry{e},
 		Group: contourv1.GroupName, Kind: "HTTPProxy", Grant: "TLSCertificateDelegation", Noun: "TLS virtual host",
 		ChainTLS: func() *ir.ChainTLS {
@@ -169,10 +169,10 @@ func (t *gateway) set(r *contourv1.HTTPProxy, e gatewayv1.ListenerEntry) *gatewa
 }
 
 // ownListeners are the listeners of a root's TLS virtual host.
-func (t *gateway) ownListeners(r *contourv1.HTTPProxy) []gatewayapi.Listener {
-	var out []gatewayapi.Listener
-	for _, l := range t.listeners() {
-		if s := l.Set(); s != nil && s.Meta == &r.ObjectMeta {
+func (t *gateway) ownListeners(r *contourv1.HTTPProxy) []*listener.Listener {
+	var out []*listener.Listener
+	for _, l := range t.g.Listeners() {
+		if s := l.Set; s != nil && s.Meta == &r.ObjectMeta {
 			out = append(out, l)
 		}
 	}
@@ -188,12 +188,12 @@ func (t *gateway) Attach(o *gatewayapi.Outcome, meta *metav1.ObjectMeta) {
 	d := &detail{proxyStatuses: tree.Statuses, chainTLS: tree.TLS}
 	o.Clusters, o.Detail = tree.Clusters, d
 	gw := t.g.Key()
-	add := func(l gatewayapi.Listener, routes []*ir.Route, policy *ir.VirtualHostPolicy) {
+	add := func(l *listener.Listener, routes []*ir.Route, policy *ir.VirtualHostPolicy) {
 		if len(routes) > 0 && !t.g.AddHost(o, l, tree.FQDN, [][]*ir.Route{routes}, policy) {
-			d.problems = append(d.problems, fmt.Sprintf("listener %s of Gateway %s/%s does not serve %s", l.Name(), gw.Namespace, gw.Name, tree.FQDN))
+			d.problems = append(d.problems, fmt.Sprintf("listener %s of Gateway %s/%s does not serve %s", l.Spec.Name, gw.Namespace, gw.Name, tree.FQDN))
 		}
 	}
-	add(t.listeners()[0], tree.HTTP, tree.Policy)
+	add(t.g.Listeners()[0], tree.HTTP, tree.Policy)
 	for _, l := range t.ownListeners(root) {
 		add(l, tree.HTTPS, tree.HTTPSPolicy())
 	}
@@ -261,7 +261,7 @@ func (t *gateway) Report() {
 				case p.Reason == gatewayv1.ListenerReasonRefNotPermitted:
 					reason = "DelegationNotPermitted"
 				}
-				own(rk).Valid.AddErrorf(typ, reason, "TLS virtual host %s: %s", l.Hostname(), p.Message)
+				own(rk).Valid.AddErrorf(typ, reason, "TLS virtual host %s: %s", l.Hostname, p.Message)
 			}
 		}
 		t.g.Shadowed(o, func(h string, r *ir.Route, by *metav1.ObjectMeta) {
@@ -351,13 +351,4 @@ func fallbackOf(s v1alpha1.HTTPProxySettings) *types.NamespacedName {
 		return nil
 	}
 	return &types.NamespacedName{Namespace: s.FallbackCertificate.Namespace, Name: s.FallbackCertificate.Name}
-}
-
-// listeners are the Gateway's listeners, asked once: they are validated
-// before the first route is attached.
-func (t *gateway) listeners() []gatewayapi.Listener {
-	if t.ls == nil {
-		t.ls = t.g.Listeners()
-	}
-	return t.ls
 }

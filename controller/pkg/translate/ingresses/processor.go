@@ -19,6 +19,7 @@ import (
 	"isobar.dev/controller/pkg/httpproxy"
 	"isobar.dev/controller/pkg/ingress"
 	"isobar.dev/controller/pkg/ir"
+	"isobar.dev/controller/pkg/listener"
 	"isobar.dev/controller/pkg/resources"
 )
 
@@ -61,8 +62,6 @@ type gateway struct {
 	shape     ingress.Shape
 	ingresses []*networkingv1.Ingress
 	byMeta    map[*metav1.ObjectMeta]*networkingv1.Ingress
-	// listeners are the Gateway's, once validated.
-	ls []gatewayapi.Listener
 }
 
 // Select finds the Ingresses the Gateway serves and the listeners of
@@ -91,7 +90,7 @@ func (t *gateway) Select(res *resources.Resources) gatewayapi.Selection {
 		t.byMeta[&ing.ObjectMeta] = ing
 		sel.Routes = append(sel.Routes, &ing.ObjectMeta)
 		if len(entries) > 0 {
-			sel.Sets = append(sel.Sets, &gatewayapi.Set{
+			sel.Sets = append(sel.Sets, &listener.Set{
 				Meta: &ing.ObjectMeta, Entries: entries,
 				Group: string(ingress.ParentGroup), Kind: string(ingress.ParentKind),
 				Grant: "TLSCertificateDelegation or ReferenceGrant", Noun: "TLS host",
@@ -116,7 +115,7 @@ func (t *gateway) Attach(o *gatewayapi.Outcome, meta *metav1.ObjectMeta) {
 	// ingress-http's allowedRoutes say which namespaces' Ingresses it
 	// serves, as for HTTPRoutes; the TLS hosts' listeners are the
 	// Ingress's own.
-	http := t.listeners()[0]
+	http := t.g.Listeners()[0]
 	if msg := t.g.Allows(o, http, &ing.ObjectMeta); msg != "" {
 		o.Detail = &detail{problems: []string{msg}}
 		return
@@ -132,7 +131,7 @@ func (t *gateway) Attach(o *gatewayapi.Outcome, meta *metav1.ObjectMeta) {
 	d := &detail{problems: rules.Problems}
 	o.Clusters, o.Detail = rules.Clusters, d
 	for i, h := range rules.Hosts {
-		add := func(l *gatewayapi.Listener, routes []*ir.Route) {
+		add := func(l *listener.Listener, routes []*ir.Route) {
 			if l == nil {
 				return
 			}
@@ -141,15 +140,15 @@ func (t *gateway) Attach(o *gatewayapi.Outcome, meta *metav1.ObjectMeta) {
 			// stay apart.
 			byHost := make([][]*ir.Route, len(rules.Hosts))
 			byHost[i] = routes
-			if !t.g.AddHost(o, *l, h.Name, byHost, nil) {
-				d.problems = append(d.problems, fmt.Sprintf("host %s: listener %s of Gateway %s/%s does not serve it", hostname.OrAny(h.Name), l.Name(), gw.Namespace, gw.Name))
+			if !t.g.AddHost(o, l, h.Name, byHost, nil) {
+				d.problems = append(d.problems, fmt.Sprintf("host %s: listener %s of Gateway %s/%s does not serve it", hostname.OrAny(h.Name), l.Spec.Name, gw.Namespace, gw.Name))
 			}
 		}
 		switch {
 		case h.Redirect != nil:
-			add(&http, []*ir.Route{h.Redirect})
+			add(http, []*ir.Route{h.Redirect})
 		case h.HTTP:
-			add(&http, h.Routes)
+			add(http, h.Routes)
 		}
 		if h.TLS {
 			add(t.tlsHostListener(ing, h.Name), h.Routes)
@@ -159,10 +158,10 @@ func (t *gateway) Attach(o *gatewayapi.Outcome, meta *metav1.ObjectMeta) {
 
 // tlsHostListener returns the listener of one of an Ingress's TLS hosts,
 // or nil.
-func (t *gateway) tlsHostListener(ing *networkingv1.Ingress, host string) *gatewayapi.Listener {
-	for _, l := range t.listeners() {
-		if s := l.Set(); s != nil && s.Meta == &ing.ObjectMeta && l.Hostname() == host {
-			return &l
+func (t *gateway) tlsHostListener(ing *networkingv1.Ingress, host string) *listener.Listener {
+	for _, l := range t.g.Listeners() {
+		if s := l.Set; s != nil && s.Meta == &ing.ObjectMeta && l.Hostname == host {
+			return l
 		}
 	}
 	return nil
@@ -207,8 +206,8 @@ func (is *Status) problem(msg string) {
 // cannot be served (a hostname the Gateway's listener serves, a missing
 // certificate).
 func (t *gateway) listenerProblems() {
-	for _, l := range t.listeners() {
-		s := l.Set()
+	for _, l := range t.g.Listeners() {
+		s := l.Set
 		if s == nil || t.byMeta[s.Meta] == nil {
 			continue
 		}
@@ -217,20 +216,11 @@ func (t *gateway) listenerProblems() {
 			continue
 		}
 		for _, p := range l.ServingProblems() {
-			is.problem(fmt.Sprintf("TLS host %s: %s", l.Hostname(), p.Message))
+			is.problem(fmt.Sprintf("TLS host %s: %s", l.Hostname, p.Message))
 		}
 	}
 }
 
 func key(ns, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}
-}
-
-// listeners are the Gateway's listeners, asked once: they are validated
-// before the first route is attached.
-func (t *gateway) listeners() []gatewayapi.Listener {
-	if t.ls == nil {
-		t.ls = t.g.Listeners()
-	}
-	return t.ls
 }

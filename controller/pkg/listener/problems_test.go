@@ -1,4 +1,4 @@
-package gatewayapi
+package listener
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ func TestListenerConditionsFromProblems(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name    string
-		record  func(l *listener)
+		record  func(l *Listener)
 		want    []string
 		serving string
 	}{{
@@ -30,7 +30,7 @@ func TestListenerConditionsFromProblems(t *testing.T) {
 		},
 	}, {
 		name: "the first refusal of a type is reported",
-		record: func(l *listener) {
+		record: func(l *Listener) {
 			l.refuse(accepted, gatewayv1.ListenerReasonUnsupportedValue, "hostname is invalid")
 			l.refuse(accepted, gatewayv1.ListenerReasonPortUnavailable, "port is refused")
 		},
@@ -41,7 +41,7 @@ func TestListenerConditionsFromProblems(t *testing.T) {
 		serving: "Accepted UnsupportedValue: hostname is invalid",
 	}, {
 		name: "reported problems of a type add their messages",
-		record: func(l *listener) {
+		record: func(l *Listener) {
 			l.report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonInvalidCertificateRef, "Secret a/x does not exist"))
 			l.report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonRefNotPermitted, "certificateRef to Secret b/y is not permitted"))
 			l.report(condition.UnresolvedListenerRef(gatewayv1.ListenerReasonRefNotPermitted, "Secret a/x does not exist"))
@@ -53,8 +53,8 @@ func TestListenerConditionsFromProblems(t *testing.T) {
 		serving: "ResolvedRefs InvalidCertificateRef: Secret a/x does not exist; certificateRef to Secret b/y is not permitted",
 	}, {
 		name: "a conflict is True and keeps the listener from serving",
-		record: func(l *listener) {
-			l.report(&listenerProblem{Type: gatewayv1.ListenerConditionOverlappingTLSConfig, Reason: gatewayv1.ListenerReasonOverlappingHostnames, Message: "overlaps"})
+		record: func(l *Listener) {
+			l.report(&Problem{Type: gatewayv1.ListenerConditionOverlappingTLSConfig, Reason: gatewayv1.ListenerReasonOverlappingHostnames, Message: "overlaps"})
 			markConflicted(l, gatewayv1.ListenerReasonHostnameConflict, "same hostname")
 		},
 		want: []string{
@@ -65,20 +65,20 @@ func TestListenerConditionsFromProblems(t *testing.T) {
 		serving: "Conflicted HostnameConflict: same hostname",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := &listener{spec: &gatewayv1.Listener{Name: "l"}, kinds: []gatewayv1.RouteGroupKind{{Kind: "HTTPRoute"}}}
+			l := &Listener{Spec: &gatewayv1.Listener{Name: "l"}, Kinds: []gatewayv1.RouteGroupKind{{Kind: "HTTPRoute"}}}
 			if tc.record != nil {
 				tc.record(l)
 			}
 			l.renderConditions()
 			var got []string
-			for _, c := range l.conds.Sorted() {
+			for _, c := range l.Conds.Sorted() {
 				got = append(got, fmt.Sprintf("%s %s %s: %s", c.Type, c.Status, c.Reason, c.Message))
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("conditions:\n got %q\nwant %q", got, tc.want)
 			}
 			serving := ""
-			if p := l.servingProblem(); p != nil {
+			if p := l.ServingProblem(); p != nil {
 				serving = fmt.Sprintf("%s %s: %s", p.Type, p.Reason, p.Message)
 			}
 			if serving != tc.serving {
