@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"isobar.dev/e2e/rig"
 )
 
 // HTTPProxy external authorization through a provisioned fleet: the
@@ -32,7 +34,7 @@ func TestHTTPProxyAuthorizationThroughFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	r := startRig(t)
+	r := rig.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns, class = "authorized-proxies", "isobar-authorized"
@@ -54,7 +56,7 @@ func TestHTTPProxyAuthorizationThroughFleet(t *testing.T) {
 	objects := slices.Concat(tlsGateway(t, ns, class),
 		// The authorization server, and a Service without Pods: one that
 		// is down.
-		serverWorkload(ns, "authz", authzImage, "grpc", 9000),
+		serverWorkload(ns, "authz", rig.AuthzImage, "grpc", 9000),
 		[]client.Object{podlessService(ns, "nobody", "grpc", 9000),
 			extension("authz", "authz"),
 			extension("down", "nobody"),
@@ -71,7 +73,7 @@ func TestHTTPProxyAuthorizationThroughFleet(t *testing.T) {
 			}),
 		}, echoWorkload(ns, 1))
 	for _, o := range objects {
-		if err := r.env.Client.Create(ctx, o); err != nil {
+		if err := r.Env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,7 +94,7 @@ func TestHTTPProxyAuthorizationThroughFleet(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			p := &contourv1.HTTPProxy{}
-			_ = r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, p)
+			_ = r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, p)
 			t.Fatalf("GET https://shop.example.com/ as alice: %d %q from %q in two minutes, want 200 from an echo Pod once the server allows it; the proxy's status: %+v", got.status, got.body, got.Pod, p.Status)
 		}
 	}
@@ -132,10 +134,10 @@ func TestHTTPProxyAuthorizationThroughFleet(t *testing.T) {
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		x := &contourv1alpha1.ExtensionService{}
 		p := &contourv1.HTTPProxy{}
-		if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "authz"}, x); err != nil {
+		if err := r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "authz"}, x); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "missing"}, p); err != nil {
+		if err := r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "missing"}, p); err != nil {
 			t.Fatal(err)
 		}
 		valid := len(x.Status.Conditions) == 1 && x.Status.Conditions[0].Status == contourv1.ConditionTrue

@@ -34,11 +34,12 @@ import (
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 
 	"isobar.dev/e2e/harness"
+	"isobar.dev/e2e/rig"
 )
 
 const (
-	controllerName   = "isobar.dev/gateway-controller"
-	gatewayClassName = "isobar"
+	controllerName   = rig.ControllerName
+	gatewayClassName = rig.GatewayClassName
 	// modeVariable chooses which tests run: "all" (the default) or
 	// "status".
 	modeVariable = "ISOBAR_CONFORMANCE"
@@ -64,7 +65,7 @@ func TestConformance(t *testing.T) {
 	if mode != "status" && mode != "all" {
 		t.Fatalf("%s=%q: want status or all", modeVariable, mode)
 	}
-	r := startRig(t)
+	r := rig.Start(t)
 
 	var skip []string
 	if mode == "status" {
@@ -85,12 +86,12 @@ func TestConformance(t *testing.T) {
 		}
 	}
 	// The suite makes a new client for every test from ClientOptions.
-	clientOptions := client.Options{Scheme: r.env.Client.Scheme()}
-	c, err := client.New(r.env.Config, clientOptions)
+	clientOptions := client.Options{Scheme: r.Env.Client.Scheme()}
+	c, err := client.New(r.Env.Config, clientOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(r.fleet.logs.wrap(r.env.Config))
+	cs, err := kubernetes.NewForConfig(r.Fleet.Logs.Wrap(r.Env.Config))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestConformance(t *testing.T) {
 		Clientset:     cs,
 		// The suite builds its clients from RestConfig for every test; Pod
 		// logs come from the rig's echo backends.
-		RestConfig: r.fleet.logs.wrap(r.env.Config),
+		RestConfig: r.Fleet.Logs.Wrap(r.Env.Config),
 		// No RoundTripper, GRPCClient or WebSocketDialer: the suite's
 		// own clients, over real connections to the Gateways' addresses.
 		ManifestFS: []fs.FS{gwconformance.Manifests},
@@ -130,7 +131,7 @@ func TestConformance(t *testing.T) {
 	all := rec.wrap(tests.ConformanceTests)
 	// The suite marks its run finished in a cleanup of Run's; this one,
 	// registered first, runs after it.
-	t.Cleanup(func() { report(t, s, mode, r.env.Channel, len(skip), rec.list(all)) })
+	t.Cleanup(func() { report(t, s, mode, r.Env.Channel, len(skip), rec.list(all)) })
 	s.Setup(t, all)
 	if err := s.Run(t, all); err != nil {
 		t.Fatal(err)

@@ -14,13 +14,15 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/e2e/rig"
 )
 
 // defaultGateways: a route without parentRefs that asks for the default
 // Gateways is served by the Gateway with defaultScope All, which its status
 // names, until the Gateway stops being a default: then the route's entry
 // and the Gateway's DefaultGateway condition go, and so do its requests.
-func defaultGateways(t *testing.T, r *rig) {
+func defaultGateways(t *testing.T, r *rig.Rig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns = "defaults"
@@ -59,7 +61,7 @@ func defaultGateways(t *testing.T, r *rig) {
 	}
 	entry := func() (*gatewayv1.RouteParentStatus, any) {
 		hr := &gatewayv1.HTTPRoute{}
-		if err := r.env.Client.Get(ctx, routeKey, hr); err != nil {
+		if err := r.Env.Client.Get(ctx, routeKey, hr); err != nil {
 			t.Fatal(err)
 		}
 		for i, p := range hr.Status.Parents {
@@ -71,7 +73,7 @@ func defaultGateways(t *testing.T, r *rig) {
 	}
 	defaultCondition := func() (*metav1.Condition, any) {
 		gw := &gatewayv1.Gateway{}
-		if err := r.env.Client.Get(ctx, gwKey, gw); err != nil {
+		if err := r.Env.Client.Get(ctx, gwKey, gw); err != nil {
 			t.Fatal(err)
 		}
 		return meta.FindStatusCondition(gw.Status.Conditions, "DefaultGateway"), gw.Status.Conditions
@@ -93,11 +95,11 @@ func defaultGateways(t *testing.T, r *rig) {
 	// its finalizer): read it again on a conflict.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		gw := &gatewayv1.Gateway{}
-		if err := r.env.Client.Get(ctx, gwKey, gw); err != nil {
+		if err := r.Env.Client.Get(ctx, gwKey, gw); err != nil {
 			return err
 		}
 		gw.Spec.DefaultScope = ""
-		return r.env.Client.Update(ctx, gw)
+		return r.Env.Client.Update(ctx, gw)
 	}); err != nil {
 		t.Fatal(err)
 	}

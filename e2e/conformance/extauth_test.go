@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/e2e/rig"
 )
 
 // externalAuth: a rule's ExternalAuth filter makes the fleet's Envoy ask
@@ -19,7 +21,7 @@ import (
 // 200 for any path but /status/NNN's, whose status it answers) before it
 // forwards: allowed, denied with the server's status, and denied with 403
 // when the server has no endpoint.
-func externalAuth(t *testing.T, r *rig) {
+func externalAuth(t *testing.T, r *rig.Rig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns = "authorized"

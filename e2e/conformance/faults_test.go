@@ -17,6 +17,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/e2e/harness"
+	"isobar.dev/e2e/rig"
 )
 
 // Faults while a client sends requests through the Gateway throughout,
@@ -44,8 +45,8 @@ func TestFaultsWithTrafficFlowing(t *testing.T) {
 		t.Skip("starts a cluster")
 	}
 	const ns, host = "faults", "faults.example.com"
-	r := startRig(t)
-	c := r.env.Client
+	r := rig.Start(t)
+	c := r.Env.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gatewayv1.GatewaySpec{
@@ -60,8 +61,8 @@ func TestFaultsWithTrafficFlowing(t *testing.T) {
 	}}
 	// The fleet's controllers reach the API server through a proxy the
 	// test can take away.
-	proxy := harness.NewAPIProxy(t, r.env)
-	r.fleet.setControllerKubeconfig(proxy.Kubeconfig("fleet-proxied"))
+	proxy := harness.NewAPIProxy(t, r.Env)
+	r.Fleet.SetControllerKubeconfig(proxy.Kubeconfig("fleet-proxied"))
 	createWithEcho(t, ctx, r, ns, 2, []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, gw, route})
 	address := gatewayAddress(t, ctx, r, client.ObjectKeyFromObject(gw))
 	awaitEcho(t, ctx, address, host, "/", "the echo Pods")
@@ -72,7 +73,7 @@ func TestFaultsWithTrafficFlowing(t *testing.T) {
 	// The controllers killed mid-push, as the OOM killer would: their Pods
 	// stay, and the kubelet restarts the containers 10 s later.
 	generation := setResponseHeader(t, ctx, c, client.ObjectKeyFromObject(route), "after-restart")
-	killed, err := r.fleet.killControllers(ns)
+	killed, err := r.Fleet.KillControllers(ns)
 	if err != nil || len(killed) == 0 {
 		t.Fatalf("killing the controllers: %d killed, %v", len(killed), err)
 	}
@@ -89,7 +90,7 @@ func TestFaultsWithTrafficFlowing(t *testing.T) {
 
 	// The controllers killed mid-push, their Pods gone (a node failure).
 	generation = setResponseHeader(t, ctx, c, client.ObjectKeyFromObject(route), "after-kill")
-	killed, err = r.fleet.killControllers(ns)
+	killed, err = r.Fleet.KillControllers(ns)
 	if err != nil || len(killed) == 0 {
 		t.Fatalf("killing the controllers: %d killed, %v", len(killed), err)
 	}

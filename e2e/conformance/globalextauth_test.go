@@ -18,6 +18,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	isobarv1alpha1 "isobar.dev/api/v1alpha1"
+	"isobar.dev/e2e/rig"
 )
 
 // Global external authorization through a provisioned fleet: the profile
@@ -33,7 +34,7 @@ func TestGlobalExtAuthThroughFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	r := startRig(t)
+	r := rig.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns, class, ingressClass = "global-auth", "isobar-global-auth", "isobar-global-auth-routes"
@@ -86,9 +87,9 @@ func TestGlobalExtAuthThroughFleet(t *testing.T) {
 			VirtualHost:      &contourv1.VirtualHost{Fqdn: "secure.example.com", TLS: &contourv1.TLS{SecretName: "example-tls"}},
 			Routes:           []contourv1.Route{{Services: echo()}},
 		}},
-	}, serverWorkload(ns, "authz", authzImage, "grpc", 9000), echoWorkload(ns, 1))
+	}, serverWorkload(ns, "authz", rig.AuthzImage, "grpc", 9000), echoWorkload(ns, 1))
 	for _, o := range objects {
-		if err := r.env.Client.Create(ctx, o); err != nil {
+		if err := r.Env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,7 +162,7 @@ func TestGlobalExtAuthThroughFleet(t *testing.T) {
 	// The Gateway says its routes are checked.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		gw := &gatewayv1.Gateway{}
-		if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, gw); err != nil {
+		if err := r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, gw); err != nil {
 			t.Fatal(err)
 		}
 		i := slices.IndexFunc(gw.Status.Conditions, func(c metav1.Condition) bool { return c.Type == "isobar.dev/ExternalAuthorization" })

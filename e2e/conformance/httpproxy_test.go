@@ -21,6 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/e2e/rig"
 )
 
 // HTTPProxy's edge features through a provisioned fleet, with real
@@ -34,7 +36,7 @@ func TestHTTPProxyThroughFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	r := startRig(t)
+	r := rig.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns = "proxies"
@@ -148,7 +150,7 @@ func echoWorkload(ns string, replicas int32) []client.Object {
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "echo", Image: "registry.k8s.io/" + echoImage + ":v1.5.1",
+				Name: "echo", Image: "registry.k8s.io/" + rig.EchoImage + ":v1.5.1",
 				Env: []corev1.EnvVar{podEnv("POD_NAME", "metadata.name"), podEnv("NAMESPACE", "metadata.namespace")},
 			}}}},
 		}},
@@ -157,10 +159,10 @@ func echoWorkload(ns string, replicas int32) []client.Object {
 
 // createWithEcho creates objects and an echo Deployment of replicas Pods
 // (with its Service) in ns.
-func createWithEcho(t *testing.T, ctx context.Context, r *rig, ns string, replicas int32, objects []client.Object) {
+func createWithEcho(t *testing.T, ctx context.Context, r *rig.Rig, ns string, replicas int32, objects []client.Object) {
 	t.Helper()
 	for _, o := range append(objects, echoWorkload(ns, replicas)...) {
-		if err := r.env.Client.Create(ctx, o); err != nil {
+		if err := r.Env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -223,11 +225,11 @@ func proxy(ns, name, fqdn string, routes []contourv1.Route) *contourv1.HTTPProxy
 
 // gatewayAddress waits for a Gateway to be programmed with an address,
 // and returns it with the port of its first listener.
-func gatewayAddress(t *testing.T, ctx context.Context, r *rig, key types.NamespacedName) string {
+func gatewayAddress(t *testing.T, ctx context.Context, r *rig.Rig, key types.NamespacedName) string {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		gw := &gatewayv1.Gateway{}
-		if err := r.env.Client.Get(ctx, key, gw); err != nil {
+		if err := r.Env.Client.Get(ctx, key, gw); err != nil {
 			t.Fatal(err)
 		}
 		if len(gw.Status.Addresses) > 0 && len(gw.Spec.Listeners) > 0 {

@@ -22,6 +22,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"isobar.dev/e2e/harness"
+	"isobar.dev/e2e/rig"
 	"isobar.dev/operator/pkg/render"
 )
 
@@ -85,12 +86,12 @@ func TestInstallDocs(t *testing.T) {
 	used := map[string]bool{}
 	for _, doc := range []string{"install.md", "quickstart.md"} {
 		t.Run(doc, func(t *testing.T) {
-			r := startRigWith(t, rigOptions{channel: "standard", probe: true, bare: true, omit: omit})
-			kubeconfig, err := r.env.Kubeconfig("docs-reader")
+			r := rig.StartWith(t, rig.Options{Channel: "standard", Probe: true, Bare: true, Omit: omit})
+			kubeconfig, err := r.Env.Kubeconfig("docs-reader")
 			if err != nil {
 				t.Fatal(err)
 			}
-			steps := docSteps(r.env.Client, standardInstall)
+			steps := docSteps(r.Env.Client, standardInstall)
 			for _, line := range docLines(t, filepath.Join(root, "docs", doc)) {
 				command := withoutComment(line)
 				step, ok := steps[command]

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"isobar.dev/e2e/jwks"
+	"isobar.dev/e2e/rig"
 )
 
 // HTTPProxy JWT verification through a provisioned fleet: the fleet's
@@ -30,7 +31,7 @@ func TestHTTPProxyJWTThroughFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	r := startRig(t)
+	r := rig.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns, class = "jwt-proxies", "isobar-jwt"
@@ -50,7 +51,7 @@ func TestHTTPProxyJWTThroughFleet(t *testing.T) {
 	}
 	objects := slices.Concat(tlsGateway(t, ns, class),
 		// The JWKS endpoint, and a Service without Pods.
-		serverWorkload(ns, "jwks", jwksImage, "http", 8080, corev1.EnvVar{Name: "JWKS", Value: string(issuer.KeySet())}),
+		serverWorkload(ns, "jwks", rig.JWKSImage, "http", 8080, corev1.EnvVar{Name: "JWKS", Value: string(issuer.KeySet())}),
 		[]client.Object{podlessService(ns, "nobody", "http", 8080),
 			root("shop", "http://jwks."+ns+".svc.cluster.local:8080/.well-known/jwks.json", []contourv1.Route{
 				{Services: echo()},
@@ -60,7 +61,7 @@ func TestHTTPProxyJWTThroughFleet(t *testing.T) {
 			root("scheme", "ftp://jwks."+ns+".svc.cluster.local/jwks.json", []contourv1.Route{{Services: echo()}}),
 		}, echoWorkload(ns, 1))
 	for _, o := range objects {
-		if err := r.env.Client.Create(ctx, o); err != nil {
+		if err := r.Env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,7 +95,7 @@ func TestHTTPProxyJWTThroughFleet(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			p := &contourv1.HTTPProxy{}
-			_ = r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, p)
+			_ = r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, p)
 			t.Fatalf("GET https://shop.example.com/ with a valid token: %d %q from %q in two minutes, want 200 from an echo Pod; the proxy's status: %+v", got.status, got.body, got.Pod, p.Status)
 		}
 	}
@@ -128,7 +129,7 @@ func TestHTTPProxyJWTThroughFleet(t *testing.T) {
 	// Status: a URI of another scheme is the proxy's error.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		p := &contourv1.HTTPProxy{}
-		if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "scheme"}, p); err != nil {
+		if err := r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "scheme"}, p); err != nil {
 			t.Fatal(err)
 		}
 		var errs []contourv1.SubCondition

@@ -18,6 +18,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	isobarv1alpha1 "isobar.dev/api/v1alpha1"
+	"isobar.dev/e2e/rig"
 )
 
 // HTTPProxy global rate limits through a provisioned fleet: the profile
@@ -32,7 +33,7 @@ func TestHTTPProxyGlobalRateLimitsThroughFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	r := startRig(t)
+	r := rig.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns, class, ingressClass = "limited-proxies", "isobar-ratelimited", "isobar-limited"
@@ -67,9 +68,9 @@ func TestHTTPProxyGlobalRateLimitsThroughFleet(t *testing.T) {
 			},
 		}},
 	}
-	objects = slices.Concat(objects, serverWorkload(ns, "ratelimit", rateLimitImage, "grpc", 8081, corev1.EnvVar{Name: "LIMIT", Value: "2"}), echoWorkload(ns, 1))
+	objects = slices.Concat(objects, serverWorkload(ns, "ratelimit", rig.RateLimitImage, "grpc", 8081, corev1.EnvVar{Name: "LIMIT", Value: "2"}), echoWorkload(ns, 1))
 	for _, o := range objects {
-		if err := r.env.Client.Create(ctx, o); err != nil {
+		if err := r.Env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -126,7 +127,7 @@ func TestHTTPProxyGlobalRateLimitsThroughFleet(t *testing.T) {
 
 	x := &contourv1alpha1.ExtensionService{}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
-		if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "ratelimit"}, x); err != nil {
+		if err := r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "ratelimit"}, x); err != nil {
 			t.Fatal(err)
 		}
 		if len(x.Status.Conditions) == 1 && x.Status.Conditions[0].Status == contourv1.ConditionTrue {

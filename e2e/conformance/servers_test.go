@@ -15,8 +15,8 @@ import (
 	"isobar.dev/operator/pkg/certs"
 )
 
-// serverWorkload is one of our test servers (image authzImage,
-// rateLimitImage or jwksImage) as a Pod of a Deployment behind a Service
+// serverWorkload is one of our test servers (image rig.AuthzImage,
+// rig.RateLimitImage or rig.JWKSImage) as a Pod of a Deployment behind a Service
 // of its name, listening on port ($PORT) under the port's name, with env.
 func serverWorkload(ns, name, image, portName string, port int32, env ...corev1.EnvVar) []client.Object {
 	labels := map[string]string{"app": name}

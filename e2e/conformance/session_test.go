@@ -16,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"isobar.dev/e2e/rig"
 )
 
 // Fields of the experimental channel beyond the suite's features, through
@@ -24,7 +26,7 @@ func TestExperimentalChannelThroughFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	r := startRigOn(t, "experimental")
+	r := rig.StartOn(t, "experimental")
 	t.Run("sessionPersistence", func(t *testing.T) { sessionPersistence(t, r) })
 	t.Run("defaultGateways", func(t *testing.T) { defaultGateways(t, r) })
 	t.Run("externalAuth", func(t *testing.T) { externalAuth(t, r) })
@@ -34,7 +36,7 @@ func TestExperimentalChannelThroughFleet(t *testing.T) {
 // sessionPersistence: a cookie session and a header session each keep a
 // client on one Pod, also after a Pod is added, and a session whose Pod is
 // gone moves to another, with a new cookie.
-func sessionPersistence(t *testing.T, r *rig) {
+func sessionPersistence(t *testing.T, r *rig.Rig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns = "sessions"
@@ -111,11 +113,11 @@ func sessionPersistence(t *testing.T, r *rig) {
 	// again on a conflict.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		deploy := &appsv1.Deployment{}
-		if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "echo"}, deploy); err != nil {
+		if err := r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "echo"}, deploy); err != nil {
 			return err
 		}
 		deploy.Spec.Replicas = ptr.To[int32](3)
-		return r.env.Client.Update(ctx, deploy)
+		return r.Env.Client.Update(ctx, deploy)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func sessionPersistence(t *testing.T, r *rig) {
 	pinned("header session after a Pod was added", "/api", withHeader, apiPod)
 
 	// The session's Pod goes: its requests move, and the cookie with them.
-	if err := r.env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}}); err != nil {
+	if err := r.Env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}}); err != nil {
 		t.Fatal(err)
 	}
 	waitEndpointGone(t, ctx, r, ns, pod)
@@ -157,11 +159,11 @@ func sessionPersistence(t *testing.T, r *rig) {
 
 // waitEndpointGone waits until no EndpointSlice of the echo Service names
 // pod.
-func waitEndpointGone(t *testing.T, ctx context.Context, r *rig, ns, pod string) {
+func waitEndpointGone(t *testing.T, ctx context.Context, r *rig.Rig, ns, pod string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; {
 		var slices discoveryv1.EndpointSliceList
-		if err := r.env.Client.List(ctx, &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: "echo"}); err != nil {
+		if err := r.Env.Client.List(ctx, &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: "echo"}); err != nil {
 			t.Fatal(err)
 		}
 		named := false

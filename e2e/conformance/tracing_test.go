@@ -22,6 +22,7 @@ import (
 
 	isobarv1alpha1 "isobar.dev/api/v1alpha1"
 	"isobar.dev/e2e/otlpreceiver"
+	"isobar.dev/e2e/rig"
 )
 
 // Tracing through a provisioned fleet: with the profile's tracing, the
@@ -33,7 +34,7 @@ func TestTracingThroughFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	r := startRig(t)
+	r := rig.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns, class = "traced", "isobar-traced"
@@ -62,9 +63,9 @@ func TestTracingThroughFleet(t *testing.T) {
 				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo", Port: ptr.To[gatewayv1.PortNumber](8080)}}}}}},
 		}},
 	}
-	objects = slices.Concat(objects, serverWorkload(ns, "otel", otlpImage, "otlp-grpc", 4317), echoWorkload(ns, 1))
+	objects = slices.Concat(objects, serverWorkload(ns, "otel", rig.OTLPImage, "otlp-grpc", 4317), echoWorkload(ns, 1))
 	for _, o := range objects {
-		if err := r.env.Client.Create(ctx, o); err != nil {
+		if err := r.Env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,14 +85,14 @@ func TestTracingThroughFleet(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	logs, err := kubernetes.NewForConfig(r.fleet.logs.wrap(r.env.Config))
+	logs, err := kubernetes.NewForConfig(r.Fleet.Logs.Wrap(r.Env.Config))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The collector's log: a line of JSON per span.
 	spans := func() []otlpreceiver.Span {
 		pods := &corev1.PodList{}
-		if err := r.env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": "otel"}); err != nil {
+		if err := r.Env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": "otel"}); err != nil {
 			t.Fatal(err)
 		}
 		var out []otlpreceiver.Span
@@ -118,7 +119,7 @@ func TestTracingThroughFleet(t *testing.T) {
 		}
 	}
 	envoys := &corev1.PodList{}
-	if err := r.env.Client.List(ctx, envoys, client.InNamespace(ns)); err != nil {
+	if err := r.Env.Client.List(ctx, envoys, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	var envoyPods []string
@@ -133,7 +134,7 @@ func TestTracingThroughFleet(t *testing.T) {
 		t.Errorf("span %+v, want service fleet, ingress, team checkout, an Envoy Pod (%v) of namespace %s, status 200", s, envoyPods, ns)
 	}
 	gw := &gatewayv1.Gateway{}
-	if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, gw); err != nil {
+	if err := r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, gw); err != nil {
 		t.Fatal(err)
 	}
 	if c := meta.FindStatusCondition(gw.Status.Conditions, "isobar.dev/Tracing"); c == nil || c.Status != metav1.ConditionTrue {

@@ -33,6 +33,7 @@ import (
 	"isobar.dev/api/imagetag"
 	"isobar.dev/api/v1alpha1"
 	"isobar.dev/e2e/harness"
+	"isobar.dev/e2e/rig"
 	"isobar.dev/operator/pkg/rollout"
 )
 
@@ -54,15 +55,15 @@ func TestUpgradeRollsInOrder(t *testing.T) {
 	const (
 		oldEnvoy = "docker.io/envoyproxy/envoy:distroless-v1.37.0"
 		newEnvoy = "docker.io/envoyproxy/envoy:distroless-v1.40.0"
-		broken   = "example.com/isobar/isobar-controller" + brokenTag
+		broken   = "example.com/isobar/isobar-controller" + rig.BrokenTag
 		ns       = "upgrade"
 		host     = "upgrade.example.com"
 	)
 	images := buildReleases(t, "v0.1.0", "v0.1.1")
 	imageA, imageB := images[0].ref, images[1].ref
-	r := startRigWith(t, rigOptions{channel: "experimental", probe: true, operatorArgs: []string{"--controller-image=" + imageA}})
+	r := rig.StartWith(t, rig.Options{Channel: "experimental", Probe: true, OperatorArgs: []string{"--controller-image=" + imageA}})
 	for _, img := range images {
-		r.fleet.addImage(img.ref, img.binary)
+		r.Fleet.AddImage(img.ref, img.binary)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -101,8 +102,8 @@ func TestUpgradeRollsInOrder(t *testing.T) {
 
 	for _, step := range []struct{ name, image string }{{"upgrade", imageB}, {"rollback", imageA}} {
 		mark := events.mark()
-		r.stopOperator(t)
-		r.startOperator(t, "--controller-image="+step.image)
+		r.StopOperator(t)
+		r.StartOperator(t, "--controller-image="+step.image)
 		awaitRolled(t, ctx, r, ns, gateways, step.image)
 		checkOrder(t, step.name, events.since(mark), step.image)
 	}
@@ -111,8 +112,8 @@ func TestUpgradeRollsInOrder(t *testing.T) {
 	// Envoys keep their images, the Gateway says why, the other fleet
 	// waits; going back to the running release finishes both.
 	mark := events.mark()
-	r.stopOperator(t)
-	r.startOperator(t, "--controller-image="+broken)
+	r.StopOperator(t)
+	r.StartOperator(t, "--controller-image="+broken)
 	var first, second string
 	awaitCondition(t, ctx, r, ns, func(gws map[string]*metav1.Condition) bool {
 		for _, name := range gateways {
@@ -132,31 +133,31 @@ func TestUpgradeRollsInOrder(t *testing.T) {
 		}
 	}
 	for _, e := range events.since(mark) {
-		if e.component == envoyComponent && e.image == broken {
+		if e.component == rig.EnvoyComponent && e.image == broken {
 			t.Errorf("an Envoy Pod of the broken release: %s", e)
 		}
 		if e.gateway == second && e.image == broken {
 			t.Errorf("Gateway %s rolls while %s, rolling first, cannot: %s", second, first, e)
 		}
 	}
-	r.stopOperator(t)
-	r.startOperator(t, "--controller-image="+imageA)
+	r.StopOperator(t)
+	r.StartOperator(t, "--controller-image="+imageA)
 	awaitRolled(t, ctx, r, ns, gateways, imageA)
 
 	// With spec.rollout.maxFleets 2, both fleets roll at once, to a new
 	// controller and the newest Envoy, which is sent the budget's
 	// interval.
-	r.stopOperator(t)
+	r.StopOperator(t)
 	setProfile(t, ctx, r, func(spec *v1alpha1.ContourDeploymentSpec) {
 		spec.Rollout.MaxFleets = 2
 		spec.Envoy.Image = newEnvoy
 	})
 	mark = events.mark()
-	r.startOperator(t, "--controller-image="+imageB)
+	r.StartOperator(t, "--controller-image="+imageB)
 	awaitRolled(t, ctx, r, ns, gateways, imageB)
 	checkReleases(t, ctx, r, ns, newEnvoy)
 	rolled := events.since(mark)
-	firstReady := slices.IndexFunc(rolled, func(e podEvent) bool { return e.component == envoyComponent && e.image == imageB && e.ready })
+	firstReady := slices.IndexFunc(rolled, func(e podEvent) bool { return e.component == rig.EnvoyComponent && e.image == imageB && e.ready })
 	for _, name := range gateways {
 		if start := slices.IndexFunc(rolled, func(e podEvent) bool { return e.gateway == name && e.image == imageB }); start > firstReady {
 			t.Errorf("maxFleets 2: fleet %s started rolling (event %d) after a fleet had finished (event %d):\n%s", name, start, firstReady, eventList(rolled))
@@ -209,15 +210,15 @@ func buildReleases(t *testing.T, versions ...string) []release {
 }
 
 // setProfile changes the class's profile.
-func setProfile(t *testing.T, ctx context.Context, r *rig, change func(*v1alpha1.ContourDeploymentSpec)) {
+func setProfile(t *testing.T, ctx context.Context, r *rig.Rig, change func(*v1alpha1.ContourDeploymentSpec)) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		profile := &v1alpha1.ContourDeployment{}
-		if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: "isobar-system", Name: "conformance"}, profile); err != nil {
+		if err := r.Env.Client.Get(ctx, types.NamespacedName{Namespace: "isobar-system", Name: "conformance"}, profile); err != nil {
 			return err
 		}
 		change(&profile.Spec)
-		return r.env.Client.Update(ctx, profile)
+		return r.Env.Client.Update(ctx, profile)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -228,16 +229,16 @@ func setProfile(t *testing.T, ctx context.Context, r *rig, change func(*v1alpha1
 // plays the release of envoyImage, was sent nothing that release does not
 // know, and holds the echo Service's retry budget, with its interval only
 // from Envoy v1.39 on.
-func checkReleases(t *testing.T, ctx context.Context, r *rig, ns, envoyImage string) {
+func checkReleases(t *testing.T, ctx context.Context, r *rig.Rig, ns, envoyImage string) {
 	t.Helper()
 	release, _ := imagetag.Of(envoyImage)
 	var pods corev1.PodList
-	if err := r.env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{componentLabel: envoyComponent}); err != nil {
+	if err := r.Env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{rig.ComponentLabel: rig.EnvoyComponent}); err != nil {
 		t.Fatal(err)
 	}
 	checked := 0
 	for _, p := range pods.Items {
-		e := r.fleet.envoy(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		e := r.Fleet.Envoy(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		if e == nil {
 			t.Errorf("Envoy Pod %s runs no simulated Envoy", p.Name)
 			continue
@@ -273,29 +274,29 @@ func checkReleases(t *testing.T, ctx context.Context, r *rig, ns, envoyImage str
 
 // awaitRolled waits for each fleet to run image in its controller and its
 // Envoys, rolled out, and the Gateway to say Provisioned.
-func awaitRolled(t *testing.T, ctx context.Context, r *rig, ns string, gateways []string, image string) {
+func awaitRolled(t *testing.T, ctx context.Context, r *rig.Rig, ns string, gateways []string, image string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Second) {
 		done := true
 		var why []string
 		for _, name := range gateways {
 			gw := &gatewayv1.Gateway{}
-			if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, gw); err != nil {
+			if err := r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, gw); err != nil {
 				t.Fatal(err)
 			}
 			c := meta.FindStatusCondition(gw.Status.Conditions, v1alpha1.GatewayConditionProvisioned)
 			var deps appsv1.DeploymentList
 			var dss appsv1.DaemonSetList
 			sel := client.MatchingLabels{fleetapi.LabelGatewayName: name}
-			if err := r.env.Client.List(ctx, &deps, client.InNamespace(ns), sel); err != nil {
+			if err := r.Env.Client.List(ctx, &deps, client.InNamespace(ns), sel); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.env.Client.List(ctx, &dss, client.InNamespace(ns), sel); err != nil {
+			if err := r.Env.Client.List(ctx, &dss, client.InNamespace(ns), sel); err != nil {
 				t.Fatal(err)
 			}
 			ok := c != nil && c.Status == metav1.ConditionTrue && len(deps.Items) == 1 && len(dss.Items) == 1
 			var pods corev1.PodList
-			if err := r.env.Client.List(ctx, &pods, client.InNamespace(ns), sel); err != nil {
+			if err := r.Env.Client.List(ctx, &pods, client.InNamespace(ns), sel); err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range pods.Items {
@@ -325,11 +326,11 @@ func awaitRolled(t *testing.T, ctx context.Context, r *rig, ns string, gateways 
 
 // awaitCondition waits for the Gateways' Provisioned conditions to be as
 // ok wants.
-func awaitCondition(t *testing.T, ctx context.Context, r *rig, ns string, ok func(map[string]*metav1.Condition) bool, want string) {
+func awaitCondition(t *testing.T, ctx context.Context, r *rig.Rig, ns string, ok func(map[string]*metav1.Condition) bool, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		var list gatewayv1.GatewayList
-		if err := r.env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		if err := r.Env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]*metav1.Condition{}
@@ -349,10 +350,10 @@ func awaitCondition(t *testing.T, ctx context.Context, r *rig, ns string, ok fun
 	}
 }
 
-func envoyImages(t *testing.T, ctx context.Context, r *rig, ns, gateway string) []string {
+func envoyImages(t *testing.T, ctx context.Context, r *rig.Rig, ns, gateway string) []string {
 	t.Helper()
 	var dss appsv1.DaemonSetList
-	if err := r.env.Client.List(ctx, &dss, client.InNamespace(ns), client.MatchingLabels{fleetapi.LabelGatewayName: gateway}); err != nil {
+	if err := r.Env.Client.List(ctx, &dss, client.InNamespace(ns), client.MatchingLabels{fleetapi.LabelGatewayName: gateway}); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
@@ -396,9 +397,9 @@ func (p *podEvents) since(mark int) []podEvent {
 	return slices.Clone(p.events[mark:])
 }
 
-func watchUpgrade(t *testing.T, ctx context.Context, r *rig, ns string) *podEvents {
+func watchUpgrade(t *testing.T, ctx context.Context, r *rig.Rig, ns string) *podEvents {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(r.env.Config)
+	cs, err := kubernetes.NewForConfig(r.Env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +420,7 @@ func watchUpgrade(t *testing.T, ctx context.Context, r *rig, ns string) *podEven
 			if !ok {
 				continue
 			}
-			e := podEvent{kind: ev.Type, gateway: pod.Labels[fleetapi.LabelGatewayName], component: pod.Labels[componentLabel], pod: pod.Name,
+			e := podEvent{kind: ev.Type, gateway: pod.Labels[fleetapi.LabelGatewayName], component: pod.Labels[rig.ComponentLabel], pod: pod.Name,
 				deleting: pod.DeletionTimestamp != nil}
 			for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
 				if c.Name == "controller" || c.Name == "bootstrap" {
@@ -451,16 +452,16 @@ func checkOrder(t *testing.T, step string, events []podEvent, image string) {
 			order = append(order, e.gateway)
 		}
 		switch {
-		case e.component == controllerComponent && e.image == image && e.ready:
+		case e.component == rig.ControllerComponent && e.image == image && e.ready:
 			if _, ok := controllerReady[e.gateway]; !ok {
 				controllerReady[e.gateway] = i
 			}
-		case e.component == envoyComponent && e.image == image && e.ready:
+		case e.component == rig.EnvoyComponent && e.image == image && e.ready:
 			if _, ok := envoyReady[e.gateway]; !ok {
 				envoyReady[e.gateway] = i
 			}
 		}
-		if e.component == envoyComponent && (e.kind == watch.Added || e.kind == watch.Deleted || e.deleting) {
+		if e.component == rig.EnvoyComponent && (e.kind == watch.Added || e.kind == watch.Deleted || e.deleting) {
 			if _, ok := controllerReady[e.gateway]; !ok {
 				t.Errorf("%s: an Envoy Pod changed before the fleet's controller of %s was Ready: %s", step, image, e)
 			}

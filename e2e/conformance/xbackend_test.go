@@ -14,13 +14,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+
+	"isobar.dev/e2e/rig"
 )
 
 // xbackends: a route to an XBackend reaches the host it names (the echo
 // Service's DNS name, which the simulated Envoys resolve as cluster DNS
 // does); an XBackend that cannot be used answers 500 and says why on its
 // status, for the Gateway, and on the route's.
-func xbackends(t *testing.T, r *rig) {
+func xbackends(t *testing.T, r *rig.Rig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns = "external-backends"
@@ -65,7 +67,7 @@ func xbackends(t *testing.T, r *rig) {
 	// Each XBackend's status has the Gateway's entry.
 	accepted := func(name string) *metav1.Condition {
 		b := &gatewayxv1alpha1.XBackend{}
-		if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
+		if err := r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
 			t.Fatal(err)
 		}
 		for _, a := range b.Status.Ancestors {
@@ -90,7 +92,7 @@ func xbackends(t *testing.T, r *rig) {
 		}
 	}
 	route := &gatewayv1.HTTPRoute{}
-	if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, route); err != nil {
+	if err := r.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, route); err != nil {
 		t.Fatal(err)
 	}
 	var resolved *metav1.Condition

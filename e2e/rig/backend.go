@@ -1,4 +1,4 @@
-package conformance
+package rig
 
 import (
 	"context"
@@ -15,17 +15,17 @@ import (
 	"isobar.dev/e2e/harness"
 )
 
-// echoImage is the image of the suite's echo server, which its backend
-// Pods run; authzImage, rateLimitImage and jwksImage those of the
+// EchoImage is the image of the suite's echo server, which its backend
+// Pods run; AuthzImage, RateLimitImage and JWKSImage those of the
 // authorization and rate limit services, the JWKS endpoint and the
 // OpenTelemetry collector of our tests (cmd/authz-server,
 // cmd/ratelimit-server, cmd/jwks-server, cmd/otlp-collector).
 const (
-	echoImage      = "gateway-api/echo-basic"
-	authzImage     = "isobar-e2e/authz-server"
-	rateLimitImage = "isobar-e2e/ratelimit-server"
-	jwksImage      = "isobar-e2e/jwks-server"
-	otlpImage      = "isobar-e2e/otlp-collector"
+	EchoImage      = "gateway-api/echo-basic"
+	AuthzImage     = "isobar-e2e/authz-server"
+	RateLimitImage = "isobar-e2e/ratelimit-server"
+	JWKSImage      = "isobar-e2e/jwks-server"
+	OTLPImage      = "isobar-e2e/otlp-collector"
 )
 
 // runBackend plays a Pod of the suite's backends as a kubelet runs its
@@ -35,27 +35,27 @@ const (
 // in the Pod. What it prints is the Pod's log. The suite's CoreDNS Pod is
 // played by a DNS server in a namespace of its own that answers every
 // query NXDOMAIN. Any other Pod runs nothing.
-func (f *fleet) runBackend(pod *corev1.Pod) (func(), error) {
+func (f *Fleet) runBackend(pod *corev1.Pod) (func(), error) {
 	if len(pod.Spec.Containers) == 0 {
 		return nil, nil
 	}
 	c := &pod.Spec.Containers[0]
 	binary := "echo-basic"
 	switch {
-	case strings.Contains(c.Image, authzImage):
+	case strings.Contains(c.Image, AuthzImage):
 		binary = "authz-server"
-	case strings.Contains(c.Image, rateLimitImage):
+	case strings.Contains(c.Image, RateLimitImage):
 		binary = "ratelimit-server"
-	case strings.Contains(c.Image, jwksImage):
+	case strings.Contains(c.Image, JWKSImage):
 		binary = "jwks-server"
-	case strings.Contains(c.Image, otlpImage):
+	case strings.Contains(c.Image, OTLPImage):
 		binary = "otlp-collector"
 	}
 	switch {
-	case strings.Contains(c.Image, echoImage) || binary != "echo-basic":
+	case strings.Contains(c.Image, EchoImage) || binary != "echo-basic":
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 		p, err := f.env.RunPodProcessWith(f.ctx, f.kubeconfig, pod, c.Name, binary,
-			harness.ProcessOptions{Netns: true, Output: f.logs.writer(key)})
+			harness.ProcessOptions{Netns: true, Output: f.Logs.writer(key)})
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +106,7 @@ const coreDNSPort = 53
 // Corefile configures it: "whoami" for foo.bar.com (an A record of the
 // client's address), and for any other name a forward to public resolvers,
 // which this machine cannot reach (SERVFAIL).
-func (f *fleet) runDNS(pod *corev1.Pod) (func(), error) {
+func (f *Fleet) runDNS(pod *corev1.Pod) (func(), error) {
 	ns, err := harness.NewNetns()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package conformance
+package rig
 
 import (
 	"context"
@@ -30,7 +30,7 @@ const serviceCIDR = "127.64.0.0/16"
 // target port of one of the Service's Envoy Pods whose simulated Envoy is
 // Ready (its first configuration warmed), at the Pod's address.
 type kubeProxy struct {
-	fleet *fleet
+	fleet *Fleet
 	// open are the sockets bound, by protocol and address, with their
 	// close.
 	open map[string]func()
@@ -64,7 +64,7 @@ func (p *kubeProxy) sync(ctx context.Context) {
 	want := map[string]bool{}
 	for _, s := range services.Items {
 		ip, err := netip.ParseAddr(s.Spec.ClusterIP)
-		if err != nil || !cidr.Contains(ip) || s.Spec.Selector[componentLabel] != envoyComponent {
+		if err != nil || !cidr.Contains(ip) || s.Spec.Selector[ComponentLabel] != EnvoyComponent {
 			continue
 		}
 		svc := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
@@ -118,7 +118,7 @@ func (p *kubeProxy) listen(ctx context.Context, protocol corev1.Protocol, addr s
 
 // envoyAt is where a Service port's traffic goes: the target port of one
 // of its Envoy Pods whose Envoy is Ready, at the Pod's address.
-func (f *fleet) envoyAt(ctx context.Context, svc types.NamespacedName, port int32) (string, error) {
+func (f *Fleet) envoyAt(ctx context.Context, svc types.NamespacedName, port int32) (string, error) {
 	s := &corev1.Service{}
 	if err := f.env.Client.Get(ctx, svc, s); err != nil {
 		return "", err
@@ -138,7 +138,7 @@ func (f *fleet) envoyAt(ctx context.Context, svc types.NamespacedName, port int3
 	}
 	var ready []string
 	for _, p := range pods.Items {
-		if e := f.envoy(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); e != nil {
+		if e := f.Envoy(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); e != nil {
 			if e.Ready() {
 				ready = append(ready, net.JoinHostPort(harness.Loopback(p.Status.PodIP), strconv.Itoa(int(target))))
 			}

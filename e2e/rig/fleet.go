@@ -1,4 +1,4 @@
-package conformance
+package rig
 
 import (
 	"cmp"
@@ -28,20 +28,20 @@ import (
 
 // Component label values the operator gives the Pods of a fleet.
 const (
-	componentLabel      = "app.kubernetes.io/component"
-	controllerComponent = "controller"
-	envoyComponent      = "envoy"
-	// operatorComponent labels the Pods of config/default's Deployment.
-	operatorComponent = "operator"
+	ComponentLabel      = "app.kubernetes.io/component"
+	ControllerComponent = "controller"
+	EnvoyComponent      = "envoy"
+	// OperatorComponent labels the Pods of config/default's Deployment.
+	OperatorComponent = "operator"
 )
 
-// fleet plays the Pods on the node agent: an operator Pod (of an install
+// Fleet plays the Pods on the node agent: an operator Pod (of an install
 // from config/default) becomes the real isobar-operator, a controller Pod the
 // real isobar-controller, an Envoy Pod runs its real bootstrap init
 // container and then a simulated Envoy that follows the bootstrap and
 // proxies on the Pod's address, and the suite's backend Pods run the
 // suite's echo server (runBackend).
-type fleet struct {
+type Fleet struct {
 	env        *harness.Env
 	kubeconfig string
 	ctx        context.Context
@@ -60,13 +60,13 @@ type fleet struct {
 	// network is how the Pods reach each other; logs are the backend
 	// Pods' output.
 	network *harness.Network
-	logs    *podLogs
+	Logs    *PodLogs
 }
 
-func (f *fleet) run(pod *corev1.Pod) (func(), error) {
-	switch pod.Labels[componentLabel] {
-	case controllerComponent:
-		if slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return strings.HasSuffix(c.Image, brokenTag) }) {
+func (f *Fleet) run(pod *corev1.Pod) (func(), error) {
+	switch pod.Labels[ComponentLabel] {
+	case ControllerComponent:
+		if slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return strings.HasSuffix(c.Image, BrokenTag) }) {
 			return nil, nil // a release whose controller never comes up
 		}
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
@@ -94,11 +94,11 @@ func (f *fleet) run(pod *corev1.Pod) (func(), error) {
 			f.mu.Unlock()
 			stop()
 		}, nil
-	case operatorComponent:
+	case OperatorComponent:
 		return restarting(f.ctx, func() (*harness.PodProcess, error) {
 			return f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "operator", f.binary(pod, "operator", "isobar-operator"))
 		})
-	case envoyComponent:
+	case EnvoyComponent:
 		stop, err := f.runEnvoy(pod)
 		if _, pending := errors.AsType[*harness.MountPending](err); err != nil && !pending {
 			// The node agent keeps it for the end; it matters now.
@@ -167,7 +167,7 @@ func restarting(ctx context.Context, start func() (*harness.PodProcess, error)) 
 	}, nil
 }
 
-func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
+func (f *Fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
 	p, err := f.env.RunPodProcess(f.ctx, f.kubeconfig, pod, "bootstrap", f.binary(pod, "bootstrap", "isobar-controller"))
 	if err != nil {
 		return nil, err
@@ -224,26 +224,26 @@ func (f *fleet) runEnvoy(pod *corev1.Pod) (func(), error) {
 // it has, as its preStop drain hook holds it.
 const drainTime = time.Second
 
-// brokenTag ends the image of a controller release that never comes up:
+// BrokenTag ends the image of a controller release that never comes up:
 // its Pod runs, and is never Ready.
-const brokenTag = ":broken"
+const BrokenTag = ":broken"
 
 // ready stands for a fleet Pod's readiness probes: the operator's and the
 // controller's /readyz, and an Envoy's /ready, which answers once Envoy's first
 // configuration has warmed. Other Pods are Ready once started.
-func (f *fleet) ready(ctx context.Context, pod *corev1.Pod) bool {
-	switch pod.Labels[componentLabel] {
-	case controllerComponent, operatorComponent:
+func (f *Fleet) ready(ctx context.Context, pod *corev1.Pod) bool {
+	switch pod.Labels[ComponentLabel] {
+	case ControllerComponent, OperatorComponent:
 		return harness.HTTPReady(ctx, pod)
-	case envoyComponent:
-		e := f.envoy(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+	case EnvoyComponent:
+		e := f.Envoy(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 		return e != nil && e.Ready()
 	}
 	return true
 }
 
-// addImage makes containers of image ref run binary.
-func (f *fleet) addImage(ref, binary string) {
+// AddImage makes containers of image ref run binary.
+func (f *Fleet) AddImage(ref, binary string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.images == nil {
@@ -254,7 +254,7 @@ func (f *fleet) addImage(ref, binary string) {
 
 // binary is what a Pod's container runs: the binary of its image, when
 // the image is one added, or the tree's binary of that name.
-func (f *fleet) binary(pod *corev1.Pod, container, name string) string {
+func (f *Fleet) binary(pod *corev1.Pod, container, name string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
@@ -265,8 +265,8 @@ func (f *fleet) binary(pod *corev1.Pod, container, name string) string {
 	return name
 }
 
-// envoy is the simulated Envoy of a Pod, if it runs.
-func (f *fleet) envoy(key types.NamespacedName) *dataplane.Envoy {
+// Envoy is the simulated Envoy of a Pod, if it runs.
+func (f *Fleet) Envoy(key types.NamespacedName) *dataplane.Envoy {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.envoys[key]
@@ -275,7 +275,7 @@ func (f *fleet) envoy(key types.NamespacedName) *dataplane.Envoy {
 // dial connects to a Service's DNS name and port as the cluster's DNS and
 // kube-proxy would: to a ready endpoint of the Service, at the Loopback
 // address where the node agent's process for that Pod listens.
-func (f *fleet) dial(ctx context.Context, address string) (net.Conn, error) {
+func (f *Fleet) dial(ctx context.Context, address string) (net.Conn, error) {
 	ip, target, err := f.resolve(ctx, address)
 	if err != nil {
 		return nil, err
@@ -288,7 +288,7 @@ func (f *fleet) dial(ctx context.Context, address string) (net.Conn, error) {
 // the Pod network, and to a Service's DNS name (a host Envoy resolves,
 // such as a JWKS URI's) through the Pod network to a ready endpoint of
 // the Service, as the cluster's DNS and kube-proxy send it.
-func (f *fleet) podDial(ctx context.Context, network, address string) (net.Conn, error) {
+func (f *Fleet) podDial(ctx context.Context, network, address string) (net.Conn, error) {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, err
@@ -304,7 +304,7 @@ func (f *fleet) podDial(ctx context.Context, network, address string) (net.Conn,
 }
 
 // resolve is the Pod IP and port a Service's DNS name and port reach.
-func (f *fleet) resolve(ctx context.Context, address string) (string, int32, error) {
+func (f *Fleet) resolve(ctx context.Context, address string) (string, int32, error) {
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
 		return "", 0, err
@@ -322,7 +322,7 @@ func (f *fleet) resolve(ctx context.Context, address string) (string, int32, err
 
 // endpoint picks a ready endpoint of a Service's port: its Pod IP and the
 // target port the EndpointSlice resolved.
-func (f *fleet) endpoint(ctx context.Context, svc types.NamespacedName, port int32) (string, int32, error) {
+func (f *Fleet) endpoint(ctx context.Context, svc types.NamespacedName, port int32) (string, int32, error) {
 	s := &corev1.Service{}
 	if err := f.env.Client.Get(ctx, svc, s); err != nil {
 		return "", 0, err
@@ -358,7 +358,7 @@ func (f *fleet) endpoint(ctx context.Context, svc types.NamespacedName, port int
 // report says on stderr why an Envoy has not synced, every few seconds
 // until it has: the suite's own messages only say a Gateway is not
 // Programmed.
-func (f *fleet) report(key types.NamespacedName, e *dataplane.Envoy) {
+func (f *Fleet) report(key types.NamespacedName, e *dataplane.Envoy) {
 	for {
 		select {
 		case <-f.ctx.Done():
@@ -369,7 +369,7 @@ func (f *fleet) report(key types.NamespacedName, e *dataplane.Envoy) {
 		if synced {
 			return
 		}
-		if f.envoy(key) != e {
+		if f.Envoy(key) != e {
 			return
 		}
 		fmt.Fprintf(os.Stderr, "simulated Envoy %s has not synced yet: last stream error: %v\n", key, err)
@@ -394,10 +394,10 @@ func containerEnvironment(pod *corev1.Pod, c *corev1.Container) map[string]strin
 	return env
 }
 
-// killControllers kills the processes of the controller Pods of namespace
+// KillControllers kills the processes of the controller Pods of namespace
 // ns at once (SIGKILL, as the kernel's OOM killer or a node failure
 // would), and returns those Pods.
-func (f *fleet) killControllers(ns string) ([]types.NamespacedName, error) {
+func (f *Fleet) KillControllers(ns string) ([]types.NamespacedName, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var killed []types.NamespacedName
@@ -413,9 +413,9 @@ func (f *fleet) killControllers(ns string) ([]types.NamespacedName, error) {
 	return killed, nil
 }
 
-// setControllerKubeconfig has the controller Pods started from now on reach
+// SetControllerKubeconfig has the controller Pods started from now on reach
 // the API server with kubeconfig.
-func (f *fleet) setControllerKubeconfig(kubeconfig string) {
+func (f *Fleet) SetControllerKubeconfig(kubeconfig string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.controllerKubeconfig = kubeconfig

@@ -1,4 +1,10 @@
-package conformance
+// Package rig is a cluster on this machine with Isobar installed as a user
+// would, for the tests that need a fleet: a real API server and
+// controller manager, a node agent that plays the fleet's Pods (the real
+// isobar-operator and isobar-controller, Envoy's bootstrap and a simulated
+// data plane, upstream's echo servers), and a kube-proxy over loopback
+// addresses.
+package rig
 
 import (
 	"context"
@@ -21,41 +27,50 @@ import (
 	"isobar.dev/e2e/harness"
 )
 
-// rig is a cluster with Isobar installed as a user would: the operator
+// The names the rig's GatewayClass has: the one the conformance suite
+// and the fleet tests make their Gateways of.
+const (
+	ControllerName   = "isobar.dev/gateway-controller"
+	GatewayClassName = "isobar"
+)
+
+// Rig is a cluster with Isobar installed as a user would: the operator
 // running, and a GatewayClass whose ContourDeployment publishes Envoy on a
 // ClusterIP Service, so Gateways get addresses without a cloud.
-type rig struct {
-	env   *harness.Env
-	fleet *fleet
-	agent *harness.NodeAgent
-	// operator is the running isobar-operator.
-	operator *harness.Process
+type Rig struct {
+	Env   *harness.Env
+	Fleet *Fleet
+	Agent *harness.NodeAgent
+	// Operator is the running isobar-operator.
+	Operator *harness.Process
 }
 
-// rigOptions vary the rig: the CRDs of a Gateway API channel ("" for the
+// Options vary the rig: the CRDs of a Gateway API channel ("" for the
 // default), Pods Ready only once what they run is (probe; otherwise once
 // started), and more flags for the operator; or no operator and no
 // GatewayClass at all (bare), for a test that installs Isobar itself, and
 // CRDs the cluster starts without (omit, see harness.Options.Omit).
-type rigOptions struct {
-	channel      string
-	probe        bool
-	operatorArgs []string
-	bare         bool
-	omit         []string
+type Options struct {
+	Channel      string
+	Probe        bool
+	OperatorArgs []string
+	Bare         bool
+	Omit         []string
 }
 
-func startRig(t *testing.T) *rig { return startRigOn(t, "") }
+// Start starts a rig with the default channel's CRDs.
+func Start(t *testing.T) *Rig { return StartOn(t, "") }
 
-// startRigOn is startRig with the CRDs of a Gateway API channel ("" for
+// StartOn is Start with the CRDs of a Gateway API channel ("" for
 // the default).
-func startRigOn(t *testing.T, channel string) *rig {
-	return startRigWith(t, rigOptions{channel: channel, probe: true})
+func StartOn(t *testing.T, channel string) *Rig {
+	return StartWith(t, Options{Channel: channel, Probe: true})
 }
 
-func startRigWith(t *testing.T, opts rigOptions) *rig {
+// StartWith starts a rig as opts say; it stops when the test ends.
+func StartWith(t *testing.T, opts Options) *Rig {
 	t.Helper()
-	e, err := harness.Start(harness.Options{Channel: opts.channel, ControllerManager: true, ServiceCIDR: serviceCIDR, Omit: opts.omit})
+	e, err := harness.Start(harness.Options{Channel: opts.Channel, ControllerManager: true, ServiceCIDR: serviceCIDR, Omit: opts.Omit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +101,11 @@ func startRigWith(t *testing.T, opts rigOptions) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &podLogs{}
-	f := &fleet{env: e, kubeconfig: kubeconfig, ctx: ctx, envoys: map[types.NamespacedName]*dataplane.Envoy{}, logs: logs, network: &harness.Network{}}
+	logs := &PodLogs{}
+	f := &Fleet{env: e, kubeconfig: kubeconfig, ctx: ctx, envoys: map[types.NamespacedName]*dataplane.Envoy{}, Logs: logs, network: &harness.Network{}}
 	go (&kubeProxy{fleet: f}).run(ctx)
 	var ready func(*corev1.Pod) bool
-	if opts.probe {
+	if opts.Probe {
 		ready = func(pod *corev1.Pod) bool { return f.ready(ctx, pod) }
 	}
 	agent, err = harness.StartProbingNodeAgent(ctx, e.Config, f.run, ready)
@@ -103,12 +118,12 @@ func startRigWith(t *testing.T, opts rigOptions) *rig {
 		}
 	})
 
-	r := &rig{env: e, fleet: f, agent: agent}
-	if opts.bare {
+	r := &Rig{Env: e, Fleet: f, Agent: agent}
+	if opts.Bare {
 		return r
 	}
-	r.startOperator(t, opts.operatorArgs...)
-	t.Cleanup(func() { r.stopOperator(t) })
+	r.StartOperator(t, opts.OperatorArgs...)
+	t.Cleanup(func() { r.StopOperator(t) })
 
 	const ns = "isobar-system"
 	for _, o := range []client.Object{
@@ -116,7 +131,7 @@ func startRigWith(t *testing.T, opts rigOptions) *rig {
 		&isobarv1alpha1.ContourDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conformance"}, Spec: isobarv1alpha1.ContourDeploymentSpec{
 			Envoy: isobarv1alpha1.EnvoySettings{NetworkPublishing: isobarv1alpha1.NetworkPublishing{Type: isobarv1alpha1.ClusterIPServicePublishing}},
 		}},
-		&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: gatewayClassName}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controllerName,
+		&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: GatewayClassName}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ControllerName,
 			ParametersRef: &gatewayv1.ParametersReference{Group: "isobar.dev", Kind: "ContourDeployment", Namespace: ptr.To(gatewayv1.Namespace(ns)), Name: "conformance"}}},
 	} {
 		if err := e.Client.Create(ctx, o); err != nil {
@@ -127,39 +142,39 @@ func startRigWith(t *testing.T, opts rigOptions) *rig {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		gc := &gatewayv1.GatewayClass{}
-		if err := e.Client.Get(ctx, types.NamespacedName{Name: gatewayClassName}, gc); err != nil {
+		if err := e.Client.Get(ctx, types.NamespacedName{Name: GatewayClassName}, gc); err != nil {
 			t.Fatal(err)
 		}
 		if meta.IsStatusConditionTrue(gc.Status.Conditions, string(gatewayv1.GatewayClassConditionStatusAccepted)) && len(gc.Status.SupportedFeatures) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("GatewayClass %s not accepted with supported features in a minute: %+v", gatewayClassName, gc.Status)
+			t.Fatalf("GatewayClass %s not accepted with supported features in a minute: %+v", GatewayClassName, gc.Status)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	return r
 }
 
-// startOperator runs isobar-operator with more flags, as its Deployment
+// StartOperator runs isobar-operator with more flags, as its Deployment
 // would, and waits for it to be ready.
-func (r *rig) startOperator(t *testing.T, args ...string) {
+func (r *Rig) StartOperator(t *testing.T, args ...string) {
 	t.Helper()
-	operatorConfig, err := r.env.Kubeconfig("isobar-operator")
+	operatorConfig, err := r.Env.Kubeconfig("isobar-operator")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := r.env.Binaries()
+	bin, err := r.Env.Binaries()
 	if err != nil {
 		t.Fatal(err)
 	}
 	health := harness.FreePortString(t)
-	op, err := harness.StartProcessEnv(r.env.Dir, []string{"KUBECONFIG=" + operatorConfig}, filepath.Join(bin, "isobar-operator"),
-		append([]string{"--controller-name=" + controllerName, "--health-probe-bind-address=127.0.0.1:" + health, "--metrics-bind-address=0", "--log-format=console"}, args...)...)
+	op, err := harness.StartProcessEnv(r.Env.Dir, []string{"KUBECONFIG=" + operatorConfig}, filepath.Join(bin, "isobar-operator"),
+		append([]string{"--controller-name=" + ControllerName, "--health-probe-bind-address=127.0.0.1:" + health, "--metrics-bind-address=0", "--log-format=console"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.operator = op
+	r.Operator = op
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if exited, err := op.Exited(); exited {
@@ -179,15 +194,15 @@ func (r *rig) startOperator(t *testing.T, args ...string) {
 	}
 }
 
-// stopOperator stops the running operator, showing its output when the
+// StopOperator stops the running operator, showing its output when the
 // test failed.
-func (r *rig) stopOperator(t *testing.T) {
-	if r.operator == nil {
+func (r *Rig) StopOperator(t *testing.T) {
+	if r.Operator == nil {
 		return
 	}
 	if t.Failed() {
-		t.Logf("isobar-operator:\n%s", r.operator.Output())
+		t.Logf("isobar-operator:\n%s", r.Operator.Output())
 	}
-	_, _ = r.operator.Stop(10 * time.Second)
-	r.operator = nil
+	_, _ = r.Operator.Stop(10 * time.Second)
+	r.Operator = nil
 }

@@ -1,4 +1,4 @@
-package conformance
+package rig
 
 import (
 	"bytes"
@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// podLogs stands in for the kubelet's log endpoint, which the suite reads
+// PodLogs stands in for the kubelet's log endpoint, which the suite reads
 // to see that a mirrored request reached its backend: what the backend
 // Pods' processes print.
-type podLogs struct {
+type PodLogs struct {
 	mu    sync.Mutex
 	lines map[types.NamespacedName][]logLine
 }
@@ -27,7 +27,7 @@ type logLine struct {
 	text string
 }
 
-func (l *podLogs) printf(pod types.NamespacedName, format string, args ...any) {
+func (l *PodLogs) printf(pod types.NamespacedName, format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.lines == nil {
@@ -38,12 +38,12 @@ func (l *podLogs) printf(pod types.NamespacedName, format string, args ...any) {
 
 // writer is a Pod's container output: each line it writes is a line of
 // the Pod's log, stamped when it was written.
-func (l *podLogs) writer(pod types.NamespacedName) io.Writer {
+func (l *PodLogs) writer(pod types.NamespacedName) io.Writer {
 	return &logWriter{logs: l, pod: pod}
 }
 
 type logWriter struct {
-	logs    *podLogs
+	logs    *PodLogs
 	pod     types.NamespacedName
 	mu      sync.Mutex
 	partial []byte
@@ -64,7 +64,7 @@ func (w *logWriter) Write(b []byte) (int, error) {
 }
 
 // since is a Pod's log from a time on, as the kubelet serves it.
-func (l *podLogs) since(pod types.NamespacedName, t time.Time) string {
+func (l *PodLogs) since(pod types.NamespacedName, t time.Time) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var b strings.Builder
@@ -78,9 +78,9 @@ func (l *podLogs) since(pod types.NamespacedName, t time.Time) string {
 
 var logPath = regexp.MustCompile(`^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$`)
 
-// wrap makes cfg's clients read Pod logs from l; every other request goes
+// Wrap makes cfg's clients read Pod logs from l; every other request goes
 // to the API server.
-func (l *podLogs) wrap(cfg *rest.Config) *rest.Config {
+func (l *PodLogs) Wrap(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
